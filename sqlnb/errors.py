@@ -1,0 +1,35 @@
+"""User-facing errors.
+
+Every error a user can cause (a missing column, a label with one class, NaN in a
+feature, ...) is a :class:`SqlnbError` whose message is one line naming the table,
+column or value at fault and how to fix it. The CLI prints it as ``Error: <message>``
+and exits non-zero; nothing is written when one is raised.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+class SqlnbError(Exception):
+    """A problem with the user's input, described in one line."""
+
+    exit_code = 2
+
+
+class SqlnbNotFound(SqlnbError):
+    """A file, table, model or column that does not exist."""
+
+
+def suggest(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or an empty string."""
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(name), choices, n=3, cutoff=0.5)
+    if not close:
+        lowered = {c.lower(): c for c in choices}
+        if str(name).lower() in lowered:
+            close = [lowered[str(name).lower()]]
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

@@ -1,0 +1,142 @@
+"""What every distribution family provides, and the numerics they share.
+
+A family turns one feature column into (1) SQL aggregates evaluated per class in the
+training scan, (2) sufficient statistics collected from their results, (3) per-class
+log-parameters derived from those statistics under the model's hyperparameters, and
+(4) a per-class score term — a sqlglot expression that is 0 when the value is NULL, so
+missing values are marginalised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from .. import sql
+from ..errors import SqlnbError
+
+NUMERIC_PREFIXES = (
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL", "INT",
+)
+FLOAT_PREFIXES = ("FLOAT", "DOUBLE", "REAL")
+
+
+def is_numeric(sql_type: str) -> bool:
+    return sql_type.upper().startswith(NUMERIC_PREFIXES) and "[" not in sql_type
+
+
+def is_float(sql_type: str) -> bool:
+    return sql_type.upper().startswith(FLOAT_PREFIXES) and "[" not in sql_type
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One model feature: a source column and the family that models it.
+
+    Attributes
+    ----------
+    name : str
+        Column name in the source.
+    kind : str
+        Family name (``gaussian``, ``bernoulli``, ``multinomial``, ``complement``,
+        ``categorical``).
+    sql_type : str
+        DuckDB type of the column at fit time.
+    threshold : float
+        Bernoulli binarisation threshold: a value counts as present when ``x > threshold``.
+    """
+
+    name: str
+    kind: str
+    sql_type: str
+    threshold: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "sql_type": self.sql_type,
+                "threshold": self.threshold}
+
+
+class Family:
+    """Interface of a distribution family (see the module docstring)."""
+
+    name: str = ""
+
+    def check_type(self, feature: Feature, where: str) -> None:
+        if not is_numeric(feature.sql_type) and feature.sql_type.upper() != "BOOLEAN":
+            raise SqlnbError(
+                f"column {feature.name!r} in {where} has type {feature.sql_type}, but kind "
+                f"{self.name!r} needs a numeric column; give it --feature-kind "
+                f"{feature.name}=categorical or cast it"
+            )
+
+    def value(self, feature: Feature, scoring: bool = False) -> exp.Expression:
+        """The column as a DOUBLE expression over the source alias ``src``.
+
+        At fit the raw value is aggregated, so NaN and ±inf propagate into the sums and
+        are reported. When scoring, NaN counts as missing (DuckDB sorts NaN above every
+        number and ``NaN > 0`` is true, so it must never reach a score).
+        """
+        x = sql.as_double(sql.col(feature.name, "src"))
+        if scoring and is_float(feature.sql_type):
+            x = exp.Nullif(this=x, expression=sql.dbl(float("nan")))
+        return x
+
+    def aggregates(self, feature: Feature, weight: exp.Expression | None) -> list[exp.Expression]:
+        raise NotImplementedError
+
+    def collect(self, feature: Feature, rows: Sequence[Sequence[Any]], classes: list, where: str):
+        raise NotImplementedError
+
+    def estimate(self, features: list[Feature], stats: dict, class_n: np.ndarray, hp) -> dict:
+        raise NotImplementedError
+
+    def term(self, feature: Feature, params: Any, k: int) -> exp.Expression:
+        raise NotImplementedError
+
+
+def wcount(weight: exp.Expression | None, cond: exp.Expression) -> exp.Expression:
+    """Weighted count of rows meeting ``cond``: ``COUNT(*) FILTER (WHERE cond)`` or
+    ``SUM(w) FILTER (WHERE cond)``."""
+    agg = exp.Count(this=exp.Star()) if weight is None else exp.Sum(this=weight.copy())
+    return exp.Filter(this=agg, expression=exp.Where(this=cond))
+
+
+def wsum(weight: exp.Expression | None, x: exp.Expression) -> exp.Expression:
+    """``SUM(x)`` or ``SUM(w * x)``."""
+    return exp.Sum(this=x if weight is None else exp.Mul(this=weight.copy(), expression=sql.paren(x)))
+
+
+def log_ratio(num: np.ndarray, den: np.ndarray, what: str) -> np.ndarray:
+    """``ln(num) − ln(den)`` for probabilities given as pseudo-counted ratios.
+
+    A zero numerator is a zero probability: −inf, whatever the denominator (a class with
+    no rows under MLE has 0/0, and no value is possible there). A negative numerator can
+    only come from a MAP estimate with α < 1 on a zero count, which has no mode inside
+    the simplex: that is reported, not turned into NaN.
+    """
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
+    if np.any(num < 0) or np.any(den < 0):
+        raise SqlnbError(
+            f"estimator 'map' with alpha < 1 has no mode for {what} (a count is zero); "
+            "use alpha >= 1 or the posterior-mean estimator"
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(num) - np.log(den)
+    return np.where(num == 0, -np.inf, out)
+
+
+def times(x: exp.Expression, coef: float) -> exp.Expression:
+    """``x · coef`` that is 0 (not NaN) for x = 0 or NULL when ``coef`` is infinite.
+
+    ``0 · −inf`` is NaN in SQL as in IEEE arithmetic; an infinite log-probability only
+    matters for rows where the feature is present (x > 0).
+    """
+    if np.isfinite(coef):
+        return exp.Coalesce(this=exp.Mul(this=x, expression=sql.dbl(coef)), expressions=[sql.dbl(0.0)])
+    return exp.Case(ifs=[exp.If(this=exp.GT(this=x, expression=sql.dbl(0.0)), true=sql.dbl(coef))],
+                    default=sql.dbl(0.0))

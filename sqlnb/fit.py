@@ -1,0 +1,218 @@
+"""Training: one scan of the source reduced to sufficient statistics.
+
+The builder makes one ``SELECT label, <aggregates> FROM source GROUP BY label``: every
+family contributes its per-class aggregates (counts, means, population variances,
+sums, and DuckDB ``histogram()`` for categorical columns), so all features of a mixed
+model cost one pass — the "one scan" shape of ``MEASURED.md``. Weighted data needs two
+extra statements: Gaussian M2 around the weighted class means (the stable two-pass
+form), and categorical counts by ``GROUPING SETS`` (DuckDB has no weighted histogram).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from . import sql
+from .errors import SqlnbError, suggest
+from .families import KINDS, REGISTRY, Feature, is_numeric
+from .source import Source
+from .stats import Statistics, _sort_key
+
+
+def default_kind(sql_type: str) -> str | None:
+    """The family a column gets when none is given: floating/decimal/integer ->
+    gaussian, boolean -> bernoulli, text/enum -> categorical; otherwise none."""
+    t = sql_type.upper()
+    if t == "BOOLEAN":
+        return "bernoulli"
+    if is_numeric(t):
+        return "gaussian"
+    if t.startswith(("VARCHAR", "ENUM", "TEXT", "STRING")):
+        return "categorical"
+    return None
+
+
+def plan_features(
+    source: Source,
+    label: str,
+    weight: str | None = None,
+    kind: str = "auto",
+    feature_kinds: Mapping[str, str] | None = None,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    binarize: float | Mapping[str, float] = 0.0,
+) -> list[Feature]:
+    """Choose the model's features and their families from the source's schema."""
+    feature_kinds = dict(feature_kinds or {})
+    source.require([label], "label column")
+    if weight is not None:
+        source.require([weight], "weight column")
+    for name in list(features or []) + list(exclude or []) + list(feature_kinds):
+        source.require([name], "feature column")
+    for k in [kind, *feature_kinds.values()]:
+        if k != "auto" and k not in KINDS:
+            raise SqlnbError(f"unknown kind {k!r}{suggest(k, KINDS)}; kinds are: {', '.join(KINDS)}")
+    if features is not None and exclude:
+        raise SqlnbError("give either the features to use or the ones to exclude, not both")
+    names = list(features) if features is not None else [
+        c for c in source.columns if c not in (label, weight) and c not in set(exclude or [])
+    ]
+    if label in names or (weight is not None and weight in names):
+        raise SqlnbError(f"column {label if label in names else weight!r} cannot be both a feature and the label/weight")
+    out = []
+    for name in names:
+        sql_type = source.columns[name]
+        k = feature_kinds.get(name, kind)
+        if k == "auto":
+            k = default_kind(sql_type)
+            if k is None:
+                raise SqlnbError(
+                    f"column {name!r} has type {sql_type}, which has no default kind; give it one "
+                    f"(--feature-kind {name}=categorical) or leave it out (--exclude {name})"
+                )
+        thr = binarize.get(name, 0.0) if isinstance(binarize, Mapping) else float(binarize)
+        feature = Feature(name, k, sql_type, float(thr))
+        REGISTRY[k].check_type(feature, source.description)
+        out.append(feature)
+    if not out:
+        raise SqlnbError(f"{source.description} has no feature column besides the label")
+    return out
+
+
+def _grouped(features: Iterable[Feature]) -> dict[str, list[Feature]]:
+    groups: dict[str, list[Feature]] = {}
+    for f in features:
+        groups.setdefault(f.kind, []).append(f)
+    return groups
+
+
+def statistics_query(source: Source, label: str, weight: str | None, features: Sequence[Feature]) -> exp.Select:
+    """The one-pass per-class aggregation (see the module docstring)."""
+    w = sql.as_double(sql.col(weight, "src")) if weight else None
+    cols: list[exp.Expression] = [
+        exp.alias_(sql.col(label, "src"), "k", quoted=True),
+        exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
+    ]
+    if w is not None:
+        cols += [exp.alias_(exp.Sum(this=w.copy()), "wsum", quoted=True),
+                 exp.alias_(exp.Min(this=w.copy()), "wmin", quoted=True),
+                 exp.alias_(exp.Count(this=w.copy()), "wcount", quoted=True)]
+    i = 0
+    for f in features:
+        for agg in REGISTRY[f.kind].aggregates(f, w):
+            cols.append(exp.alias_(agg, f"a{i}", quoted=True))
+            i += 1
+    return exp.select(*cols).from_(source.from_("src")).group_by(sql.col(label, "src"))
+
+
+def weighted_counts_query(source: Source, label: str, weight: str, features: Sequence[Feature]) -> exp.Select:
+    """Weighted per (class, value) counts of categorical columns: one GROUPING SETS query."""
+    keys = [sql.col(label, "src")] + [sql.col(f.name, "src") for f in features]
+    sets = [exp.Tuple(expressions=[keys[0].copy(), k.copy()]) for k in keys[1:]]
+    cols = [exp.alias_(keys[0].copy(), "k", quoted=True)]
+    for j, k in enumerate(keys[1:]):
+        cols.append(exp.alias_(k.copy(), f"v{j}", quoted=True))
+        cols.append(exp.alias_(exp.Grouping(expressions=[k.copy()]), f"g{j}", quoted=True))
+    cols.append(exp.alias_(exp.Sum(this=sql.as_double(sql.col(weight, "src"))), "n", quoted=True))
+    return (
+        exp.select(*cols)
+        .from_(source.from_("src"))
+        .where(exp.Not(this=exp.Is(this=keys[0].copy(), expression=exp.Null())))
+        .group_by(exp.GroupingSets(expressions=sets))
+    )
+
+
+def _class_case(label: str, label_type: str, classes: list, values: Sequence[float]) -> exp.Expression:
+    return exp.Case(
+        this=sql.col(label, "src"),
+        ifs=[exp.If(this=sql.value(c, label_type), true=sql.dbl(float(v))) for c, v in zip(classes, values)],
+    )
+
+
+def collect_statistics(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    label: str,
+    features: Sequence[Feature],
+    weight: str | None = None,
+    min_classes: int = 2,
+) -> Statistics:
+    """Run the training aggregations and return the model's sufficient statistics."""
+    label_type = source.columns[label]
+    where = source.description
+    rows = con.execute(sql.render(statistics_query(source, label, weight, features))).fetchall()
+    null_rows = sum(int(r[1]) for r in rows if r[0] is None)
+    rows = [r for r in rows if r[0] is not None]
+    if any(isinstance(r[0], float) and math.isnan(r[0]) for r in rows):
+        raise SqlnbError(f"label column {label!r} in {where} holds NaN; use NULL for unlabelled rows")
+    if not rows:
+        if null_rows:
+            raise SqlnbError(f"label column {label!r} in {where} is NULL in all {null_rows} rows; nothing to learn from")
+        raise SqlnbError(f"{where} has no rows; nothing to learn from")
+    rows.sort(key=lambda r: _sort_key(r[0]))
+    classes = [r[0] for r in rows]
+    if len(classes) < min_classes:
+        raise SqlnbError(
+            f"label column {label!r} in {where} has only one class ({classes[0]!r}); "
+            "a classifier needs at least two"
+        )
+    off = 2
+    if weight:
+        off = 5
+        if any(r[4] != r[1] for r in rows):
+            raise SqlnbError(f"weight column {weight!r} in {where} has NULL values; give every row a weight")
+        if any(r[3] is not None and (float(r[3]) < 0 or math.isnan(float(r[3]))) for r in rows) or any(
+            not math.isfinite(float(r[2] or 0)) for r in rows):
+            raise SqlnbError(f"weight column {weight!r} in {where} has negative, NaN or infinite values")
+    class_rows = np.array([float(r[1]) for r in rows])
+    class_n = np.array([float(r[2] or 0) for r in rows]) if weight else class_rows.copy()
+
+    feats: dict[str, Any] = {}
+    pos = off
+    for f in features:
+        fam = REGISTRY[f.kind]
+        n_aggs = len(fam.aggregates(f, sql.dbl(1.0) if weight else None))
+        values = [r[pos:pos + n_aggs] for r in rows]
+        pos += n_aggs
+        if n_aggs:
+            feats[f.name] = fam.collect(f, values, classes, where)
+
+    if weight:
+        _weighted_passes(con, source, label, label_type, weight, features, classes, feats)
+    return Statistics(classes, class_n, class_rows, {f.name: feats[f.name] for f in features}, null_rows)
+
+
+def _weighted_passes(con, source, label, label_type, weight, features, classes, feats) -> None:
+    w = sql.as_double(sql.col(weight, "src"))
+    gauss = [f for f in features if f.kind == "gaussian"]
+    if gauss:
+        fam = REGISTRY["gaussian"]
+        cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)] + [
+            exp.alias_(fam.second_pass(f, w, _class_case(label, label_type, classes, feats[f.name].mean)),
+                       f"m{j}", quoted=True)
+            for j, f in enumerate(gauss)
+        ]
+        q = (exp.select(*cols).from_(source.from_("src"))
+             .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
+             .group_by(sql.col(label, "src")))
+        by_class = {r[0]: r[1:] for r in con.execute(sql.render(q)).fetchall()}
+        for j, f in enumerate(gauss):
+            feats[f.name].m2 = np.array([float(by_class.get(c, [0.0] * len(gauss))[j] or 0.0) for c in classes])
+    cats = [f for f in features if f.kind == "categorical"]
+    if cats:
+        from .families.categorical import counts_from
+        hists: dict[str, list[dict]] = {f.name: [dict() for _ in classes] for f in cats}
+        index = {c: i for i, c in enumerate(classes)}
+        for r in con.execute(sql.render(weighted_counts_query(source, label, weight, cats))).fetchall():
+            k = index[r[0]]
+            for j, f in enumerate(cats):
+                if r[2 + 2 * j] == 0:  # GROUPING(c_j) = 0: this row belongs to (label, c_j)
+                    if r[1 + 2 * j] is not None:
+                        hists[f.name][k][r[1 + 2 * j]] = float(r[-1] or 0.0)
+        for f in cats:
+            feats[f.name] = counts_from(hists[f.name])

@@ -1,0 +1,163 @@
+"""The scoring SELECT shared by every model kind.
+
+A model contributes one SQL expression per class: its joint log-likelihood
+``b_c = ln p(x, c)`` (naive Bayes, QDA) or any score defined up to a per-row constant
+(LDA, logistic regression). This module finishes them the same way for all kinds::
+
+    B      = max_c b_c                             GREATEST over the class columns
+    lse    = B + ln Σ_c exp(b_c − B)               the max-shifted log-sum-exp
+    log p(c|x) = b_c − lse ;  p(c|x) = exp(b_c − lse)
+    prediction = the first class (in sorted order) with b_c = B
+
+in three nested SELECTs (a column cannot be used in the SELECT that defines it, so B and
+lse need their own stages), giving one SELECT that can be pasted into a query as a
+subquery or CTE. A row with ``b_c = −inf`` for every class has probability zero under
+the model (only possible with the MLE estimator): its posterior is undefined, so its
+probabilities and prediction are NULL and ``log_evidence`` is −inf — never NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from . import sql
+from .errors import SqlnbError
+
+#: Output groups a scoring query can produce.
+OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
+_NEG_INF = float("-inf")
+
+
+def label_text(v: Any) -> str:
+    """How a class label appears in a column name (``proba_<label>``)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def class_columns(prefix: str, classes: Sequence[Any]) -> list[str]:
+    """``prefix + label`` for each class, made unique under case folding (DuckDB
+    identifiers are case-insensitive, so ``proba_A`` and ``proba_a`` would collide)."""
+    names, seen = [], set()
+    for v in classes:
+        base = f"{prefix}{label_text(v)}"
+        name, i = base, 2
+        while name.lower() in seen:
+            name, i = f"{base}_{i}", i + 1
+        seen.add(name.lower())
+        names.append(name)
+    return names
+
+
+def output_columns(classes: Sequence[Any], outputs: Sequence[str]) -> list[str]:
+    """Names of the columns a scoring query adds, in order."""
+    cols: list[str] = []
+    for group in OUTPUTS:
+        if group not in outputs:
+            continue
+        if group in ("log_evidence", "prediction"):
+            cols.append(group)
+        else:
+            cols += class_columns(group + "_", classes)
+    return cols
+
+
+def scoring_select(
+    source_from: exp.Expression,
+    scores: Sequence[exp.Expression],
+    classes: Sequence[Any],
+    label_type: str | None,
+    source_columns: Sequence[str] | None,
+    outputs: Sequence[str] = ("proba", "prediction"),
+    keep: Sequence[str] | None = None,
+) -> exp.Select:
+    """Build the scoring SELECT.
+
+    Parameters
+    ----------
+    source_from : sqlglot expression
+        The source as a FROM item aliased ``src``.
+    scores : list of sqlglot expressions
+        ``b_c`` for each class, in the order of ``classes``; may reference ``src``.
+    classes : list
+        Class labels in sorted order (ties in the argmax go to the first).
+    label_type : str or None
+        SQL type of the labels, for typed literals in ``prediction``.
+    source_columns : list of str or None
+        The source's columns; ``None`` when unknown (then every source column is passed
+        through with ``*`` and the per-class ``jll_`` columns stay in the output).
+    outputs : list of str
+        Which of :data:`OUTPUTS` to produce.
+    keep : list of str, optional
+        Source columns to pass through (default: all of them).
+    """
+    unknown = [o for o in outputs if o not in OUTPUTS]
+    if unknown:
+        raise ValueError(f"unknown scoring outputs {unknown}; choose from {OUTPUTS}")
+    jll = class_columns("jll_", classes)
+    passthrough = list(keep) if keep is not None else (list(source_columns) if source_columns is not None else None)
+    added = output_columns(classes, outputs)
+    if passthrough is not None:
+        clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in added + jll})
+        if clash:
+            raise SqlnbError(
+                f"the source already has a column named {clash[0]!r}, which scoring adds; "
+                "rename it or leave it out of the kept columns"
+            )
+
+    # Stage 1: the per-class scores next to the source's columns.
+    src_cols = [exp.Column(this=exp.Star(), table=sql.ident("src"))]
+    if passthrough is not None and source_columns is not None:
+        src_cols = [sql.col(c, "src") for c in passthrough]
+    stage1 = exp.select(*src_cols, *[exp.alias_(s, n, quoted=True) for s, n in zip(scores, jll)]).from_(source_from)
+
+    b = [sql.col(n) for n in jll]
+
+    def greatest() -> exp.Expression:
+        return sql.greatest([x.copy() for x in b])
+
+    neg_inf = sql.dbl(_NEG_INF)
+    # Stage 2: lse = B + ln Σ exp(b_c − B). With B = −inf every b_c − B is NaN, so that
+    # case is answered directly.
+    shifted = sql.add(exp.Exp(this=exp.Sub(this=x.copy(), expression=sql.paren(greatest()))) for x in b)
+    lse = exp.Case(
+        ifs=[exp.If(this=exp.EQ(this=greatest(), expression=neg_inf.copy()), true=neg_inf.copy())],
+        default=exp.Add(this=greatest(), expression=exp.Ln(this=shifted)),
+    )
+    stage2 = exp.select(exp.Star(), exp.alias_(lse, "log_evidence", quoted=True)).from_(
+        exp.Subquery(this=stage1, alias=exp.TableAlias(this=sql.ident("s1")))
+    )
+
+    # Stage 3: the outputs.
+    ev = sql.col("log_evidence")
+    undefined = exp.EQ(this=ev.copy(), expression=neg_inf.copy())
+
+    def log_proba(x: exp.Expression) -> exp.Expression:
+        return exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())],
+                        default=exp.Sub(this=x.copy(), expression=ev.copy()))
+
+    final: list[exp.Expression] = []
+    if passthrough is None:
+        final.append(exp.Star())  # source columns, jll_* and log_evidence
+    else:
+        final += [sql.col(c) for c in passthrough]
+        if "jll" in outputs:
+            final += [sql.col(n) for n in jll]
+        if "log_evidence" in outputs:
+            final.append(ev.copy())
+    if "log_proba" in outputs:
+        final += [exp.alias_(log_proba(x), n, quoted=True)
+                  for x, n in zip(b, class_columns("log_proba_", classes))]
+    if "proba" in outputs:
+        final += [exp.alias_(exp.Exp(this=log_proba(x)), n, quoted=True)
+                  for x, n in zip(b, class_columns("proba_", classes))]
+    if "prediction" in outputs:
+        pred = exp.Case(
+            ifs=[exp.If(this=undefined.copy(), true=exp.null())]
+            + [exp.If(this=exp.EQ(this=x.copy(), expression=greatest()), true=sql.value(v, label_type))
+               for x, v in zip(b, classes)],
+        )
+        final.append(exp.alias_(pred, "prediction", quoted=True))
+    return exp.select(*final).from_(exp.Subquery(this=stage2, alias=exp.TableAlias(this=sql.ident("s2"))))

@@ -1,0 +1,233 @@
+"""Data sources: where training and scoring rows come from.
+
+A source is anything a FROM clause can name: a table or view, a SQL query, or
+Parquet/CSV/JSON files by path or glob (hive-partitioned directories included). It is
+resolved once against a DuckDB connection into a :class:`Source`: a sqlglot expression
+to put in FROM plus the column names and types. Rows are never pulled into Python.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from . import sql
+from .errors import SqlnbError, SqlnbNotFound, suggest
+
+_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".txt": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+}
+_COMPRESSED = (".gz", ".zst", ".zstd")
+_QUERY_START = re.compile(r"^\s*(\(|select\b|with\b|from\b|values\b|table\b|pivot\b|unpivot\b)", re.I)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table or view in the connection (``catalog.schema.name`` parts given separately,
+    so a name holding dots or quotes is just a name)."""
+
+    name: str
+    schema: str | None = None
+    catalog: str | None = None
+
+    def __str__(self) -> str:
+        return ".".join(p for p in (self.catalog, self.schema, self.name) if p)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A SQL query (DuckDB dialect) whose rows are the data."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Files:
+    """Parquet, CSV or JSON files by path or glob; ``options`` go to DuckDB's reader
+    (e.g. ``{"nullstr": "?", "delim": ", "}`` for CSV)."""
+
+    path: str
+    format: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.path
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved source: a FROM-able expression, its columns and types."""
+
+    expr: exp.Expression
+    columns: dict[str, str]
+    description: str
+
+    def from_(self, alias: str = "src") -> exp.Expression:
+        """The source as a FROM item aliased ``alias``."""
+        node = self.expr.copy()
+        if isinstance(node, exp.Subquery):
+            node.set("alias", exp.TableAlias(this=sql.ident(alias)))
+            return node
+        return exp.alias_(node, alias, table=True, quoted=True)
+
+    def require(self, names, what: str = "column") -> None:
+        """Raise a one-line error naming any of ``names`` the source lacks."""
+        for name in names:
+            if name not in self.columns:
+                raise SqlnbNotFound(
+                    f"{what} {name!r} not found in {self.description}"
+                    f"{suggest(name, self.columns)}; its columns are: {', '.join(self.columns)}"
+                )
+
+
+def guess(data: Any) -> Table | Query | Files | Any:
+    """Interpret a plain string or path: a query, files, or a table name."""
+    if isinstance(data, Path):
+        return Files(str(data))
+    if not isinstance(data, str):
+        return data
+    if _QUERY_START.match(data):
+        return Query(data)
+    lower = data.lower()
+    for ext in _COMPRESSED:
+        if lower.endswith(ext):
+            lower = lower[: -len(ext)]
+    if any(lower.endswith(e) for e in _FORMATS) or any(ch in data for ch in "*?[") or os.path.exists(data):
+        return Files(data)
+    return Table(data)
+
+
+def file_format(path: str) -> str:
+    lower = path.lower()
+    for ext in _COMPRESSED:
+        if lower.endswith(ext):
+            lower = lower[: -len(ext)]
+    if os.path.isdir(path):
+        return "parquet"
+    for ext, fmt in _FORMATS.items():
+        if lower.endswith(ext):
+            return fmt
+    raise SqlnbError(
+        f"cannot tell the format of {path!r} from its name; use a .parquet, .csv or .json file"
+    )
+
+
+def _reader(spec: Files) -> exp.Expression:
+    path = spec.path
+    fmt = spec.format or file_format(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "**", "*.parquet")
+    local = "://" not in path
+    if local and not _glob.glob(path, recursive=True):
+        raise SqlnbNotFound(f"no file matches {spec.path!r}; check the path or glob")
+    func = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json_auto"}[fmt]
+    args: list[exp.Expression] = [exp.Literal.string(path)]
+    for key, val in spec.options.items():
+        args.append(exp.EQ(this=exp.column(key), expression=_option_value(val)))
+    return exp.Table(this=exp.Anonymous(this=func, expressions=args))
+
+
+def _option_value(val: Any) -> exp.Expression:
+    if isinstance(val, Mapping):
+        return exp.Struct(
+            expressions=[
+                exp.PropertyEQ(this=exp.Literal.string(str(k)), expression=_option_value(v))
+                for k, v in val.items()
+            ]
+        )
+    if isinstance(val, (list, tuple)):
+        return exp.Array(expressions=[_option_value(v) for v in val])
+    return exp.convert(val)
+
+
+def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
+    """Resolve ``data`` against ``con`` into a :class:`Source`.
+
+    Parameters
+    ----------
+    data : Table, Query, Files, str, pathlib.Path, duckdb.DuckDBPyRelation or pyarrow.Table
+        What to read. A plain string is a query if it starts like one, files if it has a
+        data-file extension or a glob character, and otherwise a table name.
+    con : duckdb.DuckDBPyConnection
+        The connection that can see the data.
+    """
+    data = guess(data)
+    if isinstance(data, Source):
+        return data
+    if isinstance(data, Table):
+        node: exp.Expression = sql.table(data.name, data.schema, data.catalog)
+        desc = f"table {str(data)!r}"
+    elif isinstance(data, Query):
+        try:
+            parsed = sqlglot.parse_one(data.text, dialect="duckdb")
+        except sqlglot.errors.ParseError as e:
+            raise SqlnbError(f"cannot parse the source query: {str(e).splitlines()[0]}") from None
+        node = exp.Subquery(this=parsed)
+        desc = "the source query"
+    elif isinstance(data, Files):
+        node = _reader(data)
+        desc = f"{data.path!r}"
+    elif isinstance(data, duckdb.DuckDBPyRelation):
+        node = exp.Subquery(this=sqlglot.parse_one(data.sql_query(), dialect="duckdb"))
+        desc = "the relation"
+    elif type(data).__module__.startswith(("pyarrow", "pandas", "polars")):
+        name = f"sqlnb_input_{id(data):x}"
+        con.register(name, data)
+        node = sql.table(name)
+        desc = "the in-memory table"
+    else:
+        raise SqlnbError(f"cannot read data from a {type(data).__name__}; give a table, query or file path")
+    probe = exp.select(exp.Star()).from_(
+        node.copy() if not isinstance(node, exp.Subquery) else exp.Subquery(
+            this=node.this.copy(), alias=exp.TableAlias(this=sql.ident("src")))
+    ).limit(0)
+    try:
+        rel = con.sql(sql.render(probe))
+        columns = {str(c): str(t) for c, t in zip(rel.columns, rel.types)}
+    except duckdb.CatalogException as e:
+        if isinstance(data, Table):
+            raise SqlnbNotFound(_missing_table(data, con)) from None
+        raise SqlnbError(f"{desc}: {_first_line(e)}") from None
+    except (duckdb.IOException, duckdb.InvalidInputException, duckdb.BinderException,
+            duckdb.ParserException, duckdb.ConversionException) as e:
+        raise SqlnbError(f"cannot read {desc}: {_first_line(e)}") from None
+    return Source(expr=node, columns=columns, description=desc)
+
+
+def _missing_table(spec: Table, con: duckdb.DuckDBPyConnection) -> str:
+    listing_query = (
+        exp.select(sql.col("table_name"))
+        .from_(exp.to_table("information_schema.tables"))
+        .where(sql.col("table_schema").neq(exp.Literal.string("sqlnb")))
+        .order_by(sql.col("table_name"))
+    )
+    names = [r[0] for r in con.execute(sql.render(listing_query)).fetchall()]
+    listing = ", ".join(names) if names else "none"
+    return f"table {str(spec)!r} not found{suggest(spec.name, names)}; tables here: {listing}"
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("LINE"):
+            return line
+    return text

@@ -1,0 +1,238 @@
+"""Sufficient statistics: what a naive Bayes model *is*.
+
+Training reduces the data to these small per-class arrays, and everything else —
+smoothing, estimators, priors, variance floors, incremental updates, cross-validation
+folds, adding a class — is computed from them without reading the data again.
+
+Per class ``c`` (arrays are indexed by the position of ``c`` in the sorted class list):
+
+* :class:`Moments` (gaussian): weighted ``n``, ``mean``, ``m2 = Σ w (x − mean)²``, plus
+  the unweighted ``rows, rows_mean, rows_m2`` that scikit-learn's variance floor uses.
+* :class:`Sums` (bernoulli, multinomial, complement): weighted count of rows where the
+  feature is not NULL (``n``) and weighted total (``Σ w·x``, or ``Σ w·[x > t]``).
+* :class:`Counts` (categorical, and token bags): weighted count per (class, value).
+
+Two sets of statistics merge exactly (:meth:`Statistics.merge`); Gaussian moments merge
+by Chan, Golub & LeVeque, which is stable where the textbook ``Σx², Σx`` form is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+import numpy as np
+
+
+def _sort_key(v: Any):
+    # Classes and categories sort by value (numbers numerically, strings by code point);
+    # the type name first keeps mixed-type sets (only possible across updates) orderable.
+    return (type(v).__name__ if not isinstance(v, (int, float)) or isinstance(v, bool) else "0num", v)
+
+
+def sorted_values(values: Iterable[Any]) -> list:
+    """Distinct values in the model's canonical order."""
+    return sorted(set(values), key=_sort_key)
+
+
+def _align(arr: np.ndarray, src: list, dst: list, axis: int = 0) -> np.ndarray:
+    """Re-index ``arr`` (indexed along ``axis`` by ``src``) to ``dst``, zeros elsewhere."""
+    pos = {v: i for i, v in enumerate(src)}
+    shape = list(arr.shape)
+    shape[axis] = len(dst)
+    out = np.zeros(shape, dtype=float)
+    for j, v in enumerate(dst):
+        if v in pos:
+            idx = [slice(None)] * arr.ndim
+            idx[axis] = j
+            sidx = [slice(None)] * arr.ndim
+            sidx[axis] = pos[v]
+            out[tuple(idx)] = arr[tuple(sidx)]
+    return out
+
+
+def chan_merge(n1, mean1, m21, n2, mean2, m22):
+    """Combine two (n, mean, M2) summaries (Chan, Golub & LeVeque 1979).
+
+    ``n = n₁+n₂; δ = μ₂−μ₁; μ = μ₁ + δ·n₂/n; M2 = M2₁ + M2₂ + δ²·n₁n₂/n``. Empty sides
+    (n = 0) leave the other side unchanged; the result for n = 0 is (0, 0, 0).
+    """
+    n1, mean1, m21, n2, mean2, m22 = map(np.asarray, (n1, mean1, m21, n2, mean2, m22))
+    n = n1 + n2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delta = mean2 - mean1
+        safe = np.where(n > 0, n, 1.0)
+        mean = np.where(n1 == 0, mean2, np.where(n2 == 0, mean1, mean1 + delta * (n2 / safe)))
+        m2 = np.where(
+            (n1 == 0) | (n2 == 0), m21 + m22, m21 + m22 + delta * delta * (n1 * n2 / safe)
+        )
+    return n, np.where(n > 0, mean, 0.0), np.where(n > 0, m2, 0.0)
+
+
+@dataclass
+class Moments:
+    """Gaussian statistics of one feature, per class."""
+
+    n: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+    rows: np.ndarray
+    rows_mean: np.ndarray
+    rows_m2: np.ndarray
+
+    family = "moments"
+
+    def align(self, src: list, dst: list) -> "Moments":
+        return Moments(*(_align(getattr(self, f), src, dst) for f in _MOMENT_FIELDS))
+
+    def merge(self, other: "Moments") -> "Moments":
+        n, mean, m2 = chan_merge(self.n, self.mean, self.m2, other.n, other.mean, other.m2)
+        r, rmean, rm2 = chan_merge(
+            self.rows, self.rows_mean, self.rows_m2, other.rows, other.rows_mean, other.rows_m2
+        )
+        return Moments(n, mean, m2, r, rmean, rm2)
+
+    def scaled(self, factor: float) -> "Moments":
+        # Forgetting scales the weight of past rows: counts and M2 shrink, means stay.
+        return Moments(self.n * factor, self.mean, self.m2 * factor,
+                       self.rows * factor, self.rows_mean, self.rows_m2 * factor)
+
+    def pooled(self):
+        """(rows, mean, M2) of the feature over all classes, unweighted."""
+        n, mean, m2 = 0.0, 0.0, 0.0
+        for k in range(len(self.rows)):
+            n, mean, m2 = chan_merge(n, mean, m2, self.rows[k], self.rows_mean[k], self.rows_m2[k])
+        return float(n), float(mean), float(m2)
+
+
+_MOMENT_FIELDS = ("n", "mean", "m2", "rows", "rows_mean", "rows_m2")
+
+
+@dataclass
+class Sums:
+    """Bernoulli / multinomial / complement statistics of one feature, per class."""
+
+    n: np.ndarray
+    total: np.ndarray
+
+    family = "sums"
+
+    def align(self, src: list, dst: list) -> "Sums":
+        return Sums(_align(self.n, src, dst), _align(self.total, src, dst))
+
+    def merge(self, other: "Sums") -> "Sums":
+        return Sums(self.n + other.n, self.total + other.total)
+
+    def scaled(self, factor: float) -> "Sums":
+        return Sums(self.n * factor, self.total * factor)
+
+
+@dataclass
+class Counts:
+    """Per (class, value) weighted counts of one categorical feature (or token bag)."""
+
+    values: list
+    counts: np.ndarray  # shape (n_classes, n_values)
+
+    family = "counts"
+
+    def align(self, src: list, dst: list) -> "Counts":
+        return Counts(list(self.values), _align(self.counts, src, dst, axis=0))
+
+    def merge(self, other: "Counts") -> "Counts":
+        values = sorted_values(list(self.values) + list(other.values))
+        return Counts(
+            values,
+            _align(self.counts, self.values, values, axis=1)
+            + _align(other.counts, other.values, values, axis=1),
+        )
+
+    def scaled(self, factor: float) -> "Counts":
+        return Counts(list(self.values), self.counts * factor)
+
+    @property
+    def n(self) -> np.ndarray:
+        """Weighted count of non-NULL values per class."""
+        return self.counts.sum(axis=1)
+
+
+@dataclass
+class Statistics:
+    """All sufficient statistics of a naive Bayes model.
+
+    Attributes
+    ----------
+    classes : list
+        Sorted distinct labels. A class with no rows may still be present (e.g. declared
+        up front); its fitted prior is then zero.
+    class_n : ndarray
+        Weighted row count per class.
+    class_rows : ndarray
+        Unweighted row count per class.
+    features : dict
+        Feature name -> :class:`Moments`, :class:`Sums` or :class:`Counts`.
+    null_label_rows : int
+        Rows skipped because their label was NULL.
+    """
+
+    classes: list
+    class_n: np.ndarray
+    class_rows: np.ndarray
+    features: dict = field(default_factory=dict)
+    null_label_rows: int = 0
+
+    @property
+    def n_rows(self) -> int:
+        return int(round(float(np.sum(self.class_rows))))
+
+    def align(self, classes: list) -> "Statistics":
+        """The same statistics over the class list ``classes`` (a superset)."""
+        return Statistics(
+            list(classes),
+            _align(self.class_n, self.classes, classes),
+            _align(self.class_rows, self.classes, classes),
+            {k: v.align(self.classes, classes) for k, v in self.features.items()},
+            self.null_label_rows,
+        )
+
+    def merge(self, other: "Statistics") -> "Statistics":
+        """Statistics of the union of both data sets (exact, order-independent up to
+        rounding). New classes, categories and tokens are added."""
+        missing = set(self.features) ^ set(other.features)
+        if missing:
+            raise ValueError(f"cannot merge statistics of different features: {sorted(missing)}")
+        classes = sorted_values(list(self.classes) + list(other.classes))
+        a, b = self.align(classes), other.align(classes)
+        return Statistics(
+            classes,
+            a.class_n + b.class_n,
+            a.class_rows + b.class_rows,
+            {k: a.features[k].merge(b.features[k]) for k in a.features},
+            a.null_label_rows + b.null_label_rows,
+        )
+
+    def scaled(self, factor: float) -> "Statistics":
+        """Down-weight these statistics by ``factor`` (exponential forgetting)."""
+        return replace(
+            self,
+            class_n=self.class_n * factor,
+            class_rows=self.class_rows * factor,
+            features={k: v.scaled(factor) for k, v in self.features.items()},
+        )
+
+    def only_classes(self, keep: list) -> "Statistics":
+        """The statistics restricted to the classes in ``keep``."""
+        idx = [self.classes.index(c) for c in keep]
+
+        def pick(s):
+            if isinstance(s, Counts):
+                return Counts(list(s.values), s.counts[idx])
+            return type(s)(*(getattr(s, f)[idx] for f in s.__dataclass_fields__))
+
+        return Statistics(
+            [self.classes[i] for i in idx],
+            self.class_n[idx],
+            self.class_rows[idx],
+            {k: pick(v) for k, v in self.features.items()},
+            self.null_label_rows,
+        )
