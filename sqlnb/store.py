@@ -78,7 +78,7 @@ def _has_catalog(con: duckdb.DuckDBPyConnection) -> bool:
          .from_(exp.to_table("information_schema.tables"))
          .where(exp.and_(sql.col("table_schema").eq(exp.Placeholder()),
                          sql.col("table_name").eq(exp.Placeholder()))))
-    return con.execute(sql.render(q), [SCHEMA, CATALOG]).fetchone()[0] > 0
+    return con.execute(sql.render(q), [SCHEMA, CATALOG]).fetchall()[0][0] > 0
 
 
 def _lookup(con: duckdb.DuckDBPyConnection, name: str):
@@ -86,7 +86,8 @@ def _lookup(con: duckdb.DuckDBPyConnection, name: str):
         return None
     q = (exp.select(sql.col("id"), sql.col("kind"), sql.col("meta"))
          .from_(_catalog()).where(sql.col("name").eq(exp.Placeholder())))
-    return con.execute(sql.render(q), [name]).fetchone()
+    rows = con.execute(sql.render(q), [name]).fetchall()
+    return rows[0] if rows else None
 
 
 def model_names(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -125,7 +126,7 @@ def _drop_parts(con, model_id: str) -> None:
          .where(exp.and_(sql.col("table_schema").eq(exp.Placeholder()),
                          exp.func("starts_with", sql.col("table_name"), exp.Placeholder()))))
     for (tname,) in con.execute(sql.render(q), [SCHEMA, f"m_{model_id}_"]).fetchall():
-        con.execute(sql.render(exp.Drop(this=sql.table(tname, SCHEMA), kind="TABLE")))
+        con.execute(sql.render(exp.Drop(tables=[sql.table(tname, SCHEMA)], kind="TABLE")))
 
 
 def save_model(model, target: Any, name: str, replace: bool = False) -> None:

@@ -1,0 +1,175 @@
+"""A model is its statistics: re-estimation without data, storage round trips, NULLs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sqlnb
+from sqlnb.errors import SqlnbError
+from conftest import scores
+
+
+def mixed_table(n=400, seed=0, nulls=True):
+    rng = np.random.default_rng(seed)
+    y = rng.choice(["a", "b", "c"], n)
+    shift = np.select([y == "a", y == "b"], [0.0, 1.5], 3.0)
+    g = rng.normal(shift, 1.0)
+    cnt = rng.poisson(1 + shift).astype(np.int64)
+    flag = rng.random(n) < (0.2 + 0.2 * shift)
+    colour = np.where(rng.random(n) < 0.5, np.where(y == "a", "red", "blue"), rng.choice(["red", "blue", "green"], n))
+    day = np.array([dt.date(2026, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 4, n)])
+    code = rng.integers(0, 3, n) + (y == "c")
+    t = pa.table({"g": g, "cnt": cnt, "flag": flag, "colour": colour, "day": day, "code": code, "y": y})
+    if nulls:
+        mask = rng.random(n) < 0.1
+        t = t.set_column(0, "g", pa.array(np.where(mask, None, g).tolist(), pa.float64()))
+        t = t.set_column(3, "colour", pa.array(np.where(rng.random(n) < 0.1, None, colour).tolist()))
+    return t
+
+
+KINDS = dict(feature_kinds={"cnt": "multinomial", "day": "categorical", "code": "categorical"})
+
+
+def all_scores(model, data, con):
+    rel = model.score(data, con, outputs=("jll", "log_evidence", "proba", "prediction"))
+    return rel.to_arrow_table().to_pydict()
+
+
+def test_reestimation_reads_no_data(tmp_path):
+    path = tmp_path / "train.parquet"
+    pq.write_table(mixed_table(), path)
+    test = mixed_table(100, seed=1)
+    con = duckdb.connect()
+    con.register("test_rows", test)
+    model = sqlnb.fit(str(path), "y", **KINDS)
+    settings = [dict(alpha=0.5), dict(estimator="map", alpha=2.0), dict(estimator="mle"),
+                dict(class_prior="uniform"), dict(class_prior={"a": 0.2, "b": 0.3, "c": 0.5}),
+                dict(class_prior="dirichlet", prior_alpha=3.0), dict(var_smoothing=1e-3),
+                dict(unseen="bucket", alpha=0.7)]
+    refits = [all_scores(sqlnb.fit(str(path), "y", **KINDS, **s), "test_rows", con) for s in settings]
+    os.remove(path)  # from here on the training data does not exist
+    for s, ref in zip(settings, refits):
+        got = all_scores(model.with_params(**s), "test_rows", con)
+        assert got == ref, s  # identical, not just close: same statistics, same arithmetic
+    with pytest.raises(SqlnbError, match="no file matches"):
+        sqlnb.fit(str(path), "y")
+
+
+def test_save_load_round_trip_is_exact(tmp_path):
+    db = tmp_path / "models.duckdb"
+    con = duckdb.connect()
+    con.register("train_rows", mixed_table())
+    con.register("test_rows", mixed_table(100, seed=1))
+    model = sqlnb.fit("train_rows", "y", con=con, alpha=0.3, **KINDS)
+    model.save(db, "my model")
+    back = sqlnb.load(db, "my model")
+    assert back.classes == model.classes
+    assert [f.to_dict() for f in back.features] == [f.to_dict() for f in model.features]
+    assert back.hyper == model.hyper
+    assert back.stats.features["day"].values == model.stats.features["day"].values
+    assert isinstance(back.stats.features["day"].values[0], dt.date)
+    assert all_scores(back, "test_rows", con) == all_scores(model, "test_rows", con)
+    assert [m["name"] for m in sqlnb.models(db)] == ["my model"]
+
+
+def test_save_refuses_to_overwrite_and_replace_is_atomic(tmp_path):
+    db = tmp_path / "models.duckdb"
+    t = mixed_table()
+    m1 = sqlnb.fit(t, "y", **KINDS)
+    m1.save(db, "m")
+    m2 = sqlnb.fit(t, "y", alpha=5.0, **KINDS)
+    with pytest.raises(SqlnbError, match="already exists"):
+        m2.save(db, "m")
+    assert sqlnb.load(db, "m").hyper.alpha == 1.0
+    m2.save(db, "m", replace=True)
+    assert sqlnb.load(db, "m").hyper.alpha == 5.0
+    with duckdb.connect(str(db)) as c:  # the replaced model's tables are gone
+        n = c.sql("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'sqlnb'").fetchall()[0][0]
+    assert n == 1 + len(m2.parameter_tables())
+
+
+def test_failed_save_leaves_database_unchanged(tmp_path, monkeypatch):
+    db = tmp_path / "models.duckdb"
+    t = mixed_table()
+    sqlnb.fit(t, "y", **KINDS).save(db, "m")
+    m2 = sqlnb.fit(t, "y", alpha=9.0, **KINDS)
+    real = m2.parameter_tables()
+
+    def broken():
+        parts = dict(real)
+        parts["boom"] = (pa.table({"x": [1]}), {"x": "NOT_A_TYPE"})
+        return parts
+
+    monkeypatch.setattr(m2, "parameter_tables", broken)
+    with pytest.raises(Exception):
+        m2.save(db, "m", replace=True)
+    assert sqlnb.load(db, "m").hyper.alpha == 1.0
+
+
+def test_null_feature_contributes_no_term():
+    con = duckdb.connect()
+    con.register("train_rows", mixed_table())
+    model = sqlnb.fit("train_rows", "y", con=con, **KINDS)
+    row = {"g": [0.3], "cnt": [2], "flag": [True], "colour": ["red"], "day": [dt.date(2026, 1, 2)], "code": [1]}
+    full = all_scores(model, pa.table(row), con)
+    for name in row:
+        partial = dict(row)
+        partial[name] = pa.array([None], pa.table(row).schema.field(name).type)
+        part = all_scores(model, pa.table(partial), con)
+        # the difference is exactly that feature's term, computed by the same model
+        single = {k: pa.array([None], pa.table(row).schema.field(k).type) for k in row}
+        single[name] = row[name]
+        only = all_scores(model, pa.table(single), con)
+        for c in model.classes:
+            prior = math.log(model.stats.class_n[model.classes.index(c)] / model.stats.class_n.sum())
+            term = only[f"jll_{c}"][0] - prior
+            assert part[f"jll_{c}"][0] == pytest.approx(full[f"jll_{c}"][0] - term, abs=1e-12)
+    nothing = {k: pa.array([None], pa.table(row).schema.field(k).type) for k in row}
+    out = all_scores(model, pa.table(nothing), con)
+    prior = model.stats.class_n / model.stats.class_n.sum()
+    np.testing.assert_allclose([out[f"proba_{c}"][0] for c in model.classes], prior, atol=1e-15)
+
+
+def test_unseen_category_policies():
+    con = duckdb.connect()
+    con.register("train_rows", mixed_table(nulls=False))
+    model = sqlnb.fit("train_rows", "y", con=con, features=["colour"])
+    missing = all_scores(model, pa.table({"colour": pa.array([None], pa.string())}), con)
+    unseen = all_scores(model, pa.table({"colour": ["purple"]}), con)
+    assert unseen == {**missing, "colour": ["purple"]}  # default: an unseen value is missing
+    bucket = model.with_params(unseen="bucket")
+    out = all_scores(bucket, pa.table({"colour": ["purple"]}), con)
+    n_j = 3 + 1
+    for k, c in enumerate(model.classes):
+        n_c = model.stats.class_n[k]
+        expected = math.log(n_c / model.stats.class_n.sum()) + math.log(1.0 / (n_c + n_j))
+        assert out[f"jll_{c}"][0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_labels_of_any_type_and_null_labels_skipped():
+    base = mixed_table(nulls=False)
+    dates = {"a": dt.date(2020, 1, 1), "b": dt.date(2021, 1, 1), "c": None}
+    t = base.set_column(6, "y", pa.array([dates[v] for v in base["y"].to_pylist()], pa.date32()))
+    m = sqlnb.fit(t, "y", **KINDS)
+    assert m.classes == [dt.date(2020, 1, 1), dt.date(2021, 1, 1)]
+    assert m.stats.null_label_rows == base["y"].to_pylist().count("c")
+    con = duckdb.connect()
+    out = all_scores(m, t, con)
+    assert set(out["prediction"]) <= set(m.classes)
+    assert "proba_2020-01-01" in out
+
+
+def test_gaussian_class_without_values_uses_pooled_estimate():
+    t = pa.table({"x": pa.array([1.0, 2.0, None, None, 3.0], pa.float64()), "z": [1.0, 2.0, 3.0, 4.0, 5.0],
+                  "y": ["a", "a", "b", "b", "a"]})
+    m = sqlnb.fit(t, "y")
+    mean, var = m.log_parameters()["x"]
+    assert mean[1] == pytest.approx(2.0) and var[1] == pytest.approx(2.0 / 3.0, rel=1e-6)
