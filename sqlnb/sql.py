@@ -111,14 +111,53 @@ def paren(e: exp.Expression) -> exp.Expression:
     return exp.Paren(this=e)
 
 
-def _sqlite_literals(node: exp.Expression) -> exp.Expression:
-    """SQLite has no DOUBLE type name and cannot cast 'inf' strings: use REAL and
-    overflowing literals (SQLite reads ``1e999`` as +Infinity)."""
-    if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.DOUBLE:
-        inner = node.this
-        if isinstance(inner, exp.Literal) and inner.is_string and inner.this in ("inf", "-inf"):
-            lit = exp.Literal.number("1e999")
-            return exp.Neg(this=lit) if inner.this == "-inf" else lit
+_SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _special_literal(dialect: str, v: float) -> exp.Expression:
+    """±inf / NaN spelled so that ``dialect`` parses them (each spelling execution-tested
+    where the README's dialect table says so)."""
+    if dialect == "sqlite":  # no special-value casts; an overflowing literal is +inf
+        if math.isnan(v):
+            return exp.null()  # SQLite has no NaN (it stores NULL)
+        lit = exp.Literal.number("1e999")
+        return exp.Neg(this=lit) if v < 0 else lit
+    if dialect == "trino":  # casts of 'Infinity' strings fail; infinity() and nan() exist
+        if math.isnan(v):
+            return exp.Anonymous(this="nan", expressions=[])
+        inf = exp.Anonymous(this="infinity", expressions=[])
+        return exp.Neg(this=inf) if v < 0 else inf
+    text = "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if dialect in ("bigquery", "snowflake"):
+        text = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return exp.Cast(this=exp.Literal.string(text), to=_DOUBLE.copy())
+
+
+def _dialect_literals(dialect: str):
+    def fix(node: exp.Expression) -> exp.Expression:
+        if (isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.DOUBLE
+                and isinstance(node.this, exp.Literal) and node.this.is_string
+                and node.this.this in _SPECIAL):
+            return _special_literal(dialect, _SPECIAL[node.this.this])
+        return node
+    return fix
+
+
+#: exp() below this underflows to 0 in IEEE doubles (the smallest subnormal is e^-745).
+EXP_UNDERFLOW = -745.0
+
+
+def _exp_without_underflow_error(node: exp.Expression) -> exp.Expression:
+    """PostgreSQL raises "value out of range: underflow" where other engines return 0,
+    so ``EXP(x)`` becomes ``CASE WHEN x < -745 THEN 0 ELSE EXP(x) END`` there — exact,
+    since e^-745 already rounds to 0."""
+    if isinstance(node, exp.Exp) and not node.meta.get("sqlnb_guarded"):
+        guarded = exp.Exp(this=node.this.copy())
+        guarded.meta["sqlnb_guarded"] = True
+        return exp.Case(
+            ifs=[exp.If(this=exp.LT(this=node.this.copy(), expression=dbl(EXP_UNDERFLOW)), true=dbl(0.0))],
+            default=guarded,
+        )
     return node
 
 
@@ -154,8 +193,9 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
     tree = expression
     if dialect in _PLAIN_GREATEST_IS_NULL_PROPAGATING:
         tree = tree.transform(_plain_greatest)
-    if dialect == "sqlite":
-        tree = tree.transform(_sqlite_literals)
+    if dialect == "postgres":
+        tree = tree.transform(_exp_without_underflow_error)
+    tree = tree.transform(_dialect_literals(dialect))
     return tree.sql(
         dialect=dialect,
         pretty=pretty,

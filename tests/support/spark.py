@@ -1,0 +1,137 @@
+"""Local Spark SQL session for tests.
+
+:func:`spark_session` starts a small local SparkSession (pyspark from PyPI,
+``local[2]``, 1 GB driver, no web UI, no progress bar, logs at ERROR) whose
+scratch and warehouse directories live in a temporary directory removed on
+exit.  Starting takes roughly 5-15 s (the first query a few more), so use it
+from a session-scoped pytest fixture: only one SparkContext can exist per
+process, and a second ``getOrCreate`` would silently reuse the first one and
+ignore static settings.
+
+ANSI mode: pyspark 4.x defaults to ``spark.sql.ansi.enabled=true`` (3.x
+defaulted to false).  We set it explicitly, to true by default, so behaviour
+does not depend on the installed version: overflow, division by zero and
+invalid casts raise errors, as in PostgreSQL.  Note that ``ln(0)`` and
+``ln(-1)`` still return NULL in Spark in both modes (PostgreSQL raises, DuckDB
+returns -inf / NULL).  ``spark.sql.ansi.enabled`` is a runtime setting, so a
+test may flip it on ``session.newSession()`` without a new JVM.
+
+Needs ``pip install pyspark`` and a Java runtime (17 or 21 for pyspark 4.x;
+``bash .ci/install-engines.sh`` installs one if ``java`` is missing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+__all__ = ["SparkNotAvailable", "spark_session"]
+
+# Everything at ERROR.  The explicit org.apache logger matters: pyspark counts as
+# a shell, and Spark then prints "Setting default log level to WARN" unless the
+# logger of its entry class has its own configuration matching the root level.
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+logger.apache.name = org.apache
+logger.apache.level = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _quiet_python_loggers() -> None:
+    """Stop pyspark 4 from logging every SQL error as a JSON dump on stderr.
+
+    pyspark logs each exception that carries a query context through these
+    two loggers (tests that expect errors would flood the output).  They must
+    be created as PySparkLogger: a plain Logger rejects the extra keywords.
+    """
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pyspark < 4
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+class SparkNotAvailable(RuntimeError):
+    """Raised when pyspark or a Java runtime is missing."""
+
+
+@contextlib.contextmanager
+def spark_session(ansi: bool = True, cores: int = 2) -> Iterator["pyspark.sql.SparkSession"]:
+    """Run a local SparkSession for the duration of a ``with`` block.
+
+    Parameters
+    ----------
+    ansi : bool, default True
+        Value of ``spark.sql.ansi.enabled`` (see the module docstring).
+    cores : int, default 2
+        Worker threads (``local[cores]``); also used for shuffle partitions.
+
+    Yields
+    ------
+    pyspark.sql.SparkSession
+        The session, with time zone UTC.  It is stopped on exit.
+
+    Raises
+    ------
+    SparkNotAvailable
+        If pyspark is not installed or no ``java`` / ``$JAVA_HOME`` is found.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise SparkNotAvailable("pyspark is not installed: pip install 'pyspark>=4.1,<5'") from exc
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and os.access(Path(java_home, "bin", "java"), os.X_OK)) \
+            and not shutil.which("java"):
+        raise SparkNotAvailable(
+            "no Java runtime found (need Java 17+): `bash .ci/install-engines.sh` or "
+            "`sudo apt-get install -y default-jre-headless`, or set $JAVA_HOME"
+        )
+    # Bind to loopback: avoids the "hostname resolves to a loopback address" warning
+    # and any dependency on the machine's network setup.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    tmp = Path(tempfile.mkdtemp(prefix="sqlnb-spark-"))
+    (tmp / "log4j2.properties").write_text(_LOG4J2)
+    # C1-only JIT and serial GC: in our measurements they roughly halved session
+    # start plus first queries; test queries are small, so peak speed hardly matters.
+    java_opts = (
+        "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
+        f"-Dlog4j2.configurationFile=file:{tmp / 'log4j2.properties'}"
+    )
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName("sqlnb-tests")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.default.parallelism", str(cores))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.ansi.enabled", str(ansi).lower())
+        .config("spark.local.dir", str(tmp / "local"))
+        .config("spark.sql.warehouse.dir", str(tmp / "warehouse"))
+    )
+    session = None
+    try:
+        session = builder.getOrCreate()
+        _quiet_python_loggers()
+        yield session
+    finally:
+        if session is not None:
+            session.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
