@@ -8,15 +8,24 @@ Data flow::
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Mapping, Sequence
 
 import duckdb
 
+from . import dense
+from .discriminant import LDA, QDA, collect_moments
+from .engines import as_engine
+from .errors import SqlnbError, suggest
 from .fit import collect_statistics, plan_features
+from .logistic import Logistic
 from .naive_bayes import Hyperparameters, NaiveBayes
 from .source import resolve
 from .store import drop_model, list_models, load_model
+
+#: Model kinds :func:`fit` can build (``model=``); ``kind=`` stays the naive Bayes family.
+MODELS = ("naive_bayes", "lda", "qda", "logistic")
 
 
 def fit(
@@ -24,15 +33,17 @@ def fit(
     label: str,
     *,
     con: duckdb.DuckDBPyConnection | None = None,
+    model: str = "naive_bayes",
     kind: str = "auto",
     feature_kinds: Mapping[str, str] | None = None,
     features: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     weight: str | None = None,
     binarize: float | Mapping[str, float] = 0.0,
+    text: Any = None,
     **hyperparameters: Any,
 ) -> NaiveBayes:
-    """Fit a naive Bayes classifier in the database.
+    """Fit a classifier in the database: naive Bayes (default), LDA, QDA or logistic regression.
 
     Parameters
     ----------
@@ -41,8 +52,15 @@ def fit(
         by path or glob. Only aggregates leave the database.
     label : str
         The label column; rows where it is NULL are skipped and counted.
-    con : duckdb connection, optional
-        A connection that can see ``data`` (default: a new in-memory one, enough for files).
+    con : duckdb connection or Engine, optional
+        A connection that can see ``data`` (default: a new in-memory one, enough for files),
+        or an engine (:class:`~sqlnb.engines.PostgresEngine`,
+        :class:`~sqlnb.engines.SparkEngine`) to fit naive Bayes there.
+    model : {"naive_bayes", "lda", "qda", "logistic"}
+        The model kind. The others dispatch to :func:`fit_lda`, :func:`fit_qda` and
+        :func:`fit_logistic`, whose parameters (``shrinkage``, ``priors``, ``reg_param``,
+        ``C``, ``standardize``) then go in ``**hyperparameters``; ``kind``,
+        ``feature_kinds``, ``weight`` and ``binarize`` are naive Bayes only.
     kind : str
         Family of every feature (``auto`` picks one from each column's type).
     feature_kinds : mapping, optional
@@ -53,26 +71,42 @@ def fit(
         A column of non-negative row weights.
     binarize : float or mapping
         Bernoulli threshold (``x > threshold`` is present), per column or for all.
+    text : TextOptions, dict, or mapping of column to either, optional
+        Tokenizer and vocabulary options of token-bag columns (text, ``VARCHAR[]`` or
+        ``MAP`` columns given kind multinomial, bernoulli or complement): ``token_pattern``,
+        ``lowercase``, ``stop_words``, ``min_df``, ``max_df``, ``max_features``,
+        ``select_k`` (see :mod:`sqlnb.text`).
     **hyperparameters
         Fields of :class:`~sqlnb.naive_bayes.Hyperparameters` (``alpha``,
         ``estimator``, ``class_prior``, ``var_smoothing``, ...).
 
     Returns
     -------
-    NaiveBayes
+    NaiveBayes, LDA, QDA or Logistic
 
     Examples
     --------
     >>> import sqlnb
     >>> model = sqlnb.fit("train.parquet", label="y")          # doctest: +SKIP
     >>> model.predict_proba("test.parquet").to_arrow_table()   # doctest: +SKIP
+    >>> sqlnb.fit("train.parquet", label="y", model="lda", shrinkage=0.1)  # doctest: +SKIP
     """
+    if model != "naive_bayes":
+        if model not in _DENSE:
+            raise SqlnbError(f"unknown model {model!r}{suggest(model, MODELS)}; models are: {', '.join(MODELS)}")
+        nb_only = [name for name, v, default in (("kind", kind, "auto"), ("feature_kinds", feature_kinds, None),
+                                                 ("weight", weight, None), ("binarize", binarize, 0.0),
+                                                 ("text", text, None))
+                   if v != default]
+        if nb_only:
+            raise SqlnbError(f"{nb_only[0]} applies to naive Bayes only, not to model {model!r}")
+        return _DENSE[model](data, label, con=con, features=features, exclude=exclude, **hyperparameters)
     hyper = Hyperparameters(**hyperparameters)
-    con = con if con is not None else duckdb.connect()
+    engine = as_engine(con)  # a DuckDB connection, or an engine (sqlnb.engines), or None
     start = time.perf_counter()
-    source = resolve(data, con)
-    feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize)
-    stats = collect_statistics(con, source, label, feats, weight)
+    source = engine.resolve(data)
+    feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text)
+    stats = collect_statistics(engine, source, label, feats, weight)
     report = {
         "source": source.description,
         "rows": stats.n_rows,
@@ -80,6 +114,173 @@ def fit(
         "seconds": round(time.perf_counter() - start, 3),
     }
     return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
+
+
+def _dense_start(data, label, con, features, exclude, what):
+    if con is not None and not isinstance(con, duckdb.DuckDBPyConnection):
+        raise SqlnbError(f"{what} is fitted on DuckDB only; give a DuckDB connection (con=) that can see the data")
+    con = con if con is not None else duckdb.connect()
+    source = resolve(data, con)
+    return con, source, dense.plan_features(source, label, features, exclude, what)
+
+
+def _report(source, rows: int, null_label_rows: int, start: float) -> dict:
+    return {"source": source.description, "rows": rows, "null_label_rows": null_label_rows,
+            "seconds": round(time.perf_counter() - start, 3)}
+
+
+def fit_lda(
+    data: Any,
+    label: str,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    shrinkage: float | None = None,
+    priors: Any = None,
+) -> LDA:
+    """Fit linear discriminant analysis in the database (one aggregation scan).
+
+    Parameters
+    ----------
+    data, label, con
+        As for :func:`fit`.
+    features, exclude : list of str, optional
+        Numeric (or boolean) feature columns (default: all but the label; any other
+        type raises). Training rows must be complete: see :mod:`sqlnb.dense`.
+    shrinkage : float in [0, 1], optional
+        Shrink each class covariance towards ``(tr C / d)·I`` (scikit-learn's float
+        ``shrinkage`` with ``solver='lsqr'``).
+    priors : None, "uniform", mapping label -> probability, or sequence in class order
+        Class priors (default: the class frequencies).
+
+    Returns
+    -------
+    LDA
+    """
+    return _fit_discriminant(LDA, data, label, con, features, exclude, priors, shrinkage=shrinkage)
+
+
+def fit_qda(
+    data: Any,
+    label: str,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    reg_param: float = 0.0,
+    priors: Any = None,
+) -> QDA:
+    """Fit quadratic discriminant analysis in the database (one aggregation scan).
+
+    Parameters are as for :func:`fit_lda`, except ``reg_param`` in [0, 1]: each class
+    covariance becomes ``(1 − reg_param)·C_k + reg_param·I`` (scikit-learn's).
+
+    Returns
+    -------
+    QDA
+    """
+    return _fit_discriminant(QDA, data, label, con, features, exclude, priors, reg_param=reg_param)
+
+
+def _fit_discriminant(cls, data, label, con, features, exclude, priors, **params):
+    """LDA or QDA: plan the features, one moments scan, then the model (solved lazily)."""
+    start = time.perf_counter()
+    con, source, feats = _dense_start(data, label, con, features, exclude, cls.kind.upper())
+    moments = collect_moments(con, source, label, list(feats))[1][None]
+    return cls(label, source.columns[label], feats, moments, priors,
+               _report(source, moments.n_rows, moments.null_label_rows, start), **params)
+
+
+def fit_logistic(
+    data: Any,
+    label: str,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    C: float = 1.0,
+    standardize: bool = False,
+) -> Logistic:
+    """Fit L2-penalised logistic regression (rows read once into numpy, scored in SQL).
+
+    Parameters
+    ----------
+    data, label, con, features, exclude
+        As for :func:`fit_lda`.
+    C : float
+        Inverse penalty strength, as scikit-learn's ``LogisticRegression(C=C)``.
+    standardize : bool
+        Fit on ``(x − mean)/std`` (as ``StandardScaler`` then ``LogisticRegression``);
+        the scaling is folded into the SQL score. Default False: the data as given.
+
+    Returns
+    -------
+    Logistic
+    """
+    start = time.perf_counter()
+    con, source, feats = _dense_start(data, label, con, features, exclude, "logistic regression")
+    labels, X, _, null_rows = dense.read_rows(con, source, label, feats)
+    classes = dense.check_labels(dict.fromkeys(labels), label, source.description, null_rows)
+    return Logistic.fit_arrays(label, source.columns[label], feats, labels, X, classes, C, standardize,
+                               _report(source, len(labels), null_rows, start))
+
+
+_DENSE = {"lda": fit_lda, "qda": fit_qda, "logistic": fit_logistic}
+
+
+def connect(
+    path: str | os.PathLike | None = None,
+    threads: int | None = None,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike | None = None,
+    read_only: bool = False,
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with resource limits applied.
+
+    Parameters
+    ----------
+    path : str or path, optional
+        A database file (created when missing unless ``read_only``); default in-memory.
+    threads : int, optional
+        Worker threads (DuckDB's default: one per core).
+    memory_limit : str, optional
+        DuckDB memory limit such as ``"4GB"``; larger intermediates spill to disk.
+    temp_directory : str or path, optional
+        Where DuckDB spills.
+    read_only : bool
+        Open ``path`` read-only (it must exist).
+
+    Raises
+    ------
+    SqlnbError
+        One line naming the setting DuckDB rejected, or why the file cannot be opened.
+
+    Examples
+    --------
+    >>> con = sqlnb.connect(threads=2, memory_limit="1GB")        # doctest: +SKIP
+    >>> model = sqlnb.fit("train.parquet", label="y", con=con)    # doctest: +SKIP
+    """
+    # Given as connection config rather than SET statements: DuckDB validates them before
+    # the database is opened, so a bad value never leaves a half-configured connection.
+    config = {key: value for key, value in (
+        ("threads", None if threads is None else int(threads)),
+        ("memory_limit", memory_limit),
+        ("temp_directory", None if temp_directory is None else os.fspath(temp_directory)),
+    ) if value is not None}
+    database = ":memory:" if path is None else os.fspath(path)
+    try:
+        return duckdb.connect(database, read_only=read_only and path is not None, config=config)
+    except duckdb.Error as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        for key, value in config.items():
+            try:  # find the setting DuckDB rejected, to name it
+                duckdb.connect(config={key: value}).close()
+            except duckdb.Error:
+                raise SqlnbError(f"invalid {key.replace('_', ' ')} {value!r}: {reason}") from None
+        if read_only and path is not None and not os.path.exists(database):
+            raise SqlnbError(f"database {database!r} does not exist; check the path") from None
+        raise SqlnbError(f"cannot open database {database!r}: {reason}") from None
 
 
 def load(target: Any, name: str):

@@ -6,12 +6,14 @@ sums, and DuckDB ``histogram()`` for categorical columns), so all features of a 
 model cost one pass — the "one scan" shape of ``MEASURED.md``. Weighted data needs two
 extra statements: Gaussian M2 around the weighted class means (the stable two-pass
 form), and categorical counts by ``GROUPING SETS`` (DuckDB has no weighted histogram).
+Engines other than DuckDB have no ``histogram()`` at all, so there categorical counts
+always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/engines.py).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import duckdb
 import numpy as np
@@ -22,17 +24,21 @@ from .errors import SqlnbError, suggest
 from .families import KINDS, REGISTRY, Feature, is_numeric
 from .source import Source
 from .stats import Statistics, _sort_key
+from .text import BAG_KINDS, bag_feature, bag_layout, collect_bags, family_for
+
+if TYPE_CHECKING:
+    from .engines import Engine
 
 
 def default_kind(sql_type: str) -> str | None:
     """The family a column gets when none is given: floating/decimal/integer ->
     gaussian, boolean -> bernoulli, text/enum -> categorical; otherwise none."""
     t = sql_type.upper()
-    if t == "BOOLEAN":
+    if t in ("BOOLEAN", "BOOL"):
         return "bernoulli"
     if is_numeric(t):
         return "gaussian"
-    if t.startswith(("VARCHAR", "ENUM", "TEXT", "STRING")):
+    if t.startswith(("VARCHAR", "ENUM", "TEXT", "STRING", "CHAR", "BPCHAR")):  # CHAR covers CHARACTER VARYING
         return "categorical"
     return None
 
@@ -46,8 +52,13 @@ def plan_features(
     features: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     binarize: float | Mapping[str, float] = 0.0,
+    text: Any = None,
 ) -> list[Feature]:
-    """Choose the model's features and their families from the source's schema."""
+    """Choose the model's features and their families from the source's schema.
+
+    A text, ``VARCHAR[]`` or ``MAP(VARCHAR, <number>)`` column given kind multinomial,
+    bernoulli or complement is a token bag, tokenized with ``text`` options (see
+    :mod:`sqlnb.text`)."""
     feature_kinds = dict(feature_kinds or {})
     source.require([label], "label column")
     if weight is not None:
@@ -76,6 +87,9 @@ def plan_features(
                     f"(--feature-kind {name}=categorical) or leave it out (--exclude {name})"
                 )
         thr = binarize.get(name, 0.0) if isinstance(binarize, Mapping) else float(binarize)
+        if k in BAG_KINDS and bag_layout(sql_type) is not None:
+            out.append(bag_feature(name, k, sql_type, float(thr), text))
+            continue
         feature = Feature(name, k, sql_type, float(thr))
         REGISTRY[k].check_type(feature, source.description)
         out.append(feature)
@@ -91,8 +105,23 @@ def _grouped(features: Iterable[Feature]) -> dict[str, list[Feature]]:
     return groups
 
 
-def statistics_query(source: Source, label: str, weight: str | None, features: Sequence[Feature]) -> exp.Select:
-    """The one-pass per-class aggregation (see the module docstring)."""
+def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool) -> list[exp.Expression]:
+    # Without DuckDB's histogram() a categorical column is counted by the GROUPING SETS
+    # query instead (weighted_counts_query), so it has no aggregate in the main scan.
+    if f.kind == "categorical" and not histogram:
+        return []
+    return family_for(f).aggregates(f, w)
+
+
+def statistics_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],
+                     histogram: bool = True, group: exp.Expression | None = None) -> exp.Select:
+    """The one-pass per-class aggregation (see the module docstring).
+
+    ``histogram=False`` leaves categorical columns to :func:`weighted_counts_query`
+    (engines other than DuckDB have no ``histogram()`` aggregate). ``group``, an
+    expression over ``src`` (e.g. a cross-validation fold), is an extra grouping key,
+    returned as the last column.
+    """
     w = sql.as_double(sql.col(weight, "src")) if weight else None
     cols: list[exp.Expression] = [
         exp.alias_(sql.col(label, "src"), "k", quoted=True),
@@ -104,21 +133,27 @@ def statistics_query(source: Source, label: str, weight: str | None, features: S
                  exp.alias_(exp.Count(this=w.copy()), "wcount", quoted=True)]
     i = 0
     for f in features:
-        for agg in REGISTRY[f.kind].aggregates(f, w):
+        for agg in _aggregates(f, w, histogram):
             cols.append(exp.alias_(agg, f"a{i}", quoted=True))
             i += 1
-    return exp.select(*cols).from_(source.from_("src")).group_by(sql.col(label, "src"))
+    keys = [sql.col(label, "src")]
+    if group is not None:
+        cols.append(exp.alias_(group, "g", quoted=True))
+        keys.append(group.copy())
+    return exp.select(*cols).from_(source.from_("src")).group_by(*keys)
 
 
-def weighted_counts_query(source: Source, label: str, weight: str, features: Sequence[Feature]) -> exp.Select:
-    """Weighted per (class, value) counts of categorical columns: one GROUPING SETS query."""
+def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature]) -> exp.Select:
+    """(Weighted) per (class, value) counts of categorical columns: one GROUPING SETS query
+    (``COUNT(*)`` when ``weight`` is None)."""
     keys = [sql.col(label, "src")] + [sql.col(f.name, "src") for f in features]
     sets = [exp.Tuple(expressions=[keys[0].copy(), k.copy()]) for k in keys[1:]]
     cols = [exp.alias_(keys[0].copy(), "k", quoted=True)]
     for j, k in enumerate(keys[1:]):
         cols.append(exp.alias_(k.copy(), f"v{j}", quoted=True))
         cols.append(exp.alias_(exp.Grouping(expressions=[k.copy()]), f"g{j}", quoted=True))
-    cols.append(exp.alias_(exp.Sum(this=sql.as_double(sql.col(weight, "src"))), "n", quoted=True))
+    n = exp.Sum(this=sql.as_double(sql.col(weight, "src"))) if weight else exp.Count(this=exp.Star())
+    cols.append(exp.alias_(n, "n", quoted=True))
     return (
         exp.select(*cols)
         .from_(source.from_("src"))
@@ -135,17 +170,61 @@ def _class_case(label: str, label_type: str, classes: list, values: Sequence[flo
 
 
 def collect_statistics(
-    con: duckdb.DuckDBPyConnection,
+    con: "duckdb.DuckDBPyConnection | Engine",
     source: Source,
     label: str,
     features: Sequence[Feature],
     weight: str | None = None,
     min_classes: int = 2,
 ) -> Statistics:
-    """Run the training aggregations and return the model's sufficient statistics."""
+    """Run the training aggregations and return the model's sufficient statistics.
+
+    ``con`` is a DuckDB connection or an :class:`~sqlnb.engines.Engine`; only the
+    aggregates' results (a few rows per class) come back to Python.
+    """
+    from .engines import as_engine
+    engine = as_engine(con)
+    histogram = engine.dialect == "duckdb"  # histogram() is DuckDB's own aggregate
+    rows = engine.execute(statistics_query(source, label, weight, features, histogram))
+    stats = _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows)
+    # token bags: one GROUP BY label, token each (sqlnb.text)
+    collect_bags(engine, source, label, weight, features, stats.classes, stats.features)
+    return stats
+
+
+def collect_statistics_by(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    label: str,
+    features: Sequence[Feature],
+    group: exp.Expression,
+) -> dict[Any, Statistics]:
+    """Statistics per value of ``group`` (e.g. a fold number) from ONE scan grouped by
+    (label, group), each aligned to the classes of all groups so that any union of them
+    merges (:meth:`Statistics.merge`) to the statistics of those rows. Unweighted, DuckDB."""
+    from .engines import as_engine
+    engine = as_engine(con)
+    rows = engine.execute(statistics_query(source, label, None, features, True, group))
+    by_group: dict[Any, list] = {}
+    for r in rows:
+        by_group.setdefault(r[-1], []).append(r[:-1])
+    out = {g: _statistics_from_rows(engine, source, label, features, None, 1, True, grows)
+           for g, grows in by_group.items() if any(r[0] is not None for r in grows)}
+    for g, st in out.items():  # token bags: each group's own GROUP BY label, token
+        collect_bags(engine, source, label, None, features, st.classes, st.features,
+                     exp.EQ(this=group.copy(), expression=sql.value(g)))
+    classes = sorted({c for st in out.values() for c in st.classes}, key=_sort_key)
+    if not classes:
+        raise SqlnbError(f"{source.description} has no labelled rows; nothing to learn from")
+    if len(classes) < 2:
+        raise SqlnbError(f"label column {label!r} in {source.description} has only one class "
+                         f"({classes[0]!r}); a classifier needs at least two")
+    return {g: st.align(classes) for g, st in out.items()}
+
+
+def _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows) -> Statistics:
     label_type = source.columns[label]
     where = source.description
-    rows = con.execute(sql.render(statistics_query(source, label, weight, features))).fetchall()
     null_rows = sum(int(r[1]) for r in rows if r[0] is None)
     rows = [r for r in rows if r[0] is not None]
     if any(isinstance(r[0], float) and math.isnan(r[0]) for r in rows):
@@ -175,21 +254,23 @@ def collect_statistics(
     feats: dict[str, Any] = {}
     pos = off
     for f in features:
-        fam = REGISTRY[f.kind]
-        n_aggs = len(fam.aggregates(f, sql.dbl(1.0) if weight else None))
+        fam = family_for(f)
+        n_aggs = len(_aggregates(f, sql.dbl(1.0) if weight else None, histogram))
         values = [r[pos:pos + n_aggs] for r in rows]
         pos += n_aggs
         if n_aggs:
             feats[f.name] = fam.collect(f, values, classes, where)
 
-    if weight:
-        _weighted_passes(con, source, label, label_type, weight, features, classes, feats)
+    if weight or not histogram:
+        _weighted_passes(engine, source, label, label_type, weight, features, classes, feats)
     return Statistics(classes, class_n, class_rows, {f.name: feats[f.name] for f in features}, null_rows)
 
 
-def _weighted_passes(con, source, label, label_type, weight, features, classes, feats) -> None:
-    w = sql.as_double(sql.col(weight, "src"))
-    gauss = [f for f in features if f.kind == "gaussian"]
+def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats) -> None:
+    # Gaussian M2 needs a second pass only when weighted; categorical counts come from
+    # GROUPING SETS when weighted or when the engine has no histogram().
+    w = sql.as_double(sql.col(weight, "src")) if weight else None
+    gauss = [f for f in features if f.kind == "gaussian"] if weight else []
     if gauss:
         fam = REGISTRY["gaussian"]
         cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)] + [
@@ -200,7 +281,7 @@ def _weighted_passes(con, source, label, label_type, weight, features, classes, 
         q = (exp.select(*cols).from_(source.from_("src"))
              .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
              .group_by(sql.col(label, "src")))
-        by_class = {r[0]: r[1:] for r in con.execute(sql.render(q)).fetchall()}
+        by_class = {r[0]: r[1:] for r in engine.execute(q)}
         for j, f in enumerate(gauss):
             feats[f.name].m2 = np.array([float(by_class.get(c, [0.0] * len(gauss))[j] or 0.0) for c in classes])
     cats = [f for f in features if f.kind == "categorical"]
@@ -208,7 +289,7 @@ def _weighted_passes(con, source, label, label_type, weight, features, classes, 
         from .families.categorical import counts_from
         hists: dict[str, list[dict]] = {f.name: [dict() for _ in classes] for f in cats}
         index = {c: i for i, c in enumerate(classes)}
-        for r in con.execute(sql.render(weighted_counts_query(source, label, weight, cats))).fetchall():
+        for r in engine.execute(weighted_counts_query(source, label, weight, cats)):
             k = index[r[0]]
             for j, f in enumerate(cats):
                 if r[2 + 2 * j] == 0:  # GROUPING(c_j) = 0: this row belongs to (label, c_j)

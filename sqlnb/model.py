@@ -59,6 +59,10 @@ class Model:
         its log joint probability, or any score equal to it up to a per-row constant."""
         raise NotImplementedError
 
+    def score_joins(self) -> list[exp.Join]:
+        """Lookups the class scores read from (LEFT JOINs to the source); none by default."""
+        return []
+
     # -- scoring ------------------------------------------------------------------------
     def check_source(self, source: Source) -> None:
         """Raise a one-line error when ``source`` cannot be scored by this model."""
@@ -105,7 +109,8 @@ class Model:
         else:
             columns = None
         return scoring_select(
-            source_from, self.class_scores(), self.classes, self.label_type, columns, outputs, keep
+            source_from, self.class_scores(), self.classes, self.label_type, columns, outputs, keep,
+            joins=self.score_joins(),
         )
 
     def score(
@@ -115,15 +120,19 @@ class Model:
         outputs: Sequence[str] = OUTPUTS,
         keep: Sequence[str] | None = None,
     ) -> duckdb.DuckDBPyRelation:
-        """Score ``data`` in DuckDB and return the lazy relation.
+        """Score ``data`` in DuckDB (or on the engine ``con``) and return the result.
+
+        DuckDB gives a lazy relation, :class:`~sqlnb.engines.SparkEngine` a lazy
+        DataFrame, :class:`~sqlnb.engines.PostgresEngine` a pyarrow table.
 
         The relation holds the source's columns (or ``keep``), the per-class joint
         log-likelihoods ``jll_<class>``, ``log_evidence`` (ln p(x)), ``log_proba_<class>``,
         ``proba_<class>`` and ``prediction`` — or the subset named in ``outputs``.
         """
-        con = con if con is not None else duckdb.connect()
-        source = resolve(data, con)
-        return con.sql(sql.render(self.scoring_query(source, outputs, keep)))
+        from .engines import as_engine
+        engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
+        source = engine.resolve(data)
+        return engine.relation(self.scoring_query(source, outputs, keep))
 
     def predict(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
         """Source columns plus ``prediction``."""

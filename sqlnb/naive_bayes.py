@@ -25,12 +25,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from sqlglot import exp
 
 from . import sql
 from .errors import SqlnbError
 from .families import KINDS, REGISTRY, Feature
 from .model import Model
-from .stats import Counts, Moments, Statistics, Sums
+from . import text
+from .stats import Bag, Counts, Moments, Statistics, Sums
 
 ESTIMATORS = ("posterior-mean", "map", "mle")
 UNSEEN = ("missing", "bucket")
@@ -166,7 +168,7 @@ class NaiveBayes(Model):
         return [f.name for f in self.features]
 
     def numeric_features(self) -> list[str]:
-        return [f.name for f in self.features if f.kind != "categorical"]
+        return [f.name for f in self.features if f.kind != "categorical" and f.bag is None]
 
     def __repr__(self) -> str:
         kinds: dict[str, int] = {}
@@ -211,26 +213,74 @@ class NaiveBayes(Model):
                 group = [f for f in self.features if f.kind == kind]
                 if group:
                     params.update(REGISTRY[kind].estimate(group, self.stats.features, self.stats.class_n, self.hyper))
+                    for f in group:  # token bags: per-term weight rows (sqlnb.text)
+                        if f.bag is not None:
+                            params[f.name] = text.prepare(f, params[f.name], self.stats.features[f.name])
             self._params = params
         return self._params
 
     def uses_prior(self) -> bool:
         return len(self.classes) == 1 or any(f.kind != "complement" for f in self.features)
 
+    def score_joins(self):
+        params = self.log_parameters()
+        joins = []
+        for f in self.features:
+            join = getattr(text.family_for(f), "join", None)
+            if join is not None and (j := join(f, params[f.name])) is not None:
+                joins.append(j)
+        return joins
+
     def class_scores(self):
         params = self.log_parameters()
         scores = []
         for k in range(len(self.classes)):
-            terms = [REGISTRY[f.kind].term(f, params[f.name], k) for f in self.features]
+            terms = [text.family_for(f).term(f, params[f.name], k) for f in self.features]
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
             scores.append(sql.add(terms))
         return scores
 
+    def score_long(self, tokens: Any, docs: Any = None, con=None, outputs: Sequence[str] = ("proba", "prediction"),
+                   keep: Sequence[str] | None = None):
+        """Score documents given as a long token table (a model from :func:`sqlnb.fit_long`).
+
+        Parameters
+        ----------
+        tokens : source
+            Token rows with the id, token (and count) columns named at fit time.
+        docs : source, optional
+            One row per document to score, with the id column; a document without any
+            known token still gets the prior (and Bernoulli constant). Default: the
+            distinct ids of ``tokens``.
+        con : DuckDB connection, optional
+        outputs, keep
+            As for :meth:`score`.
+
+        Returns
+        -------
+        duckdb.DuckDBPyRelation
+        """
+        import duckdb
+
+        from .source import Query
+        bags = [f for f in self.features if f.bag is not None and f.bag["layout"] == "long"]
+        if not bags:
+            raise SqlnbError("score_long scores models fitted with sqlnb.fit_long; use model.score")
+        con = con if con is not None else duckdb.connect()
+        tok = text.resolve_long(con, tokens, bags[0])
+        if docs is None:
+            key = sql.col(bags[0].bag["id"], "src")
+            docs = Query(sql.render(exp.select(key).from_(tok.from_("src")).group_by(key.copy())))
+        doc_src = text.resolve_long(con, docs, bags[0], docs=True)
+        return con.sql(sql.render(text.long_scoring_query(self, tok, doc_src, outputs, keep, con)))
+
     # -- combining statistics -----------------------------------------------------------
     def merge(self, other: "NaiveBayes | Statistics", decay: float | None = None) -> "NaiveBayes":
         """This model updated with another fit's statistics (exactly the refit on the
         union). ``decay`` in (0, 1] first down-weights this model's statistics."""
+        if decay is not None and not (isinstance(decay, (int, float)) and 0 < decay <= 1):
+            raise SqlnbError(f"decay must be in (0, 1] (1 keeps all past rows), not {decay!r}")
         stats = other.stats if isinstance(other, NaiveBayes) else other
         base = self.stats.scaled(decay) if decay is not None else self.stats
         merged = base.merge(stats)
@@ -274,6 +324,9 @@ class NaiveBayes(Model):
         }
         for j, f in enumerate(self.features):
             st = s.features[f.name]
+            if isinstance(st, Bag):
+                parts.update(text.bag_tables(j, st))
+                continue
             if isinstance(st, Counts):
                 ks, vs = np.nonzero(st.counts)
                 t = long["counts"]
@@ -308,6 +361,9 @@ class NaiveBayes(Model):
         rows = {part: tables[part].to_pylist() for part in ("moments", "sums", "counts") if part in tables}
         feats: dict[str, Any] = {}
         for j, f in enumerate(features):
+            if f.bag is not None:
+                feats[f.name] = text.bag_from_tables(j, tables, K)
+                continue
             if f"values_{j}" in tables:
                 values = tables[f"values_{j}"].sort_by("value_index")["value"].to_pylist()
                 counts = np.zeros((K, len(values)))

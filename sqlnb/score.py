@@ -72,6 +72,7 @@ def scoring_select(
     source_columns: Sequence[str] | None,
     outputs: Sequence[str] = ("proba", "prediction"),
     keep: Sequence[str] | None = None,
+    joins: Sequence[exp.Join] = (),
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -92,6 +93,9 @@ def scoring_select(
         Which of :data:`OUTPUTS` to produce.
     keep : list of str, optional
         Source columns to pass through (default: all of them).
+    joins : list of sqlglot Join, optional
+        Lookups the scores read from (e.g. one row per categorical value holding every
+        class's log-probability), LEFT JOINed to the source in the first stage.
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
@@ -112,6 +116,8 @@ def scoring_select(
     if passthrough is not None and source_columns is not None:
         src_cols = [sql.col(c, "src") for c in passthrough]
     stage1 = exp.select(*src_cols, *[exp.alias_(s, n, quoted=True) for s, n in zip(scores, jll)]).from_(source_from)
+    for j in joins:
+        stage1.append("joins", j.copy())
 
     b = [sql.col(n) for n in jll]
 

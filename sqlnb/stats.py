@@ -10,7 +10,8 @@ Per class ``c`` (arrays are indexed by the position of ``c`` in the sorted class
   the unweighted ``rows, rows_mean, rows_m2`` that scikit-learn's variance floor uses.
 * :class:`Sums` (bernoulli, multinomial, complement): weighted count of rows where the
   feature is not NULL (``n``) and weighted total (``Σ w·x``, or ``Σ w·[x > t]``).
-* :class:`Counts` (categorical, and token bags): weighted count per (class, value).
+* :class:`Counts` (categorical): weighted count per (class, value).
+* :class:`Bag` (token bags): per (class, term) weighted counts and document counts.
 
 Two sets of statistics merge exactly (:meth:`Statistics.merge`); Gaussian moments merge
 by Chan, Golub & LeVeque, which is stable where the textbook ``Σx², Σx`` form is not.
@@ -157,6 +158,59 @@ class Counts:
 
 
 @dataclass
+class Bag:
+    """Per (class, term) statistics of one token bag (a text, LIST or MAP column, or a
+    long token table): see :mod:`sqlnb.text`.
+
+    ``terms`` is the vocabulary in code-point order; ``total[c, v] = Σ w·count`` (the
+    multinomial / complement statistic) and ``docs[c, v] = Σ w·[count > threshold]``
+    (Bernoulli's N_cj, also the document frequencies mutual information needs).
+    ``n[c]`` is the weighted number of documents whose bag is not NULL (Bernoulli's N_c)
+    and ``rows[c]`` the same count unweighted. Vocabulary terms a class never saw are
+    zero cells: they still enter every denominator and Bernoulli constant.
+    """
+
+    terms: list
+    n: np.ndarray
+    rows: np.ndarray
+    total: np.ndarray  # shape (n_classes, n_terms)
+    docs: np.ndarray  # shape (n_classes, n_terms)
+
+    family = "bag"
+
+    def align(self, src: list, dst: list) -> "Bag":
+        return Bag(list(self.terms), _align(self.n, src, dst), _align(self.rows, src, dst),
+                   _align(self.total, src, dst, axis=0), _align(self.docs, src, dst, axis=0))
+
+    def _widen(self, terms: list) -> "Bag":
+        """The same counts over the (superset) vocabulary ``terms``, zeros elsewhere."""
+        pos = np.searchsorted(np.asarray(terms, dtype=object), np.asarray(self.terms, dtype=object))
+        total = np.zeros((len(self.n), len(terms)))
+        docs = np.zeros_like(total)
+        total[:, pos] = self.total
+        docs[:, pos] = self.docs
+        return Bag(list(terms), self.n, self.rows, total, docs)
+
+    def merge(self, other: "Bag") -> "Bag":
+        terms = sorted(set(self.terms) | set(other.terms))
+        a, b = self._widen(terms), other._widen(terms)
+        return Bag(terms, a.n + b.n, a.rows + b.rows, a.total + b.total, a.docs + b.docs)
+
+    def scaled(self, factor: float) -> "Bag":
+        return Bag(list(self.terms), self.n * factor, self.rows * factor, self.total * factor, self.docs * factor)
+
+    def take(self, idx) -> "Bag":
+        """The statistics of the classes at positions ``idx``."""
+        return Bag(list(self.terms), self.n[idx], self.rows[idx], self.total[idx], self.docs[idx])
+
+    def keep_terms(self, keep: Iterable[str]) -> "Bag":
+        """The statistics restricted to the terms in ``keep`` (vocabulary pruning)."""
+        keep = set(keep)
+        idx = [i for i, t in enumerate(self.terms) if t in keep]
+        return Bag([self.terms[i] for i in idx], self.n, self.rows, self.total[:, idx], self.docs[:, idx])
+
+
+@dataclass
 class Statistics:
     """All sufficient statistics of a naive Bayes model.
 
@@ -227,6 +281,8 @@ class Statistics:
         def pick(s):
             if isinstance(s, Counts):
                 return Counts(list(s.values), s.counts[idx])
+            if isinstance(s, Bag):
+                return s.take(idx)
             return type(s)(*(getattr(s, f)[idx] for f in s.__dataclass_fields__))
 
         return Statistics(

@@ -46,11 +46,24 @@ def model_kinds() -> dict:
     return kinds
 
 
+def _remote(target: Any):
+    """The engine behind ``target`` when it is not DuckDB (PostgresEngine, SparkEngine,
+    a psycopg connection or SparkSession), else None."""
+    if isinstance(target, (str, os.PathLike, duckdb.DuckDBPyConnection)):
+        return None
+    from .engines import DuckDBEngine, as_engine
+    engine = as_engine(target)
+    return None if isinstance(engine, DuckDBEngine) else engine
+
+
 @contextmanager
 def connection(target: Any, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection for ``target``: a connection (used as is) or a database path."""
     if isinstance(target, duckdb.DuckDBPyConnection):
         yield target
+        return
+    if hasattr(target, "con") and isinstance(target.con, duckdb.DuckDBPyConnection):  # DuckDBEngine
+        yield target.con
         return
     path = os.fspath(target)
     if read_only and not os.path.exists(path):
@@ -131,6 +144,8 @@ def _drop_parts(con, model_id: str) -> None:
 
 def save_model(model, target: Any, name: str, replace: bool = False) -> None:
     """Write ``model`` under ``name`` (see the module docstring)."""
+    if (remote := _remote(target)) is not None:
+        return remote.save_model(model, name, replace)
     if not isinstance(name, str) or not name:
         raise SqlnbError("a model needs a non-empty name")
     with connection(target) as con:
@@ -168,7 +183,9 @@ def save_model(model, target: Any, name: str, replace: bool = False) -> None:
 
 def load_model(target: Any, name: str):
     """Load the model saved as ``name`` (see :func:`sqlnb.load`)."""
-    with connection(target, read_only=not isinstance(target, duckdb.DuckDBPyConnection)) as con:
+    if (remote := _remote(target)) is not None:
+        return remote.load_model(name)
+    with connection(target, read_only=isinstance(target, (str, os.PathLike))) as con:
         row = _lookup(con, name)
         if row is None:
             names = model_names(con)
@@ -198,7 +215,9 @@ def load_model(target: Any, name: str):
 
 def list_models(target: Any) -> list[dict]:
     """One dict per saved model: name, kind, created, classes, features, rows."""
-    with connection(target, read_only=not isinstance(target, duckdb.DuckDBPyConnection)) as con:
+    if (remote := _remote(target)) is not None:
+        return remote.list_models()
+    with connection(target, read_only=isinstance(target, (str, os.PathLike))) as con:
         if not _has_catalog(con):
             return []
         q = exp.select(sql.col("name"), sql.col("kind"), sql.col("created"), sql.col("meta")).from_(
@@ -214,6 +233,8 @@ def list_models(target: Any) -> list[dict]:
 
 def drop_model(target: Any, name: str) -> None:
     """Delete the model ``name`` and its tables (one transaction)."""
+    if (remote := _remote(target)) is not None:
+        return remote.drop_model(name)
     with connection(target) as con:
         row = _lookup(con, name)
         if row is None:

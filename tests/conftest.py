@@ -46,3 +46,16 @@ def con():
     c = duckdb.connect()
     yield c
     c.close()
+
+
+@pytest.fixture(scope="session")
+def spambase():
+    """``(con, train, test)``: table ``spambase`` (ESL split, ``row_id``) in ``con`` and its
+    numpy train/test views (tests/support/shared_data.py); skips without the shared data."""
+    from support import shared_data as sd
+    sd.require_shared_data("spambase")
+    c = duckdb.connect()
+    c.execute("CREATE TABLE spambase AS " + sd.render(sd.query("spambase", row_id=True)))
+    data = sd.numpy_dataset("spambase", con=c)
+    yield c, data.train(), data.test()
+    c.close()

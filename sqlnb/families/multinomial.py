@@ -20,7 +20,7 @@ from sqlglot import exp
 from .. import sql
 from ..errors import SqlnbError
 from ..stats import Sums
-from .base import Family, log_ratio, times, wcount, wsum
+from .base import Family, log_ratio, stacked, times, wcount, wsum
 
 
 class Multinomial(Family):
@@ -50,10 +50,13 @@ class Multinomial(Family):
     def estimate(self, features, stats, class_n, hp):
         if not features:
             return {}
-        num = np.stack([stats[f.name].total + hp.pseudo(hp.alpha_for(f.name)) for f in features], axis=1)
+        # A token bag adds one column per vocabulary term (``stacked``): its terms share
+        # the denominator with every other multinomial feature.
+        counts, alpha, where = stacked(features, stats, hp)
+        num = counts + alpha
         den = num.sum(axis=1, keepdims=True)
         flp = log_ratio(num, np.broadcast_to(den, num.shape), "a multinomial feature")
-        return {f.name: flp[:, j] for j, f in enumerate(features)}
+        return {f.name: flp[:, j] for j, f in zip(where, features)}
 
     def term(self, feature, params, k):
         return times(self.value(feature, scoring=True), float(params[k]))

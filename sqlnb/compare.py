@@ -1,0 +1,276 @@
+"""Learning curves: test error against training-set size for every model kind.
+
+Ng & Jordan (2002) showed that a generative classifier (naive Bayes) approaches its
+asymptotic error with far fewer examples than its discriminative partner (logistic
+regression), whose asymptotic error is lower: naive Bayes ahead at small training sets,
+logistic regression ahead at large ones. :func:`learning_curves` measures that for naive
+Bayes, LDA, QDA and logistic regression on the same data.
+
+For each training size ``m`` (log-spaced by default) and each repeat ``r``, the training
+set is the first ``m`` rows of the training source ordered by ``hash(<columns>, seed + r)``
+— random, reproducible, and nested (for a given repeat the set of size ``m`` is part of
+the set of every larger size). Every model kind is fitted on the same rows and scores the
+whole test source in SQL (:func:`sqlnb.cv.evaluate_fold`). A fit that is not defined
+(a singular covariance, a class missing from the subset) is recorded with ``error`` None
+and its ``reason``.
+
+Plots are written as plain SVG text (no plotting dependency).
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Any, Mapping, Sequence
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from . import dense, sql
+from .api import MODELS, fit
+from .cv import evaluate_fold
+from .discriminant import LDA, QDA, collect_moments
+from .errors import SqlnbError, suggest
+from .source import Source, resolve
+
+#: Options used unless given: logistic regression on standardised columns (as
+#: ``StandardScaler`` + ``LogisticRegression``), naive Bayes Gaussian on numeric columns.
+DEFAULT_OPTIONS: dict[str, dict] = {"logistic": {"standardize": True}}
+LABELS = {"naive_bayes": "naive Bayes", "lda": "LDA", "qda": "QDA", "logistic": "logistic regression"}
+COLOURS = {"naive_bayes": "#d62728", "lda": "#2ca02c", "qda": "#9467bd", "logistic": "#1f77b4"}
+
+
+def subsample(source: Source, size: int, seed: int) -> Source:
+    """The first ``size`` rows of ``source`` in ``hash(<all columns>, seed)`` order."""
+    order = exp.Anonymous(this="hash", expressions=[sql.col(c, "src") for c in source.columns]
+                          + [exp.Literal.number(seed)])
+    query = (exp.select(exp.Column(this=exp.Star(), table=sql.ident("src"))).from_(source.from_("src"))
+             .order_by(order).limit(exp.Literal.number(size)))
+    return Source(expr=exp.Subquery(this=query), columns=dict(source.columns),
+                  description=f"{source.description} (sample of {size}, seed {seed})")
+
+
+def _count(con, source: Source) -> int:
+    return int(con.execute(sql.render(exp.select(exp.Count(this=exp.Star())).from_(source.from_("src"))))
+               .fetchall()[0][0])
+
+
+def default_sizes(n: int, count: int = 8, smallest: int = 10) -> list[int]:
+    """``count`` log-spaced sizes from ``smallest`` to ``n`` (distinct integers)."""
+    if n <= smallest:
+        return [n]
+    return sorted({int(round(v)) for v in np.geomspace(smallest, n, count)})
+
+
+def learning_curves(
+    train: Any,
+    test: Any,
+    label: str,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+    models: Sequence[str] = MODELS,
+    sizes: Sequence[int] | None = None,
+    repeats: int = 5,
+    seed: int = 0,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[dict]:
+    """Test error of each model kind against training-set size.
+
+    Parameters
+    ----------
+    train, test : source
+        Training rows (subsampled) and test rows (always all of them): table names,
+        queries, files, relations or Arrow tables, as for :func:`sqlnb.fit`.
+    label : str
+        The label column.
+    con : duckdb connection, optional
+        A connection that can see both sources.
+    models : list of str
+        Model kinds (:data:`sqlnb.MODELS`).
+    sizes : list of int, optional
+        Training sizes (default: :func:`default_sizes` of the training rows).
+    repeats : int
+        Random subsets per size.
+    seed : int
+        Seed of the first repeat's subset order (repeat ``r`` uses ``seed + r``).
+    features, exclude : list of str, optional
+        The feature columns, the same for every model (LDA, QDA and logistic regression
+        need numeric ones).
+    options : mapping of model kind -> parameters, optional
+        Extra fit parameters per kind, over :data:`DEFAULT_OPTIONS` (e.g.
+        ``{"qda": {"reg_param": 0.01}, "logistic": {"C": 0.5}}``).
+
+    Returns
+    -------
+    list of dict
+        One row per (model, size, repeat): ``model``, ``size``, ``repeat``, ``error``
+        (1 − accuracy on the test rows, None when undefined), ``log_loss`` and ``reason``.
+    """
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise SqlnbError(f"unknown model {unknown[0]!r}{suggest(unknown[0], MODELS)}; models are: {', '.join(MODELS)}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise SqlnbError(f"repeats must be a positive integer, not {repeats!r}")
+    con = con if con is not None else duckdb.connect()
+    train_src, test_src = resolve(train, con), resolve(test, con)
+    n = _count(con, train_src)
+    sizes = default_sizes(n) if sizes is None else sorted({int(s) for s in sizes})
+    if not sizes or sizes[0] < 1 or sizes[-1] > n:
+        raise SqlnbError(f"training sizes must be between 1 and the {n} training rows, not {sizes}")
+    opts = {m: {**DEFAULT_OPTIONS.get(m, {}), **dict((options or {}).get(m, {}))} for m in models}
+    rows = []
+    for size in sizes:
+        for r in range(repeats):
+            sample = subsample(train_src, size, seed + r)
+            shared: dict = {}
+            for m in models:
+                row = {"model": m, "size": size, "repeat": r, "error": None, "log_loss": None, "reason": None}
+                try:
+                    model = _fit(con, sample, label, m, features, exclude, opts[m], shared)
+                    ev = evaluate_fold(con, model, test_src, label)
+                    row.update(error=1.0 - ev["accuracy"], log_loss=ev["log_loss"])
+                except SqlnbError as e:
+                    row["reason"] = str(e)
+                rows.append(row)
+    return rows
+
+
+def _fit(con, sample: Source, label: str, model: str, features, exclude, options: dict, shared: dict):
+    """Fit one model kind on ``sample``; LDA and QDA share one moments scan (``shared``)."""
+    if model not in ("lda", "qda"):
+        return fit(sample, label, con=con, model=model, features=features, exclude=exclude, **options)
+    if "moments" not in shared:
+        feats = dense.plan_features(sample, label, features, exclude, model.upper())
+        shared["features"] = feats
+        shared["moments"] = collect_moments(con, sample, label, list(feats))[1][None]
+    options = dict(options)
+    priors = options.pop("priors", None)
+    cls = LDA if model == "lda" else QDA
+    return cls(label, sample.columns[label], shared["features"], shared["moments"], priors,
+               {"source": sample.description, "rows": shared["moments"].n_rows}, **options)
+
+
+def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """Per (model, size): ``mean_error``, ``std_error`` and ``mean_log_loss`` over the
+    defined repeats, ``runs`` (defined) and ``undefined`` (count)."""
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["size"]), []).append(r)
+    out = []
+    for (m, size), rs in groups.items():
+        errs = [r["error"] for r in rs if r["error"] is not None]
+        losses = [r["log_loss"] for r in rs if r["log_loss"] is not None]
+        out.append({"model": m, "size": size, "runs": len(errs), "undefined": len(rs) - len(errs),
+                    "mean_error": float(np.mean(errs)) if errs else None,
+                    "std_error": float(np.std(errs)) if errs else None,
+                    "mean_log_loss": float(np.mean(losses)) if losses else None})
+    return out
+
+
+def markdown_table(summary: Sequence[Mapping[str, Any]], labels: Mapping[str, str] | None = None) -> str:
+    """Sizes down, model kinds across: mean test error ± std over repeats (— undefined).
+
+    ``labels`` names the columns (default :data:`LABELS`; any other key shows as is)."""
+    labels = {**LABELS, **dict(labels or {})}
+    models = list(dict.fromkeys(s["model"] for s in summary))
+    sizes = sorted({s["size"] for s in summary})
+    cell = {(s["model"], s["size"]): s for s in summary}
+    lines = ["| training rows | " + " | ".join(labels.get(m, m) for m in models) + " |",
+             "|---:|" + "---:|" * len(models)]
+    for size in sizes:
+        vals = []
+        for m in models:
+            s = cell.get((m, size))
+            if s is None or s["mean_error"] is None:
+                vals.append("—")
+            else:
+                part = "" if not s["undefined"] else f" ({s['runs']} of {s['runs'] + s['undefined']})"
+                vals.append(f"{100 * s['mean_error']:.1f} ± {100 * s['std_error']:.1f}{part}")
+        lines.append(f"| {size} | " + " | ".join(vals) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _nice_step(span: float, target: int = 6) -> float:
+    raw = span / max(target, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+
+
+def svg_plot(summary: Sequence[Mapping[str, Any]], title: str, path: str | None = None,
+             width: int = 720, height: int = 440, labels: Mapping[str, str] | None = None,
+             colours: Mapping[str, str] | None = None) -> str:
+    """Mean test error (%) against training rows (log scale), one line per model kind,
+    ±1 std as whiskers. Returns the SVG text and writes it to ``path`` if given.
+    ``labels`` and ``colours`` extend :data:`LABELS` and :data:`COLOURS`."""
+    labels = {**LABELS, **dict(labels or {})}
+    colours = {**COLOURS, **dict(colours or {})}
+    models = list(dict.fromkeys(s["model"] for s in summary))
+    pts = [s for s in summary if s["mean_error"] is not None]
+    if not pts:
+        raise SqlnbError("nothing to plot: every fit was undefined")
+    left, right, top, bottom = 64, 220, 40, 52
+    pw, ph = width - left - right, height - top - bottom
+    xs = [math.log10(s["size"]) for s in pts]
+    x0, x1 = min(xs), max(xs)
+    if x1 == x0:
+        x0, x1 = x0 - 0.5, x1 + 0.5
+    hi = max(100 * (s["mean_error"] + s["std_error"]) for s in pts)
+    lo = min(100 * max(s["mean_error"] - s["std_error"], 0.0) for s in pts)
+    step = _nice_step(hi - lo if hi > lo else 1.0)
+    y0, y1 = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    if y1 == y0:
+        y1 = y0 + step
+
+    def X(size: float) -> float:
+        return left + (math.log10(size) - x0) / (x1 - x0) * pw
+
+    def Y(pct: float) -> float:
+        return top + (y1 - pct) / (y1 - y0) * ph
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left + pw / 2:.1f}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>']
+    # Grid and axes: y every `step` percent, x at 1-2-5 multiples of powers of ten.
+    y = y0
+    while y <= y1 + 1e-9:
+        out.append(f'<line x1="{left}" y1="{Y(y):.1f}" x2="{left + pw}" y2="{Y(y):.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{Y(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
+        y += step
+    for e in range(math.floor(x0), math.ceil(x1) + 1):
+        for mult in (1, 2, 5):
+            v = mult * 10 ** e
+            if x0 - 1e-9 <= math.log10(v) <= x1 + 1e-9:
+                out.append(f'<line x1="{X(v):.1f}" y1="{top}" x2="{X(v):.1f}" y2="{top + ph}" stroke="#eee"/>')
+                out.append(f'<text x="{X(v):.1f}" y="{top + ph + 16}" text-anchor="middle">{v:g}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
+    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 12}" text-anchor="middle">'
+               'training rows (log scale)</text>')
+    out.append(f'<text transform="translate(16 {top + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
+               'test error (%)</text>')
+    for i, m in enumerate(models):
+        colour = colours.get(m, "#555")
+        mine = sorted((s for s in pts if s["model"] == m), key=lambda s: s["size"])
+        if not mine:
+            continue
+        line = " ".join(f"{X(s['size']):.1f},{Y(100 * s['mean_error']):.1f}" for s in mine)
+        out.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        for s in mine:
+            cx, cy = X(s["size"]), Y(100 * s["mean_error"])
+            lo_, hi_ = Y(100 * max(s["mean_error"] - s["std_error"], 0.0)), Y(100 * (s["mean_error"] + s["std_error"]))
+            out.append(f'<line x1="{cx:.1f}" y1="{lo_:.1f}" x2="{cx:.1f}" y2="{hi_:.1f}" stroke="{colour}" '
+                       'stroke-opacity="0.5"/>')
+            out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{colour}"/>')
+        ly = top + 14 + 20 * i
+        out.append(f'<line x1="{left + pw + 14}" y1="{ly}" x2="{left + pw + 40}" y2="{ly}" stroke="{colour}" '
+                   'stroke-width="2"/>')
+        out.append(f'<text x="{left + pw + 46}" y="{ly + 4}">{escape(labels.get(m, m))}</text>')
+    out.append("</svg>")
+    text = "\n".join(out) + "\n"
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return text

@@ -1,0 +1,341 @@
+"""k-fold cross-validation and grid search, reading the training data once.
+
+Folds::
+
+    fold(row) = hash(<key columns>, seed) % k
+
+with DuckDB's variadic ``hash()`` (UBIGINT; the seed is one more argument), so folds are
+reproducible for a given seed and DuckDB version and need no row order. The default key
+is every column of the source (identical rows then share a fold); give ``key`` (a row id)
+for exactly balanced folds on data with many duplicate rows.
+
+Statistics, one scan for the whole grid:
+
+* naive Bayes: one ``GROUP BY label, fold`` (:func:`sqlnb.fit.collect_statistics_by`)
+  gives per-fold :class:`~sqlnb.stats.Statistics`; the training statistics of fold ``i``
+  are the exact merge of the other folds' (:meth:`~sqlnb.stats.Statistics.merge`), and
+  every grid point is :meth:`~sqlnb.naive_bayes.NaiveBayes.with_params` on them (α,
+  estimator, var_smoothing, class prior ... never touch the data).
+* LDA / QDA: the same with per-fold :class:`~sqlnb.discriminant.JointMoments` (counts,
+  means, co-moments merged by Chan's formula); shrinkage, reg_param and priors are grid
+  parameters.
+* logistic regression: the labelled rows and their fold are read once into numpy; one
+  Newton fit per (fold, grid point).
+
+Evaluation: fold ``i``'s model scores the held-out rows ``WHERE fold = i`` in SQL, and
+:func:`sqlnb.evaluate.summary_query` reduces them to accuracy and log loss (scikit-learn's
+definitions, probabilities clipped to [ε, 1 − ε]). So a grid of G points costs one
+statistics scan plus G·k scoring scans, and each fold's figures are those of the model a
+refit on the training folds would give (tested).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from . import dense, sql
+from .discriminant import LDA, QDA, collect_moments
+from .errors import SqlnbError, suggest
+from .evaluate import over_scored, summary_query
+from .fit import collect_statistics_by, plan_features
+from .logistic import Logistic
+from .model import Model
+from .naive_bayes import Hyperparameters, NaiveBayes
+from .source import Source, resolve
+
+#: Model kinds cross-validation knows (as :data:`sqlnb.api.MODELS`).
+MODELS = ("naive_bayes", "lda", "qda", "logistic")
+#: Parameters each model kind takes in a grid (naive Bayes: any Hyperparameters field).
+GRID_PARAMETERS = {
+    "naive_bayes": tuple(Hyperparameters.__dataclass_fields__),
+    "lda": ("shrinkage", "priors"),
+    "qda": ("reg_param", "priors"),
+    "logistic": ("C", "standardize"),
+}
+SCORING = ("accuracy", "log_loss")
+
+
+def fold_expression(source: Source, folds: int, seed: int = 0, key: Sequence[str] | None = None) -> exp.Expression:
+    """``hash(<key columns>, seed) % folds`` over the source alias ``src``."""
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise SqlnbError(f"folds must be an integer >= 2, not {folds!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SqlnbError(f"seed must be an integer, not {seed!r}")
+    columns = list(key) if key is not None else list(source.columns)
+    source.require(columns, "fold key column")
+    args = [sql.col(c, "src") for c in columns] + [exp.Literal.number(seed)]
+    return exp.Mod(this=exp.Anonymous(this="hash", expressions=args), expression=exp.Literal.number(folds))
+
+
+def fold_source(source: Source, fold: exp.Expression, i: int, held_out: bool = True) -> Source:
+    """The rows of fold ``i`` (``held_out``) or of every other fold, as a source."""
+    cond = (exp.EQ if held_out else exp.NEQ)(this=fold.copy(), expression=exp.Literal.number(i))
+    query = exp.select(exp.Column(this=exp.Star(), table=sql.ident("src"))).from_(source.from_("src")).where(cond)
+    which = f"fold {i}" if held_out else f"all but fold {i}"
+    return Source(expr=exp.Subquery(this=query), columns=dict(source.columns),
+                  description=f"{source.description} ({which})")
+
+
+def expand_grid(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]] | None) -> list[dict]:
+    """Grid points: the Cartesian product of a mapping ``param -> values``, or a list of
+    dicts as given; ``[{}]`` for no grid."""
+    if grid is None:
+        return [{}]
+    if isinstance(grid, Mapping):
+        names = list(grid)
+        values = []
+        for n in names:
+            v = grid[n]
+            if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+                raise SqlnbError(f"grid values for {n!r} must be a list, not {v!r}")
+            values.append(list(v))
+        return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+    points = [dict(p) for p in grid]
+    return points or [{}]
+
+
+@dataclass
+class CVResult:
+    """What :func:`cross_validate` measured.
+
+    Attributes
+    ----------
+    model : str
+        The model kind.
+    folds, seed : int
+        How rows were split.
+    fold_rows : list of int
+        Labelled rows per fold.
+    results : list of dict
+        Per grid point: ``params``, per-fold ``accuracy`` and ``log_loss`` lists, and
+        their unweighted means ``mean_accuracy`` and ``mean_log_loss`` (as scikit-learn's
+        ``cross_validate``).
+    best_params : dict
+        The grid point with the best mean ``scoring``.
+    best_model : Model or None
+        Refitted on every row with ``best_params`` (from merged statistics: no scan for
+        naive Bayes, LDA and QDA).
+    scans : dict
+        Statements run: ``statistics`` (scans for the statistics, always 1) and
+        ``scoring`` (one per grid point and fold).
+    """
+
+    model: str
+    folds: int
+    seed: int
+    scoring: str
+    fold_rows: list[int]
+    results: list[dict]
+    best_params: dict
+    best_model: Model | None = None
+    scans: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def table(self) -> list[dict]:
+        """One flat row per grid point: its parameters, mean and std of each metric."""
+        rows = []
+        for r in self.results:
+            row = dict(r["params"])
+            for m in SCORING:
+                row[f"mean_{m}"] = r[f"mean_{m}"]
+                row[f"std_{m}"] = float(np.std(r[m]))
+            rows.append(row)
+        return rows
+
+
+@dataclass
+class _Plan:
+    """How to build fold ``i``'s model and the full-data model for a grid point."""
+
+    fold_model: Callable[[int, dict], Model]
+    full_model: Callable[[dict], Model]
+    fold_rows: list[int]
+
+
+def _merge_all(parts: Sequence):
+    """The exact merge of statistics (or moments) of disjoint row sets."""
+    merged = parts[0]
+    for s in parts[1:]:
+        merged = merged.merge(s)
+    return merged
+
+
+def _merge_others(per_fold: Sequence, i: int):
+    """Training statistics of fold ``i``: every other fold's, merged."""
+    return _merge_all([s for j, s in enumerate(per_fold) if j != i])
+
+
+def _per_fold(found: Mapping[Any, Any], folds: int, where: str) -> list:
+    missing = [i for i in range(folds) if i not in found]
+    if missing:
+        raise SqlnbError(f"fold {missing[0]} of {where} has no labelled rows; use fewer folds")
+    return [found[i] for i in range(folds)]
+
+
+def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options) -> _Plan:
+    structural = {k: options.pop(k) for k in ("kind", "feature_kinds", "binarize") if k in options}
+    if "weight" in options:
+        raise SqlnbError("cross-validation does not support row weights yet; leave out weight")
+    feats = plan_features(source, label, None, structural.get("kind", "auto"), structural.get("feature_kinds"),
+                          features, exclude, structural.get("binarize", 0.0))
+    per = _per_fold(collect_statistics_by(con, source, label, feats, fold), folds, source.description)
+    hyper = Hyperparameters(**options)
+    label_type = source.columns[label]
+    train = [NaiveBayes(label, label_type, feats, _merge_others(per, i), hyper) for i in range(folds)]
+    every = _merge_all(per)
+    full = NaiveBayes(label, label_type, feats, every, hyper, {"source": source.description, "rows": every.n_rows,
+                                                              "null_label_rows": every.null_label_rows})
+    return _Plan(lambda i, p: train[i].with_params(**p), lambda p: full.with_params(**p),
+                 [s.n_rows for s in per])
+
+
+def _discriminant_plan(cls, con, source, label, fold, folds, features, exclude, options) -> _Plan:
+    feats = dense.plan_features(source, label, features, exclude, cls.kind.upper())
+    _, found = collect_moments(con, source, label, list(feats), fold)
+    per = _per_fold(found, folds, source.description)
+    label_type = source.columns[label]
+
+    def build(moments, params):
+        p = {**options, **params}
+        priors = p.pop("priors", None)
+        return cls(label, label_type, feats, moments, priors, {"source": source.description,
+                                                              "rows": moments.n_rows}, **p)
+
+    train = [_merge_others(per, i) for i in range(folds)]
+    full = _merge_all(per)
+    return _Plan(lambda i, p: build(train[i], p), lambda p: build(full, p), [m.n_rows for m in per])
+
+
+def _logistic_plan(con, source, label, fold, folds, features, exclude, options) -> _Plan:
+    feats = dense.plan_features(source, label, features, exclude, "logistic regression")
+    labels, X, extras, null_rows = dense.read_rows(con, source, label, feats, {"fold": fold})
+    classes = dense.check_labels(dict.fromkeys(labels), label, source.description, null_rows)
+    f = extras["fold"].astype(np.int64)
+    _per_fold({int(i): True for i in np.unique(f)}, folds, source.description)
+    label_type = source.columns[label]
+    labels = np.asarray(labels, dtype=object)
+
+    def build(mask, params):
+        p = {**options, **params}
+        report = {"source": source.description, "rows": int(mask.sum())}
+        return Logistic.fit_arrays(label, label_type, feats, list(labels[mask]), X[mask], classes,
+                                   p.get("C", 1.0), p.get("standardize", False), report)
+
+    return _Plan(lambda i, p: build(f != i, p), lambda p: build(np.ones(len(f), bool), p),
+                 [int(np.sum(f == i)) for i in range(folds)])
+
+
+def evaluate_fold(con: duckdb.DuckDBPyConnection, model: Model, held_out: Source, label: str) -> dict:
+    """Accuracy, log loss and labelled rows of ``model`` on ``held_out``: one SQL scan."""
+    scored = model.scoring_query(held_out, outputs=("proba", "prediction"), keep=[label])
+    rel = con.sql(sql.render(over_scored(summary_query(label, list(model.classes), model.label_type), scored)))
+    row = dict(zip(rel.columns, rel.fetchall()[0]))
+    if not row["labelled"]:
+        raise SqlnbError(f"{held_out.description} has no labelled rows to evaluate on")
+    # Rows without probabilities (incomplete features for LDA/QDA/logistic) count as errors
+    # in accuracy and are left out of the log loss (sqlnb.evaluate's rules).
+    log_loss = row["log_loss"]
+    return {"accuracy": float(row["accuracy"]), "log_loss": float("nan") if log_loss is None else float(log_loss),
+            "rows": int(row["labelled"])}
+
+
+def cross_validate(
+    data: Any,
+    label: str,
+    *,
+    model: str = "naive_bayes",
+    con: duckdb.DuckDBPyConnection | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    key: Sequence[str] | None = None,
+    grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]] | None = None,
+    scoring: str = "accuracy",
+    refit: bool = True,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    **options: Any,
+) -> CVResult:
+    """k-fold cross-validation, optionally over a grid of hyperparameters.
+
+    Parameters
+    ----------
+    data, label, con, features, exclude
+        As for :func:`sqlnb.fit`.
+    model : {"naive_bayes", "lda", "qda", "logistic"}
+        The model kind.
+    folds : int
+        Number of folds (>= 2).
+    seed : int
+        Seed of the fold hash (see the module docstring).
+    key : list of str, optional
+        Columns hashed into the fold (default: every column).
+    grid : mapping of parameter -> list of values, or list of dicts, optional
+        Hyperparameters to try: naive Bayes ``alpha``, ``var_smoothing``,
+        ``estimator``, ``class_prior``, ...; LDA ``shrinkage``, ``priors``; QDA
+        ``reg_param``, ``priors``; logistic ``C``, ``standardize``.
+    scoring : {"accuracy", "log_loss"}
+        What picks the best grid point (highest accuracy, or lowest log loss).
+    refit : bool
+        Fit the best grid point on all rows (``best_model``).
+    **options
+        Fixed parameters of the model kind (naive Bayes also ``kind``,
+        ``feature_kinds``, ``binarize``).
+
+    Returns
+    -------
+    CVResult
+
+    Examples
+    --------
+    >>> r = sqlnb.cross_validate("train.parquet", "y", grid={"alpha": [0.1, 1.0]})  # doctest: +SKIP
+    >>> r.best_params, r.results[0]["accuracy"]                                     # doctest: +SKIP
+    """
+    start = time.perf_counter()
+    if model not in MODELS:
+        raise SqlnbError(f"unknown model {model!r}{suggest(model, MODELS)}; models are: {', '.join(MODELS)}")
+    if scoring not in SCORING:
+        raise SqlnbError(f"unknown scoring {scoring!r}; choose one of: {', '.join(SCORING)}")
+    points = expand_grid(grid)
+    allowed = GRID_PARAMETERS[model]
+    for name in {n for p in points for n in p} | (set(options) - {"kind", "feature_kinds", "binarize", "weight"}
+                                                   if model == "naive_bayes" else set(options)):
+        if name not in allowed:
+            raise SqlnbError(f"{name!r} is not a parameter of model {model!r}{suggest(name, allowed)}; "
+                             f"choose from: {', '.join(allowed)}")
+    con = con if con is not None else duckdb.connect()
+    source = resolve(data, con)
+    source.require([label], "label column")
+    fold = fold_expression(source, folds, seed, key)
+    args = (con, source, label, fold, folds, features, exclude, dict(options))
+    if model == "naive_bayes":
+        plan = _naive_bayes_plan(*args)
+    elif model == "logistic":
+        plan = _logistic_plan(*args)
+    else:
+        plan = _discriminant_plan(LDA if model == "lda" else QDA, *args)
+
+    held = [fold_source(source, fold, i) for i in range(folds)]
+    results = []
+    for params in points:
+        per_fold = [evaluate_fold(con, plan.fold_model(i, params), held[i], label) for i in range(folds)]
+        r = {"params": params, "accuracy": [f["accuracy"] for f in per_fold],
+             "log_loss": [f["log_loss"] for f in per_fold]}
+        r["mean_accuracy"] = float(np.mean(r["accuracy"]))
+        r["mean_log_loss"] = float(np.mean(r["log_loss"]))
+        results.append(r)
+    # Best: highest mean accuracy (ties: lower log loss), or lowest mean log loss; then first.
+    if scoring == "accuracy":
+        best = min(range(len(results)), key=lambda g: (-results[g]["mean_accuracy"], results[g]["mean_log_loss"], g))
+    else:
+        best = min(range(len(results)), key=lambda g: (results[g]["mean_log_loss"], g))
+    best_params = results[best]["params"]
+    best_model = plan.full_model(best_params) if refit else None
+    return CVResult(model, folds, seed, scoring, plan.fold_rows, results, best_params, best_model,
+                    {"statistics": 1, "scoring": len(points) * folds}, round(time.perf_counter() - start, 3))

@@ -1,0 +1,118 @@
+"""The command line as users run it: real processes of the ``sqlnb`` console script and
+``python -m sqlnb``, with real file descriptors (so DuckDB's own printing, exit codes
+and the terminal checks are the real ones)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+
+import sqlnb
+from support.cli import SCRIPT, assert_error, mixed_table, run_process, snapshot, write_parquet
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("proc")
+    write_parquet(mixed_table(120, seed=1), d / "train.parquet")
+    write_parquet(mixed_table(40, seed=2), d / "test.parquet")
+    return d
+
+
+def test_module_and_script_report_the_version():
+    assert SCRIPT.exists()
+    for module in (True, False):
+        result = run_process("--version", module=module)
+        assert result.returncode == 0 and result.stdout == f"sqlnb {sqlnb.__version__}\n" and result.stderr == ""
+
+
+def test_fit_score_evaluate_through_the_script(files, tmp_path):
+    model = f"{tmp_path}/m.duckdb:nb"
+    fit = run_process("fit", files / "train.parquet", "--label", "y", "--exclude", "id", "--model", model)
+    assert (fit.returncode, fit.stdout, fit.stderr) == (0, "", "")  # stderr is not a terminal: silent
+    score = run_process("score", files / "test.parquet", "--model", model, "--keep", "id", "--out", "-")
+    assert score.returncode == 0 and score.stderr == ""
+    lines = score.stdout.splitlines()  # nothing but the CSV, not even a progress bar
+    assert lines[0] == "id,proba_a,proba_b,proba_c,prediction" and len(lines) == 41
+    ev = run_process("evaluate", files / "test.parquet", "--model", model, "--format", "json", module=True)
+    assert ev.returncode == 0 and ev.stdout.lstrip().startswith("{") and '"rows": 40' in ev.stdout
+
+
+def test_errors_from_a_real_process(files, tmp_path):
+    before = snapshot(tmp_path)
+    assert_error(run_process("fit", files / "train.parquet", "--label", "yy", "--model", f"{tmp_path}/m.duckdb:x"),
+                 "label column 'yy' not found", "did you mean 'y'")
+    assert_error(run_process("evaluate", files / "test.parquet", "-m", f"{tmp_path}/m.duckdb:x", module=True,
+                             env={"SQLNB_MEMORY_LIMIT": "lots"}), "invalid memory limit 'lots'")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
+def test_a_terminal_gets_the_summary_and_stdout_keeps_only_the_payload(files, tmp_path):
+    import pty  # POSIX only
+
+    model = f"{tmp_path}/m.duckdb:nb"
+    sqlnb.fit(str(files / "train.parquet"), "y").save(f"{tmp_path}/m.duckdb", "nb")
+    # stderr on a pseudo-terminal, stdout on a pipe: the summary (and DuckDB's progress
+    # bar, which DuckDB itself prints on stdout) must go to the terminal only.
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run([str(SCRIPT), "score", str(files / "test.parquet"), "-m", model, "--keep", "id",
+                               "-o", "-"], stdout=subprocess.PIPE, stderr=follower, timeout=120, text=True)
+        os.close(follower)
+        follower = None
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            terminal += chunk
+    finally:
+        if follower is not None:
+            os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0] == "id,proba_a,proba_b,proba_c,prediction" and len(proc.stdout.splitlines()) == 41
+    assert b"scored 40 rows into -" in terminal
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_interrupted_process_exits_130_and_writes_nothing(files, tmp_path):
+    # DATA is a view that multiplies the test rows (12M rows, nothing stored), so the
+    # scoring query is still running when SIGINT arrives: sent once the temporary output
+    # file appears, i.e. while DuckDB's COPY is writing it.
+    db = tmp_path / "data.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"CREATE VIEW big AS SELECT t.* FROM read_parquet('{files}/test.parquet') t, range(300000)")
+    model = f"{tmp_path}/m.duckdb:nb"
+    sqlnb.fit(str(files / "train.parquet"), "y").save(f"{tmp_path}/m.duckdb", "nb")
+    out = tmp_path / "out.csv"
+    before = snapshot(tmp_path, tmp_path / "m.duckdb")
+    proc = subprocess.Popen([str(SCRIPT), "score", f"{db}:big", "-m", model, "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if any(name.startswith(".sqlnb-") for name in os.listdir(tmp_path)):
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    if proc.returncode == 0:
+        pytest.skip("the scoring finished before the interrupt arrived")
+    assert proc.returncode == 130, stderr
+    assert stdout == "" and stderr.strip().splitlines()[-1] == "Error: interrupted; nothing was written"
+    assert "Traceback" not in stderr
+    assert snapshot(tmp_path, tmp_path / "m.duckdb") == before  # no out.csv, no temporary file
