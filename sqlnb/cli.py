@@ -31,7 +31,7 @@ import sqlglot
 
 from . import __version__, api, engines, export, output, sql
 from . import demo as demo_module
-from .errors import SqlnbError, suggest
+from .errors import SqlnbError, SqlnbNotFound, suggest
 from .evaluate import evaluate as evaluate_model, text_report
 from .families import KINDS
 from .generative import fit_em as api_fit_em, novelty_query, novelty_threshold, sample as api_sample, update as api_update
@@ -336,6 +336,15 @@ def model_location(settings: Settings, text: str) -> DbObject | str:
     return parse_model(text)
 
 
+def data_spec(settings: Settings, text: str, csv: dict) -> Any:
+    """A DATA argument: parsed for DuckDB, or as is (a table name or SELECT) for a warehouse."""
+    if not settings.remote:
+        return parse_data(text, csv)
+    if csv:
+        raise SqlnbError(f"CSV reading options apply to files read by DuckDB, not to --engine {settings.engine}")
+    return text
+
+
 def load(settings: Settings, text: str):
     """The model named by a MODEL argument (its database opened read-only, then closed)."""
     loc = model_location(settings, text)
@@ -456,9 +465,10 @@ def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, 
       sqlnb score test.parquet --model models.duckdb:churn --out scored.parquet
       sqlnb evaluate test.parquet --model models.duckdb:churn
     """
-    if engine != "duckdb" and (engine == "postgres") != bool(dsn):
-        raise SqlnbError("--engine postgres needs --dsn (e.g. --dsn 'host=db dbname=lake')" if engine == "postgres"
-                         else "--dsn applies to --engine postgres only")
+    if engine == "postgres" and not dsn:
+        raise SqlnbError("--engine postgres needs --dsn (e.g. --dsn 'host=db dbname=lake')")
+    if dsn and engine != "postgres":
+        raise SqlnbError("--dsn applies to --engine postgres only")
     if master and engine != "spark":
         raise SqlnbError("--master applies to --engine spark only")
     ctx.obj = Settings(threads, memory_limit, temp_directory, progress=stderr_is_terminal(),
@@ -566,17 +576,17 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
     in one transaction, so a failed fit leaves an existing model untouched. Text
     columns given --feature-kind COL=multinomial are token bags (see the text options).
 
-    \\b
+    \b
     Example:
       sqlnb fit lake/2026/*.parquet --label churned --model models.duckdb:churn
-      sqlnb fit adult.csv --null-string '?' --label income --exclude fnlwgt \\\\
+      sqlnb fit adult.csv --null-string '?' --label income --exclude fnlwgt \\
           --feature-kind education-num=categorical --model models.duckdb:adult --replace
       sqlnb fit train.parquet --label y --kind lda --shrinkage 0.1 --model models.duckdb:lda
-      sqlnb fit mails.parquet --label spam --feature-kind body=multinomial --stop-words @stop.txt \\\\
+      sqlnb fit mails.parquet --label spam --feature-kind body=multinomial --stop-words @stop.txt \\
           --min-df 2 --model models.duckdb:spam
     """
     target = model_location(settings, model)
-    spec = data if settings.remote else parse_data(data, csv_read_options(delimiter, null_string, header))
+    spec = data_spec(settings, data, csv_read_options(delimiter, null_string, header))
     text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k)
     nb_only = {"--alpha": alpha, "--feature-alpha": feature_alpha or None, "--estimator": estimator,
                "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
@@ -650,6 +660,22 @@ def arrow_rows(table) -> Callable[[duckdb.DuckDBPyConnection, str | None], sqlgl
     return query
 
 
+def write_engine_table(engine, name: str, query: sqlglot.exp.Expression, replace: bool) -> None:
+    """``CREATE TABLE name AS query`` on a PostgreSQL engine, in one transaction (an
+    existing table is dropped in the same transaction, and only with ``replace``)."""
+    try:
+        engine.resolve(Table(name))
+        exists = True
+    except SqlnbNotFound:
+        exists = False
+    if exists and not replace:
+        raise SqlnbError(f"table {name!r} already exists on the engine; pass --replace to overwrite it")
+    with engine.con.transaction():
+        if exists:
+            engine.execute(sqlglot.exp.Drop(tables=[sql.table(name)], kind="TABLE"))
+        engine.execute(sqlglot.exp.Create(this=sql.table(name), kind="TABLE", expression=query))
+
+
 def to_arrow(result):
     """A warehouse's scoring result as an Arrow table (Spark gives a DataFrame)."""
     return result.toArrow() if hasattr(result, "toArrow") else result
@@ -658,7 +684,10 @@ def to_arrow(result):
 @cli.command()
 @click.argument("data")
 @model_option
-@out_option
+@click.option("--out", "-o", metavar="OUT",
+              help="file.parquet, file.csv, file.json, DB.duckdb:TABLE, or - for CSV on stdout.")
+@click.option("--out-table", metavar="NAME",
+              help="With --engine postgres: create table NAME there (one transaction) instead of --out.")
 @click.option("--keep", multiple=True, metavar="COL,...", help="Input columns to keep (default: all; '' for none).")
 @click.option("--no-proba", is_flag=True, help="Only the prediction, no proba_<class> columns.")
 @click.option("--flag-novel", is_flag=True,
@@ -666,7 +695,8 @@ def to_arrow(result):
 @csv_options
 @replace_option
 @click.pass_obj
-def score(settings: Settings, data, model, out, keep, no_proba, flag_novel, delimiter, null_string, header, replace):
+def score(settings: Settings, data, model, out, out_table, keep, no_proba, flag_novel, delimiter, null_string, header,
+          replace):
     """Score DATA with MODEL and write the rows to OUT.
 
     Each output row holds the kept input columns, one proba_<class> column per class
@@ -674,20 +704,31 @@ def score(settings: Settings, data, model, out, keep, no_proba, flag_novel, deli
     to the target and moved over it, tables are created in a transaction. With
     --engine postgres|spark, DATA is scored on the engine and the rows written to OUT.
 
-    \\b
+    \b
     Example:
       sqlnb score test.parquet --model models.duckdb:churn --out scored.parquet
       sqlnb score db.duckdb:customers --model db.duckdb:churn --keep id --out db.duckdb:scores --replace
       sqlnb score new.csv --model models.duckdb:churn --no-proba --out - | head
       sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
+      sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
     """
-    parse_out(out)
-    spec = data if settings.remote else parse_data(data, csv_read_options(delimiter, null_string, header))
+    if (out is None) == (out_table is None):
+        raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres)")
+    if out_table is not None and settings.engine != "postgres":
+        raise SqlnbError("--out-table writes a table on --engine postgres; with DuckDB use --out DB.duckdb:TABLE")
+    if out is not None:
+        parse_out(out)
+    spec = data_spec(settings, data, csv_read_options(delimiter, null_string, header))
     keep_cols = [] if keep == ("",) else split_list(keep)
     m = load(settings, model)
     outputs = ("prediction",) if no_proba else ("proba", "prediction")
     if flag_novel and settings.remote:
         raise SqlnbError("--flag-novel scores in DuckDB only; use --engine duckdb")
+    if out_table is not None:
+        engine = settings.warehouse()
+        write_engine_table(engine, out_table, m.scoring_query(engine.resolve(spec), outputs, keep_cols), replace)
+        summary(f"scored into table {out_table!r} on {settings.engine}")
+        return
     if settings.remote:
         rows = to_arrow(m.score(spec, con=settings.warehouse(), outputs=outputs, keep=keep_cols))
         done = write_out(settings, out, replace, arrow_rows(rows))
@@ -903,7 +944,11 @@ def drop(settings: Settings, model):
     Example:
       sqlnb drop --model models.duckdb:old-churn
     """
-    loc = parse_model(model)
+    loc = model_location(settings, model)
+    if isinstance(loc, str):
+        settings.warehouse().drop_model(loc)
+        summary(f"dropped {loc!r} on {settings.engine}")
+        return
     if not os.path.exists(loc.db):
         raise SqlnbError(f"database {loc.db!r} does not exist; check the path")
     with settings.connect(loc.db) as con:
@@ -1037,7 +1082,7 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring,
             + (f"; saved the best as {_model_str(target)}" if target else ""))
 
 
-def write_text_file(path: str, text: str, replace: bool) -> None:
+def write_text_file(path: str, text: str) -> None:
     """Write ``text`` to ``path`` all or nothing (a temporary file moved over it)."""
     with output.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
@@ -1098,7 +1143,7 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
             repeats=repeats, seed=seed, features=split_list(features), exclude=split_list(exclude))
     table = compare_module.summarize(rows)
     if plot is not None:
-        write_text_file(plot, compare_module.svg_plot(table, f"Learning curves: {label}"), replace)
+        write_text_file(plot, compare_module.svg_plot(table, f"Learning curves: {label}"))
     click.echo(dump_json(table) if fmt == "json" else compare_module.markdown_table(table), nl=fmt == "json")
     summary(f"compared {len(set(r['model'] for r in rows))} model kinds" + (f"; plot in {plot}" if plot else ""))
 

@@ -502,7 +502,7 @@ def test_existing_output_needs_replace(base, tmp_path):
     (["sql", "-m", "{d}/m.duckdb:nb", "-s", "SELECT * FROM"], ["SQL:"]),
     (["show", "-m", "{d}/m.duckdb:zz"], ["no model named 'zz'"]),
     (["models", "{d}/nope.duckdb"], ["does not exist"]),
-    (["fitt"], ["No such command 'fitt'", "Did you mean 'fit'"]),
+    (["fitt"], ["No such command 'fitt'", "Did you mean", "'fit'"]),
     (["--threads", "0", "show", "-m", "{d}/m.duckdb:nb"], ["'--threads'", "sqlnb --help"]),
     (["--memory-limit", "lots", "show", "-m", "{d}/m.duckdb:nb"], ["invalid memory limit 'lots'"]),
     (["demo", "--rows", "5"], ["--rows"]),

@@ -17,8 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from sqlglot import exp
+
 import sqlnb
-from sqlnb import export
+from sqlnb import export, sql
 from support.cli import assert_error, invoke, mixed_table, snapshot, write_parquet
 
 ON_CI = bool(os.environ.get("CI"))
@@ -326,4 +328,40 @@ def test_postgres_bad_input(pg_dsn, base, tmp_path):
     assert_error(invoke(*pg, "fit", "train", "-y", "y", "--kind", "lda", "--model", "l"), "fitted in DuckDB only")
     assert_error(invoke(*pg, "score", "nope", "--model", "missing", "--out", tmp_path / "s.parquet"), "missing")
     assert_error(invoke(*pg, "cv", "train", "-y", "y"), "sqlnb cv runs in DuckDB only")
+    assert_error(invoke(*pg, "fit", "train", "-y", "y", "--delimiter", ";", "--model", "x"),
+                 "CSV reading options apply to files read by DuckDB")
+    assert_error(invoke("score", base / "test.parquet", "--model", f"{base}/m.duckdb:nb", "--out-table", "t"),
+                 "--out-table writes a table on --engine postgres")
     assert snapshot(tmp_path) == before
+
+
+def test_postgres_score_into_a_table(pg_dsn):
+    pg = ["--engine", "postgres", "--dsn", pg_dsn]
+    assert invoke(*pg, "fit", "train", "-y", "y", "--exclude", "id", "--model", "tbl").exit_code == 0
+    r = invoke(*pg, "score", "test", "--model", "tbl", "--keep", "id", "--out-table", "scored")
+    assert r.exit_code == 0, r.stderr
+    engine = sqlnb.engines.connect("postgres", dsn=pg_dsn)
+    try:
+        rows = engine.execute(exp.select(exp.Count(this=exp.Star()), exp.Count(this=sql.col("prediction")))
+                              .from_(sql.table("scored")))
+        assert rows == [(80, 80)]
+        assert_error(invoke(*pg, "score", "test", "--model", "tbl", "--out-table", "scored"), "already exists")
+        r = invoke(*pg, "score", "test", "--model", "tbl", "--keep", "id", "--no-proba", "--out-table", "scored", "--replace")
+        assert r.exit_code == 0, r.stderr
+        assert len(engine.execute(exp.select(exp.Star()).from_(sql.table("scored")).limit(1))[0]) == 2
+    finally:
+        engine.close()
+
+
+def test_postgres_drop(pg_dsn, base):
+    pg = ["--engine", "postgres", "--dsn", pg_dsn]
+    assert invoke(*pg, "fit", "train", "-y", "y", "--exclude", "id", "--model", "gone").exit_code == 0
+    assert invoke(*pg, "drop", "--model", "gone").exit_code == 0
+    assert_error(invoke(*pg, "show", "--model", "gone"), "gone")
+
+
+@pytest.mark.parametrize("command", ["fit", "score", "show", "sql", "cv", "compare", "update", "sample", "novelty",
+                                     "fit-em", "fit-long", "score-long"])
+def test_new_help_examples_are_laid_out(command):
+    out = invoke(command, "--help").stdout
+    assert "\n  Example:\n    sqlnb " in out and "\\b" not in out
