@@ -12,7 +12,11 @@ set is the first ``m`` rows of the training source ordered by ``hash(<columns>, 
 the set of every larger size). Every model kind is fitted on the same rows and scores the
 whole test source in SQL (:func:`sqlnb.cv.evaluate_fold`). A fit that is not defined
 (a singular covariance, a class missing from the subset) is recorded with ``error`` None
-and its ``reason``.
+and its ``reason``. LDA and QDA fitted on the same subset share one moments scan.
+
+Categorical columns: :func:`one_hot` adds DOUBLE indicator columns (in SQL, with the
+training set's categories), so logistic regression can be compared with categorical naive
+Bayes on the same information; ``options[kind]["features"]`` gives each kind its columns.
 
 Plots are written as plain SVG text (no plotting dependency).
 """
@@ -35,7 +39,7 @@ from .errors import SqlnbError, suggest
 from .source import Source, resolve
 
 #: Options used unless given: logistic regression on standardised columns (as
-#: ``StandardScaler`` + ``LogisticRegression``), naive Bayes Gaussian on numeric columns.
+#: ``StandardScaler`` + ``LogisticRegression``).
 DEFAULT_OPTIONS: dict[str, dict] = {"logistic": {"standardize": True}}
 LABELS = {"naive_bayes": "naive Bayes", "lda": "LDA", "qda": "QDA", "logistic": "logistic regression"}
 COLOURS = {"naive_bayes": "#d62728", "lda": "#2ca02c", "qda": "#9467bd", "logistic": "#1f77b4"}
@@ -49,6 +53,51 @@ def subsample(source: Source, size: int, seed: int) -> Source:
              .order_by(order).limit(exp.Literal.number(size)))
     return Source(expr=exp.Subquery(this=query), columns=dict(source.columns),
                   description=f"{source.description} (sample of {size}, seed {seed})")
+
+
+def one_hot(con: duckdb.DuckDBPyConnection, data: Any, columns: Sequence[str],
+            categories: Mapping[str, Sequence] | None = None) -> tuple[Source, dict[str, list]]:
+    """``data`` plus one DOUBLE indicator column ``"<column>=<value>"`` per category.
+
+    Categories are the column's distinct non-NULL values in ``data`` (sorted), unless
+    given — pass the training set's to encode a test set the same way. A NULL or unseen
+    value is all zeros. This is the encoding under which logistic regression has the
+    same decision boundaries as categorical naive Bayes (both linear in the indicators).
+
+    Returns
+    -------
+    (Source, dict of column -> list of categories)
+    """
+    from .stats import sorted_values
+    source = resolve(data, con)
+    source.require(columns, "column to encode")
+    cats: dict[str, list] = {}
+    for c in columns:
+        if categories is not None and c in categories:
+            cats[c] = list(categories[c])
+            continue
+        q = (exp.select(sql.col(c, "src")).distinct().from_(source.from_("src"))
+             .where(exp.Not(this=exp.Is(this=sql.col(c, "src"), expression=exp.Null()))))
+        cats[c] = sorted_values(r[0] for r in con.execute(sql.render(q)).fetchall())
+    cols: list[exp.Expression] = [exp.Column(this=exp.Star(), table=sql.ident("src"))]
+    for c, values in cats.items():
+        for v in values:
+            hit = exp.EQ(this=sql.col(c, "src"), expression=sql.value(v, source.columns[c]))
+            cols.append(exp.alias_(exp.Case(ifs=[exp.If(this=hit, true=sql.dbl(1.0))], default=sql.dbl(0.0)),
+                                   f"{c}={v}", quoted=True))
+    query = exp.select(*cols).from_(source.from_("src"))
+    rel = con.sql(sql.render(exp.select(exp.Star()).from_(exp.Subquery(this=query, alias=exp.TableAlias(
+        this=sql.ident("q")))).limit(0)))
+    names = {str(n): str(t) for n, t in zip(rel.columns, rel.types)}
+    if len(names) != len(rel.columns):
+        raise SqlnbError(f"one-hot column names collide with columns of {source.description}; rename them")
+    return Source(expr=exp.Subquery(this=query), columns=names,
+                  description=f"{source.description} (one-hot {', '.join(columns)})"), cats
+
+
+def indicator_names(categories: Mapping[str, Sequence]) -> list[str]:
+    """The columns :func:`one_hot` adds, in order."""
+    return [f"{c}={v}" for c, values in categories.items() for v in values]
 
 
 def _count(con, source: Source) -> int:
@@ -101,7 +150,9 @@ def learning_curves(
         need numeric ones).
     options : mapping of model kind -> parameters, optional
         Extra fit parameters per kind, over :data:`DEFAULT_OPTIONS` (e.g.
-        ``{"qda": {"reg_param": 0.01}, "logistic": {"C": 0.5}}``).
+        ``{"qda": {"reg_param": 0.01}, "logistic": {"C": 0.5}}``). A ``features`` entry
+        replaces the common ``features`` for that kind (e.g. categorical columns for naive
+        Bayes and their :func:`one_hot` indicators for logistic regression).
 
     Returns
     -------
@@ -140,17 +191,19 @@ def learning_curves(
 
 def _fit(con, sample: Source, label: str, model: str, features, exclude, options: dict, shared: dict):
     """Fit one model kind on ``sample``; LDA and QDA share one moments scan (``shared``)."""
+    options = dict(options)
+    if "features" in options:
+        features, exclude = options.pop("features"), None
     if model not in ("lda", "qda"):
         return fit(sample, label, con=con, model=model, features=features, exclude=exclude, **options)
-    if "moments" not in shared:
-        feats = dense.plan_features(sample, label, features, exclude, model.upper())
-        shared["features"] = feats
-        shared["moments"] = collect_moments(con, sample, label, list(feats))[1][None]
-    options = dict(options)
+    feats = dense.plan_features(sample, label, features, exclude, model.upper())
+    key = tuple(feats)
+    if key not in shared:
+        shared[key] = collect_moments(con, sample, label, list(feats))[1][None]
     priors = options.pop("priors", None)
     cls = LDA if model == "lda" else QDA
-    return cls(label, sample.columns[label], shared["features"], shared["moments"], priors,
-               {"source": sample.description, "rows": shared["moments"].n_rows}, **options)
+    return cls(label, sample.columns[label], feats, shared[key], priors,
+               {"source": sample.description, "rows": shared[key].n_rows}, **options)
 
 
 def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict]:

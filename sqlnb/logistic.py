@@ -15,7 +15,8 @@ the two differ). With ``standardize=True`` ``x`` is first replaced by
 
 Solver: Newton's method with the exact Hessian and a backtracking (Armijo) line search,
 iterated until the step is below 1e-12 relative (quadratic convergence makes the last
-steps essentially exact). Internally the columns are centred and scaled,
+steps essentially exact), or until two Newton decrements in a row are below f's rounding
+level (see :func:`newton`). Internally the columns are centred and scaled,
 ``u = (x − m)/s`` with ``θ = w·s``, and the penalty is carried over as
 ``½ Σ_j (σ_j θ_j / s_j)²`` (σ_j = 1, or the standardisation std): the same objective in
 other coordinates, so the optimum is unchanged while the Hessian is far better
@@ -162,6 +163,7 @@ def newton(obj: _Objective, beta0: np.ndarray) -> tuple[np.ndarray, int]:
     beta = beta0.copy()
     f, g, state = obj.value_grad(beta)
     dense = obj.size() <= DENSE_LIMIT
+    quiet = 0  # consecutive steps whose predicted decrease is below f's rounding level
     for it in range(1, MAX_ITER + 1):
         if dense:
             H = obj.hessian(state)
@@ -182,8 +184,13 @@ def newton(obj: _Objective, beta0: np.ndarray) -> tuple[np.ndarray, int]:
             if t < 1e-12:
                 break
         beta = beta + t * step
+        # Converged: the step is negligible, or twice in a row the Newton decrement −g·Δ
+        # (twice the predicted decrease) is below the rounding of f. The second case is a
+        # near-flat direction (e.g. one-hot columns summing to the intercept with a large
+        # C): rounding noise in g, ~ε·C·n, then moves β there without changing any score.
+        quiet = quiet + 1 if -slope <= 1e-14 * max(1.0, abs(f)) else 0
         f, g, state = f_new, g_new, state_new
-        if np.max(np.abs(t * step)) <= STEP_TOL * max(1.0, np.max(np.abs(beta))):
+        if np.max(np.abs(t * step)) <= STEP_TOL * max(1.0, np.max(np.abs(beta))) or quiet >= 2:
             return beta, it
     raise SqlnbError(f"logistic regression did not converge in {MAX_ITER} Newton steps; "
                      "try standardize=True or a smaller C")

@@ -7,9 +7,11 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from sqlglot import exp
+
 import sqlnb
 from conftest import frame
-from sqlnb import compare
+from sqlnb import compare, sql
 from sqlnb.source import resolve
 from support import shared_data as sd
 
@@ -42,8 +44,8 @@ def test_subsamples_are_nested_and_seeded(con):
     src = resolve("t", con)
 
     def ids(size, seed):
-        q = compare.subsample(src, size, seed).from_("s")
-        return {r[0] for r in con.execute(f"SELECT x0 FROM ({q.sql(dialect='duckdb')})").fetchall()}
+        q = exp.select(sql.col("x0")).from_(compare.subsample(src, size, seed).from_("s"))
+        return {r[0] for r in con.execute(sql.render(q)).fetchall()}
     assert ids(10, 0) < ids(30, 0) and len(ids(30, 0)) == 30
     assert ids(10, 0) != ids(10, 1)
 
@@ -64,3 +66,19 @@ def test_spambase_shows_the_ng_jordan_shape(spambase):
     assert err["logistic", 3065] < err["naive_bayes", 3065]  # discriminative ahead at full size
     assert err["logistic", 3065] == pytest.approx(0.0755, abs=1e-3)
     assert err["naive_bayes", 3065] == pytest.approx(0.1836, abs=1e-3)
+
+
+def test_one_hot_uses_the_training_categories(con):
+    con.execute("CREATE TABLE tr AS SELECT * FROM (VALUES ('a', 1), ('b', 0), (NULL, 1), ('a', 0)) v(c, y)")
+    con.execute("CREATE TABLE te AS SELECT * FROM (VALUES ('b', 1), ('z', 0)) v(c, y)")
+    train, cats = compare.one_hot(con, "tr", ["c"])
+    test, _ = compare.one_hot(con, "te", ["c"], cats)
+    assert cats == {"c": ["a", "b"]} and compare.indicator_names(cats) == ["c=a", "c=b"]
+
+    def indicators(source):
+        q = exp.select(sql.col("c=a"), sql.col("c=b")).from_(source.from_("s"))
+        return con.execute(sql.render(q)).fetchall()
+    assert indicators(train) == [(1.0, 0.0), (0.0, 1.0), (0.0, 0.0), (1.0, 0.0)]  # NULL: all zeros
+    assert indicators(test) == [(0.0, 1.0), (0.0, 0.0)]  # unseen 'z': all zeros
+    model = sqlnb.fit_logistic(train, "y", con=con, features=["c=a", "c=b"])
+    assert model.predict(test, con).to_arrow_table().num_rows == 2

@@ -100,6 +100,26 @@ def test_reaches_the_optimum_where_lbfgs_stops_early(K):
     assert np.max(np.abs(grad)) < 1e-8 * C * len(y)
 
 
+def test_one_hot_columns_with_a_weak_penalty_converge():
+    # The indicators of each column sum to 1 (collinear with the intercept): with C = 1e4
+    # the objective is nearly flat along those directions, where rounding noise in the
+    # gradient (~ε·C·n) keeps Newton steps from ever shrinking to 1e-12 of β. The
+    # decrement test stops there (without it: "did not converge in 200 Newton steps").
+    rng = np.random.default_rng(5)
+    n, blocks, logit = 3000, [], np.full(3000, -1.0)
+    for k in (10, 10):
+        codes, effect = rng.integers(0, k, n), rng.normal(size=k)
+        logit += effect[codes]
+        blocks += [(codes == j).astype(float) for j in range(k)]
+    X = np.column_stack(blocks)
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    model = sqlnb.fit_logistic(frame(X, y), "y", C=1e4, standardize=True)
+    assert model.report["iterations"] < 20
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(C=1e4, tol=1e-12, max_iter=10000,
+                                                              solver="newton-cholesky")).fit(X, y)
+    np.testing.assert_allclose(scores(model, X)["proba"], pipe.predict_proba(X), atol=1e-9, rtol=0)
+
+
 def test_conjugate_gradient_path_agrees(monkeypatch):
     X, y = data(3, 3, 5)
     dense_fit = logistic.fit_arrays(X, y, 3, 1.0)
