@@ -57,7 +57,7 @@ def refit_figures(con, model_kind, source, label, fold, folds, params, **options
     return out
 
 
-def test_naive_bayes_grid_reads_the_source_once_and_matches_refits(counted, monkeypatch):
+def test_naive_bayes_grid_aggregates_once_and_matches_refits(counted, monkeypatch):
     con, seen = counted
     calls = []
     original = cv.collect_statistics_by
