@@ -117,11 +117,12 @@ def fit(
 
 
 def _dense_start(data, label, con, features, exclude, what):
-    if con is not None and not isinstance(con, duckdb.DuckDBPyConnection):
-        raise SqlnbError(f"{what} is fitted on DuckDB only; give a DuckDB connection (con=) that can see the data")
-    con = con if con is not None else duckdb.connect()
-    source = resolve(data, con)
-    return con, source, dense.plan_features(source, label, features, exclude, what)
+    # Any engine: the moments aggregate runs where the data is (COVAR_POP exists in DuckDB,
+    # PostgreSQL and Spark); logistic regression reads its rows through the engine once.
+    from .engines import as_engine
+    engine = as_engine(con)
+    source = engine.resolve(data)
+    return engine, source, dense.plan_features(source, label, features, exclude, what)
 
 
 def _report(source, rows: int, null_label_rows: int, start: float) -> dict:

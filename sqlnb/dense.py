@@ -180,7 +180,17 @@ def read_rows(
     cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
     cols += [exp.alias_(value(f), f"x{j}", quoted=True) for j, f in enumerate(features)]
     cols += [exp.alias_(e, f"e{j}", quoted=True) for j, e in enumerate(extra.values())]
-    table = con.sql(sql.render(exp.select(*cols).from_(source.from_("src")))).to_arrow_table()
+    import pyarrow as pa
+
+    from .engines import DuckDBEngine, as_engine
+    engine = as_engine(con)
+    query = exp.select(*cols).from_(source.from_("src"))
+    if isinstance(engine, DuckDBEngine):
+        table = engine.relation(query).to_arrow_table()
+    else:  # PostgreSQL / Spark: the rows come back once, as tuples
+        rows = engine.execute(query)
+        names = ["k"] + [f"x{j}" for j in range(len(features))] + [f"e{j}" for j in range(len(extra))]
+        table = pa.table({n: pa.array([r[i] for r in rows]) for i, n in enumerate(names)})
     labelled = pc.is_valid(table.column("k"))
     null_rows = len(table) - int(pc.sum(labelled).as_py() or 0)
     table = table.filter(labelled)

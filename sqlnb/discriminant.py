@@ -151,7 +151,8 @@ def collect_moments(con: duckdb.DuckDBPyConnection, source: Source, label: str, 
     (a single key ``None`` without ``group``), each aligned to all classes."""
     d = len(features)
     where = source.description
-    rows = con.execute(sql.render(moments_query(source, label, features, group))).fetchall()
+    from .engines import as_engine
+    rows = as_engine(con).execute(moments_query(source, label, features, group))
     off = 1 if group is None else 2
     null_rows: dict[Any, int] = {}
     for r in rows:

@@ -385,14 +385,25 @@ def test_spark_save_load_replace_drop(spark, duck):
 
 
 @pytest.mark.parametrize(("engine_name", "kind"), _engine_params(["lda", "qda", "logistic"]))
-def test_dense_models_score_on_engine(request, engine_name, duck, kind):
-    """LDA, QDA and logistic regression are fitted in DuckDB and scored on the engine."""
+def test_dense_models_fit_and_score_on_engine(request, engine_name, duck, kind):
+    """LDA, QDA (moments aggregated on the engine) and logistic regression (rows read once
+    through the engine) fitted and scored there equal the DuckDB fit."""
     engine = request.getfixturevalue(engine_name)
-    model = sqlnb.fit("mixed", "y", con=duck, model=kind, features=["x2", "n"])
+    expected = sqlnb.fit("mixed", "y", con=duck, model=kind, features=["x2", "n"])
+    model = sqlnb.fit("mixed", "y", con=engine, model=kind, features=["x2", "n"])
+    assert model.classes == expected.classes
     outputs = ("log_proba", "proba", "prediction")
-    want = _rows(model.score("mixed", con=duck, outputs=outputs, keep=["id"]))
+    want = _rows(expected.score("mixed", con=duck, outputs=outputs, keep=["id"]))
     got = _rows(model.score("mixed", con=engine, outputs=outputs, keep=["id"]))
-    _compare(model, got, want, f"{engine.dialect} {kind}")
+    _compare(expected, got, want, f"{engine.dialect} {kind}")
+    for name, (table, _) in expected.parameter_tables().items():  # the learned parameters too
+        other = model.parameter_tables()[name][0]
+        for col in table.column_names:
+            a, b = table.column(col).to_pylist(), other.column(col).to_pylist()
+            if a and isinstance(a[0], float):
+                np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12, err_msg=f"{kind} {name}.{col}")
+            else:
+                assert a == b, f"{kind} {name}.{col}"
 
 
 @pytest.mark.parametrize("engine_name", [pytest.param("postgres", marks=pytest.mark.postgres),
