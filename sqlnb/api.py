@@ -21,7 +21,6 @@ from .errors import SqlnbError, suggest
 from .fit import collect_statistics, plan_features
 from .logistic import Logistic
 from .naive_bayes import Hyperparameters, NaiveBayes
-from .source import resolve
 from .store import drop_model, list_models, load_model
 
 #: Model kinds :func:`fit` can build (``model=``); ``kind=`` stays the naive Bayes family.

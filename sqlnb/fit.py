@@ -13,7 +13,7 @@ always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/eng
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import duckdb
 import numpy as np
@@ -96,13 +96,6 @@ def plan_features(
     if not out:
         raise SqlnbError(f"{source.description} has no feature column besides the label")
     return out
-
-
-def _grouped(features: Iterable[Feature]) -> dict[str, list[Feature]]:
-    groups: dict[str, list[Feature]] = {}
-    for f in features:
-        groups.setdefault(f.kind, []).append(f)
-    return groups
 
 
 def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool) -> list[exp.Expression]:

@@ -18,9 +18,7 @@ whose score has no prior term (as in scikit-learn's ComplementNB).
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
-import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 

@@ -367,7 +367,6 @@ def _duckdb(engine) -> duckdb.DuckDBPyConnection:
 def bag_statistics(con, counts: exp.Select, feature: Feature, classes: list, n: np.ndarray,
                    rows: np.ndarray, where: str) -> Bag:
     """Run ``counts`` (pruned) and gather a :class:`Bag`; apply ``select_k``."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     opts = _opts(feature)

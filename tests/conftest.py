@@ -7,7 +7,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import sqlnb
 
 
 def frame(X, y=None, w=None, prefix="x") -> pa.Table:

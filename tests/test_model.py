@@ -14,7 +14,6 @@ import pytest
 
 import sqlnb
 from sqlnb.errors import SqlnbError
-from conftest import scores
 
 
 def mixed_table(n=400, seed=0, nulls=True):

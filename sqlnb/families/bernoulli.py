@@ -21,7 +21,7 @@ from sqlglot import exp
 from .. import sql
 from ..errors import SqlnbError
 from ..stats import Sums
-from .base import Family, is_float, log_ratio, wcount, wsum
+from .base import Family, is_float, log_ratio, wcount
 
 
 class Bernoulli(Family):

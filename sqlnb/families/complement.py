@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SqlnbError
-from .base import Family, stacked, times
+from .base import stacked, times
 from .multinomial import Multinomial
 
 

@@ -23,7 +23,7 @@ from sqlglot import exp
 from .. import sql
 from ..errors import SqlnbError
 from ..stats import Moments
-from .base import Family, Feature, wcount, wsum
+from .base import Family, wcount, wsum
 
 
 class Gaussian(Family):
