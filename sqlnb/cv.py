@@ -22,11 +22,22 @@ Statistics, one scan for the whole grid:
 * logistic regression: the labelled rows and their fold are read once into numpy; one
   Newton fit per (fold, grid point).
 
-Evaluation: fold ``i``'s model scores the held-out rows ``WHERE fold = i`` in SQL, and
-:func:`sqlnb.evaluate.summary_query` reduces them to accuracy and log loss (scikit-learn's
-definitions, probabilities clipped to [ε, 1 − ε]). So a grid of G points costs one
-statistics scan plus G·k scoring scans, and each fold's figures are those of the model a
-refit on the training folds would give (tested).
+Evaluation, one scoring query for the whole grid and every fold: the source is read once,
+each row crossed with the G grid indices and given the key ``m = g·k + fold``; the per-class
+score is ``CASE m WHEN 0 THEN b_c(model 0) WHEN 1 THEN … END`` (DuckDB evaluates a CASE
+branch only on the rows that select it, so the work is about G scorings of the source, not
+G·k), finished by the same log-sum-exp as every scoring query
+(:func:`sqlnb.score.scoring_select`). Lookups a model joins to (a categorical feature's
+VALUES table) are stacked over the models with the key as one more column and joined ON
+the model's own condition AND the key. :func:`sqlnb.evaluate.summary_query`, grouped by the
+key, reduces the rows to accuracy and log loss per (grid point, fold) with scikit-learn's
+definitions (probabilities clipped to [ε, 1 − ε]; rows without probabilities count as
+errors and are left out of the log loss). So a grid of any size costs two reads of the
+source for naive Bayes, LDA and QDA (statistics + scoring), and each fold's figures are
+those of the model a refit on the training folds would give (tested). Token-bag features
+score through a LATERAL join per document, which cannot be keyed this way: a model with
+one is evaluated fold by fold (one scoring scan per grid point and fold, ``scans``
+says which).
 """
 
 from __future__ import annotations
@@ -48,6 +59,7 @@ from .fit import collect_statistics_by, plan_features
 from .logistic import Logistic
 from .model import Model
 from .naive_bayes import Hyperparameters, NaiveBayes
+from .score import scoring_select
 from .source import Source, resolve
 
 #: Model kinds cross-validation knows (as :data:`sqlnb.api.MODELS`).
@@ -123,8 +135,8 @@ class CVResult:
         Refitted on every row with ``best_params`` (from merged statistics: no scan for
         naive Bayes, LDA and QDA).
     scans : dict
-        Statements run: ``statistics`` (scans for the statistics, always 1) and
-        ``scoring`` (one per grid point and fold).
+        Reads of the source: ``statistics`` (1) and ``scoring`` (1; one per grid point
+        and fold for a model with token-bag features, see the module docstring).
     """
 
     model: str
@@ -236,11 +248,99 @@ def evaluate_fold(con: duckdb.DuckDBPyConnection, model: Model, held_out: Source
     """Accuracy, log loss and labelled rows of ``model`` on ``held_out``: one SQL scan."""
     scored = model.scoring_query(held_out, outputs=("proba", "prediction"), keep=[label])
     rel = con.sql(sql.render(over_scored(summary_query(label, list(model.classes), model.label_type), scored)))
-    row = dict(zip(rel.columns, rel.fetchall()[0]))
+    return _figures(dict(zip(rel.columns, rel.fetchall()[0])), held_out.description)
+
+
+def _unused_name(columns: Sequence[str], base: str) -> str:
+    """``base`` with underscores appended until no column of the source has that name
+    (case-insensitively, as DuckDB compares identifiers)."""
+    taken = {c.lower() for c in columns}
+    while base.lower() in taken:
+        base = f"_{base}"
+    return base
+
+
+def keyed_source(source: Source, fold: exp.Expression, folds: int, points: int, key: str) -> exp.Subquery:
+    """The source crossed with the grid indices ``g`` and keyed, as a FROM item ``src``::
+
+        SELECT src.*, g·folds + fold AS key FROM <source> AS src CROSS JOIN (VALUES (0), …) AS grid(g)
+
+    The source is read once; each of its rows appears once per grid point."""
+    grid = exp.values([(exp.Literal.number(g),) for g in range(points)], alias="grid", columns=["g"])
+    grid.args["alias"].set("this", sql.ident("grid"))
+    grid.args["alias"].args["columns"][0].set("quoted", True)
+    m = exp.Add(this=exp.Mul(this=sql.col("g", "grid"), expression=exp.Literal.number(folds)),
+                expression=sql.paren(fold.copy()))
+    query = (exp.select(exp.Column(this=exp.Star(), table=sql.ident("src")),
+                        exp.alias_(exp.Cast(this=m, to=exp.DataType.build("bigint")), key, quoted=True))
+             .from_(source.from_("src")).join(grid, join_type="CROSS"))
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=sql.ident("src")))
+
+
+def keyed_joins(models: Sequence[Model], key: str) -> list[exp.Join] | None:
+    """The models' lookups stacked into one LEFT JOIN per lookup, keyed by model index.
+
+    Each model's join ``LEFT JOIN <table> AS a ON <cond>`` becomes, over all models,
+    ``LEFT JOIN (SELECT 0 AS key, a.* FROM <table 0> AS a UNION ALL …) AS a ON <cond> AND
+    src.key = a.key``: a row keyed ``m`` finds model ``m``'s lookup row, so the class score
+    expressions of every model read ``a``'s columns unchanged. None when a model joins
+    without an ON condition (a token bag's LATERAL subquery), which this cannot key.
+    """
+    stacked: dict[str, list[exp.Select]] = {}
+    conditions: dict[str, exp.Expression] = {}
+    for m, model in enumerate(models):
+        for j in model.score_joins():
+            on, alias = j.args.get("on"), j.this.alias
+            if on is None or not alias or isinstance(j.this, exp.Lateral) or conditions.setdefault(alias, on) != on:
+                return None
+            stacked.setdefault(alias, []).append(
+                exp.select(exp.alias_(exp.Literal.number(m), key, quoted=True),
+                           exp.Column(this=exp.Star(), table=sql.ident(alias))).from_(j.this.copy()))
+    joins = []
+    for alias, selects in stacked.items():
+        union = selects[0]
+        for s in selects[1:]:
+            union = exp.union(union, s, distinct=False)
+        on = exp.and_(conditions[alias].copy(), exp.EQ(this=sql.col(key, "src"), expression=sql.col(key, alias)))
+        joins.append(exp.Join(this=exp.Subquery(this=union, alias=exp.TableAlias(this=sql.ident(alias))),
+                              on=on, side="LEFT"))
+    return joins
+
+
+def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fold: exp.Expression,
+                         folds: int, key: str) -> exp.Select | None:
+    """Accuracy, log loss and labelled rows of model ``m = g·folds + i`` on fold ``i``, for
+    every ``m``, from one read of ``source`` (see the module docstring); one row per ``m``
+    with the key in column ``key``. None when a model's lookups cannot be keyed."""
+    joins = keyed_joins(models, key)
+    if joins is None:
+        return None
+    first = models[0]
+    first.check_source(source)
+    m = sql.col(key, "src")
+    per_model = [model.class_scores() for model in models]
+    scores = [exp.Case(this=m.copy(), ifs=[exp.If(this=exp.Literal.number(i), true=s[c]) for i, s in enumerate(per_model)])
+              for c in range(len(first.classes))]
+    scored = scoring_select(keyed_source(source, fold, folds, len(models) // folds, key), scores, list(first.classes),
+                            first.label_type, [*source.columns, key], outputs=("proba", "prediction"),
+                            keep=[label, key], joins=joins)
+    # summary_query reduces the whole scored CTE to one row; grouping its aggregating scan
+    # by the key (and passing the key out) gives the same figures per model, so accuracy
+    # and log loss are defined in one place (sqlnb.evaluate) for both paths.
+    query = summary_query(label, list(first.classes), first.label_type)
+    scan = query.args["from_"].this.this
+    scan.select(sql.col(key), copy=False).group_by(sql.col(key), copy=False)
+    query.select(sql.col(key, "agg"), copy=False)
+    return over_scored(query, scored)
+
+
+def _figures(row: Mapping[str, Any], where: str) -> dict:
+    """Accuracy, log loss and labelled rows from a summary row."""
     if not row["labelled"]:
-        raise SqlnbError(f"{held_out.description} has no labelled rows to evaluate on")
-    # Rows without probabilities (incomplete features for LDA/QDA/logistic) count as errors
-    # in accuracy and are left out of the log loss (sqlnb.evaluate's rules).
+        raise SqlnbError(f"{where} has no labelled rows to evaluate on")
+    # Rows without probabilities (incomplete features for LDA/QDA/logistic, zero likelihood
+    # under MLE) count as errors in accuracy and are left out of the log loss
+    # (sqlnb.evaluate's rules); a fold where no row has probabilities has no log loss.
     log_loss = row["log_loss"]
     return {"accuracy": float(row["accuracy"]), "log_loss": float("nan") if log_loss is None else float(log_loss),
             "rows": int(row["labelled"])}
@@ -321,10 +421,22 @@ def cross_validate(
     else:
         plan = _discriminant_plan(LDA if model == "lda" else QDA, *args)
 
-    held = [fold_source(source, fold, i) for i in range(folds)]
+    models = [plan.fold_model(i, params) for params in points for i in range(folds)]
+    key = _unused_name(source.columns, "cv_model")
+    pooled = pooled_summary_query(models, source, label, fold, folds, key)
+    if pooled is not None:  # every (grid point, fold) from one scoring scan
+        rel = con.sql(sql.render(pooled))
+        found = {r[key]: r for r in (dict(zip(rel.columns, row)) for row in rel.fetchall())}
+        figures = [_figures(found.get(m, {"labelled": 0}), f"fold {m % folds} of {source.description}")
+                   for m in range(len(models))]
+        scoring_scans = 1
+    else:  # token bags: fold by fold
+        held = [fold_source(source, fold, i) for i in range(folds)]
+        figures = [evaluate_fold(con, model, held[m % folds], label) for m, model in enumerate(models)]
+        scoring_scans = len(models)
     results = []
-    for params in points:
-        per_fold = [evaluate_fold(con, plan.fold_model(i, params), held[i], label) for i in range(folds)]
+    for g, params in enumerate(points):
+        per_fold = figures[g * folds:(g + 1) * folds]
         r = {"params": params, "accuracy": [f["accuracy"] for f in per_fold],
              "log_loss": [f["log_loss"] for f in per_fold]}
         r["mean_accuracy"] = float(np.mean(r["accuracy"]))
@@ -338,4 +450,4 @@ def cross_validate(
     best_params = results[best]["params"]
     best_model = plan.full_model(best_params) if refit else None
     return CVResult(model, folds, seed, scoring, plan.fold_rows, results, best_params, best_model,
-                    {"statistics": 1, "scoring": len(points) * folds}, round(time.perf_counter() - start, 3))
+                    {"statistics": 1, "scoring": scoring_scans}, round(time.perf_counter() - start, 3))

@@ -1,4 +1,4 @@
-"""Cross-validation: one statistics scan per grid, fold figures equal to refits."""
+"""Cross-validation: two reads of the source per grid (statistics, scoring), fold figures equal to refits."""
 
 from __future__ import annotations
 
@@ -28,6 +28,22 @@ def mixed(seed: int = 0, n: int = 240):
     return frame(X, y).append_column("colour", pa.array(colour))
 
 
+def nb_data(seed: int = 0, n: int = 300):
+    """Gaussian columns with NULLs, a categorical column with NULLs and one with many rare
+    values (so held-out folds hold values their training folds never saw), three classes."""
+    rng = np.random.default_rng(seed)
+    t = mixed(seed, n)
+    x1 = t["x1"].to_numpy(zero_copy_only=False).copy()
+    x1[rng.random(n) < 0.1] = np.nan
+    colour = t["colour"].to_pylist()
+    colour = [None if rng.random() < 0.05 else c for c in colour]
+    y = t["y"].to_numpy()
+    rare = [f"r{v}" for v in rng.integers(0, 40, n) + 40 * (y == 2)]
+    return (t.set_column(1, "x1", pa.array(x1, mask=np.isnan(x1)))
+            .set_column(t.column_names.index("colour"), "colour", pa.array(colour, pa.string()))
+            .append_column("rare", pa.array(rare)))
+
+
 @pytest.fixture
 def counted():
     """A view whose every scan is counted: a side-effecting UDF wraps one column."""
@@ -39,8 +55,8 @@ def counted():
         return x
 
     con.create_function("tick", tick, [T.DOUBLE], T.DOUBLE, type="arrow", side_effects=True)
-    con.register("raw", mixed())
-    con.execute('CREATE VIEW data AS SELECT tick(x0) AS x0, x1, x2, colour, y FROM raw')
+    con.register("raw", nb_data())
+    con.execute('CREATE VIEW data AS SELECT tick(x0) AS x0, x1, x2, colour, rare, y FROM raw')
     yield con, seen
     con.execute("DROP VIEW data")
     con.remove_function("tick")
@@ -57,31 +73,92 @@ def refit_figures(con, model_kind, source, label, fold, folds, params, **options
     return out
 
 
-def test_naive_bayes_grid_aggregates_once_and_matches_refits(counted, monkeypatch):
+def assert_matches_refits(con, result, source, model_kind="naive_bayes", **options):
+    """Every grid point's fold accuracies are those of a refit on the training folds, and
+    its log losses agree within 1e-9."""
+    fold = cv.fold_expression(source, result.folds, result.seed)
+    for r in result.results:
+        ref = refit_figures(con, model_kind, source, "y", fold, result.folds, r["params"], **options)
+        assert r["accuracy"] == [f["accuracy"] for f in ref]
+        np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("folds,grid", [
+    (2, None),
+    (3, [{"var_smoothing": 1e-9, "alpha": 0.5}, {"var_smoothing": 1e-2, "alpha": 2.0}]),
+    (5, {"alpha": [0.1, 1.0], "unseen": ["missing", "bucket"]}),
+    (4, {"estimator": ["posterior-mean", "mle"], "class_prior": ["fitted", "uniform"], "alpha": [1.0, 3.0]}),
+])
+def test_naive_bayes_cv_reads_the_source_twice(counted, monkeypatch, folds, grid):
     con, seen = counted
     calls = []
     original = cv.collect_statistics_by
-    monkeypatch.setattr(cv, "collect_statistics_by", lambda *a, **k: calls.append(1) or original(*a, **k))
-    grid = [{"var_smoothing": 1e-9, "alpha": 0.5}, {"var_smoothing": 1e-2, "alpha": 2.0}]
-    result = sqlnb.cross_validate("data", "y", con=con, folds=3, seed=7, grid=grid)
-    n, G, k = 240, 2, 3
-    # One aggregation scan for the whole grid, then one scoring scan per (grid point, fold).
-    assert calls == [1]
-    assert seen["rows"] == n * (1 + G * k)
-    assert result.scans == {"statistics": 1, "scoring": G * k} and sum(result.fold_rows) == n
 
-    source = resolve("data", con)
-    fold = cv.fold_expression(source, 3, 7)
+    def statistics(*a, **k):
+        before = seen["rows"]
+        out = original(*a, **k)
+        calls.append(seen["rows"] - before)
+        return out
+
+    monkeypatch.setattr(cv, "collect_statistics_by", statistics)
+    result = sqlnb.cross_validate("data", "y", con=con, folds=folds, seed=7, grid=grid)
+    n, G = 300, len(cv.expand_grid(grid))
+    # One aggregation scan for the whole grid, one scoring scan for every (grid point,
+    # fold): 2·n rows, whatever k and G (fold by fold it would be n·(1 + G·k)).
+    assert calls == [n], "the statistics of every fold come from one read of the source"
+    assert seen["rows"] - calls[0] == n, "every (grid point, fold) is scored in one read of the source"
+    assert seen["rows"] == 2 * n
+    assert result.scans == {"statistics": 1, "scoring": 1} and sum(result.fold_rows) == n
+    assert len(result.results) == G and all(len(r["accuracy"]) == folds for r in result.results)
+    if folds == 3:
+        assert_matches_refits(con, result, resolve("data", con))
+        # The best point refitted from the merged fold statistics equals a plain fit.
+        best = sqlnb.fit("data", "y", con=con, **result.best_params)
+        a = result.best_model.predict_proba("raw", con).to_arrow_table()
+        b = best.predict_proba("raw", con).to_arrow_table()
+        for c in best.proba_columns():
+            np.testing.assert_allclose(a[c].to_numpy(), b[c].to_numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("options,grid", [
+    ({"features": ["colour", "rare"]}, {"alpha": [0.01, 1.0], "unseen": ["missing", "bucket"]}),
+    ({"features": ["colour", "rare"]}, {"estimator": ["mle"]}),
+    ({"exclude": ["colour", "rare"]}, {"var_smoothing": [1e-9, 0.1], "class_prior": ["fitted", "uniform"]}),
+    ({}, {"estimator": ["mle", "map"], "alpha": [2.0], "var_smoothing": [1e-9, 1e-3]}),
+    ({"feature_kinds": {"x0": "bernoulli", "x2": "bernoulli"}, "binarize": 0.5}, {"alpha": [0.5, 1.0]}),
+])
+def test_naive_bayes_fold_figures_equal_refits(con, options, grid):
+    """Categorical (with values unseen in training folds, and MLE zero-likelihood rows that
+    have no probabilities), Gaussian (with NULLs), mixed and Bernoulli models."""
+    con.register("t", nb_data(3))
+    result = sqlnb.cross_validate("t", "y", con=con, folds=4, seed=2, grid=grid, refit=False, **options)
+    assert result.scans["scoring"] == 1
+    fit_options = {k: v for k, v in options.items() if k in ("feature_kinds", "binarize")}
+    source = resolve("t", con)
+    fold = cv.fold_expression(source, 4, 2)
     for r in result.results:
-        ref = refit_figures(con, "naive_bayes", source, "y", fold, 3, r["params"])
+        ref = refit_figures(con, "naive_bayes", source, "y", fold, 4, r["params"], **fit_options,
+                            **{k: v for k, v in options.items() if k in ("features", "exclude")})
         assert r["accuracy"] == [f["accuracy"] for f in ref]
-        np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=1e-12)
-    # The best point refitted from the merged fold statistics equals a plain fit.
-    best = sqlnb.fit("data", "y", con=con, **result.best_params)
-    a = result.best_model.predict_proba("raw", con).to_arrow_table()
-    b = best.predict_proba("raw", con).to_arrow_table()
-    for c in best.proba_columns():
-        np.testing.assert_allclose(a[c].to_numpy(), b[c].to_numpy(), atol=1e-12)
+        np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=0, atol=1e-9)
+    if grid == {"estimator": ["mle"]}:  # rare values seen in one class only: zero likelihood somewhere
+        ev = [sqlnb.evaluate.evaluate(sqlnb.fit(cv.fold_source(source, fold, i, held_out=False), "y", con=con,
+                                                estimator="mle", features=["colour", "rare"]),
+                                      cv.fold_source(source, fold, i), con) for i in range(4)]
+        assert any(e.no_proba_rows for e in ev)
+
+
+def test_token_bags_are_scored_fold_by_fold(con):
+    """A token bag scores through a LATERAL join that cannot be keyed by model: its CV falls
+    back to one scoring scan per grid point and fold, with the same figures as refits."""
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, 150)
+    docs = [[f"w{v}" for v in rng.integers(0, 12, rng.integers(1, 6)) + 3 * yi] for yi in y]
+    con.register("t", pa.table({"toks": pa.array(docs, pa.list_(pa.string())), "y": y}))
+    opts = {"feature_kinds": {"toks": "multinomial"}}
+    result = sqlnb.cross_validate("t", "y", con=con, folds=3, grid={"alpha": [0.5, 1.0]}, refit=False, **opts)
+    assert result.scans == {"statistics": 1, "scoring": 6}
+    assert_matches_refits(con, result, resolve("t", con), **opts)
 
 
 @pytest.mark.parametrize("kind,grid", [("lda", {"shrinkage": [None, 0.5]}),
@@ -90,12 +167,8 @@ def test_naive_bayes_grid_aggregates_once_and_matches_refits(counted, monkeypatc
 def test_dense_models_match_refits(kind, grid, con):
     con.register("t", mixed(1).drop_columns(["colour"]))
     result = sqlnb.cross_validate("t", "y", model=kind, con=con, folds=3, seed=1, grid=grid)
-    source = resolve("t", con)
-    fold = cv.fold_expression(source, 3, 1)
-    for r in result.results:
-        ref = refit_figures(con, kind, source, "y", fold, 3, r["params"])
-        assert r["accuracy"] == [f["accuracy"] for f in ref]
-        np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=1e-9)
+    assert result.scans["scoring"] == 1
+    assert_matches_refits(con, result, resolve("t", con), kind)
     assert isinstance(result.best_model, Model) and result.best_model.kind == kind
     assert [row["mean_accuracy"] for row in result.table()] == [r["mean_accuracy"] for r in result.results]
 
