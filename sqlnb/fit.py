@@ -1,11 +1,14 @@
 """Training: one scan of the source reduced to sufficient statistics.
 
 The builder makes one ``SELECT label, <aggregates> FROM source GROUP BY label``: every
-family contributes its per-class aggregates (counts, means, population variances,
-sums, and DuckDB ``histogram()`` for categorical columns), so all features of a mixed
-model cost one pass — the "one scan" shape of ``MEASURED.md``. Weighted data needs two
-extra statements: Gaussian M2 around the weighted class means (the stable two-pass
-form), and categorical counts by ``GROUPING SETS`` (DuckDB has no weighted histogram).
+family contributes its per-class aggregates (counts; for Gaussian columns sums of
+``x − K`` and ``(x − K)²`` about a per-column shift K; sums; and DuckDB ``histogram()``
+for categorical columns), so all features of a mixed model cost one pass — the "one scan"
+shape of ``MEASURED.md``. The shift comes from a ``LIMIT`` read of the first rows, and a
+Gaussian column whose variance lost too many digits in ``S2 − S1²/n`` (constant in a
+class, say) gets an exact second pass of that column alone (families/gaussian.py).
+Weighted data needs one extra statement for categorical counts, by ``GROUPING SETS``
+(DuckDB has no weighted histogram).
 Engines other than DuckDB have no ``histogram()`` at all, so there categorical counts
 always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/engines.py).
 """
@@ -98,22 +101,82 @@ def plan_features(
     return out
 
 
-def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool) -> list[exp.Expression]:
+def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool,
+                shifts: Mapping[str, float] | None = None) -> list[exp.Expression]:
     # Without DuckDB's histogram() a categorical column is counted by the GROUPING SETS
     # query instead (weighted_counts_query), so it has no aggregate in the main scan.
     if f.kind == "categorical" and not histogram:
         return []
+    if shifts is not None and f.name in shifts:  # Gaussian: sums about a shift (families/gaussian.py)
+        return REGISTRY["gaussian"].shifted_aggregates(f, w, shifts[f.name])
     return family_for(f).aggregates(f, w)
 
 
+#: Rows read to choose each Gaussian column's shift (see :func:`gaussian_shifts`).
+SHIFT_ROWS = 4096
+
+
+def shift_query(source: Source, features: Sequence[Feature]) -> exp.Select | None:
+    """``SELECT AVG(x_j), ... FROM (SELECT x_j, ... FROM src LIMIT SHIFT_ROWS)`` over the
+    Gaussian columns, or None without any."""
+    gauss = [f for f in features if f.kind == "gaussian" and f.bag is None]
+    if not gauss:
+        return None
+    fam = REGISTRY["gaussian"]
+    inner = exp.select(*[exp.alias_(fam.value(f), f"x{j}", quoted=True) for j, f in enumerate(gauss)]
+                       ).from_(source.from_("src")).limit(SHIFT_ROWS)
+    aggs = []
+    for j in range(len(gauss)):
+        aggs += [exp.Avg(this=sql.col(f"x{j}", "s")), exp.StddevPop(this=sql.col(f"x{j}", "s"))]
+    return exp.select(*aggs).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("s"))))
+
+
+def gaussian_shifts(engine: "Engine", source: Source, features: Sequence[Feature]) -> dict[str, float]:
+    """Each Gaussian column's shift K: the mean of its first :data:`SHIFT_ROWS` rows,
+    rounded (:func:`round_shift`).
+
+    The training scan sums ``x − K`` and ``(x − K)²`` (families/gaussian.py); any K is
+    correct, and one near the class means keeps the variance's cancellation small. A
+    ``LIMIT`` read stops after the first row groups of a table or Parquet file. NULL
+    (no value there) or a non-finite mean gives K = 0; the scan reports NaN/inf itself.
+    """
+    q = shift_query(source, features)
+    if q is None:
+        return {}
+    row = engine.execute(q)[0]
+    gauss = [f for f in features if f.kind == "gaussian" and f.bag is None]
+    return {f.name: round_shift(row[2 * j], row[2 * j + 1]) for j, f in enumerate(gauss)}
+
+
+def round_shift(mean: Any, sd: Any) -> float:
+    """``mean`` rounded to a multiple of the power of two at most ``sd``/4 (to 8
+    significant bits when ``sd`` is 0 or unknown); 0.0 for a missing or non-finite mean.
+
+    A short K keeps ``x − K`` and ``(x − K)²`` exact for data on a grid coarser than K's
+    last bit (integer columns, say), so the sums stay exact while they fit in 53 bits, as
+    exact as VAR_POP; and K stays within sd/8 of ``mean``, which costs no digits.
+    """
+    if mean is None or not math.isfinite(float(mean)):
+        return 0.0
+    mean = float(mean)
+    if sd is not None and math.isfinite(float(sd)) and float(sd) > 0:
+        q = math.ldexp(1.0, math.frexp(float(sd) / 4.0)[1] - 1)  # largest 2^e <= sd/4
+        return round(mean / q) * q
+    m, e = math.frexp(mean)
+    return math.ldexp(round(m * 256.0) / 256.0, e)
+
+
 def statistics_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],
-                     histogram: bool = True, group: exp.Expression | None = None) -> exp.Select:
+                     histogram: bool = True, group: exp.Expression | None = None,
+                     shifts: Mapping[str, float] | None = None) -> exp.Select:
     """The one-pass per-class aggregation (see the module docstring).
 
     ``histogram=False`` leaves categorical columns to :func:`weighted_counts_query`
     (engines other than DuckDB have no ``histogram()`` aggregate). ``group``, an
     expression over ``src`` (e.g. a cross-validation fold), is an extra grouping key,
-    returned as the last column.
+    returned as the last column. With ``shifts`` (:func:`gaussian_shifts`) Gaussian
+    columns are aggregated as sums about their shift, the fast in-engine form; without,
+    as ``COUNT, AVG, VAR_POP``, the portable form exported by :mod:`sqlnb.export`.
     """
     w = sql.as_double(sql.col(weight, "src")) if weight else None
     cols: list[exp.Expression] = [
@@ -126,7 +189,7 @@ def statistics_query(source: Source, label: str, weight: str | None, features: S
                  exp.alias_(exp.Count(this=w.copy()), "wcount", quoted=True)]
     i = 0
     for f in features:
-        for agg in _aggregates(f, w, histogram):
+        for agg in _aggregates(f, w, histogram, shifts):
             cols.append(exp.alias_(agg, f"a{i}", quoted=True))
             i += 1
     keys = [sql.col(label, "src")]
@@ -178,8 +241,9 @@ def collect_statistics(
     from .engines import as_engine
     engine = as_engine(con)
     histogram = engine.dialect == "duckdb"  # histogram() is DuckDB's own aggregate
-    rows = engine.execute(statistics_query(source, label, weight, features, histogram))
-    stats = _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows)
+    shifts = gaussian_shifts(engine, source, features)
+    rows = engine.execute(statistics_query(source, label, weight, features, histogram, shifts=shifts))
+    stats = _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows, shifts)
     # token bags: one GROUP BY label, token each (sqlnb.text)
     collect_bags(engine, source, label, weight, features, stats.classes, stats.features)
     return stats
@@ -197,12 +261,16 @@ def collect_statistics_by(
     merges (:meth:`Statistics.merge`) to the statistics of those rows. Unweighted, DuckDB."""
     from .engines import as_engine
     engine = as_engine(con)
-    rows = engine.execute(statistics_query(source, label, None, features, True, group))
+    shifts = gaussian_shifts(engine, source, features)
+    rows = engine.execute(statistics_query(source, label, None, features, True, group, shifts))
     by_group: dict[Any, list] = {}
     for r in rows:
         by_group.setdefault(r[-1], []).append(r[:-1])
-    out = {g: _statistics_from_rows(engine, source, label, features, None, 1, True, grows)
-           for g, grows in by_group.items() if any(r[0] is not None for r in grows)}
+    out = {}
+    for g, grows in by_group.items():
+        if any(r[0] is not None for r in grows):
+            where = exp.EQ(this=group.copy(), expression=sql.value(g))
+            out[g] = _statistics_from_rows(engine, source, label, features, None, 1, True, grows, shifts, where)
     for g, st in out.items():  # token bags: each group's own GROUP BY label, token
         collect_bags(engine, source, label, None, features, st.classes, st.features,
                      exp.EQ(this=group.copy(), expression=sql.value(g)))
@@ -215,7 +283,8 @@ def collect_statistics_by(
     return {g: st.align(classes) for g, st in out.items()}
 
 
-def _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows) -> Statistics:
+def _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows,
+                          shifts=None, group_where=None) -> Statistics:
     label_type = source.columns[label]
     where = source.description
     null_rows = sum(int(r[1]) for r in rows if r[0] is None)
@@ -245,38 +314,65 @@ def _statistics_from_rows(engine, source, label, features, weight, min_classes, 
     class_n = np.array([float(r[2] or 0) for r in rows]) if weight else class_rows.copy()
 
     feats: dict[str, Any] = {}
+    inexact: list[Feature] = []
     pos = off
     for f in features:
         fam = family_for(f)
-        n_aggs = len(_aggregates(f, sql.dbl(1.0) if weight else None, histogram))
+        n_aggs = len(_aggregates(f, sql.dbl(1.0) if weight else None, histogram, shifts))
         values = [r[pos:pos + n_aggs] for r in rows]
         pos += n_aggs
-        if n_aggs:
+        if shifts is not None and f.name in shifts:
+            feats[f.name], lost = fam.collect_shifted(f, values, classes, where, shifts[f.name])
+            if lost:
+                inexact.append(f)
+        elif n_aggs:
             feats[f.name] = fam.collect(f, values, classes, where)
 
+    if inexact:
+        _exact_m2_pass(engine, source, label, label_type, weight, inexact, classes, feats, group_where)
     if weight or not histogram:
         _weighted_passes(engine, source, label, label_type, weight, features, classes, feats)
     return Statistics(classes, class_n, class_rows, {f.name: feats[f.name] for f in features}, null_rows)
 
 
-def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats) -> None:
-    # Gaussian M2 needs a second pass only when weighted; categorical counts come from
-    # GROUPING SETS when weighted or when the engine has no histogram().
+def _exact_m2_pass(engine, source, label, label_type, weight, gauss, classes, feats, group_where=None) -> None:
+    """Gaussian M2 around the class means, ``Σ (x − θ_c)²`` (and ``Σ w (x − θ_c)²``),
+    for the columns whose shifted sums lost too many digits: the stable two-pass form,
+    reading only those columns (families/gaussian.py)."""
+    fam = REGISTRY["gaussian"]
     w = sql.as_double(sql.col(weight, "src")) if weight else None
-    gauss = [f for f in features if f.kind == "gaussian"] if weight else []
-    if gauss:
-        fam = REGISTRY["gaussian"]
-        cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)] + [
-            exp.alias_(fam.second_pass(f, w, _class_case(label, label_type, classes, feats[f.name].mean)),
-                       f"m{j}", quoted=True)
-            for j, f in enumerate(gauss)
-        ]
-        q = (exp.select(*cols).from_(source.from_("src"))
-             .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
-             .group_by(sql.col(label, "src")))
-        by_class = {r[0]: r[1:] for r in engine.execute(q)}
-        for j, f in enumerate(gauss):
-            feats[f.name].m2 = np.array([float(by_class.get(c, [0.0] * len(gauss))[j] or 0.0) for c in classes])
+    cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+    for f in gauss:
+        m = feats[f.name]
+        cols += fam.second_pass(f, None, _class_case(label, label_type, classes, m.rows_mean))
+        if w is not None:
+            cols += fam.second_pass(f, w, _class_case(label, label_type, classes, m.mean))
+    cond = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    if group_where is not None:
+        cond = exp.And(this=cond, expression=group_where.copy())
+    q = exp.select(*cols).from_(source.from_("src")).where(cond).group_by(sql.col(label, "src"))
+    by_class = {r[0]: r[1:] for r in engine.execute(q)}
+    per = 4 if w is not None else 2
+    for j, f in enumerate(gauss):
+        got = np.array([[float(v or 0.0) for v in by_class[c][per * j:per * (j + 1)]] if c in by_class
+                        else [0.0] * per for c in classes])
+        m = feats[f.name]
+
+        def corrected(n, mean, s1, s2):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                safe = np.where(n > 0, n, 1.0)
+                return np.where(n > 0, mean + s1 / safe, mean), np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
+
+        m.rows_mean, m.rows_m2 = corrected(m.rows, m.rows_mean, got[:, 0], got[:, 1])
+        if w is not None:
+            m.mean, m.m2 = corrected(m.n, m.mean, got[:, 2], got[:, 3])
+        else:
+            m.mean, m.m2 = m.rows_mean.copy(), m.rows_m2.copy()
+
+
+def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats) -> None:
+    # Categorical counts come from GROUPING SETS when weighted or when the engine has no
+    # histogram().
     cats = [f for f in features if f.kind == "categorical"]
     if cats:
         from .families.categorical import counts_from

@@ -59,6 +59,13 @@ class Model:
         its log joint probability, or any score equal to it up to a per-row constant."""
         raise NotImplementedError
 
+    def fast_class_scores(self) -> list[exp.Expression] | None:
+        """Optionally, cheaper class scores that equal :meth:`class_scores` on every row
+        where they are not NaN (e.g. without per-term NaN guards); None if there are none.
+        The DuckDB scoring query then evaluates ``CASE WHEN isnan(fast) THEN exact ELSE
+        fast END`` (:func:`sqlnb.score.scoring_select`)."""
+        return None
+
     def score_joins(self) -> list[exp.Join]:
         """Lookups the class scores read from (LEFT JOINs to the source); none by default."""
         return []
@@ -83,6 +90,7 @@ class Model:
         outputs: Sequence[str] = ("proba", "prediction"),
         keep: Sequence[str] | None = None,
         source_from: exp.Expression | None = None,
+        nan_gate: bool = False,
     ) -> exp.Select:
         """The scoring SELECT as a sqlglot tree.
 
@@ -97,6 +105,12 @@ class Model:
         source_from : sqlglot expression, optional
             A FROM item aliased ``src`` whose columns are unknown (export to another
             warehouse); then every source column is passed through.
+        nan_gate : bool
+            Score with :meth:`fast_class_scores` where a model has them, falling back to
+            the guarded scores only on rows where the fast ones are NaN. It relies on the
+            engine computing the repeated fast expression once (DuckDB's common
+            subexpression elimination does), so only DuckDB scoring uses it; exported SQL
+            keeps the plainer guarded form.
         """
         if source is not None:
             self.check_source(source)
@@ -108,9 +122,11 @@ class Model:
             raise ValueError("give a source")
         else:
             columns = None
+        exact = self.class_scores()
+        fast = self.fast_class_scores() if nan_gate else None
         return scoring_select(
-            source_from, self.class_scores(), self.classes, self.label_type, columns, outputs, keep,
-            joins=self.score_joins(),
+            source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
+            joins=self.score_joins(), fallback=None if fast is None else exact,
         )
 
     def score(
@@ -132,7 +148,7 @@ class Model:
         from .engines import as_engine
         engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
         source = engine.resolve(data)
-        return engine.relation(self.scoring_query(source, outputs, keep))
+        return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb"))
 
     def predict(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
         """Source columns plus ``prediction``."""

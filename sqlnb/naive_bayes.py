@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from . import sql
 from .errors import SqlnbError
-from .families import KINDS, REGISTRY, Feature
+from .families import KINDS, REGISTRY, Feature, is_float
 from .model import Model
 from . import text
 from .stats import Bag, Counts, Moments, Statistics, Sums
@@ -217,6 +217,13 @@ class NaiveBayes(Model):
             self._params = params
         return self._params
 
+    def fast_class_scores(self):
+        """Class scores whose Gaussian terms skip the per-term NaN guard (see
+        :meth:`Model.fast_class_scores`); None when no Gaussian column could hold NaN."""
+        if not any(f.kind == "gaussian" and f.bag is None and is_float(f.sql_type) for f in self.features):
+            return None
+        return self.class_scores(nan_guard=False)
+
     def uses_prior(self) -> bool:
         return len(self.classes) == 1 or any(f.kind != "complement" for f in self.features)
 
@@ -229,11 +236,13 @@ class NaiveBayes(Model):
                 joins.append(j)
         return joins
 
-    def class_scores(self):
+    def class_scores(self, nan_guard: bool = True):
         params = self.log_parameters()
         scores = []
         for k in range(len(self.classes)):
-            terms = [text.family_for(f).term(f, params[f.name], k) for f in self.features]
+            terms = [text.family_for(f).term(f, params[f.name], k, nan_guard=False)
+                     if not nan_guard and f.kind == "gaussian" and f.bag is None
+                     else text.family_for(f).term(f, params[f.name], k) for f in self.features]
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
             scores.append(sql.add(terms))

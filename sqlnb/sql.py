@@ -175,6 +175,17 @@ def greatest(items: list[exp.Expression]) -> exp.Expression:
 
 _PLAIN_GREATEST_IS_NULL_PROPAGATING = ("sqlite", "snowflake")
 
+#: Dialects without an ``isnan`` function. PostgreSQL and Snowflake compare NaN equal to
+#: itself, so ``x = 'NaN'`` is the test; SQLite stores NaN as NULL, so there the test
+#: becomes ``x = NULL`` — never true, as no value can be NaN.
+_NAN_BY_EQUALITY = ("postgres", "snowflake", "sqlite")
+
+
+def _isnan_as_equality(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.IsNan):
+        return exp.paren(exp.EQ(this=node.this, expression=dbl(float("nan"))))
+    return node
+
 
 def _plain_greatest(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Greatest):
@@ -238,6 +249,8 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
         tree = tree.transform(_plain_greatest)
     if dialect == "postgres":
         tree = tree.transform(_exp_without_underflow_error)
+    if dialect in _NAN_BY_EQUALITY:
+        tree = tree.transform(_isnan_as_equality)
     if dialect == "sqlite":
         tree = tree.transform(_values_as_union)
     tree = tree.transform(_dialect_literals(dialect))

@@ -6,27 +6,27 @@ SELECT
   `smoker`,
   EXP(
     CASE
-      WHEN `log_evidence` = CAST('-inf' AS FLOAT64)
+      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
       THEN NULL
       ELSE `jll_ash` - `log_evidence`
     END
   ) AS `proba_ash`,
   EXP(
     CASE
-      WHEN `log_evidence` = CAST('-inf' AS FLOAT64)
+      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
       THEN NULL
       ELSE `jll_birch` - `log_evidence`
     END
   ) AS `proba_birch`,
   EXP(
     CASE
-      WHEN `log_evidence` = CAST('-inf' AS FLOAT64)
+      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
       THEN NULL
       ELSE `jll_cedar` - `log_evidence`
     END
   ) AS `proba_cedar`,
   CASE
-    WHEN `log_evidence` = CAST('-inf' AS FLOAT64)
+    WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
     THEN NULL
     WHEN `jll_ash` = GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
     THEN 'ash'
@@ -41,6 +41,8 @@ FROM (
     CASE
       WHEN GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`) = CAST('-inf' AS FLOAT64)
       THEN CAST('-inf' AS FLOAT64)
+      WHEN IS_NAN(GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`))
+      THEN NULL
       ELSE GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`) + LN(
         EXP(`jll_ash` - (
           GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
@@ -89,12 +91,12 @@ FROM (
         ELSE CAST(-0.2231435513142097 AS FLOAT64)
       END AS `jll_birch`,
       CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
-        CAST(-0.2528249665702091 AS FLOAT64) - CAST(0.5 AS FLOAT64) * (
+        CAST(-0.2528249665702085 AS FLOAT64) - CAST(0.5 AS FLOAT64) * (
           (
             NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
           ) * (
             NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
-          ) / CAST(0.2638888906254592 AS FLOAT64)
+          ) / CAST(0.2638888906254589 AS FLOAT64)
         ),
         CAST(0.0 AS FLOAT64)
       ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS FLOAT64)) + CASE

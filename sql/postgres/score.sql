@@ -6,14 +6,14 @@ SELECT
   "smoker",
   CASE
     WHEN CASE
-      WHEN "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
       THEN NULL
       ELSE "jll_ash" - "log_evidence"
     END < CAST(-745.0 AS DOUBLE PRECISION)
     THEN CAST(0.0 AS DOUBLE PRECISION)
     ELSE EXP(
       CASE
-        WHEN "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+        WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
         THEN NULL
         ELSE "jll_ash" - "log_evidence"
       END
@@ -21,14 +21,14 @@ SELECT
   END AS "proba_ash",
   CASE
     WHEN CASE
-      WHEN "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
       THEN NULL
       ELSE "jll_birch" - "log_evidence"
     END < CAST(-745.0 AS DOUBLE PRECISION)
     THEN CAST(0.0 AS DOUBLE PRECISION)
     ELSE EXP(
       CASE
-        WHEN "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+        WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
         THEN NULL
         ELSE "jll_birch" - "log_evidence"
       END
@@ -36,21 +36,21 @@ SELECT
   END AS "proba_birch",
   CASE
     WHEN CASE
-      WHEN "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
       THEN NULL
       ELSE "jll_cedar" - "log_evidence"
     END < CAST(-745.0 AS DOUBLE PRECISION)
     THEN CAST(0.0 AS DOUBLE PRECISION)
     ELSE EXP(
       CASE
-        WHEN "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+        WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
         THEN NULL
         ELSE "jll_cedar" - "log_evidence"
       END
     )
   END AS "proba_cedar",
   CASE
-    WHEN "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+    WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
     THEN NULL
     WHEN "jll_ash" = GREATEST("jll_ash", "jll_birch", "jll_cedar")
     THEN 'ash'
@@ -65,6 +65,10 @@ FROM (
     CASE
       WHEN GREATEST("jll_ash", "jll_birch", "jll_cedar") = CAST('-Infinity' AS DOUBLE PRECISION)
       THEN CAST('-Infinity' AS DOUBLE PRECISION)
+      WHEN (
+        GREATEST("jll_ash", "jll_birch", "jll_cedar") = CAST('NaN' AS DOUBLE PRECISION)
+      )
+      THEN NULL
       ELSE GREATEST("jll_ash", "jll_birch", "jll_cedar") + LN(
         CASE
           WHEN "jll_ash" - (
@@ -131,12 +135,12 @@ FROM (
         ELSE CAST(-0.2231435513142097 AS DOUBLE PRECISION)
       END AS "jll_birch",
       CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
-        CAST(-0.2528249665702091 AS DOUBLE PRECISION) - CAST(0.5 AS DOUBLE PRECISION) * (
+        CAST(-0.2528249665702085 AS DOUBLE PRECISION) - CAST(0.5 AS DOUBLE PRECISION) * (
           (
             NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(4.583333333333333 AS DOUBLE PRECISION)
           ) * (
             NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(4.583333333333333 AS DOUBLE PRECISION)
-          ) / CAST(0.2638888906254592 AS DOUBLE PRECISION)
+          ) / CAST(0.2638888906254589 AS DOUBLE PRECISION)
         ),
         CAST(0.0 AS DOUBLE PRECISION)
       ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE PRECISION)) + CASE

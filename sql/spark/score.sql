@@ -6,27 +6,27 @@ SELECT
   `smoker`,
   EXP(
     CASE
-      WHEN `log_evidence` = CAST('-Infinity' AS DOUBLE)
+      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-Infinity' AS DOUBLE)
       THEN NULL
       ELSE `jll_ash` - `log_evidence`
     END
   ) AS `proba_ash`,
   EXP(
     CASE
-      WHEN `log_evidence` = CAST('-Infinity' AS DOUBLE)
+      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-Infinity' AS DOUBLE)
       THEN NULL
       ELSE `jll_birch` - `log_evidence`
     END
   ) AS `proba_birch`,
   EXP(
     CASE
-      WHEN `log_evidence` = CAST('-Infinity' AS DOUBLE)
+      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-Infinity' AS DOUBLE)
       THEN NULL
       ELSE `jll_cedar` - `log_evidence`
     END
   ) AS `proba_cedar`,
   CASE
-    WHEN `log_evidence` = CAST('-Infinity' AS DOUBLE)
+    WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-Infinity' AS DOUBLE)
     THEN NULL
     WHEN `jll_ash` = GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
     THEN 'ash'
@@ -41,6 +41,8 @@ FROM (
     CASE
       WHEN GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`) = CAST('-Infinity' AS DOUBLE)
       THEN CAST('-Infinity' AS DOUBLE)
+      WHEN ISNAN(GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`))
+      THEN NULL
       ELSE GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`) + LN(
         EXP(`jll_ash` - (
           GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
@@ -89,12 +91,12 @@ FROM (
         ELSE CAST(-0.2231435513142097 AS DOUBLE)
       END AS `jll_birch`,
       CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-        CAST(-0.2528249665702091 AS DOUBLE) - CAST(0.5 AS DOUBLE) * (
+        CAST(-0.2528249665702085 AS DOUBLE) - CAST(0.5 AS DOUBLE) * (
           (
             NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
           ) * (
             NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
-          ) / CAST(0.2638888906254592 AS DOUBLE)
+          ) / CAST(0.2638888906254589 AS DOUBLE)
         ),
         CAST(0.0 AS DOUBLE)
       ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE

@@ -4,15 +4,29 @@ SELECT
   "height",
   "colour",
   "smoker",
-  EXP(CASE WHEN "log_evidence" = -1e999 THEN NULL ELSE "jll_ash" - "log_evidence" END) AS "proba_ash",
   EXP(
-    CASE WHEN "log_evidence" = -1e999 THEN NULL ELSE "jll_birch" - "log_evidence" END
+    CASE
+      WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
+      THEN NULL
+      ELSE "jll_ash" - "log_evidence"
+    END
+  ) AS "proba_ash",
+  EXP(
+    CASE
+      WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
+      THEN NULL
+      ELSE "jll_birch" - "log_evidence"
+    END
   ) AS "proba_birch",
   EXP(
-    CASE WHEN "log_evidence" = -1e999 THEN NULL ELSE "jll_cedar" - "log_evidence" END
+    CASE
+      WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
+      THEN NULL
+      ELSE "jll_cedar" - "log_evidence"
+    END
   ) AS "proba_cedar",
   CASE
-    WHEN "log_evidence" = -1e999
+    WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
     THEN NULL
     WHEN "jll_ash" = MAX("jll_ash", "jll_birch", "jll_cedar")
     THEN 'ash'
@@ -27,6 +41,10 @@ FROM (
     CASE
       WHEN MAX("jll_ash", "jll_birch", "jll_cedar") = -1e999
       THEN -1e999
+      WHEN (
+        MAX("jll_ash", "jll_birch", "jll_cedar") = NULL
+      )
+      THEN NULL
       ELSE MAX("jll_ash", "jll_birch", "jll_cedar") + LN(
         EXP("jll_ash" - (
           MAX("jll_ash", "jll_birch", "jll_cedar")
@@ -75,12 +93,12 @@ FROM (
         ELSE CAST(-0.2231435513142097 AS REAL)
       END AS "jll_birch",
       CAST(-1.0986122886681098 AS REAL) + COALESCE(
-        CAST(-0.2528249665702091 AS REAL) - CAST(0.5 AS REAL) * (
+        CAST(-0.2528249665702085 AS REAL) - CAST(0.5 AS REAL) * (
           (
             NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
           ) * (
             NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
-          ) / CAST(0.2638888906254592 AS REAL)
+          ) / CAST(0.2638888906254589 AS REAL)
         ),
         CAST(0.0 AS REAL)
       ) + COALESCE("lookup colour"."c2", CAST(0.0 AS REAL)) + CASE

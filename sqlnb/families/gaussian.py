@@ -30,6 +30,9 @@ class Gaussian(Family):
     name = "gaussian"
 
     def aggregates(self, feature, weight):
+        """``COUNT(x), AVG(x), VAR_POP(x)`` (weighted: also ``Σw``, ``Σwx``; M2 then needs
+        a second pass): the portable one-pass form :mod:`sqlnb.export` writes for other
+        warehouses. sqlnb's own fits use :meth:`shifted_aggregates`."""
         x = self.value(feature)
         aggs = [exp.Count(this=x), exp.Avg(this=x.copy()), exp.VariancePop(this=x.copy())]
         if weight is not None:
@@ -37,28 +40,69 @@ class Gaussian(Family):
                      wsum(weight, x.copy())]
         return aggs
 
-    def second_pass(self, feature, weight, mean: exp.Expression) -> exp.Expression:
-        """``Σ w (x − θ_c)²`` given the class means: the stable, two-pass weighted M2."""
-        d = exp.Sub(this=self.value(feature), expression=mean)
-        return wsum(weight, exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())))
+    def second_pass(self, feature, weight, mean: exp.Expression) -> list[exp.Expression]:
+        """``Σ w (x − θ_c)``, ``Σ w (x − θ_c)²`` around given class means (``w`` = 1 when
+        ``weight`` is None): the corrected two-pass algorithm (Chan, Golub & LeVeque
+        1983). The first sum, zero in exact arithmetic, corrects the rounding of θ_c."""
+        d = sql.paren(exp.Sub(this=self.value(feature), expression=mean))
+        return [wsum(weight, d), wsum(weight, exp.Mul(this=d.copy(), expression=d.copy()))]
 
-    def collect(self, feature, rows, classes, where):
-        rows_n = np.array([float(r[0] or 0) for r in rows])
-        rows_mean = np.array([float(r[1]) if r[1] is not None else 0.0 for r in rows])
-        var = np.array([float(r[2]) if r[2] is not None else 0.0 for r in rows])
-        bad = [c for c, m, v in zip(classes, rows_mean, var) if not (math.isfinite(m) and math.isfinite(v))]
+    # -- the in-engine fast path: sums about a shift ------------------------------------------
+    #
+    # VAR_POP is Welford's update (a division per value) and costs about twice a bare
+    # scan; plain sums of d = x − K and d² cost ~1.3× (benchmarks/README.md). With
+    # S1 = Σd, S2 = Σd², the class statistics are
+    #
+    #     θ = K + S1/n,     M2 = S2 − S1²/n = Σ(x − θ)²,
+    #
+    # and the subtraction loses about log10(S2/M2) = log10(1 + n(θ − K)²/M2) digits. K is
+    # the mean of the column's first rows (fit.gaussian_shifts), so S2/M2 is 1 + (class
+    # mean offset / class σ)², a few units on ordinary data. When it exceeds
+    # EXACT_BELOW (more than two digits lost, a column constant in a class, a shift far
+    # from the data), fit.py recomputes M2 exactly with a second pass of those columns
+    # around the class means — what VAR_POP would have given, at the price of one scan.
+    EXACT_BELOW = 100.0
+
+    def shifted_aggregates(self, feature, weight, shift: float) -> list[exp.Expression]:
+        """``COUNT(x), SUM(d), SUM(d·d)`` with ``d = x − shift`` (and the same weighted by
+        ``w``, after the unweighted ones: scikit-learn's variance floor uses unweighted
+        variances)."""
+        x = self.value(feature)
+        d = x if shift == 0.0 else sql.paren(exp.Sub(this=x, expression=sql.dbl(shift)))
+        aggs = [exp.Count(this=x.copy()), exp.Sum(this=d.copy()), exp.Sum(this=exp.Mul(this=d.copy(), expression=d.copy()))]
+        if weight is not None:
+            aggs += [wcount(weight, exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))),
+                     wsum(weight, d.copy()), wsum(weight, exp.Mul(this=d.copy(), expression=d.copy()))]
+        return aggs
+
+    @staticmethod
+    def _from_sums(n, s1, s2, shift):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            safe = np.where(n > 0, n, 1.0)
+            mean = np.where(n > 0, shift + s1 / safe, 0.0)
+            m2 = np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
+        # exact when S2 (= M2 + n(θ − K)²) is at most EXACT_BELOW times M2; S2 = 0 means
+        # every value equals the shift, and M2 = 0 exactly.
+        inexact = bool(np.any((s2 > 0) & ~(s2 <= Gaussian.EXACT_BELOW * m2)))
+        return mean, m2, inexact
+
+    def collect_shifted(self, feature, rows, classes, where, shift: float):
+        """Moments from :meth:`shifted_aggregates`' results, and whether any class's M2 lost
+        too many digits (then fit.py reruns it exactly)."""
+        cols = np.array([[float(v) if v is not None else 0.0 for v in r] for r in rows]).reshape(len(rows), -1)
+        bad = [c for c, r in zip(classes, cols) if not np.all(np.isfinite(r))]
         if bad:
             raise SqlnbError(
                 f"column {feature.name!r} in {where} holds NaN or infinite values (class {bad[0]!r}); "
                 "replace them with NULL to treat them as missing, or filter those rows"
             )
-        rows_m2 = var * rows_n
-        if len(rows[0]) > 3:  # weighted: n and Σwx now, M2 in the second pass
-            n = np.array([float(r[3] or 0) for r in rows])
-            with np.errstate(invalid="ignore", divide="ignore"):
-                mean = np.where(n > 0, np.array([float(r[4] or 0) for r in rows]) / np.where(n > 0, n, 1), 0.0)
-            return Moments(n, mean, np.zeros_like(n), rows_n, rows_mean, rows_m2)
-        return Moments(rows_n.copy(), rows_mean.copy(), rows_m2.copy(), rows_n, rows_mean, rows_m2)
+        rows_n = cols[:, 0]
+        rows_mean, rows_m2, inexact = self._from_sums(rows_n, cols[:, 1], cols[:, 2], shift)
+        if cols.shape[1] > 3:  # weighted
+            n = cols[:, 3]
+            mean, m2, w_inexact = self._from_sums(n, cols[:, 4], cols[:, 5], shift)
+            return Moments(n, mean, m2, rows_n, rows_mean, rows_m2), inexact or w_inexact
+        return Moments(rows_n.copy(), rows_mean.copy(), rows_m2.copy(), rows_n, rows_mean, rows_m2), inexact
 
     def estimate(self, features, stats, class_n, hp):
         pooled = {f.name: stats[f.name].pooled() for f in features}
@@ -83,14 +127,14 @@ class Gaussian(Family):
             out[f.name] = (mean, var)
         return out
 
-    def term(self, feature, params, k):
+    def term(self, feature, params, k, nan_guard: bool = True):
+        """``−½ ln(2π var) − ½ (x − θ)²/var``, 0 for NULL (COALESCE) and, with
+        ``nan_guard``, for NaN (NULLIF on the input). Without the guard a NaN input makes
+        the term NaN: pure arithmetic propagates it, which is what lets the scoring query
+        test the sum once per row instead of guarding every term (sqlnb/score.py)."""
         mean, var = params
         const = -0.5 * math.log(2.0 * math.pi * float(var[k]))
-        # NaN is made NULL on the input (a column-level NULLIF that DuckDB evaluates
-        # once per column), then COALESCE turns a NULL term into 0. Measured at 1M rows ×
-        # 20 features × 3 classes: 0.88 s this way; 1.52 s with NULLIF around the term,
-        # which DuckDB evaluates as CASE and so computes the term twice.
-        d = exp.Sub(this=self.value(feature, scoring=True), expression=sql.dbl(float(mean[k])))
+        d = exp.Sub(this=self.value(feature, scoring=nan_guard), expression=sql.dbl(float(mean[k])))
         quad = exp.Div(this=exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())),
                        expression=sql.dbl(float(var[k])))
         body = exp.Sub(this=sql.dbl(const), expression=exp.Mul(this=sql.dbl(0.5), expression=sql.paren(quad)))

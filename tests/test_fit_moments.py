@@ -1,0 +1,126 @@
+"""Gaussian statistics from sums about a shift (sqlnb/families/gaussian.py, sqlnb/fit.py).
+
+The training scan sums ``x − K`` and ``(x − K)²`` with K the (8-bit-rounded) mean of the
+first rows. These tests check the result against exact rational arithmetic, that a
+well-conditioned column needs no second pass, and that an ill-conditioned one (shift far
+from a class's values, a column constant in a class) gets the exact second pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+from fractions import Fraction
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import sqlnb
+
+fit_module = importlib.import_module("sqlnb.fit")
+
+
+def exact_moments(x, w=None):
+    """(Σw, mean, Σw(x − mean)²) in rational arithmetic, as floats."""
+    fx = [Fraction(float(v)) for v in x]
+    fw = [Fraction(1)] * len(fx) if w is None else [Fraction(float(v)) for v in w]
+    n = sum(fw)
+    mean = sum(a * b for a, b in zip(fw, fx)) / n
+    return float(n), float(mean), float(sum(b * (a - mean) ** 2 for a, b in zip(fx, fw)))
+
+
+@pytest.fixture
+def second_passes(monkeypatch):
+    """Names of the columns each exact second pass recomputed."""
+    calls: list[list[str]] = []
+    original = fit_module._exact_m2_pass
+
+    def spy(engine, source, label, label_type, weight, gauss, *rest, **kw):
+        calls.append([f.name for f in gauss])
+        return original(engine, source, label, label_type, weight, gauss, *rest, **kw)
+
+    monkeypatch.setattr(fit_module, "_exact_m2_pass", spy)
+    return calls
+
+
+def check(model, table, name, weight=None):
+    m = model.stats.features[name]
+    y = np.array(table["y"].to_pylist())
+    x = np.array(table[name].to_pylist(), dtype=float)
+    w = np.array(table[weight].to_pylist(), dtype=float) if weight else None
+    for k, c in enumerate(model.classes):
+        sel = (y == c) & ~np.isnan(x)
+        n, mean, m2 = exact_moments(x[sel])
+        # a mean is as good as its scale allows: |error| ~ eps (|mean| + sd)
+        scale = abs(mean) + (m2 / n) ** 0.5
+        assert m.rows[k] == n and m.rows_mean[k] == pytest.approx(mean, rel=0, abs=1e-14 * scale)
+        assert m.rows_m2[k] == pytest.approx(m2, rel=1e-13, abs=1e-26 * n * scale ** 2), (name, c)
+        if w is not None:
+            wn, wmean, wm2 = exact_moments(x[sel], w[sel])
+            assert m.n[k] == pytest.approx(wn, rel=1e-13)
+            assert m.mean[k] == pytest.approx(wmean, rel=0, abs=1e-14 * scale)
+            assert m.m2[k] == pytest.approx(wm2, rel=1e-12, abs=1e-26 * wn * scale ** 2), (name, c)
+
+
+def test_well_conditioned_columns_take_one_scan(second_passes):
+    rng = np.random.default_rng(0)
+    n = 20_000
+    y = rng.integers(0, 3, n)
+    t = pa.table({"a": rng.normal(3.0 * y, 1.0 + y), "b": rng.normal(1e6, 5.0, n) + 2.0 * y,
+                  "c": rng.integers(0, 100, n).astype(float), "y": y})
+    model = sqlnb.fit(t, "y")
+    assert second_passes == []
+    for name in ("a", "b", "c"):
+        check(model, t, name)
+    # integer-valued data and an 8-bit shift: every sum is exact, so the moments are too
+    m = model.stats.features["c"]
+    for k in range(3):
+        assert (m.rows_m2[k], m.rows_mean[k]) == exact_moments(t["c"].to_numpy()[y == k])[2:0:-1]
+
+
+def test_shift_far_from_a_class_gets_the_exact_pass(second_passes):
+    # the first 5,000 rows (where the shift is taken) are all class 0 near 0; class 1
+    # sits at 1e9 with unit spread: S2/M2 ~ 1e18, no digit of M2 would survive
+    rng = np.random.default_rng(1)
+    y = np.r_[np.zeros(5000, int), rng.integers(0, 2, 5000)]
+    x = np.where(y == 0, rng.normal(0.0, 1.0, y.size), 1e9 + rng.normal(0.0, 1.0, y.size))
+    t = pa.table({"x": x, "z": rng.normal(0.0, 1.0, y.size), "y": y})
+    model = sqlnb.fit(t, "y")
+    assert second_passes == [["x"]]  # only the ill-conditioned column is read again
+    check(model, t, "x")
+    check(model, t, "z")
+
+
+def test_constant_column_in_a_class_has_zero_variance(second_passes):
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 3000)
+    t = pa.table({"x": np.where(y == 0, 0.1, rng.normal(5.0, 1.0, y.size)), "y": y})
+    model = sqlnb.fit(t, "y")
+    assert second_passes == [["x"]]  # S2 > 0 = M2: the digits are gone, so recompute
+    m = model.stats.features["x"]
+    # the corrected two-pass: Σ(x − θ̂) restores θ = 0.1 and M2 = 0 exactly
+    assert m.rows_mean[0] == 0.1 and m.rows_m2[0] == 0.0
+    check(model, t, "x")
+
+
+def test_weighted_moments_and_nulls(second_passes):
+    rng = np.random.default_rng(3)
+    n = 5000
+    y = rng.integers(0, 2, n)
+    x = rng.normal(100.0 + y, 2.0)
+    x[rng.random(n) < 0.2] = np.nan
+    t = pa.table({"x": pa.array([None if np.isnan(v) else v for v in x], pa.float64()),
+                  "w": rng.uniform(0.1, 3.0, n), "y": y})
+    model = sqlnb.fit(t, "y", weight="w")
+    assert second_passes == []  # weights no longer need a second scan
+    check(model, t, "x", weight="w")
+
+
+def test_ill_conditioned_weighted_column(second_passes):
+    rng = np.random.default_rng(4)
+    y = np.r_[np.zeros(5000, int), rng.integers(0, 2, 3000)]
+    x = np.where(y == 0, rng.normal(0.0, 1.0, y.size), -1e12 + rng.normal(0.0, 3.0, y.size))
+    t = pa.table({"x": x, "w": rng.uniform(0.5, 2.0, y.size), "y": y})
+    model = sqlnb.fit(t, "y", weight="w")
+    assert second_passes == [["x"]]
+    check(model, t, "x", weight="w")
