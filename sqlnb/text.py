@@ -364,13 +364,32 @@ def _duckdb(engine) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def _keeps_every_term(opts: "TextOptions") -> bool:
+    """Whether the pruning options keep every term with a non-zero document frequency."""
+    return (opts.max_features is None and isinstance(opts.min_df, numbers.Integral) and opts.min_df <= 1
+            and not isinstance(opts.max_df, numbers.Integral) and opts.max_df >= 1.0)
+
+
 def bag_statistics(con, counts: exp.Select, feature: Feature, classes: list, n: np.ndarray,
                    rows: np.ndarray, where: str) -> Bag:
     """Run ``counts`` (pruned) and gather a :class:`Bag`; apply ``select_k``."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     opts = _opts(feature)
-    table = _duckdb(con).sql(sql.render(pruned_query(counts, opts, float(np.sum(rows))))).to_arrow_table()
+    if _keeps_every_term(opts):
+        # CountVectorizer's defaults (min_df=1, max_df=1.0, no max_features) keep every
+        # term that occurs in a document: no second GROUP BY token in SQL (~20 % of the
+        # fit at 13.6M token rows); terms with df = 0 (only zero counts) are dropped here.
+        table = _duckdb(con).sql(sql.render(counts)).to_arrow_table()
+        least = pc.min(table["least"]).as_py() if table.num_rows else None  # over all rows, as in SQL
+        df = table["df" if "df" in table.column_names else "docs"]
+        if opts.min_df >= 1 and table.num_rows:
+            seen = pc.unique(pc.filter(table["token"], pc.greater(df, 0)))
+            table = table.filter(pc.is_in(table["token"], value_set=seen))
+        table = table.select(["k", "token", "total", "docs"]).append_column("least", pa.array([least] * table.num_rows, pa.float64()))
+    else:
+        table = _duckdb(con).sql(sql.render(pruned_query(counts, opts, float(np.sum(rows))))).to_arrow_table()
     if table.num_rows == 0:
         raise SqlnbError(f"bag {feature.name!r} in {where} has no term left (no token, or min_df/max_df "
                          "pruned them all); check the data, token_pattern and min_df")

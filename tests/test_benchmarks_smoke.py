@@ -25,3 +25,18 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, shape):
     assert result, out.stdout[-2000:]
     cells = [c.strip() for c in result[-1].split("|")]
     assert cells[3] != "–" and cells[4] != "–", result[-1]
+
+
+def test_scale_benchmark_runs_at_tiny_sizes(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--rows", "2000", "5000", "--memory-limit", "128MB",
+         "--data-dir", str(tmp_path), "--temp-directory", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line for line in out.stdout.splitlines() if line.startswith(("| 2,000 |", "| 5,000 |"))]
+    assert len(rows) == 2, out.stdout[-2000:]
+    for line in rows:  # every timing and RSS cell is a number
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert all(c.replace(",", "").replace(".", "").replace(" / ", "").isdigit() for c in cells), line
+    assert not list(tmp_path.glob("sqlnb-scale-*"))  # the scored files were removed

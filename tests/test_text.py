@@ -282,3 +282,29 @@ def test_sms_spam_cross_validated_accuracy(sms):
     """docs/text.md quotes this figure (scikit-learn's CountVectorizer + MultinomialNB: 98.67 %)."""
     con, ds = sms
     assert sms_cv_accuracy(con, ds.y) >= 0.986
+
+
+@pytest.mark.parametrize("min_df", [0, 1])
+def test_default_vocabulary_without_the_pruning_query_equals_pruning_in_sql(min_df):
+    """With CountVectorizer's default options the fit skips the SQL pruning statement and
+    drops zero-frequency terms itself; a huge max_features forces the SQL path, which must
+    give the same statistics (including a term whose only rows have count 0)."""
+    rng = np.random.default_rng(5)
+    cells: dict = {}  # one row per (document, term), as fit_long asks
+    for d, t, n in zip(rng.integers(0, 60, 900), rng.zipf(1.5, 900) % 40, rng.integers(0, 4, 900)):
+        cells[(int(d), f"t{int(t)}")] = cells.get((int(d), f"t{int(t)}"), 0) + int(n)
+    rows = [(d, t, n) for (d, t), n in sorted(cells.items())] + [(1, "only_zero", 0), (2, "only_zero", 0)]
+    tokens = pa.table({"id": [r[0] for r in rows], "token": [r[1] for r in rows], "n": [r[2] for r in rows]})
+    docs = pa.table({"id": list(range(60)), "y": [int(v) for v in rng.integers(0, 3, 60)]})
+    con = duckdb.connect()
+    fast = sqlnb.fit_long(tokens, docs, id="id", token="token", count="n", label="y", con=con,
+                          text={"min_df": min_df})
+    via_sql = sqlnb.fit_long(tokens, docs, id="id", token="token", count="n", label="y", con=con,
+                             text={"min_df": min_df, "max_features": 10**9})
+    a, b = fast.stats.features["token"], via_sql.stats.features["token"]
+    assert a.terms == b.terms and ("only_zero" in a.terms) == (min_df == 0)
+    np.testing.assert_array_equal(a.total, b.total)
+    np.testing.assert_array_equal(a.docs, b.docs)
+    with pytest.raises(sqlnb.SqlnbError, match="negative count"):
+        bad = tokens.set_column(2, "n", pa.array([r[2] for r in rows[:-1]] + [-1]))
+        sqlnb.fit_long(bad, docs, id="id", token="token", count="n", label="y", con=con)
