@@ -318,12 +318,20 @@ def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fo
     first = models[0]
     first.check_source(source)
     m = sql.col(key, "src")
-    per_model = [model.class_scores() for model in models]
-    scores = [exp.Case(this=m.copy(), ifs=[exp.If(this=exp.Literal.number(i), true=s[c]) for i, s in enumerate(per_model)])
-              for c in range(len(first.classes))]
+
+    def by_model(per_model: list[list[exp.Expression]]) -> list[exp.Expression]:
+        return [exp.Case(this=m.copy(), ifs=[exp.If(this=exp.Literal.number(i), true=s[c])
+                                             for i, s in enumerate(per_model)])
+                for c in range(len(first.classes))]
+
+    exact = by_model([model.class_scores() for model in models])
+    # As Model.score does in DuckDB: the fast scores (no per-term NaN guards), with the
+    # exact ones only on rows where the fast ones are NaN (sqlnb.score.scoring_select).
+    fast = [model.fast_class_scores() for model in models]
+    scores, fallback = (by_model(fast), exact) if all(f is not None for f in fast) else (exact, None)
     scored = scoring_select(keyed_source(source, fold, folds, len(models) // folds, key), scores, list(first.classes),
                             first.label_type, [*source.columns, key], outputs=("proba", "prediction"),
-                            keep=[label, key], joins=joins)
+                            keep=[label, key], joins=joins, fallback=fallback)
     # summary_query reduces the whole scored CTE to one row; grouping its aggregating scan
     # by the key (and passing the key out) gives the same figures per model, so accuracy
     # and log loss are defined in one place (sqlnb.evaluate) for both paths.
