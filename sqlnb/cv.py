@@ -32,8 +32,10 @@ VALUES table) are stacked over the models with the key as one more column and jo
 the model's own condition AND the key. :func:`sqlnb.evaluate.summary_query`, grouped by the
 key, reduces the rows to accuracy and log loss per (grid point, fold) with scikit-learn's
 definitions (probabilities clipped to [ε, 1 − ε]; rows without probabilities count as
-errors and are left out of the log loss). So a grid of any size costs two reads of the
-source for naive Bayes, LDA and QDA (statistics + scoring), and each fold's figures are
+errors and are left out of the log loss). So a grid of any size costs what one fit
+reads (for naive Bayes: one scan plus the first rows for the Gaussian shifts,
+:func:`sqlnb.fit.gaussian_shifts`) and one scoring read, whatever the number of folds and
+grid points, for naive Bayes, LDA and QDA alike; and each fold's figures are
 those of the model a refit on the training folds would give (tested). Token-bag features
 score through a LATERAL join per document, which cannot be keyed this way: a model with
 one is evaluated fold by fold (one scoring scan per grid point and fold, ``scans``
