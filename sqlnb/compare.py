@@ -7,9 +7,13 @@ logistic regression ahead at large ones. :func:`learning_curves` measures that f
 Bayes, LDA, QDA and logistic regression on the same data.
 
 For each training size ``m`` (log-spaced by default) and each repeat ``r``, the training
-set is the first ``m`` rows of the training source ordered by ``hash(<columns>, seed + r)``
-— random, reproducible, and nested (for a given repeat the set of size ``m`` is part of
-the set of every larger size). Every model kind is fitted on the same rows and scores the
+set is, per class ``c``, the first ``m_c`` rows of that class ordered by
+``hash(<columns>, seed + r)``, with ``m_c`` proportional to the class's share of the
+training source and at least 1 (a stratified sample, :func:`class_quotas`; the standard
+way to draw learning-curve subsets, so that a sample of 10 rows never lacks a class) —
+random, reproducible, and nested up to rounding of the quotas (for a given repeat a
+class's rows at size ``m`` are among its rows at every larger size). ``stratify=False``
+takes the first ``m`` rows whatever their labels. Every model kind is fitted on the same rows and scores the
 whole test source in SQL (:func:`sqlnb.cv.evaluate_fold`). A fit that is not defined
 (a singular covariance, a class missing from the subset) is recorded with ``error`` None
 and its ``reason``. LDA and QDA fitted on the same subset share one moments scan.
@@ -17,6 +21,8 @@ and its ``reason``. LDA and QDA fitted on the same subset share one moments scan
 Categorical columns: :func:`one_hot` adds DOUBLE indicator columns (in SQL, with the
 training set's categories), so logistic regression can be compared with categorical naive
 Bayes on the same information; ``options[kind]["features"]`` gives each kind its columns.
+Numeric columns: :func:`presence` replaces them by indicators ``x > threshold``, the
+features on which Bernoulli naive Bayes and logistic regression are a pair.
 
 Plots are written as plain SVG text (no plotting dependency).
 """
@@ -45,14 +51,69 @@ LABELS = {"naive_bayes": "naive Bayes", "lda": "LDA", "qda": "QDA", "logistic": 
 COLOURS = {"naive_bayes": "#d62728", "lda": "#2ca02c", "qda": "#9467bd", "logistic": "#1f77b4"}
 
 
-def subsample(source: Source, size: int, seed: int) -> Source:
-    """The first ``size`` rows of ``source`` in ``hash(<all columns>, seed)`` order."""
-    order = exp.Anonymous(this="hash", expressions=[sql.col(c, "src") for c in source.columns]
-                          + [exp.Literal.number(seed)])
-    query = (exp.select(exp.Column(this=exp.Star(), table=sql.ident("src"))).from_(source.from_("src"))
-             .order_by(order).limit(exp.Literal.number(size)))
+def _order(source: Source, seed: int) -> exp.Expression:
+    """``hash(<all columns>, seed)``: a random, reproducible row order."""
+    return exp.Anonymous(this="hash", expressions=[sql.col(c, "src") for c in source.columns]
+                         + [exp.Literal.number(seed)])
+
+
+def subsample(source: Source, size: int, seed: int, quotas: Mapping[Any, int] | None = None,
+              label: str | None = None) -> Source:
+    """The first ``size`` rows of ``source`` in ``hash(<all columns>, seed)`` order or, with
+    ``quotas`` (label value -> rows, see :func:`class_quotas`), the first ``quotas[c]``
+    rows of each class ``c`` of ``label`` in that order (a stratified sample; rows with
+    a NULL label are left out, as a fit would skip them)."""
+    if quotas is None:
+        query = (exp.select(exp.Column(this=exp.Star(), table=sql.ident("src"))).from_(source.from_("src"))
+                 .order_by(_order(source, seed)).limit(exp.Literal.number(size)))
+        what = f"sample of {size}, seed {seed}"
+    else:
+        y = sql.col(label, "src")
+        rank = exp.Window(this=exp.RowNumber(), partition_by=[y.copy()],
+                          order=exp.Order(expressions=[exp.Ordered(this=_order(source, seed))]))
+        ranked = (exp.select(*[sql.col(c, "src") for c in source.columns],
+                             exp.alias_(rank, "rank", quoted=True))
+                  .from_(source.from_("src")).where(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null()))))
+        quota = exp.Case(this=sql.col(label, "r"), ifs=[exp.If(this=sql.value(c, source.columns[label]),
+                                                               true=exp.Literal.number(n)) for c, n in quotas.items()],
+                         default=exp.Literal.number(0))
+        query = (exp.select(*[sql.col(c, "r") for c in source.columns])
+                 .from_(exp.Subquery(this=ranked, alias=exp.TableAlias(this=sql.ident("r"))))
+                 .where(exp.LTE(this=sql.col("rank", "r"), expression=quota)))
+        what = f"stratified sample of {size}, seed {seed}"
     return Source(expr=exp.Subquery(this=query), columns=dict(source.columns),
-                  description=f"{source.description} (sample of {size}, seed {seed})")
+                  description=f"{source.description} ({what})")
+
+
+def class_counts(con: duckdb.DuckDBPyConnection, source: Source, label: str) -> dict:
+    """Rows per class (non-NULL label) of ``source``, in sorted class order."""
+    from .stats import sorted_values
+    y = sql.col(label, "src")
+    q = (exp.select(y, exp.Count(this=exp.Star())).from_(source.from_("src"))
+         .where(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null()))).group_by(y.copy()))
+    found = dict(con.execute(sql.render(q)).fetchall())
+    return {c: int(found[c]) for c in sorted_values(found)}
+
+
+def class_quotas(counts: Mapping[Any, int], size: int) -> dict:
+    """Rows per class in a stratified sample of ``size``: proportional to ``counts`` by the
+    largest-remainder rule (ties to the first class), then at least one row of every
+    class when ``size`` allows it (taken from the largest quota), so that every
+    sample holds every class and a classifier is defined on it."""
+    total = sum(counts.values())
+    if not 1 <= size <= total:
+        raise SqlnbError(f"a sample of {size} rows needs 1 to {total} labelled rows")
+    classes = list(counts)
+    exact = [size * counts[c] / total for c in classes]
+    quota = [math.floor(e) for e in exact]
+    for i in sorted(range(len(classes)), key=lambda i: (-(exact[i] - quota[i]), i))[:size - sum(quota)]:
+        quota[i] += 1
+    for i in range(len(classes)):
+        if quota[i] == 0 and size >= len(classes):
+            donor = max(range(len(classes)), key=lambda j: (quota[j], -j))
+            quota[donor] -= 1
+            quota[i] += 1
+    return {c: min(q, counts[c]) for c, q in zip(classes, quota)}
 
 
 def one_hot(con: duckdb.DuckDBPyConnection, data: Any, columns: Sequence[str],
@@ -95,6 +156,26 @@ def one_hot(con: duckdb.DuckDBPyConnection, data: Any, columns: Sequence[str],
                   description=f"{source.description} (one-hot {', '.join(columns)})"), cats
 
 
+def presence(data: Source, columns: Sequence[str], threshold: float = 0.0) -> Source:
+    """``data`` with each of ``columns`` replaced by the DOUBLE indicator ``x > threshold``
+    (1.0 or 0.0; NULL stays NULL): the binary features on which Bernoulli naive Bayes and
+    logistic regression are a generative–discriminative pair (both linear in them)."""
+    data.require(columns, "column to binarize")
+    wanted = set(columns)
+    cols = []
+    for c in data.columns:
+        x = sql.col(c, "src")
+        if c in wanted:
+            x = exp.alias_(exp.Case(ifs=[exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=exp.null()),
+                                         exp.If(this=exp.GT(this=x.copy(), expression=sql.dbl(threshold)),
+                                                true=sql.dbl(1.0))], default=sql.dbl(0.0)), c, quoted=True)
+        cols.append(x)
+    query = exp.select(*cols).from_(data.from_("src"))
+    types = {c: ("DOUBLE" if c in wanted else t) for c, t in data.columns.items()}
+    return Source(expr=exp.Subquery(this=query), columns=types,
+                  description=f"{data.description} (x > {threshold:g} for {len(columns)} columns)")
+
+
 def indicator_names(categories: Mapping[str, Sequence]) -> list[str]:
     """The columns :func:`one_hot` adds, in order."""
     return [f"{c}={v}" for c, values in categories.items() for v in values]
@@ -125,6 +206,7 @@ def learning_curves(
     features: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    stratify: bool = True,
 ) -> list[dict]:
     """Test error of each model kind against training-set size.
 
@@ -153,6 +235,12 @@ def learning_curves(
         ``{"qda": {"reg_param": 0.01}, "logistic": {"C": 0.5}}``). A ``features`` entry
         replaces the common ``features`` for that kind (e.g. categorical columns for naive
         Bayes and their :func:`one_hot` indicators for logistic regression).
+    stratify : bool
+        Draw each training subset per class, in the classes' proportions in ``train``
+        and with at least one row of every class (:func:`class_quotas`): a subset of a
+        few rows then always holds both classes (every model is defined on it) and the
+        spread between subsets comes from which rows were drawn, not from how many of
+        each class. False: the first ``size`` rows in hash order, whatever their labels.
 
     Returns
     -------
@@ -172,10 +260,12 @@ def learning_curves(
     if not sizes or sizes[0] < 1 or sizes[-1] > n:
         raise SqlnbError(f"training sizes must be between 1 and the {n} training rows, not {sizes}")
     opts = {m: {**DEFAULT_OPTIONS.get(m, {}), **dict((options or {}).get(m, {}))} for m in models}
+    counts = class_counts(con, train_src, label) if stratify else None
     rows = []
     for size in sizes:
+        quotas = class_quotas(counts, size) if counts is not None else None
         for r in range(repeats):
-            sample = subsample(train_src, size, seed + r)
+            sample = subsample(train_src, size, seed + r, quotas, label)
             shared: dict = {}
             for m in models:
                 row = {"model": m, "size": size, "repeat": r, "error": None, "log_loss": None, "reason": None}

@@ -27,6 +27,8 @@ def test_learning_curves_for_every_model_kind(con, tmp_path):
     assert len(rows) == 4 * 2 * 2 and {r["model"] for r in rows} == set(sqlnb.MODELS)
     full = [r for r in rows if r["size"] == 300]
     assert all(r["error"] is not None and 0 <= r["error"] < 0.3 for r in full)
+    # Stratified subsets: even 4 rows hold both classes, so naive Bayes is defined on each.
+    assert all(r["error"] is not None for r in rows if r["size"] == 4 and r["model"] == "naive_bayes")
     # 4 rows cannot estimate a covariance: QDA is undefined there, with the reason kept.
     tiny_qda = [r for r in rows if r["size"] == 4 and r["model"] == "qda"]
     assert tiny_qda and all(r["error"] is None and "covariance" in r["reason"] for r in tiny_qda)
@@ -50,6 +52,38 @@ def test_subsamples_are_nested_and_seeded(con):
     assert ids(10, 0) != ids(10, 1)
 
 
+def test_class_quotas_are_proportional_with_every_class():
+    assert compare.class_quotas({"a": 60, "b": 40}, 10) == {"a": 6, "b": 4}
+    assert compare.class_quotas({"a": 66, "b": 34}, 10) == {"a": 7, "b": 3}    # largest remainder
+    assert compare.class_quotas({"a": 98, "b": 1, "c": 1}, 5) == {"a": 3, "b": 1, "c": 1}  # at least one each
+    assert compare.class_quotas({"a": 98, "b": 2}, 1) == {"a": 1, "b": 0}      # too small for both
+    for size in range(1, 101):
+        q = compare.class_quotas({"a": 70, "b": 25, "c": 5}, size)
+        assert sum(q.values()) == size and (size < 3 or min(q.values()) >= 1)
+    with pytest.raises(sqlnb.SqlnbError, match="needs 1 to 100 labelled rows"):
+        compare.class_quotas({"a": 70, "b": 30}, 101)
+
+
+def test_stratified_subsamples_hold_their_quotas(con):
+    y = np.r_[np.zeros(70), np.ones(30)].astype(int)
+    t = frame(np.arange(100.0)[:, None], y)
+    con.register("t", t)
+    con.execute("CREATE TABLE u AS SELECT * FROM t UNION ALL SELECT 1000.0, NULL")  # an unlabelled row
+    src = resolve("u", con)
+    counts = compare.class_counts(con, src, "y")
+    assert counts == {0: 70, 1: 30}
+
+    def rows(size, seed):
+        q = exp.select(sql.col("x0"), sql.col("y")).from_(
+            compare.subsample(src, size, seed, compare.class_quotas(counts, size), "y").from_("s"))
+        return con.execute(sql.render(q)).fetchall()
+    small, large = rows(10, 0), rows(40, 0)
+    assert sorted(v for _, v in small) == [0] * 7 + [1] * 3 and sorted(v for _, v in large) == [0] * 28 + [1] * 12
+    assert set(small) < set(large)                      # nested for one seed
+    assert set(small) != set(rows(10, 1))                # another seed, other rows
+    assert all(v is not None for _, v in rows(100, 0))   # NULL labels are never drawn
+
+
 @pytest.mark.shared_data
 def test_spambase_shows_the_ng_jordan_shape(spambase):
     # Ng & Jordan compare with unpenalised logistic regression: C = 1e4 here. (With the
@@ -66,6 +100,19 @@ def test_spambase_shows_the_ng_jordan_shape(spambase):
     assert err["logistic", 3065] < err["naive_bayes", 3065]  # discriminative ahead at full size
     assert err["logistic", 3065] == pytest.approx(0.0755, abs=1e-3)
     assert err["naive_bayes", 3065] == pytest.approx(0.1836, abs=1e-3)
+
+
+def test_presence_indicators(con):
+    con.execute("CREATE TABLE p AS SELECT * FROM (VALUES (0.0, 2, 'a', 1), (0.5, 0, 'b', 0), (NULL, -1, 'c', 1)) v(f, g, h, y)")
+    src = compare.presence(resolve("p", con), ["f", "g"])
+    assert src.columns == {"f": "DOUBLE", "g": "DOUBLE", "h": "VARCHAR", "y": "INTEGER"}
+    q = exp.select(*[sql.col(c) for c in src.columns]).from_(src.from_("s"))
+    assert con.execute(sql.render(q)).fetchall() == [(0.0, 1.0, "a", 1), (1.0, 0.0, "b", 0), (None, 0.0, "c", 1)]
+    # Bernoulli naive Bayes reads the indicators as it reads the raw columns (x > 0).
+    raw = sqlnb.fit("p", "y", con=con, features=["f", "g"], kind="bernoulli")
+    ind = sqlnb.fit(src, "y", con=con, features=["f", "g"], kind="bernoulli")
+    a, b = raw.predict_proba("p", con).fetchall(), ind.predict_proba("p", con).fetchall()
+    np.testing.assert_allclose(np.array(a, dtype=float), np.array(b, dtype=float), atol=1e-12)
 
 
 def test_one_hot_uses_the_training_categories(con):
