@@ -116,10 +116,14 @@ def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool,
 SHIFT_ROWS = 4096
 
 
+def _gaussian(features: Sequence[Feature]) -> list[Feature]:
+    return [f for f in features if f.kind == "gaussian" and f.bag is None]
+
+
 def shift_query(source: Source, features: Sequence[Feature]) -> exp.Select | None:
-    """``SELECT AVG(x_j), ... FROM (SELECT x_j, ... FROM src LIMIT SHIFT_ROWS)`` over the
-    Gaussian columns, or None without any."""
-    gauss = [f for f in features if f.kind == "gaussian" and f.bag is None]
+    """``SELECT AVG(x_j), STDDEV_POP(x_j), ... FROM (SELECT x_j, ... FROM src LIMIT
+    SHIFT_ROWS)`` over the Gaussian columns, or None without any."""
+    gauss = _gaussian(features)
     if not gauss:
         return None
     fam = REGISTRY["gaussian"]
@@ -144,8 +148,7 @@ def gaussian_shifts(engine: "Engine", source: Source, features: Sequence[Feature
     if q is None:
         return {}
     row = engine.execute(q)[0]
-    gauss = [f for f in features if f.kind == "gaussian" and f.bag is None]
-    return {f.name: round_shift(row[2 * j], row[2 * j + 1]) for j, f in enumerate(gauss)}
+    return {f.name: round_shift(row[2 * j], row[2 * j + 1]) for j, f in enumerate(_gaussian(features))}
 
 
 def round_shift(mean: Any, sd: Any) -> float:
