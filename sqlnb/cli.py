@@ -1100,11 +1100,14 @@ def write_text_file(path: str, text: str) -> None:
 @click.option("--features", multiple=True, metavar="COL,...", help="Feature columns (numeric; default: all but the label).")
 @click.option("--exclude", multiple=True, metavar="COL,...", help="Columns that are not features.")
 @click.option("--plot", metavar="FILE.svg", help="Also draw the learning curves as an SVG file.")
+@click.option("--C", "C", type=float, default=None, metavar="FLOAT",
+              help="Inverse L2 penalty of logistic regression (default 1.0, as scikit-learn; "
+                   "Ng & Jordan compare with unpenalised logistic regression, e.g. --C 1e4).")
 @format_option
 @replace_option
 @click.pass_obj
-def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, seed, features, exclude, plot, fmt,
-            replace):
+def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, seed, features, exclude, plot, C,
+            fmt, replace):
     """Learning curves: test error of naive Bayes, LDA, QDA and logistic regression
     against the number of training rows.
 
@@ -1120,6 +1123,8 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
     from .cv import fold_expression, fold_source
     from .locations import FileOut
     duckdb_only(settings, "compare")
+    if C is not None and not (C > 0 and C < float("inf")):
+        raise SqlnbError(f"--C must be a positive finite number, not {C!r}")
     if plot is not None:
         if not plot.lower().endswith(".svg"):
             raise SqlnbError(f"--plot writes SVG; give a .svg file name, not {plot!r}")
@@ -1140,7 +1145,8 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
             train, test = fold_source(train, fold, 0, held_out=False), fold_source(train, fold, 0)
         rows = compare_module.learning_curves(
             train, test, label, con=con, models=split_list(kinds) or api.MODELS, sizes=size_list,
-            repeats=repeats, seed=seed, features=split_list(features), exclude=split_list(exclude))
+            repeats=repeats, seed=seed, features=split_list(features), exclude=split_list(exclude),
+            options=None if C is None else {"logistic": {"C": C}})
     table = compare_module.summarize(rows)
     if plot is not None:
         write_text_file(plot, compare_module.svg_plot(table, f"Learning curves: {label}"))

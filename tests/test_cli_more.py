@@ -165,7 +165,21 @@ def test_compare_table_and_plot(work):
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["model"] == "lda"
 
 
+def test_compare_logistic_penalty(work):
+    def errors(*extra):
+        r = invoke("compare", work / "train.parquet", "-y", "y", "--test", work / "test.parquet", "--features", "x,z",
+                   "--models", "logistic", "--sizes", "12", "--repeats", "3", "--format", "json", *extra)
+        assert r.exit_code == 0, r.stderr
+        return json.loads(r.stdout)
+
+    default, explicit, weak = errors(), errors("--C", "1"), errors("--C", "1e-6")
+    assert default == explicit  # scikit-learn's C = 1 is the default
+    # C = 1e-6 shrinks every coefficient to ~0: the model predicts the majority class
+    assert weak != default
+
+
 @pytest.mark.parametrize("args, fragment", [
+    (["--plot", "P/c.svg", "--C", "0"], "--C must be a positive finite number"),
     (["--plot", "P/c.png"], "--plot writes SVG"),
     (["--plot", "P/c.svg", "--sizes", "5000"], "training sizes must be between 1 and"),
     (["--plot", "P/c.svg", "--models", "svm"], "unknown model 'svm'"),
