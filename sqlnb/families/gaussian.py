@@ -49,8 +49,8 @@ class Gaussian(Family):
 
     # -- the in-engine fast path: sums about a shift ------------------------------------------
     #
-    # VAR_POP is Welford's update (a division per value) and costs about twice a bare
-    # scan; plain sums of d = x − K and d² cost ~1.3× (benchmarks/README.md). With
+    # VAR_POP is Welford's update (a division per value) and costs about 1.8× a bare
+    # scan; plain sums of d = x − K and d² cost ~1.4× (benchmarks/README.md). With
     # S1 = Σd, S2 = Σd², the class statistics are
     #
     #     θ = K + S1/n,     M2 = S2 − S1²/n = Σ(x − θ)²,
