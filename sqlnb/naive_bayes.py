@@ -129,6 +129,12 @@ def given_prior(prior: Mapping[Any, float], classes: list) -> np.ndarray:
     return p
 
 
+def _unguarded(f: Feature) -> bool:
+    """Whether the feature's score term can drop its NaN guard: Gaussian terms are pure
+    arithmetic, so a NaN input propagates to the class score (where scoring detects it)."""
+    return f.kind == "gaussian" and f.bag is None
+
+
 class NaiveBayes(Model):
     """A naive Bayes classifier whose features may mix families column by column.
 
@@ -220,7 +226,7 @@ class NaiveBayes(Model):
     def fast_class_scores(self):
         """Class scores whose Gaussian terms skip the per-term NaN guard (see
         :meth:`Model.fast_class_scores`); None when no Gaussian column could hold NaN."""
-        if not any(f.kind == "gaussian" and f.bag is None and is_float(f.sql_type) for f in self.features):
+        if not any(_unguarded(f) and is_float(f.sql_type) for f in self.features):
             return None
         return self.class_scores(nan_guard=False)
 
@@ -240,9 +246,11 @@ class NaiveBayes(Model):
         params = self.log_parameters()
         scores = []
         for k in range(len(self.classes)):
-            terms = [text.family_for(f).term(f, params[f.name], k, nan_guard=False)
-                     if not nan_guard and f.kind == "gaussian" and f.bag is None
-                     else text.family_for(f).term(f, params[f.name], k) for f in self.features]
+            terms = []
+            for f in self.features:
+                fam = text.family_for(f)
+                terms.append(fam.term(f, params[f.name], k, nan_guard=False) if not nan_guard and _unguarded(f)
+                             else fam.term(f, params[f.name], k))
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
             scores.append(sql.add(terms))

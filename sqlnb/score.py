@@ -103,8 +103,8 @@ def scoring_select(
         Per class, the score to use on rows where ``scores`` is NaN: ``scores`` are then
         a fast form that skips per-term NaN guards (a NaN input propagates to the sum)
         and ``fallback`` the guarded form, evaluated only for those rows. At 10M rows ×
-        20 Gaussian columns × 3 classes the guards cost ~1 s of a ~2.5 s query
-        (benchmarks/README.md).
+        20 Gaussian columns × 3 classes the guarded class scores took ~3.0 s, the gated
+        ones ~1.6 s (benchmarks/README.md).
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
