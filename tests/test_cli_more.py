@@ -173,7 +173,11 @@ def test_compare_logistic_penalty(work):
         return json.loads(r.stdout)
 
     default, explicit, weak = errors(), errors("--C", "1"), errors("--C", "1e-6")
-    assert default == explicit  # scikit-learn's C = 1 is the default
+    # scikit-learn's C = 1 is the default: the same predictions, and the same log loss up to
+    # DuckDB's parallel summation order (last bits)
+    assert [{k: v for k, v in r.items() if k != "mean_log_loss"} for r in default] == \
+        [{k: v for k, v in r.items() if k != "mean_log_loss"} for r in explicit]
+    assert [r["mean_log_loss"] for r in default] == pytest.approx([r["mean_log_loss"] for r in explicit], rel=1e-12)
     # C = 1e-6 shrinks every coefficient to ~0: the model predicts the majority class
     assert weak != default
 
