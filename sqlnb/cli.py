@@ -804,8 +804,8 @@ def sql_command(settings: Settings, data, model, dialect, source_text, training,
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
     does. Its output is the source's columns, proba_<class> per class and prediction.
     Give DATA (files or db.duckdb:TABLE) to list the source's columns explicitly;
-    without it, columns are passed through with * (helper columns jll_* and
-    log_evidence then stay in the output). --source names what the SQL reads in the
+    without it, columns are passed through with * (the helper columns jll_*,
+    max_jll, exp_shifted_*, sum_exp_shifted and log_evidence then stay in the output). --source names what the SQL reads in the
     target warehouse; a qualified name goes in a query: --source 'SELECT * FROM a.b'.
 
     \b

@@ -5,13 +5,16 @@ A model contributes one SQL expression per class: its joint log-likelihood
 (LDA, logistic regression). This module finishes them the same way for all kinds::
 
     B      = max_c b_c                             GREATEST over the class columns
-    lse    = B + ln Σ_c exp(b_c − B)               the max-shifted log-sum-exp
-    log p(c|x) = b_c − lse ;  p(c|x) = exp(b_c − lse)
+    e_c    = exp(b_c − B)                          in [0, 1]; the largest is exactly 1
+    lse    = B + ln Σ_c e_c                        the max-shifted log-sum-exp
+    log p(c|x) = b_c − lse ;  p(c|x) = e_c / Σ_c e_c
     prediction = the first class (in sorted order) with b_c = B
 
-in three nested SELECTs (a column cannot be used in the SELECT that defines it, so B and
-lse need their own stages), giving one SELECT that can be pasted into a query as a
-subquery or CTE. A row with ``b_c = −inf`` for every class has probability zero under
+in five nested SELECTs (a column cannot be used in the SELECT that defines it, so B, e_c
+and Σ e_c need their own stages), giving one SELECT that can be pasted into a query as a
+subquery or CTE. When the source's columns are unknown (SQL exported without a
+connection) every column is passed through with ``*``, so the helper columns ``jll_*``,
+``max_jll``, ``exp_shifted_*``, ``sum_exp_shifted`` and ``log_evidence`` stay in the output. A row with ``b_c = −inf`` for every class has probability zero under
 the model (only possible with the MLE estimator): its posterior is undefined, so its
 probabilities and prediction are NULL and ``log_evidence`` is −inf — never NaN. A row
 whose own values make a score undefined (an infinite count times a zero log-probability)
@@ -30,6 +33,8 @@ from .errors import SqlnbError
 #: Output groups a scoring query can produce.
 OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
 _NEG_INF = float("-inf")
+#: Helper columns of the finish: B = max_c b_c, e_c = exp(b_c − B) and Σ_c e_c.
+MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN = "max_jll", "exp_shifted_", "sum_exp_shifted"
 
 
 def label_text(v: Any) -> str:
@@ -91,7 +96,7 @@ def scoring_select(
         SQL type of the labels, for typed literals in ``prediction``.
     source_columns : list of str or None
         The source's columns; ``None`` when unknown (then every source column is passed
-        through with ``*`` and the per-class ``jll_`` columns stay in the output).
+        through with ``*`` and the helper columns stay in the output).
     outputs : list of str
         Which of :data:`OUTPUTS` to produce.
     keep : list of str, optional
@@ -113,7 +118,8 @@ def scoring_select(
     passthrough = list(keep) if keep is not None else (list(source_columns) if source_columns is not None else None)
     added = output_columns(classes, outputs)
     if passthrough is not None:
-        clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in added + jll})
+        helpers = jll + class_columns(SHIFTED_PREFIX, classes) + [MAX_COLUMN, SUM_COLUMN, "log_evidence"]
+        clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in added + helpers})
         if clash:
             raise SqlnbError(
                 f"the source already has a column named {clash[0]!r}, which scoring adds; "
@@ -134,25 +140,34 @@ def scoring_select(
         stage1.append("joins", j.copy())
 
     b = [sql.col(n) for n in jll]
-
-    def greatest() -> exp.Expression:
-        return sql.greatest([x.copy() for x in b])
-
     neg_inf = sql.dbl(_NEG_INF)
-    # Stage 2: lse = B + ln Σ exp(b_c − B). With B = −inf every b_c − B is NaN, so that
-    # case is answered directly. B is NaN only when the row's own values make a score
-    # undefined (an infinite count times a zero log-probability, +inf − inf): NULL.
-    shifted = sql.add(exp.Exp(this=exp.Sub(this=x.copy(), expression=sql.paren(greatest()))) for x in b)
-    lse = exp.Case(
-        ifs=[exp.If(this=exp.EQ(this=greatest(), expression=neg_inf.copy()), true=neg_inf.copy()),
-             exp.If(this=exp.IsNan(this=greatest()), true=exp.null())],
-        default=exp.Add(this=greatest(), expression=exp.Ln(this=shifted)),
-    )
-    stage2 = exp.select(exp.Star(), exp.alias_(lse, "log_evidence", quoted=True)).from_(
-        exp.Subquery(this=stage1, alias=exp.TableAlias(this=sql.ident("s1")))
-    )
 
-    # Stage 3: the outputs.
+    def stage(select_list: list[exp.Expression], inner: exp.Select, alias: str) -> exp.Select:
+        return exp.select(exp.Star(), *select_list).from_(
+            exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident(alias))))
+
+    # Stage 2: B = max_c b_c, once per row.
+    big_b = sql.col(MAX_COLUMN)
+    stage2 = stage([exp.alias_(sql.greatest([x.copy() for x in b]), MAX_COLUMN, quoted=True)], stage1, "s1")
+    # Stage 3: e_c = exp(b_c − B), once per row and class: both Σ e_c and p(c|x) = e_c / Σ e_c
+    # read them (recomputing exp(b_c − lse) for the probabilities cost ~0.3 s more per 10M
+    # rows × 3 classes, benchmarks/README.md). 0 ≤ e_c ≤ 1 and the largest is exactly 1.
+    shifted = class_columns(SHIFTED_PREFIX, classes)
+    stage3 = stage([exp.alias_(exp.Exp(this=exp.Sub(this=x.copy(), expression=big_b.copy())), n, quoted=True)
+                    for x, n in zip(b, shifted)], stage2, "s2")
+    # Stage 4: lse = B + ln Σ e_c. With B = −inf every b_c − B is NaN, so that case is
+    # answered directly. B is NaN only when the row's own values make a score undefined
+    # (an infinite count times a zero log-probability, +inf − inf): NULL.
+    total = sql.col(SUM_COLUMN)
+    lse = exp.Case(
+        ifs=[exp.If(this=exp.EQ(this=big_b.copy(), expression=neg_inf.copy()), true=neg_inf.copy()),
+             exp.If(this=exp.IsNan(this=big_b.copy()), true=exp.null())],
+        default=exp.Add(this=big_b.copy(), expression=exp.Ln(this=sql.add(sql.col(n) for n in shifted))),
+    )
+    stage4 = stage([exp.alias_(sql.add(sql.col(n) for n in shifted), SUM_COLUMN, quoted=True),
+                    exp.alias_(lse, "log_evidence", quoted=True)], stage3, "s3")
+
+    # Stage 5: the outputs.
     ev = sql.col("log_evidence")
     # No posterior: p(x) = 0 (−inf), or no score at all (NULL: an undefined score, or a
     # kind whose scores are NULL for incomplete rows). NULL must be tested explicitly:
@@ -160,13 +175,12 @@ def scoring_select(
     undefined = exp.Or(this=exp.Is(this=ev.copy(), expression=exp.Null()),
                        expression=exp.EQ(this=ev.copy(), expression=neg_inf.copy()))
 
-    def log_proba(x: exp.Expression) -> exp.Expression:
-        return exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())],
-                        default=exp.Sub(this=x.copy(), expression=ev.copy()))
+    def unless_undefined(x: exp.Expression) -> exp.Expression:
+        return exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())], default=x)
 
     final: list[exp.Expression] = []
     if passthrough is None:
-        final.append(exp.Star())  # source columns, jll_* and log_evidence
+        final.append(exp.Star())  # source columns and the helper columns (module docstring)
     else:
         final += [sql.col(c) for c in passthrough]
         if "jll" in outputs:
@@ -174,16 +188,16 @@ def scoring_select(
         if "log_evidence" in outputs:
             final.append(ev.copy())
     if "log_proba" in outputs:
-        final += [exp.alias_(log_proba(x), n, quoted=True)
+        final += [exp.alias_(unless_undefined(exp.Sub(this=x.copy(), expression=ev.copy())), n, quoted=True)
                   for x, n in zip(b, class_columns("log_proba_", classes))]
     if "proba" in outputs:
-        final += [exp.alias_(exp.Exp(this=log_proba(x)), n, quoted=True)
-                  for x, n in zip(b, class_columns("proba_", classes))]
+        final += [exp.alias_(unless_undefined(exp.Div(this=sql.col(e), expression=total.copy())), n, quoted=True)
+                  for e, n in zip(shifted, class_columns("proba_", classes))]
     if "prediction" in outputs:
         pred = exp.Case(
             ifs=[exp.If(this=undefined.copy(), true=exp.null())]
-            + [exp.If(this=exp.EQ(this=x.copy(), expression=greatest()), true=sql.value(v, label_type))
+            + [exp.If(this=exp.EQ(this=x.copy(), expression=big_b.copy()), true=sql.value(v, label_type))
                for x, v in zip(b, classes)],
         )
         final.append(exp.alias_(pred, "prediction", quoted=True))
-    return exp.select(*final).from_(exp.Subquery(this=stage2, alias=exp.TableAlias(this=sql.ident("s2"))))
+    return exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))))

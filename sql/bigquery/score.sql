@@ -4,129 +4,122 @@ SELECT
   `height`,
   `colour`,
   `smoker`,
-  EXP(
-    CASE
-      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
-      THEN NULL
-      ELSE `jll_ash` - `log_evidence`
-    END
-  ) AS `proba_ash`,
-  EXP(
-    CASE
-      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
-      THEN NULL
-      ELSE `jll_birch` - `log_evidence`
-    END
-  ) AS `proba_birch`,
-  EXP(
-    CASE
-      WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
-      THEN NULL
-      ELSE `jll_cedar` - `log_evidence`
-    END
-  ) AS `proba_cedar`,
   CASE
     WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
     THEN NULL
-    WHEN `jll_ash` = GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
+    ELSE `exp_shifted_ash` / `sum_exp_shifted`
+  END AS `proba_ash`,
+  CASE
+    WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
+    THEN NULL
+    ELSE `exp_shifted_birch` / `sum_exp_shifted`
+  END AS `proba_birch`,
+  CASE
+    WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
+    THEN NULL
+    ELSE `exp_shifted_cedar` / `sum_exp_shifted`
+  END AS `proba_cedar`,
+  CASE
+    WHEN `log_evidence` IS NULL OR `log_evidence` = CAST('-inf' AS FLOAT64)
+    THEN NULL
+    WHEN `jll_ash` = `max_jll`
     THEN 'ash'
-    WHEN `jll_birch` = GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
+    WHEN `jll_birch` = `max_jll`
     THEN 'birch'
-    WHEN `jll_cedar` = GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
+    WHEN `jll_cedar` = `max_jll`
     THEN 'cedar'
   END AS `prediction`
 FROM (
   SELECT
     *,
+    `exp_shifted_ash` + `exp_shifted_birch` + `exp_shifted_cedar` AS `sum_exp_shifted`,
     CASE
-      WHEN GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`) = CAST('-inf' AS FLOAT64)
+      WHEN `max_jll` = CAST('-inf' AS FLOAT64)
       THEN CAST('-inf' AS FLOAT64)
-      WHEN IS_NAN(GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`))
+      WHEN IS_NAN(`max_jll`)
       THEN NULL
-      ELSE GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`) + LN(
-        EXP(`jll_ash` - (
-          GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
-        )) + EXP(`jll_birch` - (
-          GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
-        )) + EXP(`jll_cedar` - (
-          GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`)
-        ))
-      )
+      ELSE `max_jll` + LN(`exp_shifted_ash` + `exp_shifted_birch` + `exp_shifted_cedar`)
     END AS `log_evidence`
   FROM (
     SELECT
-      `src`.`height`,
-      `src`.`colour`,
-      `src`.`smoker`,
-      CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
-        CAST(0.35578404114406353 AS FLOAT64) - CAST(0.5 AS FLOAT64) * (
-          (
-            NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(1.375 AS FLOAT64)
-          ) * (
-            NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(1.375 AS FLOAT64)
-          ) / CAST(0.07812500173657025 AS FLOAT64)
-        ),
-        CAST(0.0 AS FLOAT64)
-      ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS FLOAT64)) + CASE
-        WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
-        THEN CAST(0.0 AS FLOAT64)
-        WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
-        THEN CAST(-0.4054651081081644 AS FLOAT64)
-        ELSE CAST(-1.0986122886681096 AS FLOAT64)
-      END AS `jll_ash`,
-      CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
-        CAST(0.35578404114406353 AS FLOAT64) - CAST(0.5 AS FLOAT64) * (
-          (
-            NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(2.625 AS FLOAT64)
-          ) * (
-            NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(2.625 AS FLOAT64)
-          ) / CAST(0.07812500173657025 AS FLOAT64)
-        ),
-        CAST(0.0 AS FLOAT64)
-      ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS FLOAT64)) + CASE
-        WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
-        THEN CAST(0.0 AS FLOAT64)
-        WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
-        THEN CAST(-1.6094379124341003 AS FLOAT64)
-        ELSE CAST(-0.2231435513142097 AS FLOAT64)
-      END AS `jll_birch`,
-      CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
-        CAST(-0.2528249665702085 AS FLOAT64) - CAST(0.5 AS FLOAT64) * (
-          (
-            NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
-          ) * (
-            NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
-          ) / CAST(0.2638888906254589 AS FLOAT64)
-        ),
-        CAST(0.0 AS FLOAT64)
-      ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS FLOAT64)) + CASE
-        WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
-        THEN CAST(0.0 AS FLOAT64)
-        WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
-        THEN CAST(-0.4054651081081644 AS FLOAT64)
-        ELSE CAST(-1.0986122886681096 AS FLOAT64)
-      END AS `jll_cedar`
-    FROM `input` AS `src`
-    LEFT JOIN UNNEST([
-      STRUCT(
-        'blue' AS `v`,
-        CAST(-1.0986122886681096 AS FLOAT64) AS `c0`,
-        CAST(-0.5596157879354227 AS FLOAT64) AS `c1`,
-        CAST(-1.9459101490553132 AS FLOAT64) AS `c2`
-      ),
-      STRUCT(
-        'green' AS `v`,
-        CAST(-1.791759469228055 AS FLOAT64) AS `c0`,
-        CAST(-1.252762968495368 AS FLOAT64) AS `c1`,
-        CAST(-0.5596157879354227 AS FLOAT64) AS `c2`
-      ),
-      STRUCT(
-        'red' AS `v`,
-        CAST(-0.6931471805599452 AS FLOAT64) AS `c0`,
-        CAST(-1.9459101490553132 AS FLOAT64) AS `c1`,
-        CAST(-1.252762968495368 AS FLOAT64) AS `c2`
-      )
-    ]) AS `lookup colour`
-      ON `src`.`colour` = `lookup colour`.`v`
-  ) AS `s1`
-) AS `s2`;
+      *,
+      EXP(`jll_ash` - `max_jll`) AS `exp_shifted_ash`,
+      EXP(`jll_birch` - `max_jll`) AS `exp_shifted_birch`,
+      EXP(`jll_cedar` - `max_jll`) AS `exp_shifted_cedar`
+    FROM (
+      SELECT
+        *,
+        GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`) AS `max_jll`
+      FROM (
+        SELECT
+          `src`.`height`,
+          `src`.`colour`,
+          `src`.`smoker`,
+          CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
+            CAST(0.35578404114406353 AS FLOAT64) - (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(1.375 AS FLOAT64)
+            ) * (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(1.375 AS FLOAT64)
+            ) * CAST(6.399999857740168 AS FLOAT64),
+            CAST(0.0 AS FLOAT64)
+          ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS FLOAT64)) + CASE
+            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
+            THEN CAST(0.0 AS FLOAT64)
+            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
+            THEN CAST(-0.4054651081081644 AS FLOAT64)
+            ELSE CAST(-1.0986122886681096 AS FLOAT64)
+          END AS `jll_ash`,
+          CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
+            CAST(0.35578404114406353 AS FLOAT64) - (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(2.625 AS FLOAT64)
+            ) * (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(2.625 AS FLOAT64)
+            ) * CAST(6.399999857740168 AS FLOAT64),
+            CAST(0.0 AS FLOAT64)
+          ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS FLOAT64)) + CASE
+            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
+            THEN CAST(0.0 AS FLOAT64)
+            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
+            THEN CAST(-1.6094379124341003 AS FLOAT64)
+            ELSE CAST(-0.2231435513142097 AS FLOAT64)
+          END AS `jll_birch`,
+          CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
+            CAST(-0.2528249665702085 AS FLOAT64) - (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
+            ) * (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
+            ) * CAST(1.8947368296365943 AS FLOAT64),
+            CAST(0.0 AS FLOAT64)
+          ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS FLOAT64)) + CASE
+            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
+            THEN CAST(0.0 AS FLOAT64)
+            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
+            THEN CAST(-0.4054651081081644 AS FLOAT64)
+            ELSE CAST(-1.0986122886681096 AS FLOAT64)
+          END AS `jll_cedar`
+        FROM `input` AS `src`
+        LEFT JOIN UNNEST([
+          STRUCT(
+            'blue' AS `v`,
+            CAST(-1.0986122886681096 AS FLOAT64) AS `c0`,
+            CAST(-0.5596157879354227 AS FLOAT64) AS `c1`,
+            CAST(-1.9459101490553132 AS FLOAT64) AS `c2`
+          ),
+          STRUCT(
+            'green' AS `v`,
+            CAST(-1.791759469228055 AS FLOAT64) AS `c0`,
+            CAST(-1.252762968495368 AS FLOAT64) AS `c1`,
+            CAST(-0.5596157879354227 AS FLOAT64) AS `c2`
+          ),
+          STRUCT(
+            'red' AS `v`,
+            CAST(-0.6931471805599452 AS FLOAT64) AS `c0`,
+            CAST(-1.9459101490553132 AS FLOAT64) AS `c1`,
+            CAST(-1.252762968495368 AS FLOAT64) AS `c2`
+          )
+        ]) AS `lookup colour`
+          ON `src`.`colour` = `lookup colour`.`v`
+      ) AS `s1`
+    ) AS `s2`
+  ) AS `s3`
+) AS `s4`;

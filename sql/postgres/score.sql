@@ -5,171 +5,134 @@ SELECT
   "colour",
   "smoker",
   CASE
-    WHEN CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
-      THEN NULL
-      ELSE "jll_ash" - "log_evidence"
-    END < CAST(-745.0 AS DOUBLE PRECISION)
-    THEN CAST(0.0 AS DOUBLE PRECISION)
-    ELSE EXP(
-      CASE
-        WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
-        THEN NULL
-        ELSE "jll_ash" - "log_evidence"
-      END
-    )
+    WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+    THEN NULL
+    ELSE CAST("exp_shifted_ash" AS DOUBLE PRECISION) / "sum_exp_shifted"
   END AS "proba_ash",
   CASE
-    WHEN CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
-      THEN NULL
-      ELSE "jll_birch" - "log_evidence"
-    END < CAST(-745.0 AS DOUBLE PRECISION)
-    THEN CAST(0.0 AS DOUBLE PRECISION)
-    ELSE EXP(
-      CASE
-        WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
-        THEN NULL
-        ELSE "jll_birch" - "log_evidence"
-      END
-    )
+    WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+    THEN NULL
+    ELSE CAST("exp_shifted_birch" AS DOUBLE PRECISION) / "sum_exp_shifted"
   END AS "proba_birch",
   CASE
-    WHEN CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
-      THEN NULL
-      ELSE "jll_cedar" - "log_evidence"
-    END < CAST(-745.0 AS DOUBLE PRECISION)
-    THEN CAST(0.0 AS DOUBLE PRECISION)
-    ELSE EXP(
-      CASE
-        WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
-        THEN NULL
-        ELSE "jll_cedar" - "log_evidence"
-      END
-    )
+    WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
+    THEN NULL
+    ELSE CAST("exp_shifted_cedar" AS DOUBLE PRECISION) / "sum_exp_shifted"
   END AS "proba_cedar",
   CASE
     WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-Infinity' AS DOUBLE PRECISION)
     THEN NULL
-    WHEN "jll_ash" = GREATEST("jll_ash", "jll_birch", "jll_cedar")
+    WHEN "jll_ash" = "max_jll"
     THEN 'ash'
-    WHEN "jll_birch" = GREATEST("jll_ash", "jll_birch", "jll_cedar")
+    WHEN "jll_birch" = "max_jll"
     THEN 'birch'
-    WHEN "jll_cedar" = GREATEST("jll_ash", "jll_birch", "jll_cedar")
+    WHEN "jll_cedar" = "max_jll"
     THEN 'cedar'
   END AS "prediction"
 FROM (
   SELECT
     *,
+    "exp_shifted_ash" + "exp_shifted_birch" + "exp_shifted_cedar" AS "sum_exp_shifted",
     CASE
-      WHEN GREATEST("jll_ash", "jll_birch", "jll_cedar") = CAST('-Infinity' AS DOUBLE PRECISION)
+      WHEN "max_jll" = CAST('-Infinity' AS DOUBLE PRECISION)
       THEN CAST('-Infinity' AS DOUBLE PRECISION)
       WHEN (
-        GREATEST("jll_ash", "jll_birch", "jll_cedar") = CAST('NaN' AS DOUBLE PRECISION)
+        "max_jll" = CAST('NaN' AS DOUBLE PRECISION)
       )
       THEN NULL
-      ELSE GREATEST("jll_ash", "jll_birch", "jll_cedar") + LN(
-        CASE
-          WHEN "jll_ash" - (
-            GREATEST("jll_ash", "jll_birch", "jll_cedar")
-          ) < CAST(-745.0 AS DOUBLE PRECISION)
-          THEN CAST(0.0 AS DOUBLE PRECISION)
-          ELSE EXP("jll_ash" - (
-            GREATEST("jll_ash", "jll_birch", "jll_cedar")
-          ))
-        END + CASE
-          WHEN "jll_birch" - (
-            GREATEST("jll_ash", "jll_birch", "jll_cedar")
-          ) < CAST(-745.0 AS DOUBLE PRECISION)
-          THEN CAST(0.0 AS DOUBLE PRECISION)
-          ELSE EXP("jll_birch" - (
-            GREATEST("jll_ash", "jll_birch", "jll_cedar")
-          ))
-        END + CASE
-          WHEN "jll_cedar" - (
-            GREATEST("jll_ash", "jll_birch", "jll_cedar")
-          ) < CAST(-745.0 AS DOUBLE PRECISION)
-          THEN CAST(0.0 AS DOUBLE PRECISION)
-          ELSE EXP("jll_cedar" - (
-            GREATEST("jll_ash", "jll_birch", "jll_cedar")
-          ))
-        END
-      )
+      ELSE "max_jll" + LN("exp_shifted_ash" + "exp_shifted_birch" + "exp_shifted_cedar")
     END AS "log_evidence"
   FROM (
     SELECT
-      "src"."height",
-      "src"."colour",
-      "src"."smoker",
-      CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
-        CAST(0.35578404114406353 AS DOUBLE PRECISION) - CAST(0.5 AS DOUBLE PRECISION) * (
-          (
-            NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(1.375 AS DOUBLE PRECISION)
-          ) * (
-            NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(1.375 AS DOUBLE PRECISION)
-          ) / CAST(0.07812500173657025 AS DOUBLE PRECISION)
-        ),
-        CAST(0.0 AS DOUBLE PRECISION)
-      ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE PRECISION)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+      *,
+      CASE
+        WHEN "jll_ash" - "max_jll" < CAST(-745.0 AS DOUBLE PRECISION)
         THEN CAST(0.0 AS DOUBLE PRECISION)
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
-        THEN CAST(-0.4054651081081644 AS DOUBLE PRECISION)
-        ELSE CAST(-1.0986122886681096 AS DOUBLE PRECISION)
-      END AS "jll_ash",
-      CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
-        CAST(0.35578404114406353 AS DOUBLE PRECISION) - CAST(0.5 AS DOUBLE PRECISION) * (
-          (
-            NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(2.625 AS DOUBLE PRECISION)
-          ) * (
-            NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(2.625 AS DOUBLE PRECISION)
-          ) / CAST(0.07812500173657025 AS DOUBLE PRECISION)
-        ),
-        CAST(0.0 AS DOUBLE PRECISION)
-      ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE PRECISION)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+        ELSE EXP("jll_ash" - "max_jll")
+      END AS "exp_shifted_ash",
+      CASE
+        WHEN "jll_birch" - "max_jll" < CAST(-745.0 AS DOUBLE PRECISION)
         THEN CAST(0.0 AS DOUBLE PRECISION)
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
-        THEN CAST(-1.6094379124341003 AS DOUBLE PRECISION)
-        ELSE CAST(-0.2231435513142097 AS DOUBLE PRECISION)
-      END AS "jll_birch",
-      CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
-        CAST(-0.2528249665702085 AS DOUBLE PRECISION) - CAST(0.5 AS DOUBLE PRECISION) * (
-          (
-            NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(4.583333333333333 AS DOUBLE PRECISION)
-          ) * (
-            NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(4.583333333333333 AS DOUBLE PRECISION)
-          ) / CAST(0.2638888906254589 AS DOUBLE PRECISION)
-        ),
-        CAST(0.0 AS DOUBLE PRECISION)
-      ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE PRECISION)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+        ELSE EXP("jll_birch" - "max_jll")
+      END AS "exp_shifted_birch",
+      CASE
+        WHEN "jll_cedar" - "max_jll" < CAST(-745.0 AS DOUBLE PRECISION)
         THEN CAST(0.0 AS DOUBLE PRECISION)
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
-        THEN CAST(-0.4054651081081644 AS DOUBLE PRECISION)
-        ELSE CAST(-1.0986122886681096 AS DOUBLE PRECISION)
-      END AS "jll_cedar"
-    FROM "input" AS "src"
-    LEFT JOIN (VALUES
-      (
-        'blue',
-        CAST(-1.0986122886681096 AS DOUBLE PRECISION),
-        CAST(-0.5596157879354227 AS DOUBLE PRECISION),
-        CAST(-1.9459101490553132 AS DOUBLE PRECISION)
-      ),
-      (
-        'green',
-        CAST(-1.791759469228055 AS DOUBLE PRECISION),
-        CAST(-1.252762968495368 AS DOUBLE PRECISION),
-        CAST(-0.5596157879354227 AS DOUBLE PRECISION)
-      ),
-      (
-        'red',
-        CAST(-0.6931471805599452 AS DOUBLE PRECISION),
-        CAST(-1.9459101490553132 AS DOUBLE PRECISION),
-        CAST(-1.252762968495368 AS DOUBLE PRECISION)
-      )) AS "lookup colour"("v", "c0", "c1", "c2")
-      ON "src"."colour" = "lookup colour"."v"
-  ) AS "s1"
-) AS "s2";
+        ELSE EXP("jll_cedar" - "max_jll")
+      END AS "exp_shifted_cedar"
+    FROM (
+      SELECT
+        *,
+        GREATEST("jll_ash", "jll_birch", "jll_cedar") AS "max_jll"
+      FROM (
+        SELECT
+          "src"."height",
+          "src"."colour",
+          "src"."smoker",
+          CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
+            CAST(0.35578404114406353 AS DOUBLE PRECISION) - (
+              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(1.375 AS DOUBLE PRECISION)
+            ) * (
+              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(1.375 AS DOUBLE PRECISION)
+            ) * CAST(6.399999857740168 AS DOUBLE PRECISION),
+            CAST(0.0 AS DOUBLE PRECISION)
+          ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE PRECISION)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+            THEN CAST(0.0 AS DOUBLE PRECISION)
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
+            THEN CAST(-0.4054651081081644 AS DOUBLE PRECISION)
+            ELSE CAST(-1.0986122886681096 AS DOUBLE PRECISION)
+          END AS "jll_ash",
+          CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
+            CAST(0.35578404114406353 AS DOUBLE PRECISION) - (
+              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(2.625 AS DOUBLE PRECISION)
+            ) * (
+              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(2.625 AS DOUBLE PRECISION)
+            ) * CAST(6.399999857740168 AS DOUBLE PRECISION),
+            CAST(0.0 AS DOUBLE PRECISION)
+          ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE PRECISION)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+            THEN CAST(0.0 AS DOUBLE PRECISION)
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
+            THEN CAST(-1.6094379124341003 AS DOUBLE PRECISION)
+            ELSE CAST(-0.2231435513142097 AS DOUBLE PRECISION)
+          END AS "jll_birch",
+          CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
+            CAST(-0.2528249665702085 AS DOUBLE PRECISION) - (
+              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(4.583333333333333 AS DOUBLE PRECISION)
+            ) * (
+              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(4.583333333333333 AS DOUBLE PRECISION)
+            ) * CAST(1.8947368296365943 AS DOUBLE PRECISION),
+            CAST(0.0 AS DOUBLE PRECISION)
+          ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE PRECISION)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+            THEN CAST(0.0 AS DOUBLE PRECISION)
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
+            THEN CAST(-0.4054651081081644 AS DOUBLE PRECISION)
+            ELSE CAST(-1.0986122886681096 AS DOUBLE PRECISION)
+          END AS "jll_cedar"
+        FROM "input" AS "src"
+        LEFT JOIN (VALUES
+          (
+            'blue',
+            CAST(-1.0986122886681096 AS DOUBLE PRECISION),
+            CAST(-0.5596157879354227 AS DOUBLE PRECISION),
+            CAST(-1.9459101490553132 AS DOUBLE PRECISION)
+          ),
+          (
+            'green',
+            CAST(-1.791759469228055 AS DOUBLE PRECISION),
+            CAST(-1.252762968495368 AS DOUBLE PRECISION),
+            CAST(-0.5596157879354227 AS DOUBLE PRECISION)
+          ),
+          (
+            'red',
+            CAST(-0.6931471805599452 AS DOUBLE PRECISION),
+            CAST(-1.9459101490553132 AS DOUBLE PRECISION),
+            CAST(-1.252762968495368 AS DOUBLE PRECISION)
+          )) AS "lookup colour"("v", "c0", "c1", "c2")
+          ON "src"."colour" = "lookup colour"."v"
+      ) AS "s1"
+    ) AS "s2"
+  ) AS "s3"
+) AS "s4";

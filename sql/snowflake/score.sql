@@ -4,130 +4,123 @@ SELECT
   "height",
   "colour",
   "smoker",
-  EXP(
-    CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-inf' AS DOUBLE)
-      THEN NULL
-      ELSE "jll_ash" - "log_evidence"
-    END
-  ) AS "proba_ash",
-  EXP(
-    CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-inf' AS DOUBLE)
-      THEN NULL
-      ELSE "jll_birch" - "log_evidence"
-    END
-  ) AS "proba_birch",
-  EXP(
-    CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-inf' AS DOUBLE)
-      THEN NULL
-      ELSE "jll_cedar" - "log_evidence"
-    END
-  ) AS "proba_cedar",
   CASE
     WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-inf' AS DOUBLE)
     THEN NULL
-    WHEN "jll_ash" = GREATEST("jll_ash", "jll_birch", "jll_cedar")
+    ELSE "exp_shifted_ash" / "sum_exp_shifted"
+  END AS "proba_ash",
+  CASE
+    WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-inf' AS DOUBLE)
+    THEN NULL
+    ELSE "exp_shifted_birch" / "sum_exp_shifted"
+  END AS "proba_birch",
+  CASE
+    WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-inf' AS DOUBLE)
+    THEN NULL
+    ELSE "exp_shifted_cedar" / "sum_exp_shifted"
+  END AS "proba_cedar",
+  CASE
+    WHEN "log_evidence" IS NULL OR "log_evidence" = CAST('-inf' AS DOUBLE)
+    THEN NULL
+    WHEN "jll_ash" = "max_jll"
     THEN 'ash'
-    WHEN "jll_birch" = GREATEST("jll_ash", "jll_birch", "jll_cedar")
+    WHEN "jll_birch" = "max_jll"
     THEN 'birch'
-    WHEN "jll_cedar" = GREATEST("jll_ash", "jll_birch", "jll_cedar")
+    WHEN "jll_cedar" = "max_jll"
     THEN 'cedar'
   END AS "prediction"
 FROM (
   SELECT
     *,
+    "exp_shifted_ash" + "exp_shifted_birch" + "exp_shifted_cedar" AS "sum_exp_shifted",
     CASE
-      WHEN GREATEST("jll_ash", "jll_birch", "jll_cedar") = CAST('-inf' AS DOUBLE)
+      WHEN "max_jll" = CAST('-inf' AS DOUBLE)
       THEN CAST('-inf' AS DOUBLE)
       WHEN (
-        GREATEST("jll_ash", "jll_birch", "jll_cedar") = CAST('nan' AS DOUBLE)
+        "max_jll" = CAST('nan' AS DOUBLE)
       )
       THEN NULL
-      ELSE GREATEST("jll_ash", "jll_birch", "jll_cedar") + LN(
-        EXP("jll_ash" - (
-          GREATEST("jll_ash", "jll_birch", "jll_cedar")
-        )) + EXP("jll_birch" - (
-          GREATEST("jll_ash", "jll_birch", "jll_cedar")
-        )) + EXP("jll_cedar" - (
-          GREATEST("jll_ash", "jll_birch", "jll_cedar")
-        ))
-      )
+      ELSE "max_jll" + LN("exp_shifted_ash" + "exp_shifted_birch" + "exp_shifted_cedar")
     END AS "log_evidence"
   FROM (
     SELECT
-      "src"."height",
-      "src"."colour",
-      "src"."smoker",
-      CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-        CAST(0.35578404114406353 AS DOUBLE) - CAST(0.5 AS DOUBLE) * (
+      *,
+      EXP("jll_ash" - "max_jll") AS "exp_shifted_ash",
+      EXP("jll_birch" - "max_jll") AS "exp_shifted_birch",
+      EXP("jll_cedar" - "max_jll") AS "exp_shifted_cedar"
+    FROM (
+      SELECT
+        *,
+        GREATEST("jll_ash", "jll_birch", "jll_cedar") AS "max_jll"
+      FROM (
+        SELECT
+          "src"."height",
+          "src"."colour",
+          "src"."smoker",
+          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(0.35578404114406353 AS DOUBLE) - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
+            ) * (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
+            ) * CAST(6.399999857740168 AS DOUBLE),
+            CAST(0.0 AS DOUBLE)
+          ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+            THEN CAST(0.0 AS DOUBLE)
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            THEN CAST(-0.4054651081081644 AS DOUBLE)
+            ELSE CAST(-1.0986122886681096 AS DOUBLE)
+          END AS "jll_ash",
+          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(0.35578404114406353 AS DOUBLE) - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
+            ) * (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
+            ) * CAST(6.399999857740168 AS DOUBLE),
+            CAST(0.0 AS DOUBLE)
+          ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+            THEN CAST(0.0 AS DOUBLE)
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            THEN CAST(-1.6094379124341003 AS DOUBLE)
+            ELSE CAST(-0.2231435513142097 AS DOUBLE)
+          END AS "jll_birch",
+          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(-0.2528249665702085 AS DOUBLE) - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
+            ) * (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
+            ) * CAST(1.8947368296365943 AS DOUBLE),
+            CAST(0.0 AS DOUBLE)
+          ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+            THEN CAST(0.0 AS DOUBLE)
+            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            THEN CAST(-0.4054651081081644 AS DOUBLE)
+            ELSE CAST(-1.0986122886681096 AS DOUBLE)
+          END AS "jll_cedar"
+        FROM "input" AS "src"
+        LEFT JOIN (VALUES
           (
-            NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
-          ) * (
-            NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
-          ) / CAST(0.07812500173657025 AS DOUBLE)
-        ),
-        CAST(0.0 AS DOUBLE)
-      ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
-        THEN CAST(0.0 AS DOUBLE)
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
-        THEN CAST(-0.4054651081081644 AS DOUBLE)
-        ELSE CAST(-1.0986122886681096 AS DOUBLE)
-      END AS "jll_ash",
-      CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-        CAST(0.35578404114406353 AS DOUBLE) - CAST(0.5 AS DOUBLE) * (
+            'blue',
+            CAST(-1.0986122886681096 AS DOUBLE),
+            CAST(-0.5596157879354227 AS DOUBLE),
+            CAST(-1.9459101490553132 AS DOUBLE)
+          ),
           (
-            NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
-          ) * (
-            NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
-          ) / CAST(0.07812500173657025 AS DOUBLE)
-        ),
-        CAST(0.0 AS DOUBLE)
-      ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
-        THEN CAST(0.0 AS DOUBLE)
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
-        THEN CAST(-1.6094379124341003 AS DOUBLE)
-        ELSE CAST(-0.2231435513142097 AS DOUBLE)
-      END AS "jll_birch",
-      CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-        CAST(-0.2528249665702085 AS DOUBLE) - CAST(0.5 AS DOUBLE) * (
+            'green',
+            CAST(-1.791759469228055 AS DOUBLE),
+            CAST(-1.252762968495368 AS DOUBLE),
+            CAST(-0.5596157879354227 AS DOUBLE)
+          ),
           (
-            NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
-          ) * (
-            NULLIF(CAST("src"."height" AS DOUBLE), CAST('nan' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
-          ) / CAST(0.2638888906254589 AS DOUBLE)
-        ),
-        CAST(0.0 AS DOUBLE)
-      ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
-        THEN CAST(0.0 AS DOUBLE)
-        WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
-        THEN CAST(-0.4054651081081644 AS DOUBLE)
-        ELSE CAST(-1.0986122886681096 AS DOUBLE)
-      END AS "jll_cedar"
-    FROM "input" AS "src"
-    LEFT JOIN (VALUES
-      (
-        'blue',
-        CAST(-1.0986122886681096 AS DOUBLE),
-        CAST(-0.5596157879354227 AS DOUBLE),
-        CAST(-1.9459101490553132 AS DOUBLE)
-      ),
-      (
-        'green',
-        CAST(-1.791759469228055 AS DOUBLE),
-        CAST(-1.252762968495368 AS DOUBLE),
-        CAST(-0.5596157879354227 AS DOUBLE)
-      ),
-      (
-        'red',
-        CAST(-0.6931471805599452 AS DOUBLE),
-        CAST(-1.9459101490553132 AS DOUBLE),
-        CAST(-1.252762968495368 AS DOUBLE)
-      )) AS "lookup colour"("v", "c0", "c1", "c2")
-      ON "src"."colour" = "lookup colour"."v"
-  ) AS "s1"
-) AS "s2";
+            'red',
+            CAST(-0.6931471805599452 AS DOUBLE),
+            CAST(-1.9459101490553132 AS DOUBLE),
+            CAST(-1.252762968495368 AS DOUBLE)
+          )) AS "lookup colour"("v", "c0", "c1", "c2")
+          ON "src"."colour" = "lookup colour"."v"
+      ) AS "s1"
+    ) AS "s2"
+  ) AS "s3"
+) AS "s4";

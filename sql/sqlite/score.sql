@@ -4,130 +4,123 @@ SELECT
   "height",
   "colour",
   "smoker",
-  EXP(
-    CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
-      THEN NULL
-      ELSE "jll_ash" - "log_evidence"
-    END
-  ) AS "proba_ash",
-  EXP(
-    CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
-      THEN NULL
-      ELSE "jll_birch" - "log_evidence"
-    END
-  ) AS "proba_birch",
-  EXP(
-    CASE
-      WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
-      THEN NULL
-      ELSE "jll_cedar" - "log_evidence"
-    END
-  ) AS "proba_cedar",
   CASE
     WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
     THEN NULL
-    WHEN "jll_ash" = MAX("jll_ash", "jll_birch", "jll_cedar")
+    ELSE CAST("exp_shifted_ash" AS REAL) / "sum_exp_shifted"
+  END AS "proba_ash",
+  CASE
+    WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
+    THEN NULL
+    ELSE CAST("exp_shifted_birch" AS REAL) / "sum_exp_shifted"
+  END AS "proba_birch",
+  CASE
+    WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
+    THEN NULL
+    ELSE CAST("exp_shifted_cedar" AS REAL) / "sum_exp_shifted"
+  END AS "proba_cedar",
+  CASE
+    WHEN "log_evidence" IS NULL OR "log_evidence" = -1e999
+    THEN NULL
+    WHEN "jll_ash" = "max_jll"
     THEN 'ash'
-    WHEN "jll_birch" = MAX("jll_ash", "jll_birch", "jll_cedar")
+    WHEN "jll_birch" = "max_jll"
     THEN 'birch'
-    WHEN "jll_cedar" = MAX("jll_ash", "jll_birch", "jll_cedar")
+    WHEN "jll_cedar" = "max_jll"
     THEN 'cedar'
   END AS "prediction"
 FROM (
   SELECT
     *,
+    "exp_shifted_ash" + "exp_shifted_birch" + "exp_shifted_cedar" AS "sum_exp_shifted",
     CASE
-      WHEN MAX("jll_ash", "jll_birch", "jll_cedar") = -1e999
+      WHEN "max_jll" = -1e999
       THEN -1e999
       WHEN (
-        MAX("jll_ash", "jll_birch", "jll_cedar") = NULL
+        "max_jll" = NULL
       )
       THEN NULL
-      ELSE MAX("jll_ash", "jll_birch", "jll_cedar") + LN(
-        EXP("jll_ash" - (
-          MAX("jll_ash", "jll_birch", "jll_cedar")
-        )) + EXP("jll_birch" - (
-          MAX("jll_ash", "jll_birch", "jll_cedar")
-        )) + EXP("jll_cedar" - (
-          MAX("jll_ash", "jll_birch", "jll_cedar")
-        ))
-      )
+      ELSE "max_jll" + LN("exp_shifted_ash" + "exp_shifted_birch" + "exp_shifted_cedar")
     END AS "log_evidence"
   FROM (
     SELECT
-      "src"."height",
-      "src"."colour",
-      "src"."smoker",
-      CAST(-1.0986122886681098 AS REAL) + COALESCE(
-        CAST(0.35578404114406353 AS REAL) - CAST(0.5 AS REAL) * (
-          (
-            NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(1.375 AS REAL)
-          ) * (
-            NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(1.375 AS REAL)
-          ) / CAST(0.07812500173657025 AS REAL)
-        ),
-        CAST(0.0 AS REAL)
-      ) + COALESCE("lookup colour"."c0", CAST(0.0 AS REAL)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
-        THEN CAST(0.0 AS REAL)
-        WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
-        THEN CAST(-0.4054651081081644 AS REAL)
-        ELSE CAST(-1.0986122886681096 AS REAL)
-      END AS "jll_ash",
-      CAST(-1.0986122886681098 AS REAL) + COALESCE(
-        CAST(0.35578404114406353 AS REAL) - CAST(0.5 AS REAL) * (
-          (
-            NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(2.625 AS REAL)
-          ) * (
-            NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(2.625 AS REAL)
-          ) / CAST(0.07812500173657025 AS REAL)
-        ),
-        CAST(0.0 AS REAL)
-      ) + COALESCE("lookup colour"."c1", CAST(0.0 AS REAL)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
-        THEN CAST(0.0 AS REAL)
-        WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
-        THEN CAST(-1.6094379124341003 AS REAL)
-        ELSE CAST(-0.2231435513142097 AS REAL)
-      END AS "jll_birch",
-      CAST(-1.0986122886681098 AS REAL) + COALESCE(
-        CAST(-0.2528249665702085 AS REAL) - CAST(0.5 AS REAL) * (
-          (
-            NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
-          ) * (
-            NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
-          ) / CAST(0.2638888906254589 AS REAL)
-        ),
-        CAST(0.0 AS REAL)
-      ) + COALESCE("lookup colour"."c2", CAST(0.0 AS REAL)) + CASE
-        WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
-        THEN CAST(0.0 AS REAL)
-        WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
-        THEN CAST(-0.4054651081081644 AS REAL)
-        ELSE CAST(-1.0986122886681096 AS REAL)
-      END AS "jll_cedar"
-    FROM "input" AS "src"
-    LEFT JOIN (
+      *,
+      EXP("jll_ash" - "max_jll") AS "exp_shifted_ash",
+      EXP("jll_birch" - "max_jll") AS "exp_shifted_birch",
+      EXP("jll_cedar" - "max_jll") AS "exp_shifted_cedar"
+    FROM (
       SELECT
-        'blue' AS "v",
-        CAST(-1.0986122886681096 AS REAL) AS "c0",
-        CAST(-0.5596157879354227 AS REAL) AS "c1",
-        CAST(-1.9459101490553132 AS REAL) AS "c2"
-      UNION ALL
-      SELECT
-        'green' AS "v",
-        CAST(-1.791759469228055 AS REAL) AS "c0",
-        CAST(-1.252762968495368 AS REAL) AS "c1",
-        CAST(-0.5596157879354227 AS REAL) AS "c2"
-      UNION ALL
-      SELECT
-        'red' AS "v",
-        CAST(-0.6931471805599452 AS REAL) AS "c0",
-        CAST(-1.9459101490553132 AS REAL) AS "c1",
-        CAST(-1.252762968495368 AS REAL) AS "c2"
-    ) AS "lookup colour"
-      ON "src"."colour" = "lookup colour"."v"
-  ) AS "s1"
-) AS "s2";
+        *,
+        MAX("jll_ash", "jll_birch", "jll_cedar") AS "max_jll"
+      FROM (
+        SELECT
+          "src"."height",
+          "src"."colour",
+          "src"."smoker",
+          CAST(-1.0986122886681098 AS REAL) + COALESCE(
+            CAST(0.35578404114406353 AS REAL) - (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(1.375 AS REAL)
+            ) * (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(1.375 AS REAL)
+            ) * CAST(6.399999857740168 AS REAL),
+            CAST(0.0 AS REAL)
+          ) + COALESCE("lookup colour"."c0", CAST(0.0 AS REAL)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
+            THEN CAST(0.0 AS REAL)
+            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
+            THEN CAST(-0.4054651081081644 AS REAL)
+            ELSE CAST(-1.0986122886681096 AS REAL)
+          END AS "jll_ash",
+          CAST(-1.0986122886681098 AS REAL) + COALESCE(
+            CAST(0.35578404114406353 AS REAL) - (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(2.625 AS REAL)
+            ) * (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(2.625 AS REAL)
+            ) * CAST(6.399999857740168 AS REAL),
+            CAST(0.0 AS REAL)
+          ) + COALESCE("lookup colour"."c1", CAST(0.0 AS REAL)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
+            THEN CAST(0.0 AS REAL)
+            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
+            THEN CAST(-1.6094379124341003 AS REAL)
+            ELSE CAST(-0.2231435513142097 AS REAL)
+          END AS "jll_birch",
+          CAST(-1.0986122886681098 AS REAL) + COALESCE(
+            CAST(-0.2528249665702085 AS REAL) - (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
+            ) * (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
+            ) * CAST(1.8947368296365943 AS REAL),
+            CAST(0.0 AS REAL)
+          ) + COALESCE("lookup colour"."c2", CAST(0.0 AS REAL)) + CASE
+            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
+            THEN CAST(0.0 AS REAL)
+            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
+            THEN CAST(-0.4054651081081644 AS REAL)
+            ELSE CAST(-1.0986122886681096 AS REAL)
+          END AS "jll_cedar"
+        FROM "input" AS "src"
+        LEFT JOIN (
+          SELECT
+            'blue' AS "v",
+            CAST(-1.0986122886681096 AS REAL) AS "c0",
+            CAST(-0.5596157879354227 AS REAL) AS "c1",
+            CAST(-1.9459101490553132 AS REAL) AS "c2"
+          UNION ALL
+          SELECT
+            'green' AS "v",
+            CAST(-1.791759469228055 AS REAL) AS "c0",
+            CAST(-1.252762968495368 AS REAL) AS "c1",
+            CAST(-0.5596157879354227 AS REAL) AS "c2"
+          UNION ALL
+          SELECT
+            'red' AS "v",
+            CAST(-0.6931471805599452 AS REAL) AS "c0",
+            CAST(-1.9459101490553132 AS REAL) AS "c1",
+            CAST(-1.252762968495368 AS REAL) AS "c2"
+        ) AS "lookup colour"
+          ON "src"."colour" = "lookup colour"."v"
+      ) AS "s1"
+    ) AS "s2"
+  ) AS "s3"
+) AS "s4";
