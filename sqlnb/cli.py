@@ -1040,11 +1040,13 @@ def cv_text(r) -> str:
 @click.option("--refit", is_flag=True, help="Fit the best grid point on all rows and save it as --model.")
 @click.option("--features", multiple=True, metavar="COL,...", help="Feature columns (default: all but the label).")
 @click.option("--exclude", multiple=True, metavar="COL,...", help="Columns that are not features.")
+@click.option("--copy/--no-copy", "copy_source", default=True, show_default=True,
+              help="Read DATA once into a temporary table and cross-validate on the copy; --no-copy reads DATA twice.")
 @format_option
 @csv_options
 @replace_option
 @click.pass_obj
-def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring, refit, features, exclude, fmt,
+def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring, refit, features, exclude, copy_source, fmt,
        delimiter, null_string, header, replace):
     """Cross-validate on DATA, optionally over a grid of hyperparameters.
 
@@ -1070,7 +1072,8 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring,
     with settings.working(), settings.connect() as con:
         r = cross_validate(data_source(con, spec), label, model=kind if kind in DENSE_KINDS else "naive_bayes",
                                con=con, folds=folds, seed=seed, grid=points, scoring=scoring, refit=refit,
-                               features=split_list(features), exclude=split_list(exclude), **options)
+                               features=split_list(features), exclude=split_list(exclude),
+                               materialize_source=copy_source, **options)
     if target is not None:
         save(settings, r.best_model, target, replace)
     if fmt == "json":

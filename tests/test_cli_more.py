@@ -138,7 +138,13 @@ def test_cv_grid_text_json_and_refit(work):
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["model"] == "lda" and len(d["results"]) == 2 and len(d["results"][0]["accuracy"]) == 3
+    assert d["scans"]["source"] == 1  # read once into a temporary copy
     assert sqlnb.load(str(work / "m.duckdb"), "best").kind == "lda"
+    r2 = invoke("cv", work / "train.parquet", "-y", "y", "--features", "x,z", "--kind", "lda", "--folds", "3",
+                "--grid", "shrinkage=0,0.5", "--no-copy", "--format", "json")
+    assert r2.exit_code == 0, r2.stderr
+    d2 = json.loads(r2.stdout)
+    assert d2["scans"]["source"] == 2 and [r["accuracy"] for r in d2["results"]] == [r["accuracy"] for r in d["results"]]
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -1,4 +1,4 @@
-"""Cross-validation: two reads of the source per grid (statistics, scoring), fold figures equal to refits."""
+"""Cross-validation: one read of the source per grid (two without the copy), fold figures equal to refits."""
 
 from __future__ import annotations
 
@@ -85,13 +85,35 @@ def assert_matches_refits(con, result, source, model_kind="naive_bayes", **optio
         np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("folds,grid", [
+GRIDS = [
     (2, None),
     (3, [{"var_smoothing": 1e-9, "alpha": 0.5}, {"var_smoothing": 1e-2, "alpha": 2.0}]),
     (5, {"alpha": [0.1, 1.0], "unseen": ["missing", "bucket"]}),
     (4, {"estimator": ["posterior-mean", "mle"], "class_prior": ["fitted", "uniform"], "alpha": [1.0, 3.0]}),
-])
-def test_naive_bayes_cv_reads_the_source_twice(counted, monkeypatch, folds, grid):
+]
+
+
+@pytest.mark.parametrize("folds,grid", GRIDS)
+def test_naive_bayes_cv_reads_the_source_once(counted, folds, grid):
+    con, seen = counted
+    n, G = 300, len(cv.expand_grid(grid))
+    result = sqlnb.cross_validate("data", "y", con=con, folds=folds, seed=7, grid=grid)
+    # One read into the temporary copy; statistics, shifts and scoring read the copy.
+    assert seen["rows"] == n, "the source is read exactly once, whatever k and G"
+    assert result.scans == {"source": 1, "statistics": 1, "scoring": 1}
+    assert len(result.results) == G and all(len(r["accuracy"]) == folds for r in result.results)
+    assert not con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'sqlnb_cv_%'").fetchall()
+    seen["rows"] = 0
+    direct = sqlnb.cross_validate("data", "y", con=con, folds=folds, seed=7, grid=grid, materialize_source=False)
+    assert [r["accuracy"] for r in direct.results] == [r["accuracy"] for r in result.results]
+    np.testing.assert_allclose([r["log_loss"] for r in direct.results], [r["log_loss"] for r in result.results],
+                               rtol=0, atol=1e-12)
+    if folds == 3:
+        assert_matches_refits(con, result, resolve("data", con))
+
+
+@pytest.mark.parametrize("folds,grid", GRIDS)
+def test_naive_bayes_cv_without_the_copy_reads_the_source_twice(counted, monkeypatch, folds, grid):
     con, seen = counted
     calls = []
     original = cv.collect_statistics_by
@@ -107,7 +129,7 @@ def test_naive_bayes_cv_reads_the_source_twice(counted, monkeypatch, folds, grid
     sqlnb.fit("data", "y", con=con)
     fit_rows = seen["rows"]  # what one fit's aggregation reads
     seen["rows"] = 0
-    result = sqlnb.cross_validate("data", "y", con=con, folds=folds, seed=7, grid=grid)
+    result = sqlnb.cross_validate("data", "y", con=con, folds=folds, seed=7, grid=grid, materialize_source=False)
     # The statistics of every fold cost what a single fit costs, and every (grid point,
     # fold) is scored in one more read: fit_rows + n rows whatever k and G (fold by fold
     # it was n·(1 + G·k)). A fit reads the source once, plus the first SHIFT_ROWS rows
@@ -116,7 +138,7 @@ def test_naive_bayes_cv_reads_the_source_twice(counted, monkeypatch, folds, grid
     assert seen["rows"] - calls[0] == n, "every (grid point, fold) is scored in one read of the source"
     assert fit_rows == n + min(n, importlib.import_module("sqlnb.fit").SHIFT_ROWS)
     assert seen["rows"] == fit_rows + n
-    assert result.scans == {"statistics": 1, "scoring": 1} and sum(result.fold_rows) == n
+    assert result.scans == {"source": 2, "statistics": 1, "scoring": 1} and sum(result.fold_rows) == n
     assert len(result.results) == G and all(len(r["accuracy"]) == folds for r in result.results)
     if folds == 3:
         assert_matches_refits(con, result, resolve("data", con))
@@ -165,7 +187,7 @@ def test_token_bags_are_scored_fold_by_fold(con):
     con.register("t", pa.table({"toks": pa.array(docs, pa.list_(pa.string())), "y": y}))
     opts = {"feature_kinds": {"toks": "multinomial"}}
     result = sqlnb.cross_validate("t", "y", con=con, folds=3, grid={"alpha": [0.5, 1.0]}, refit=False, **opts)
-    assert result.scans == {"statistics": 1, "scoring": 6}
+    assert result.scans == {"source": 1, "statistics": 1, "scoring": 6}
     assert_matches_refits(con, result, resolve("t", con), **opts)
 
 
