@@ -42,6 +42,8 @@ from .api import MODELS, fit
 from .cv import evaluate_fold
 from .discriminant import LDA, QDA, collect_moments
 from .errors import SqlnbError, suggest
+from .families.base import is_numeric
+from .fit import plan_features
 from .source import Source, resolve
 
 #: Options used unless given: logistic regression on standardised columns (as
@@ -174,6 +176,43 @@ def presence(data: Source, columns: Sequence[str], threshold: float = 0.0) -> So
     types = {c: ("DOUBLE" if c in wanted else t) for c, t in data.columns.items()}
     return Source(expr=exp.Subquery(this=query), columns=types,
                   description=f"{data.description} (x > {threshold:g} for {len(columns)} columns)")
+
+
+def encode(con: duckdb.DuckDBPyConnection, train: Any, test: Any, label: str,
+           features: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
+           binarize: float | None = None) -> tuple[Source, Source, dict[str, dict]]:
+    """Prepare a training and a test set so that every model kind sees the same information.
+
+    Naive Bayes takes categorical columns as they are; LDA, QDA and logistic regression
+    get their :func:`one_hot` indicators instead (categories from ``train``, so the test
+    set is encoded the same way). With ``binarize``, numeric features become the
+    indicators ``x > binarize`` (:func:`presence`) for every kind, and naive Bayes models
+    them as Bernoulli. Both give the generative–discriminative pairs of Ng & Jordan: naive
+    Bayes and logistic regression linear in the same indicators.
+
+    Returns
+    -------
+    (train, test, options)
+        The sources, and per model kind the ``features`` (and for naive Bayes the
+        ``feature_kinds``) to pass to :func:`learning_curves` as ``options``.
+    """
+    train_src, test_src = resolve(train, con), resolve(test, con)
+    feats = plan_features(train_src, label, None, "auto", None, features, exclude)
+    names = [f.name for f in feats]
+    categorical = [n for n in names if not (is_numeric(train_src.columns[n]) or train_src.columns[n].upper() == "BOOLEAN")]
+    numeric = [n for n in names if n not in categorical]
+    nb: dict[str, Any] = {"features": names}
+    binary = [n for n in numeric if train_src.columns[n].upper() != "BOOLEAN"]  # booleans already are
+    if binarize is not None and binary:
+        train_src, test_src = presence(train_src, binary, binarize), presence(test_src, binary, binarize)
+        nb["feature_kinds"] = {n: "bernoulli" for n in binary}
+    dense_features = list(numeric)
+    if categorical:
+        train_src, cats = one_hot(con, train_src, categorical)
+        test_src, _ = one_hot(con, test_src, categorical, cats)
+        dense_features += indicator_names(cats)
+    options = {"naive_bayes": nb, **{m: {"features": dense_features} for m in ("lda", "qda", "logistic")}}
+    return train_src, test_src, options
 
 
 def indicator_names(categories: Mapping[str, Sequence]) -> list[str]:

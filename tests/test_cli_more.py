@@ -20,7 +20,8 @@ import pytest
 from sqlglot import exp
 
 import sqlnb
-from sqlnb import export, sql
+from sqlnb import compare, export, sql
+from sqlnb.source import resolve
 from support.cli import assert_error, invoke, mixed_table, snapshot, write_parquet
 
 ON_CI = bool(os.environ.get("CI"))
@@ -186,6 +187,34 @@ def test_compare_logistic_penalty(work):
     assert [r["mean_log_loss"] for r in default] == pytest.approx([r["mean_log_loss"] for r in explicit], rel=1e-12)
     # C = 1e-6 shrinks every coefficient to ~0: the model predicts the majority class
     assert weak != default
+
+
+def test_compare_encodes_categorical_and_binarized_features(work):
+    # color is categorical: naive Bayes takes it as it is, the other kinds its one-hot
+    # indicators; flag is BOOLEAN, x and z numeric
+    r = invoke("compare", work / "train.parquet", "-y", "y", "--test", work / "test.parquet", "--exclude", "id",
+               "--sizes", "60", "--repeats", "2", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    got = {row["model"]: row for row in json.loads(r.stdout)}
+    assert got["naive_bayes"]["mean_error"] is not None and got["logistic"]["mean_error"] is not None
+    # the indicators of a column sum to one: the pooled covariance is singular, so LDA is
+    # undefined (shown as such, not an error)
+    assert got["lda"]["undefined"] == 2
+    # --binarize: Bernoulli naive Bayes and logistic regression on the same indicators x > 0,
+    # exactly what the library gives for presence() sources
+    r = invoke("compare", work / "train.parquet", "-y", "y", "--test", work / "test.parquet", "--features", "x,z",
+               "--models", "naive_bayes,logistic", "--binarize", "0", "--C", "1e4", "--sizes", "40",
+               "--repeats", "2", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    con = duckdb.connect()
+    presence = [compare.presence(resolve(str(work / f"{part}.parquet"), con), ["x", "z"])
+                for part in ("train", "test")]
+    rows = sqlnb.learning_curves(*presence, "y", con=con, models=["naive_bayes", "logistic"], sizes=[40],
+                                 repeats=2, features=["x", "z"],
+                                 options={"naive_bayes": {"kind": "bernoulli"}, "logistic": {"C": 1e4}})
+    expected = compare.summarize(rows)
+    cli = json.loads(r.stdout)
+    assert [(e["model"], e["mean_error"]) for e in expected] == [(c["model"], c["mean_error"]) for c in cli]
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
+from sqlglot import exp
 
 import sqlnb
 from sqlnb.text import DEFAULT_TOKEN_PATTERN
@@ -242,7 +243,7 @@ def sms():
     from support import shared_data as sd
     sd.require_shared_data("sms_spam")
     con = duckdb.connect()
-    con.execute(f"CREATE TABLE sms AS {sd.render(sd.sms_spam_query(row_id=True))}")
+    con.execute(sd.render(exp.Create(this=exp.to_table("sms"), kind="TABLE", expression=sd.sms_spam_query(row_id=True))))
     return con, sd.numpy_dataset("sms_spam")
 
 
