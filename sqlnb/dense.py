@@ -72,9 +72,16 @@ def plan_features(
     return out
 
 
-def value(name: str) -> exp.Expression:
-    """Feature ``name`` of the source alias ``src`` as DOUBLE."""
-    return sql.as_double(sql.col(name, "src"))
+def value(name: str, sql_type: str | None = None) -> exp.Expression:
+    """Feature ``name`` (of SQL type ``sql_type``) of the source alias ``src`` as DOUBLE.
+
+    A BOOLEAN goes through INT first: PostgreSQL has no boolean -> double cast, while
+    boolean -> integer works on every engine (TRUE = 1, FALSE = 0).
+    """
+    x = sql.col(name, "src")
+    if sql_type is not None and sql_type.upper() in ("BOOLEAN", "BOOL"):
+        x = exp.Cast(this=x, to=exp.DataType.build("int"))
+    return sql.as_double(x)
 
 
 def complete(features: Mapping[str, str]) -> exp.Expression:
@@ -97,7 +104,7 @@ def guarded(features: Mapping[str, str], score: exp.Expression) -> exp.Expressio
     return exp.Case(ifs=[exp.If(this=complete(features), true=score)])
 
 
-def linear_score(features: Sequence[str], centre: np.ndarray, coef: np.ndarray, intercept: float) -> exp.Expression:
+def linear_score(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarray, intercept: float) -> exp.Expression:
     """``Σ_j (x_j − centre_j)·coef_j + intercept`` over the source alias ``src``.
 
     Centring first keeps the products small when a column's values are far from zero
@@ -105,11 +112,12 @@ def linear_score(features: Sequence[str], centre: np.ndarray, coef: np.ndarray, 
     skipped.
     """
     terms: list[exp.Expression] = [sql.dbl(float(intercept))]
-    for j, name in enumerate(features):
+    for j, (name, sql_type) in enumerate(features.items()):
         a = float(coef[j])
         if a == 0.0:
             continue
-        d = exp.Sub(this=value(name), expression=sql.dbl(float(centre[j]))) if centre[j] != 0 else value(name)
+        x = value(name, sql_type)
+        d = exp.Sub(this=x, expression=sql.dbl(float(centre[j]))) if centre[j] != 0 else x
         terms.append(exp.Mul(this=sql.paren(d), expression=sql.dbl(a)))
     return sql.add(terms)
 
@@ -178,7 +186,7 @@ def read_rows(
     import pyarrow.compute as pc
     extra = dict(extra or {})
     cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
-    cols += [exp.alias_(value(f), f"x{j}", quoted=True) for j, f in enumerate(features)]
+    cols += [exp.alias_(value(f, source.columns[f]), f"x{j}", quoted=True) for j, f in enumerate(features)]
     cols += [exp.alias_(e, f"e{j}", quoted=True) for j, e in enumerate(extra.values())]
     import pyarrow as pa
 

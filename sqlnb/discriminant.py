@@ -132,7 +132,7 @@ def moments_query(source: Source, label: str, features: Sequence[str],
     ``group``, an expression over ``src`` (e.g. a cross-validation fold), is an extra
     grouping key returned as the second column.
     """
-    x = [value(f) for f in features]
+    x = [value(f, source.columns[f]) for f in features]
     cols: list[exp.Expression] = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
     if group is not None:
         cols.append(exp.alias_(group, "g", quoted=True))
@@ -395,8 +395,7 @@ class LDA(_Discriminant):
 
     def class_scores(self) -> list[exp.Expression]:
         f = self.fitted()
-        names = self.feature_names
-        return [guarded(self.features, linear_score(names, f["centre"], f["coef"][k], f["intercept"][k]))
+        return [guarded(self.features, linear_score(self.features, f["centre"], f["coef"][k], f["intercept"][k]))
                 for k in range(len(self.classes))]
 
 
@@ -448,7 +447,8 @@ class QDA(_Discriminant):
         scores = []
         for k in range(len(self.classes)):
             mu = self.moments.mean[k]
-            diff = [exp.Sub(this=value(n), expression=sql.dbl(float(mu[j]))) for j, n in enumerate(names)]
+            diff = [exp.Sub(this=value(n, self.features[n]), expression=sql.dbl(float(mu[j])))
+                    for j, n in enumerate(names)]
             squares = []
             for m in range(len(names)):
                 row = f["whiten"][k][m]

@@ -321,8 +321,7 @@ class Logistic(DenseModel):
                 f"rows={int(self.class_n.sum())}, C={self.C!r}, standardize={self.standardize!r})")
 
     def class_scores(self) -> list[exp.Expression]:
-        names = self.feature_names
-        return [guarded(self.features, linear_score(names, self.centre, self.coef[k], self.intercept[k]))
+        return [guarded(self.features, linear_score(self.features, self.centre, self.coef[k], self.intercept[k]))
                 for k in range(len(self.classes))]
 
     # -- storage ------------------------------------------------------------------------

@@ -63,6 +63,7 @@ def _data() -> dict[str, pa.Table]:
         "colour": pa.array(colour.tolist(), pa.string()),
         "flag": pa.array(flag.tolist(), pa.bool_()),
         "w": rng.uniform(0.5, 2.0, n),
+        "member": pa.array((rng.rand(n) < 0.3 + 0.2 * k).tolist(), pa.bool_()),  # BOOLEAN, never NULL
         "y": y,
     })
     counts = pa.table({"id": np.arange(n), **{f"t{j}": rng.poisson(1 + (k == j % 3) * 2) for j in range(5)},
@@ -246,7 +247,7 @@ def _sqlite_table(db: sqlite3.Connection, name: str, t: pa.Table) -> None:
 @pytest.mark.parametrize("family", list(CASES) + ["lda", "qda", "logistic"])
 def test_sqlite_runs_the_exported_scoring_select(duck, family):
     if family in ("lda", "qda", "logistic"):
-        data, kwargs = "mixed", dict(model=family, features=["x2", "n"])
+        data, kwargs = "mixed", dict(model=family, features=["x2", "n", "member"])
     else:
         data, kwargs = CASES[family]
     model = sqlnb.fit(data, "y", con=duck, **kwargs)
@@ -389,8 +390,8 @@ def test_dense_models_fit_and_score_on_engine(request, engine_name, duck, kind):
     """LDA, QDA (moments aggregated on the engine) and logistic regression (rows read once
     through the engine) fitted and scored there equal the DuckDB fit."""
     engine = request.getfixturevalue(engine_name)
-    expected = sqlnb.fit("mixed", "y", con=duck, model=kind, features=["x2", "n"])
-    model = sqlnb.fit("mixed", "y", con=engine, model=kind, features=["x2", "n"])
+    expected = sqlnb.fit("mixed", "y", con=duck, model=kind, features=["x2", "n", "member"])
+    model = sqlnb.fit("mixed", "y", con=engine, model=kind, features=["x2", "n", "member"])
     assert model.classes == expected.classes
     outputs = ("log_proba", "proba", "prediction")
     want = _rows(expected.score("mixed", con=duck, outputs=outputs, keep=["id"]))
