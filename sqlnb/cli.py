@@ -267,10 +267,51 @@ class Settings:
 # -- option parsing helpers -----------------------------------------------------------------
 
 def split_list(values: tuple[str, ...]) -> list[str] | None:
-    """Repeated and/or comma-separated names; None when the option was not given."""
+    """Repeated and/or comma-separated names; None when the option was not given.
+
+    As in CSV, a name that holds a comma, or leading or trailing spaces, is written in
+    double quotes, with ``""`` for a quote inside them: ``--features 'a,"b,c"'`` gives
+    ``a`` and ``b,c``. Unquoted names are stripped; a quote inside one is just a character
+    (``a"b`` is ``a"b``).
+    """
     if not values:
         return None
-    return [item.strip() for v in values for item in v.split(",") if item.strip()]
+    return [name for v in values for name in _split_names(v)]
+
+
+def _split_names(text: str) -> list[str]:
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i <= n:
+        while i < n and text[i] == " ":
+            i += 1
+        if i < n and text[i] == '"':  # quoted: up to the closing quote, "" is a quote
+            j, name = i + 1, []
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    raise SqlnbError(f"unterminated quote in the column list {text!r}; close it, e.g. '\"b,c\"'")
+                name.append(text[j:k])
+                if text.startswith('""', k):
+                    name.append('"')
+                    j = k + 2
+                    continue
+                break
+            i = k + 1
+            while i < n and text[i] == " ":
+                i += 1
+            if i < n and text[i] != ",":
+                raise SqlnbError(f"text after a quoted name in the column list {text!r}; "
+                                 "separate names with commas")
+            out.append("".join(name))
+        else:
+            k = text.find(",", i)
+            k = n if k < 0 else k
+            if text[i:k].strip():
+                out.append(text[i:k].strip())
+            i = k
+        i += 1
+    return out
 
 
 def assignments(values: tuple[str, ...] | list[str], option: str, convert: Callable[[str], Any] = str) -> dict:

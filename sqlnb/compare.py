@@ -200,6 +200,11 @@ def encode(con: duckdb.DuckDBPyConnection, train: Any, test: Any, label: str,
     feats = plan_features(train_src, label, None, "auto", None, features, exclude)
     names = [f.name for f in feats]
     categorical = [n for n in names if not (is_numeric(train_src.columns[n]) or train_src.columns[n].upper() == "BOOLEAN")]
+    for n in categorical:
+        t = train_src.columns[n]
+        if t.endswith("]") or t.upper().startswith(("MAP", "STRUCT", "UNION")):
+            raise SqlnbError(f"column {n!r} in {train_src.description} has type {t}; learning curves take numeric, "
+                             f"boolean and categorical columns: leave it out (--exclude {n})")
     numeric = [n for n in names if n not in categorical]
     nb: dict[str, Any] = {"features": names}
     binary = [n for n in numeric if train_src.columns[n].upper() != "BOOLEAN"]  # booleans already are

@@ -605,6 +605,23 @@ def test_hostile_names_are_only_names(tmp_path):
     assert "we'ird name" in invoke("models", db).stdout
 
 
+def test_column_lists_quote_names_with_commas(tmp_path):
+    from sqlnb.cli import split_list
+    assert split_list(('a, "b,c" ,d', '"say ""hi""",  e ')) == ["a", "b,c", "d", 'say "hi"', "e"]
+    assert split_list(('a"; DROP TABLE sentinel; --',)) == ['a"; DROP TABLE sentinel; --']
+    rng = np.random.default_rng(2)
+    k = rng.integers(0, 2, 80)
+    data = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"x,1": rng.normal(2.0 * k, 1.0), " b ": rng.normal(-k, 1.0), "c": rng.normal(size=80),
+                             "y": k}), data)
+    model = f"{tmp_path}/m.duckdb:m"
+    r = invoke("fit", data, "-y", "y", "--features", '"x,1"," b "', "-m", model)
+    assert r.exit_code == 0, r.stderr
+    assert sqlnb.load(str(tmp_path / "m.duckdb"), "m").feature_names == ["x,1", " b "]
+    assert_error(invoke("fit", data, "-y", "y", "--features", '"x,1', "-m", f"{tmp_path}/m.duckdb:n"),
+                 "unterminated quote in the column list")
+
+
 # -- demo ------------------------------------------------------------------------------------
 
 def test_demo_is_deterministic_and_keeps_files_on_request(tmp_path):

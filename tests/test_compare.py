@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from sqlglot import exp
@@ -129,3 +131,10 @@ def test_one_hot_uses_the_training_categories(con):
     assert indicators(test) == [(0.0, 1.0), (0.0, 0.0)]  # unseen 'z': all zeros
     model = sqlnb.fit_logistic(train, "y", con=con, features=["c=a", "c=b"])
     assert model.predict(test, con).to_arrow_table().num_rows == 2
+
+
+def test_encode_rejects_nested_columns_in_one_line():
+    con = duckdb.connect()
+    con.register("t", pa.table({"x": [1.0, 2.0], "toks": [["a"], ["b"]], "y": ["p", "q"]}))
+    with pytest.raises(sqlnb.SqlnbError, match=r"column 'toks' .* has type VARCHAR\[\]; .*--exclude toks"):
+        compare.encode(con, "t", "t", "y")
