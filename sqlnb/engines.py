@@ -50,7 +50,7 @@ from sqlglot import exp
 
 from . import sql
 from .errors import SqlnbError, SqlnbNotFound, suggest
-from .source import Files, Query, Source, Table, guess, resolve
+from .source import Files, Query, Source, Table, file_format, guess, resolve
 
 SCHEMA = "sqlnb"
 CATALOG = "models"
@@ -461,8 +461,9 @@ class SparkEngine(_Columns):
 
     Training runs two aggregation queries in Spark and collects only their results
     (a few rows per class); scoring returns a lazy ``DataFrame``. Data can be a table or
-    view name, a Spark SQL query, a Spark ``DataFrame`` or a pyarrow table (the last
-    two are registered as temporary views). Storage: see the module docstring.
+    view name, a Spark SQL query, Parquet, CSV or JSON-lines files (path, glob or
+    directory, read by ``spark.read``), a Spark ``DataFrame`` or a pyarrow table (files,
+    DataFrames and tables are registered as temporary views). Storage: see the module docstring.
     """
 
     dialect = "spark"
@@ -482,18 +483,21 @@ class SparkEngine(_Columns):
         data = guess(data)
         if isinstance(data, Source):
             return data
+        described = "the DataFrame"
+        if isinstance(data, Files):
+            data, described = self._read_files(data), f"files {data.path!r}"
         if type(data).__module__.startswith(("pyarrow", "pandas")):
             data = self.spark.createDataFrame(data)
         if type(data).__module__.startswith("pyspark"):  # a DataFrame
             view = f"sqlnb_input_{uuid.uuid4().hex[:12]}"
             data.createOrReplaceTempView(view)
             data = Table(view)
-            found = (sql.table(view), "the DataFrame")
+            found = (sql.table(view), described)
         else:
             found = _source_node(data, self.dialect)
         if found is None:
-            raise SqlnbError(f"Spark reads tables, views, queries and DataFrames, not a "
-                             f"{type(data).__name__}; read files with spark.read and pass the DataFrame")
+            raise SqlnbError(f"Spark reads tables, views, queries, files and DataFrames, not a "
+                             f"{type(data).__name__}")
         node, desc = found
         try:
             schema = self.spark.sql(sql.render(_probe(node), self.dialect)).schema  # analysed, not run
@@ -504,6 +508,37 @@ class SparkEngine(_Columns):
             raise SqlnbError(f"cannot read {desc}: {text}") from None
         columns = {f.name: duckdb_type(f.dataType.simpleString(), self.dialect) for f in schema.fields}
         return Source(expr=node, columns=columns, description=desc)
+
+    #: DuckDB reader options (what the CLI's CSV options set) and their Spark names.
+    _CSV_OPTIONS = {"delim": "sep", "sep": "sep", "header": "header", "nullstr": "nullValue"}
+
+    def _read_files(self, files: Files):
+        """Parquet, CSV or JSON-lines files (path, glob or Parquet directory) read by Spark
+        itself, so they never pass through the driver. CSV has a header row by default and
+        its column types are inferred, as DuckDB does."""
+        fmt = files.format or file_format(files.path)
+        reader = self.spark.read
+        if fmt == "csv":
+            opts = {"header": True, "inferSchema": True}
+            for key, value in files.options.items():
+                if key not in self._CSV_OPTIONS:
+                    raise SqlnbError(f"Spark's CSV reader has no option {key!r} here; "
+                                     f"use one of: {', '.join(sorted(self._CSV_OPTIONS))}")
+                if key == "nullstr" and isinstance(value, (list, tuple)):
+                    if len(value) != 1:
+                        raise SqlnbError("Spark's CSV reader takes one NULL string, not several")
+                    value = value[0]
+                opts[self._CSV_OPTIONS[key]] = value
+            reader = reader.options(**opts)
+        elif files.options:
+            raise SqlnbError(f"reader options are for CSV files; {files.path!r} is {fmt}")
+        try:
+            return {"parquet": reader.parquet, "csv": reader.csv, "json": reader.json}[fmt](files.path)
+        except Exception as e:  # pyspark's AnalysisException: PATH_NOT_FOUND and friends
+            text = str(e).splitlines()[0]
+            if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
+                raise SqlnbNotFound(f"no file matches {files.path!r}; check the path or glob") from None
+            raise SqlnbError(f"Spark cannot read {files.path!r}: {text}") from None
 
     # storage
     def _catalog(self) -> exp.Table:

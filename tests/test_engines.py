@@ -30,6 +30,7 @@ import pytest
 
 import sqlnb
 from sqlnb.engines import PostgresEngine, SparkEngine
+from sqlnb.errors import SqlnbNotFound
 
 TOL = 1e-9
 ON_CI = bool(os.environ.get("CI"))
@@ -405,6 +406,29 @@ def test_dense_models_fit_and_score_on_engine(request, engine_name, duck, kind):
                 np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12, err_msg=f"{kind} {name}.{col}")
             else:
                 assert a == b, f"{kind} {name}.{col}"
+
+
+@pytest.mark.spark
+def test_spark_reads_files_itself(spark, duck, tmp_path):
+    """Parquet (a glob and a directory) and CSV files, read by spark.read: the model and
+    the scores equal DuckDB's on the same files."""
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    t = DATA["mixed"].drop_columns(["w"])
+    (tmp_path / "pq").mkdir()
+    pq.write_table(t.slice(0, 30), tmp_path / "pq" / "part-0.parquet")
+    pq.write_table(t.slice(30), tmp_path / "pq" / "part-1.parquet")
+    pcsv.write_csv(t, tmp_path / "mixed.csv")
+    outputs = ("log_proba", "proba", "prediction")
+    for path in (str(tmp_path / "pq" / "*.parquet"), str(tmp_path / "pq"), str(tmp_path / "mixed.csv")):
+        expected = sqlnb.fit(path, "y", con=duck, exclude=["id"])
+        model = sqlnb.fit(path, "y", con=spark, exclude=["id"])
+        _same_statistics(model, expected)
+        _compare(expected, _rows(model.score(path, con=spark, outputs=outputs, keep=["id"])),
+                 _rows(expected.score(path, con=duck, outputs=outputs, keep=["id"])), f"spark {path}")
+    with pytest.raises(SqlnbNotFound, match="no file matches"):
+        sqlnb.fit(str(tmp_path / "none" / "*.parquet"), "y", con=spark)
 
 
 @pytest.mark.parametrize("engine_name", [pytest.param("postgres", marks=pytest.mark.postgres),
