@@ -1187,13 +1187,12 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
     test_spec = parse_data(test_data) if test_data else None
     with settings.working(), settings.connect() as con:
         train = data_source(con, spec)
+        train.require([label], "label column")
         if test_spec is not None:
             test = data_source(con, test_spec)
         else:
-            train.require([label], "label column")
             fold = fold_expression(train, 4, seed)
             train, test = fold_source(train, fold, 0, held_out=False), fold_source(train, fold, 0)
-        train.require([label], "label column")
         train, test, options = compare_module.encode(con, train, test, label, split_list(features),
                                                      split_list(exclude), binarize)
         if C is not None:

@@ -469,7 +469,8 @@ def cross_validate(
     fold = fold_expression(source, folds, seed, key)
     if features is not None and exclude:
         raise SqlnbError("give either the features to use or the ones to exclude, not both")
-    source.require([*(features or ()), *(exclude or ())], "feature column")
+    source.require(list(features or ()), "feature column")
+    source.require(list(exclude or ()), "excluded column")  # checked here: the copy leaves them out
     if not materialize_source:
         return _cross_validate(con, source, label, fold, model, folds, seed, points, scoring, refit,
                                features, exclude, options, start, source_reads=2)

@@ -73,15 +73,9 @@ def plan_features(
 
 
 def value(name: str, sql_type: str | None = None) -> exp.Expression:
-    """Feature ``name`` (of SQL type ``sql_type``) of the source alias ``src`` as DOUBLE.
-
-    A BOOLEAN goes through INT first: PostgreSQL has no boolean -> double cast, while
-    boolean -> integer works on every engine (TRUE = 1, FALSE = 0).
-    """
-    x = sql.col(name, "src")
-    if sql_type is not None and sql_type.upper() in ("BOOLEAN", "BOOL"):
-        x = exp.Cast(this=x, to=exp.DataType.build("int"))
-    return sql.as_double(x)
+    """Feature ``name`` (of SQL type ``sql_type``) of the source alias ``src`` as DOUBLE
+    (a BOOLEAN through INT, :func:`sqlnb.sql.as_double`)."""
+    return sql.as_double(sql.col(name, "src"), sql_type)
 
 
 def complete(features: Mapping[str, str]) -> exp.Expression:

@@ -59,8 +59,14 @@ def dbl(value: float) -> exp.Expression:
     return exp.Cast(this=lit, to=_DOUBLE.copy())
 
 
-def as_double(e: exp.Expression) -> exp.Expression:
-    """``CAST(e AS DOUBLE)``: aggregate and score in binary floating point."""
+def as_double(e: exp.Expression, sql_type: str | None = None) -> exp.Expression:
+    """``CAST(e AS DOUBLE)``: aggregate and score in binary floating point.
+
+    A BOOLEAN (``sql_type``) goes through INT first: PostgreSQL has no boolean -> double
+    cast, while boolean -> integer works on every engine (TRUE = 1, FALSE = 0).
+    """
+    if sql_type is not None and sql_type.upper() in ("BOOLEAN", "BOOL"):
+        e = exp.Cast(this=e, to=exp.DataType.build("int"))
     return exp.Cast(this=e, to=_DOUBLE.copy())
 
 

@@ -96,11 +96,7 @@ class Family:
         are reported. When scoring, NaN counts as missing (DuckDB sorts NaN above every
         number and ``NaN > 0`` is true, so it must never reach a score).
         """
-        x = sql.col(feature.name, "src")
-        if feature.sql_type.upper() in ("BOOLEAN", "BOOL"):
-            # PostgreSQL has no boolean -> double cast; boolean -> integer works everywhere.
-            x = exp.Cast(this=x, to=exp.DataType.build("int"))
-        x = sql.as_double(x)
+        x = sql.as_double(sql.col(feature.name, "src"), feature.sql_type)
         if scoring and is_float(feature.sql_type):
             x = exp.Nullif(this=x, expression=sql.dbl(float("nan")))
         return x
