@@ -35,7 +35,7 @@ from support.shared_data import (  # noqa: E402
 )
 
 import sqlnb  # noqa: E402
-from sqlnb import sql  # noqa: E402
+from sqlnb import sql
 from sqlnb.source import Table, resolve  # noqa: E402
 
 LABEL = "income"

@@ -1,6 +1,6 @@
 """``python -m sqlnb``: the same command line as the ``sqlnb`` script."""
 
-from .cli import main
+from sqlnb.cli import main
 
 if __name__ == "__main__":
     main()

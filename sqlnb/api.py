@@ -14,14 +14,14 @@ from typing import Any, Mapping, Sequence
 
 import duckdb
 
-from . import dense
-from .discriminant import LDA, QDA, collect_moments
-from .engines import as_engine
-from .errors import SqlnbError, suggest
-from .fit import collect_statistics, plan_features
-from .logistic import Logistic
-from .naive_bayes import Hyperparameters, NaiveBayes
-from .store import drop_model, list_models, load_model
+from sqlnb.models import dense
+from sqlnb.models.discriminant import LDA, QDA, collect_moments
+from sqlnb.engines import as_engine
+from sqlnb.errors import SqlnbError, suggest
+from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features
+from sqlnb.models.logistic import Logistic
+from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
+from sqlnb.store import drop_model, list_models, load_model
 
 #: Model kinds :func:`fit` can build (``model=``); ``kind=`` stays the naive Bayes family.
 MODELS = ("naive_bayes", "lda", "qda", "logistic")
@@ -118,7 +118,7 @@ def fit(
 def _dense_start(data, label, con, features, exclude, what):
     # Any engine: the moments aggregate runs where the data is (COVAR_POP exists in DuckDB,
     # PostgreSQL and Spark); logistic regression reads its rows through the engine once.
-    from .engines import as_engine
+    from sqlnb.engines import as_engine
     engine = as_engine(con)
     source = engine.resolve(data)
     return engine, source, dense.plan_features(source, label, features, exclude, what)

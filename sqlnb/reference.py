@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import sql
+from sqlnb import sql
 
 #: The command that rewrites the folder (quoted in the test's failure message).
 COMMAND = "python -m sqlnb.reference sql/"
@@ -43,7 +43,7 @@ def example_model():
     """The example naive Bayes model (defaults: gaussian + categorical + bernoulli)."""
     import duckdb
 
-    from .api import fit
+    from sqlnb.api import fit
     con = duckdb.connect(config={"threads": 1})  # one thread: a fixed summation order
     con.register("train", example_data())
     return fit("train", "species", con=con), con
@@ -51,7 +51,7 @@ def example_model():
 
 def reference_files() -> dict[str, str]:
     """Relative path -> text of every file in ``sql/``."""
-    from .export import duckdb_macro, fit_sql
+    from sqlnb.workflows.export import duckdb_macro, fit_sql
     model, con = example_model()
     inputs = example_data().drop_columns(["species"])
     con.register("input", inputs)

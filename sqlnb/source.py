@@ -19,8 +19,8 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from . import sql
-from .errors import SqlnbError, SqlnbNotFound, suggest
+from sqlnb import sql
+from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
 
 _FORMATS = {
     ".parquet": "parquet",

@@ -33,7 +33,7 @@ def scores(model, X, con=None, outputs=("proba", "prediction", "jll", "log_evide
     if "prediction" in outputs:
         out["prediction"] = d["prediction"]
     if "jll" in outputs:
-        from sqlnb.score import class_columns
+        from sqlnb.models.finish import class_columns
         out["jll"] = np.array([d[c] for c in class_columns("jll_", model.classes)], dtype=float).T
     if "log_evidence" in outputs:
         out["log_evidence"] = np.array(d["log_evidence"], dtype=float)

@@ -22,8 +22,8 @@ import sqlnb
 from sqlnb import cli as cli_module
 from sqlnb.cli import EXIT_FAIL, EXIT_INTERRUPTED, cli
 from sqlnb.errors import SqlnbError
-from sqlnb.evaluate import evaluate
-from sqlnb.locations import DbObject, FileOut, StdOut, parse_data, parse_out, split_db
+from sqlnb.workflows.evaluate import evaluate
+from sqlnb.io.locations import DbObject, FileOut, StdOut, parse_data, parse_out, split_db
 from support.cli import assert_error, invoke, mixed_table, snapshot, write_parquet
 
 
@@ -539,7 +539,7 @@ def test_interrupted_score_leaves_the_previous_output(base, tmp_path, monkeypatc
     out = tmp_path / "scored.parquet"
     assert invoke("score", base / "test.parquet", "-m", f"{base}/m.duckdb:nb", "-o", out).exit_code == 0
     before = snapshot(tmp_path, out)
-    monkeypatch.setattr("sqlnb.output.os.replace", _interrupt)  # after COPY wrote the temporary file
+    monkeypatch.setattr("sqlnb.io.output.os.replace", _interrupt)  # after COPY wrote the temporary file
     result = invoke("score", base / "test.parquet", "-m", f"{base}/m.duckdb:nb", "-o", out, "--replace")
     assert result.exit_code == EXIT_INTERRUPTED and result.stdout == ""
     assert result.stderr == "Error: interrupted; nothing was written\n"
@@ -549,7 +549,7 @@ def test_interrupted_score_leaves_the_previous_output(base, tmp_path, monkeypatc
 def test_interrupted_table_output_rolls_back(work, monkeypatch):
     db = f"{work}/m.duckdb"
     assert invoke("score", work / "test.parquet", "-m", f"{db}:nb", "-o", f"{db}:s", "--keep", "id").exit_code == 0
-    monkeypatch.setattr("sqlnb.output._count", _interrupt)  # after CREATE OR REPLACE ran, before COMMIT
+    monkeypatch.setattr("sqlnb.io.output._count", _interrupt)  # after CREATE OR REPLACE ran, before COMMIT
     result = invoke("score", work / "test.parquet", "-m", f"{db}:nb", "-o", f"{db}:s", "--replace", "--no-proba")
     assert result.exit_code == EXIT_INTERRUPTED
     with duckdb.connect(db, read_only=True) as con:

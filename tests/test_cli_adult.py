@@ -4,7 +4,7 @@ The raw files are materialised into a DuckDB database with the shared parsing qu
 (``?`` as NULL, trimmed fields, the test labels' trailing dot removed); then
 ``sqlnb fit``/``score``/``evaluate`` run on ``adult.duckdb:adult_train`` and
 ``adult.duckdb:adult_test``, and their results are compared with ``sqlnb.fit``,
-``model.score`` and ``sqlnb.evaluate.evaluate`` on the same tables, and the metrics
+``model.score`` and ``sqlnb.workflows.evaluate.evaluate`` on the same tables, and the metrics
 with scikit-learn's on the scored rows.
 """
 
@@ -21,7 +21,7 @@ from sqlglot import exp
 
 import sqlnb
 from sqlnb import sql
-from sqlnb.evaluate import evaluate
+from sqlnb.workflows.evaluate import evaluate
 from sqlnb.source import Table
 from support.cli import invoke
 from support.shared_data import adult_test_query, adult_train_query, render, require_shared_data

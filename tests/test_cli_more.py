@@ -20,7 +20,9 @@ import pytest
 from sqlglot import exp
 
 import sqlnb
-from sqlnb import compare, export, sql
+from sqlnb import sql
+from sqlnb.workflows import compare
+from sqlnb.workflows import export
 from sqlnb.source import resolve
 from support.cli import assert_error, invoke, mixed_table, snapshot, write_parquet
 

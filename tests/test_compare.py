@@ -13,7 +13,8 @@ from sqlglot import exp
 
 import sqlnb
 from conftest import frame
-from sqlnb import compare, sql
+from sqlnb import sql
+from sqlnb.workflows import compare
 from sqlnb.source import resolve
 from support import shared_data as sd
 

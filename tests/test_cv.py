@@ -11,8 +11,8 @@ import pytest
 
 import sqlnb
 from conftest import frame
-from sqlnb import cv
-from sqlnb.model import Model
+from sqlnb.workflows import cv
+from sqlnb.models.base import Model
 from sqlnb.source import resolve
 
 try:
@@ -133,10 +133,10 @@ def test_naive_bayes_cv_without_the_copy_reads_the_source_twice(counted, monkeyp
     # The statistics of every fold cost what a single fit costs, and every (grid point,
     # fold) is scored in one more read: fit_rows + n rows whatever k and G (fold by fold
     # it was n·(1 + G·k)). A fit reads the source once, plus the first SHIFT_ROWS rows
-    # for the Gaussian shifts (sqlnb.fit.gaussian_shifts), which are all 300 rows here.
+    # for the Gaussian shifts (sqlnb.models.naive_bayes.fit.gaussian_shifts), which are all 300 rows here.
     assert calls == [fit_rows], "the statistics of every fold cost one fit's reads"
     assert seen["rows"] - calls[0] == n, "every (grid point, fold) is scored in one read of the source"
-    assert fit_rows == n + min(n, importlib.import_module("sqlnb.fit").SHIFT_ROWS)
+    assert fit_rows == n + min(n, importlib.import_module("sqlnb.models.naive_bayes.fit").SHIFT_ROWS)
     assert seen["rows"] == fit_rows + n
     assert result.scans == {"source": 2, "statistics": 1, "scoring": 1} and sum(result.fold_rows) == n
     assert len(result.results) == G and all(len(r["accuracy"]) == folds for r in result.results)
@@ -172,7 +172,7 @@ def test_naive_bayes_fold_figures_equal_refits(con, options, grid):
         assert r["accuracy"] == [f["accuracy"] for f in ref]
         np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=0, atol=1e-9)
     if grid == {"estimator": ["mle"]}:  # rare values seen in one class only: zero likelihood somewhere
-        ev = [sqlnb.evaluate.evaluate(sqlnb.fit(cv.fold_source(source, fold, i, held_out=False), "y", con=con,
+        ev = [sqlnb.workflows.evaluate.evaluate(sqlnb.fit(cv.fold_source(source, fold, i, held_out=False), "y", con=con,
                                                 estimator="mle", features=["colour", "rare"]),
                                       cv.fold_source(source, fold, i), con) for i in range(4)]
         assert any(e.no_proba_rows for e in ev)

@@ -273,7 +273,7 @@ def test_sqlite_runs_the_reference_fit_and_score_sql():
     and sql/sqlite/score.sql DuckDB's probabilities."""
     from pathlib import Path
 
-    from sqlnb.export import fit_queries
+    from sqlnb.workflows.export import fit_queries
     from sqlnb.reference import example_data, example_model
     from sqlnb import sql
     root = Path(__file__).resolve().parents[1] / "sql"
@@ -491,6 +491,6 @@ def _compare_tables(model, got: pa.Table, want: pa.Table, where: str) -> None:
 ])
 def test_native_types_map_to_default_kinds(dialect, native, kind):
     from sqlnb.engines import duckdb_type
-    from sqlnb.fit import default_kind
+    from sqlnb.models.naive_bayes.fit import default_kind
     assert default_kind(duckdb_type(native, dialect)) == kind
     assert default_kind(native) == kind  # the native spelling too, e.g. from a stored model

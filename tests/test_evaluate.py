@@ -8,7 +8,7 @@ import pytest
 from sklearn import metrics
 
 import sqlnb
-from sqlnb.evaluate import EPS, evaluate, text_report
+from sqlnb.workflows.evaluate import EPS, evaluate, text_report
 from support.cli import mixed_table
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import sqlnb
 
-fit_module = importlib.import_module("sqlnb.fit")
+fit_module = importlib.import_module("sqlnb.models.naive_bayes.fit")
 
 
 def exact_moments(x, w=None):

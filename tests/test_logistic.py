@@ -22,7 +22,7 @@ from sklearn.preprocessing import StandardScaler
 
 import sqlnb
 from conftest import frame, scores
-from sqlnb import logistic
+from sqlnb.models import logistic
 from support import shared_data as sd
 
 TOL = 1e-6

@@ -73,7 +73,7 @@ def test_rendering_refuses_what_a_dialect_cannot_run():
     from sqlglot import exp
 
     from sqlnb.errors import SqlnbError
-    from sqlnb.export import fit_queries
+    from sqlnb.workflows.export import fit_queries
     model, _ = example_model()
     with pytest.raises(SqlnbError, match="sqlite has no VAR_POP"):
         sql.render(exp.select(exp.VariancePop(this=sql.col("x"))), "sqlite")

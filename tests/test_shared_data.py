@@ -16,7 +16,7 @@ from sqlglot import exp
 
 import sqlnb
 from sqlnb import sql
-from sqlnb.score import class_columns
+from sqlnb.models.finish import class_columns
 from support import shared_data as sd
 
 pytestmark = pytest.mark.shared_data

@@ -15,7 +15,7 @@ from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
 from sqlglot import exp
 
 import sqlnb
-from sqlnb.text import DEFAULT_TOKEN_PATTERN
+from sqlnb.models.naive_bayes.text import DEFAULT_TOKEN_PATTERN
 
 TOL = 1e-9
 SK = {"multinomial": MultinomialNB, "bernoulli": BernoulliNB, "complement": ComplementNB}

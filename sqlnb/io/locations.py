@@ -1,0 +1,216 @@
+"""Where the command line reads and writes: the DATA, MODEL and OUT arguments.
+
+Every argument is a plain string, parsed here into a small value; nothing in it is ever
+parsed as SQL::
+
+    DATA   lake/2026/*.parquet | train.csv | data.json | DB.duckdb:TABLE
+    MODEL  DB.duckdb:NAME                     (the database file is created when missing)
+    OUT    scored.parquet | scored.csv | scored.json | DB.duckdb:TABLE | -  (CSV on stdout)
+
+``X.duckdb:NAME`` is split at the first ``:`` that follows a ``.duckdb`` or ``.db``
+suffix, so ``my.db.duckdb:a:b.c`` is the table ``a:b.c`` of ``my.db.duckdb``. A table or
+model name is one identifier, whatever characters it holds (``sqlnb.source.Table``).
+
+:func:`data_source` resolves a DATA value against a connection: files are read through
+DuckDB's readers, and a table in a database other than the connection's own is attached
+read-only under an alias, so scoring can read one database and write another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import duckdb
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
+from sqlnb.source import Files, Source, Table, file_format, resolve
+
+#: File suffixes that mark a DuckDB database in ``DB:NAME``.
+DB_SUFFIXES = (".duckdb", ".db")
+
+#: Alias under which a data database other than the connection's own is attached.
+DATA_ALIAS = "sqlnb_data"
+
+#: Output formats by file suffix (``.tsv`` is CSV with a tab delimiter).
+OUT_FORMATS = {"parquet": "parquet", "pq": "parquet", "csv": "csv", "tsv": "csv", "txt": "csv",
+               "json": "json", "jsonl": "json", "ndjson": "json"}
+
+
+@dataclass(frozen=True)
+class DbObject:
+    """A table, view or model ``name`` inside the DuckDB database file ``db``."""
+
+    db: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.db}:{self.name}"
+
+
+@dataclass(frozen=True)
+class FileOut:
+    """An output file and its format (``parquet``, ``csv`` or ``json``)."""
+
+    path: str
+    format: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.path
+
+
+@dataclass(frozen=True)
+class StdOut:
+    """CSV on standard output (``-``)."""
+
+    def __str__(self) -> str:
+        return "-"
+
+
+def split_db(text: str) -> DbObject | None:
+    """``DB.duckdb:NAME`` -> DbObject, or None when ``text`` names no database object."""
+    lower = text.lower()
+    for i, ch in enumerate(text):
+        if ch == ":" and lower[:i].endswith(DB_SUFFIXES):
+            return DbObject(text[:i], text[i + 1:])
+    return None
+
+
+def is_db_path(text: str) -> bool:
+    return text.lower().endswith(DB_SUFFIXES)
+
+
+def parse_model(text: str) -> DbObject:
+    """A MODEL argument: ``DB.duckdb:NAME``."""
+    obj = split_db(text)
+    if obj is None or not obj.name or not obj.db:
+        raise SqlnbError(
+            f"MODEL must look like DB.duckdb:NAME (e.g. models.duckdb:churn), not {text!r}")
+    return obj
+
+
+def parse_data(text: str, csv_options: Mapping[str, Any] | None = None) -> DbObject | Files:
+    """A DATA argument: files by path or glob, or ``DB.duckdb:TABLE``.
+
+    ``csv_options`` (DuckDB ``read_csv`` parameters such as ``nullstr`` and ``delim``) apply
+    to CSV files only; giving them for other data is an error rather than silently ignored.
+    """
+    csv_options = dict(csv_options or {})
+    obj = split_db(text)
+    if obj is not None:
+        if not obj.name:
+            raise SqlnbError(f"DATA {text!r} names no table; write it as {obj.db}:TABLE")
+        if csv_options:
+            raise SqlnbError("CSV reading options apply to CSV files, not to a database table")
+        return obj
+    if is_db_path(text):
+        raise SqlnbError(f"DATA {text!r} is a DuckDB database; name a table in it: {text}:TABLE")
+    fmt = file_format(text)
+    if csv_options and fmt != "csv":
+        raise SqlnbError(f"CSV reading options apply to CSV files, not to {fmt} data {text!r}")
+    return Files(text, fmt, csv_options)
+
+
+def parse_out(text: str) -> DbObject | FileOut | StdOut:
+    """An OUT argument: a ``.parquet``/``.csv``/``.json`` file, ``DB.duckdb:TABLE`` or ``-``."""
+    if text == "-":
+        return StdOut()
+    obj = split_db(text)
+    if obj is not None:
+        if not obj.name:
+            raise SqlnbError(f"OUT {text!r} names no table; write it as {obj.db}:TABLE")
+        return obj
+    name = os.path.basename(text).lower()
+    for ext in (".gz", ".zst", ".zstd"):  # DuckDB compresses by the final suffix
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    suffix = name.rsplit(".", 1)[-1] if "." in name else ""
+    if suffix not in OUT_FORMATS:
+        raise SqlnbError(
+            f"cannot tell the output format of {text!r}; use a .parquet, .csv or .json file, "
+            "DB.duckdb:TABLE, or - for CSV on stdout")
+    options = {"delimiter": "\t"} if suffix == "tsv" else {}
+    return FileOut(text, OUT_FORMATS[suffix], options)
+
+
+def same_file(a: str | None, b: str | None) -> bool:
+    """Whether two paths name the same file (also when neither exists yet)."""
+    if a is None or b is None:
+        return False
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _catalog_tables(con: duckdb.DuckDBPyConnection, catalog: str | None) -> list[str]:
+    """Tables and views of ``catalog`` (default: the connection's own database), except
+    sqlnb's model tables."""
+    where = sql.col("table_catalog").eq(
+        exp.Placeholder() if catalog else exp.func("current_database"))
+    q = (exp.select(sql.col("table_name")).from_(exp.to_table("information_schema.tables"))
+         .where(exp.and_(where, sql.col("table_schema").eq(exp.Literal.string("main"))))
+         .order_by(sql.col("table_name")))
+    return [r[0] for r in con.execute(sql.render(q), [catalog] if catalog else []).fetchall()]
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, name: str, catalog: str | None = None) -> bool:
+    """Whether ``name`` is a table or view in the main schema (DuckDB compares names
+    case-insensitively, even quoted ones, so this does too)."""
+    return name.lower() in {t.lower() for t in _catalog_tables(con, catalog)}
+
+
+def attach(con: duckdb.DuckDBPyConnection, path: str, alias: str = DATA_ALIAS) -> str:
+    """Attach the database ``path`` read-only as ``alias`` (the path is a string literal,
+    the alias a quoted identifier)."""
+    if not os.path.exists(path):
+        raise SqlnbNotFound(f"database {path!r} does not exist; check the path")
+    stmt = exp.Attach(this=exp.alias_(exp.Literal.string(path), sql.ident(alias)),
+                      expressions=[exp.AttachOption(this=exp.var("READ_ONLY"))])
+    try:
+        con.execute(sql.render(stmt))
+    except duckdb.Error as e:
+        raise SqlnbError(f"cannot open database {path!r}: {str(e).strip().splitlines()[0]}") from None
+    return alias
+
+
+def _attached(con: duckdb.DuckDBPyConnection, path: str) -> str:
+    """The alias of the database ``path`` attached read-only to ``con``: the existing
+    attachment when two DATA arguments name the same database, else a new one."""
+    q = exp.select(sql.col("database_name"), sql.col("path")).from_(exp.Table(this=exp.func("duckdb_databases")))
+    attached = {name: p for name, p in con.execute(sql.render(q)).fetchall()}
+    for name, p in attached.items():
+        if name.startswith(DATA_ALIAS) and same_file(p, path):
+            return name
+    alias = DATA_ALIAS if DATA_ALIAS not in attached else f"{DATA_ALIAS}_{len(attached)}"
+    return attach(con, path, alias)
+
+
+def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files,
+                own_db: str | None = None) -> Source:
+    """Resolve DATA against ``con`` into a :class:`~sqlnb.source.Source`.
+
+    Parameters
+    ----------
+    con : duckdb connection
+        The connection that will run the query.
+    data : DbObject or Files
+        From :func:`parse_data`.
+    own_db : str, optional
+        The database file ``con`` is connected to (None for in-memory). A table in it is
+        read directly; a table elsewhere is read through a read-only attachment.
+    """
+    if isinstance(data, Files):
+        return resolve(data, con)
+    catalog = None if same_file(own_db, data.db) else _attached(con, data.db)
+    names = _catalog_tables(con, catalog)
+    if data.name.lower() not in {n.lower() for n in names}:
+        raise SqlnbNotFound(
+            f"table {data.name!r} not found in {data.db!r}{suggest(data.name, names)}; "
+            f"tables there: {', '.join(names) if names else 'none'}")
+    source = resolve(Table(data.name, "main" if catalog else None, catalog), con)
+    return dataclasses.replace(source, description=f"table {data.name!r} in {data.db!r}")

@@ -1,0 +1,146 @@
+"""Writing query results: a file, a DuckDB table or standard output, all or nothing.
+
+A failed or interrupted write must leave the previous output exactly as it was:
+
+* files are written by DuckDB's ``COPY`` to a hidden temporary file in the target's own
+  directory and then moved over the target with :func:`os.replace` (atomic on one file
+  system); the temporary file is removed on any failure, KeyboardInterrupt included;
+* a table is created inside a transaction (``CREATE [OR REPLACE] TABLE ... AS``), so the
+  old table stays until the commit;
+* standard output gets the CSV only once it is complete (it is first written to a
+  temporary file), so an error never leaves half a CSV in a pipe.
+
+Existing outputs are replaced only when asked (``replace=True``); the check is made
+before any work is done.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from contextlib import contextmanager
+from typing import BinaryIO, Iterator
+
+import duckdb
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.io.locations import DbObject, FileOut, StdOut, table_exists
+
+
+def check_target(out: DbObject | FileOut | StdOut, replace: bool,
+                 con: duckdb.DuckDBPyConnection | None = None) -> None:
+    """Raise before any work when ``out`` cannot be written (exists without ``replace``,
+    missing directory). ``con`` is the output database's connection, for tables."""
+    if isinstance(out, FileOut):
+        if os.path.isdir(out.path):
+            raise SqlnbError(f"output {out.path!r} is a directory; give a file name")
+        if os.path.lexists(out.path) and not replace:
+            raise SqlnbError(f"output {out.path!r} already exists; pass --replace to overwrite it")
+        parent = os.path.dirname(out.path) or "."
+        if not os.path.isdir(parent):
+            raise SqlnbError(f"directory {parent!r} of output {out.path!r} does not exist; create it first")
+    elif isinstance(out, DbObject) and con is not None and table_exists(con, out.name) and not replace:
+        raise SqlnbError(f"table {out.name!r} already exists in {out.db!r}; pass --replace to overwrite it")
+
+
+def copy_statement(query: exp.Expression, path: str, fmt: str, options: dict | None = None) -> exp.Copy:
+    """``COPY (query) TO 'path' (FORMAT fmt, ...)`` as a tree (the path is a string literal)."""
+    params = [exp.CopyParameter(this=exp.var("FORMAT"), expression=exp.var(fmt.upper()))]
+    if fmt == "csv":
+        params.append(exp.CopyParameter(this=exp.var("HEADER"), expression=exp.true()))
+    for key, value in (options or {}).items():
+        params.append(exp.CopyParameter(this=exp.var(key.upper()), expression=exp.Literal.string(value)))
+    return exp.Copy(this=exp.Subquery(this=query), kind=False, files=[exp.Literal.string(path)], params=params)
+
+
+def _count(result: duckdb.DuckDBPyConnection) -> int | None:
+    """The row count DuckDB reports for COPY and CREATE TABLE AS (read to the end, so
+    the connection is free for the next statement)."""
+    rows = result.fetchall()
+    return int(rows[0][0]) if rows and rows[0] and isinstance(rows[0][0], int) else None
+
+
+@contextmanager
+def atomic_path(path: str) -> Iterator[str]:
+    """A temporary path next to ``path``, moved over it when the block succeeds and
+    removed when it fails. The original name is kept as its suffix, so DuckDB still sees
+    ``.csv.gz`` and compresses accordingly."""
+    parent, base = os.path.split(path)
+    tmp = os.path.join(parent, f".sqlnb-{uuid.uuid4().hex[:12]}-{base}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def write_file(con: duckdb.DuckDBPyConnection, query: exp.Expression, out: FileOut, replace: bool) -> int | None:
+    """Write the rows of ``query`` to ``out``; returns the row count."""
+    check_target(out, replace)
+    with atomic_path(out.path) as tmp:
+        return _count(con.execute(sql.render(copy_statement(query, tmp, out.format, dict(out.options)))))
+
+
+def write_table(con: duckdb.DuckDBPyConnection, query: exp.Expression, out: DbObject, replace: bool) -> int | None:
+    """Create table ``out.name`` in ``con``'s own database from ``query``, in one
+    transaction."""
+    check_target(out, replace, con)
+    create = exp.Create(this=sql.table(out.name), kind="TABLE", replace=replace, expression=query)
+    con.begin()
+    try:
+        n = _count(con.execute(sql.render(create)))
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return n
+
+
+@contextmanager
+def spool(directory: str | None = None) -> Iterator[FileOut]:
+    """A temporary CSV file to compute standard output into (in ``directory``, default
+    the system's temporary directory); removed afterwards.
+
+    Standard output gets the rows only once they are complete (:func:`stream`), so an
+    error or an interruption never leaves half a CSV in a pipe.
+    """
+    with tempfile.TemporaryDirectory(prefix="sqlnb-", dir=directory) as tmp:
+        yield FileOut(os.path.join(tmp, "out.csv"), "csv")
+
+
+def stream(path: str, out: BinaryIO) -> None:
+    """Copy the file ``path`` to the binary stream ``out``."""
+    with open(path, "rb") as f:
+        shutil.copyfileobj(f, out)
+    out.flush()
+
+
+def write(con: duckdb.DuckDBPyConnection, query: exp.Expression, out: DbObject | FileOut,
+          replace: bool = False) -> int | None:
+    """Write the rows of ``query`` to a file or, for a :class:`DbObject`, to a table in
+    ``con``'s own database (``con`` must be connected to ``out.db``). Returns the number
+    of rows written."""
+    if isinstance(out, DbObject):
+        return write_table(con, query, out, replace)
+    return write_file(con, query, out, replace)
+
+
+@contextmanager
+def new_file_guard(path: str | None) -> Iterator[None]:
+    """Remove ``path`` (a DuckDB database and its WAL) if the block creates it and then
+    fails, so a failed command leaves no empty database behind."""
+    existed = path is None or os.path.exists(path)
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            for p in (path, f"{path}.wal"):
+                if os.path.exists(p):
+                    os.remove(p)
+        raise

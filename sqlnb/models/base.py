@@ -1,0 +1,236 @@
+"""What every model kind shares: scoring a source in SQL, exporting the scoring SELECT,
+and saving to a DuckDB database.
+
+A model kind (naive Bayes, LDA, QDA, logistic regression) only provides one SQL
+expression per class (:meth:`Model.class_scores`) and its parameter tables; the
+log-sum-exp, probabilities and argmax come from :mod:`sqlnb.score` for all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes.families import is_numeric
+from sqlnb.models.finish import OUTPUTS, class_columns, scoring_select
+from sqlnb.source import Query, Source, Table, guess, resolve
+
+#: Default source table name of an exported scoring query (``to_sql`` without a source).
+DEFAULT_SOURCE = "input"
+
+
+class Model:
+    """Base class of all model kinds.
+
+    Attributes
+    ----------
+    label : str
+        The label column the model was trained on.
+    label_type : str
+        Its SQL type (DuckDB spelling).
+    classes : list
+        Class labels in sorted order.
+    report : dict
+        How the model was fitted (rows, skipped rows, source, seconds, versions).
+    """
+
+    kind: str = ""
+    label: str
+    label_type: str
+    classes: list
+    report: dict
+
+    # -- what a kind provides ---------------------------------------------------------
+    @property
+    def feature_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def numeric_features(self) -> list[str]:
+        """Features whose scoring needs a numeric (or boolean) column."""
+        return list(self.feature_names)
+
+    def class_scores(self) -> list[exp.Expression]:
+        """One expression per class (in ``classes`` order) over the source alias ``src``:
+        its log joint probability, or any score equal to it up to a per-row constant."""
+        raise NotImplementedError
+
+    def fast_class_scores(self) -> list[exp.Expression] | None:
+        """Optionally, cheaper class scores that equal :meth:`class_scores` on every row
+        where they are not NaN (e.g. without per-term NaN guards); None if there are none.
+        The DuckDB scoring query then evaluates ``CASE WHEN isnan(fast) THEN exact ELSE
+        fast END`` (:func:`sqlnb.score.scoring_select`)."""
+        return None
+
+    def score_joins(self) -> list[exp.Join]:
+        """Lookups the class scores read from (LEFT JOINs to the source); none by default."""
+        return []
+
+    # -- scoring ------------------------------------------------------------------------
+    def check_source(self, source: Source) -> None:
+        """Raise a one-line error when ``source`` cannot be scored by this model."""
+        for name in self.feature_names:
+            if name not in source.columns:
+                source.require([name], "model feature column")
+        for name in self.numeric_features():
+            t = source.columns[name]
+            if not (is_numeric(t) or t.upper() == "BOOLEAN"):
+                raise SqlnbError(
+                    f"column {name!r} in {source.description} has type {t}, but the model "
+                    "scores it as a number; cast it or fix the data"
+                )
+
+    def scoring_query(
+        self,
+        source: Source | None = None,
+        outputs: Sequence[str] = ("proba", "prediction"),
+        keep: Sequence[str] | None = None,
+        source_from: exp.Expression | None = None,
+        nan_gate: bool = False,
+    ) -> exp.Select:
+        """The scoring SELECT as a sqlglot tree.
+
+        Parameters
+        ----------
+        source : Source, optional
+            A resolved source; its columns are passed through (or those in ``keep``).
+        outputs : list of str
+            Any of ``jll``, ``log_evidence``, ``log_proba``, ``proba``, ``prediction``.
+        keep : list of str, optional
+            Source columns to keep (default all).
+        source_from : sqlglot expression, optional
+            A FROM item aliased ``src`` whose columns are unknown (export to another
+            warehouse); then every source column is passed through.
+        nan_gate : bool
+            Score with :meth:`fast_class_scores` where a model has them, falling back to
+            the guarded scores only on rows where the fast ones are NaN. It relies on the
+            engine computing the repeated fast expression once (DuckDB's common
+            subexpression elimination does), so only DuckDB scoring uses it; exported SQL
+            keeps the plainer guarded form.
+        """
+        if source is not None:
+            self.check_source(source)
+            if keep is not None:
+                source.require(keep, "column to keep")
+            source_from = source.from_("src")
+            columns = list(source.columns)
+        elif source_from is None:
+            raise ValueError("give a source")
+        else:
+            columns = None
+        exact = self.class_scores()
+        fast = self.fast_class_scores() if nan_gate else None
+        return scoring_select(
+            source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
+            joins=self.score_joins(), fallback=None if fast is None else exact,
+        )
+
+    def score(
+        self,
+        data: Any,
+        con: duckdb.DuckDBPyConnection | None = None,
+        outputs: Sequence[str] = OUTPUTS,
+        keep: Sequence[str] | None = None,
+    ) -> duckdb.DuckDBPyRelation:
+        """Score ``data`` in DuckDB (or on the engine ``con``) and return the result.
+
+        DuckDB gives a lazy relation, :class:`~sqlnb.engines.SparkEngine` a lazy
+        DataFrame, :class:`~sqlnb.engines.PostgresEngine` a pyarrow table.
+
+        The relation holds the source's columns (or ``keep``), the per-class joint
+        log-likelihoods ``jll_<class>``, ``log_evidence`` (ln p(x)), ``log_proba_<class>``,
+        ``proba_<class>`` and ``prediction`` — or the subset named in ``outputs``.
+        """
+        from sqlnb.engines import as_engine
+        engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
+        source = engine.resolve(data)
+        return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb"))
+
+    def predict(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
+        """Source columns plus ``prediction``."""
+        return self.score(data, con, outputs=("prediction",))
+
+    def predict_proba(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
+        """One ``proba_<class>`` column per class (and nothing else), row for row."""
+        return self.score(data, con, outputs=("proba",), keep=[])
+
+    def predict_log_proba(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
+        """One ``log_proba_<class>`` column per class, row for row."""
+        return self.score(data, con, outputs=("log_proba",), keep=[])
+
+    def proba_columns(self) -> list[str]:
+        return class_columns("proba_", self.classes)
+
+    def to_sql(
+        self,
+        dialect: str = "duckdb",
+        source: Any = None,
+        con: duckdb.DuckDBPyConnection | None = None,
+        outputs: Sequence[str] = ("prediction", "proba"),
+        pretty: bool = True,
+    ) -> str:
+        """The self-contained scoring SELECT (parameters inlined as DOUBLE literals).
+
+        Parameters
+        ----------
+        dialect : str
+            Target dialect (see :data:`sqlnb.sql.DIALECTS`).
+        source : str or Table or Query, optional
+            The table or query to score (default: a table named ``input``). When ``con``
+            can resolve it, its columns are listed explicitly; otherwise they are passed
+            through with ``*``.
+        con : duckdb connection, optional
+            Used to resolve ``source``'s columns.
+        """
+        if dialect not in sql.DIALECTS:
+            from sqlnb.errors import suggest
+            raise SqlnbError(
+                f"unknown dialect {dialect!r}{suggest(dialect, sql.DIALECTS)}; "
+                f"choose one of: {', '.join(sql.DIALECTS)}"
+            )
+        spec = guess(source if source is not None else Table(DEFAULT_SOURCE))
+        resolved = None
+        if con is not None:
+            try:
+                resolved = resolve(spec, con)
+            except SqlnbError:
+                resolved = None
+        if resolved is not None:
+            tree = self.scoring_query(resolved, outputs)
+        else:
+            if isinstance(spec, Query):
+                node: exp.Expression = exp.Subquery(this=sqlglot.parse_one(spec.text, dialect=dialect),
+                                                    alias=exp.TableAlias(this=sql.ident("src")))
+            elif isinstance(spec, Table):
+                node = exp.alias_(sql.table(spec.name, spec.schema, spec.catalog), "src", table=True, quoted=True)
+            else:
+                raise SqlnbError(f"cannot export a scoring query over {spec!r}; give a table name or a query")
+            tree = self.scoring_query(None, outputs, source_from=node)
+        return sql.render(tree, dialect, pretty=pretty)
+
+    # -- storage ------------------------------------------------------------------------
+    def save(self, target: Any, name: str, replace: bool = False) -> None:
+        """Save the model as tables under ``name`` in a DuckDB database.
+
+        ``target`` is a connection or a database file path (created when missing). The
+        write is one transaction: an existing model is replaced only with
+        ``replace=True``, and a failure leaves the database as it was.
+        """
+        from sqlnb.store import save_model
+        save_model(self, target, name, replace)
+
+    # -- hooks for the store ------------------------------------------------------------
+    def metadata(self) -> dict:
+        raise NotImplementedError
+
+    def parameter_tables(self) -> dict[str, Any]:
+        """Part name -> pyarrow table, written as ``sqlnb."m_<id>_<part>"``."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_tables(cls, meta: dict, tables: dict[str, Any]) -> "Model":
+        raise NotImplementedError

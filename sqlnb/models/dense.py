@@ -1,0 +1,268 @@
+"""What LDA, QDA and logistic regression share: a dense vector of numeric features.
+
+These models see every feature at once (a covariance, a weight vector), so unlike
+naive Bayes they cannot skip a missing value feature by feature. The policy:
+
+* **Fit**: every feature of every labelled row must be a finite number. A NULL, NaN or
+  ±inf feature raises a :class:`~sqlnb.errors.SqlnbError` naming the column; filter the
+  rows (``WHERE col IS NOT NULL``) or impute in the source query (``COALESCE(col, 0)``).
+  Rows whose label is NULL are skipped and counted, as for naive Bayes.
+* **Score**: a row with a NULL, NaN or infinite feature has no score: its ``jll_*``,
+  ``log_evidence``, probabilities and prediction are all NULL (never NaN). Each class
+  score is wrapped in ``CASE WHEN <every feature finite> THEN <score> END``; the test
+  ``ABS(x) < inf`` is false for NaN (which sorts above every number in DuckDB and
+  Postgres) and for ±inf, and NULL for NULL.
+
+Features are numeric or boolean columns, read as DOUBLE. Sample weights are not
+supported by these model kinds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes.families import is_float, is_numeric
+from sqlnb.models.base import Model
+from sqlnb.source import Source
+from sqlnb.stats import _sort_key
+
+
+def plan_features(
+    source: Source,
+    label: str,
+    features: Sequence[str] | None,
+    exclude: Sequence[str] | None,
+    what: str,
+) -> dict[str, str]:
+    """The numeric feature columns of a dense model, name -> SQL type, in source order.
+
+    Default: every column but the label. A column that is not numeric or boolean
+    raises (rather than being dropped silently), naming the fix.
+    """
+    source.require([label], "label column")
+    for name in list(features or []) + list(exclude or []):
+        source.require([name], "feature column")
+    if features is not None and exclude:
+        raise SqlnbError("give either the features to use or the ones to exclude, not both")
+    names = list(features) if features is not None else [
+        c for c in source.columns if c != label and c not in set(exclude or [])]
+    if label in names:
+        raise SqlnbError(f"column {label!r} cannot be both a feature and the label")
+    if len(set(names)) != len(names):
+        raise SqlnbError(f"feature columns are listed twice: {sorted({n for n in names if names.count(n) > 1})}")
+    out = {}
+    for name in names:
+        t = source.columns[name]
+        if not (is_numeric(t) or t.upper() == "BOOLEAN"):
+            raise SqlnbError(
+                f"column {name!r} in {source.description} has type {t}, but {what} needs numeric "
+                f"features; leave it out (exclude=[{name!r}], --exclude {name}) or encode it as numbers "
+                "in a source query"
+            )
+        out[name] = t
+    if not out:
+        raise SqlnbError(f"{source.description} has no feature column besides the label")
+    return out
+
+
+def value(name: str, sql_type: str | None = None) -> exp.Expression:
+    """Feature ``name`` (of SQL type ``sql_type``) of the source alias ``src`` as DOUBLE
+    (a BOOLEAN through INT, :func:`sqlnb.sql.as_double`)."""
+    return sql.as_double(sql.col(name, "src"), sql_type)
+
+
+def complete(features: Mapping[str, str]) -> exp.Expression:
+    """TRUE when every feature is a finite number, NULL or FALSE otherwise.
+
+    Float columns test ``ABS(x) < inf`` (false for NaN and ±inf); other numeric and
+    boolean columns can only be NULL, tested by ``x IS NOT NULL``.
+    """
+    conds = []
+    for name, t in features.items():
+        if is_float(t):
+            conds.append(exp.LT(this=exp.Abs(this=value(name)), expression=sql.dbl(math.inf)))
+        else:
+            conds.append(exp.Not(this=exp.Is(this=sql.col(name, "src"), expression=exp.Null())))
+    return exp.and_(*conds) if len(conds) > 1 else conds[0]
+
+
+def guarded(features: Mapping[str, str], score: exp.Expression) -> exp.Expression:
+    """``CASE WHEN <complete row> THEN score END``: NULL for rows that cannot be scored."""
+    return exp.Case(ifs=[exp.If(this=complete(features), true=score)])
+
+
+def linear_score(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarray, intercept: float) -> exp.Expression:
+    """``Σ_j (x_j − centre_j)·coef_j + intercept`` over the source alias ``src``.
+
+    Centring first keeps the products small when a column's values are far from zero
+    (``x·a + b`` with a large ``b`` cancels in the log-sum-exp); zero coefficients are
+    skipped.
+    """
+    terms: list[exp.Expression] = [sql.dbl(float(intercept))]
+    for j, (name, sql_type) in enumerate(features.items()):
+        a = float(coef[j])
+        if a == 0.0:
+            continue
+        x = value(name, sql_type)
+        d = exp.Sub(this=x, expression=sql.dbl(float(centre[j]))) if centre[j] != 0 else x
+        terms.append(exp.Mul(this=sql.paren(d), expression=sql.dbl(a)))
+    return sql.add(terms)
+
+
+def resolve_priors(priors: Any, classes: list, counts: np.ndarray) -> np.ndarray:
+    """Class priors in class order from ``None``/``"fitted"`` (the class frequencies),
+    ``"uniform"``, a mapping label -> probability, or a sequence in sorted class order."""
+    from sqlnb.models.naive_bayes.model import given_prior
+    if priors is None or (isinstance(priors, str) and priors == "fitted"):
+        total = float(np.sum(counts))
+        return np.asarray(counts, dtype=float) / total
+    if isinstance(priors, str):
+        if priors == "uniform":
+            return np.full(len(classes), 1.0 / len(classes))
+        raise SqlnbError(f"unknown priors {priors!r}; use fitted, uniform or LABEL=P,...")
+    if isinstance(priors, Mapping):
+        return given_prior(priors, classes)
+    p = np.asarray(list(priors), dtype=float)
+    if p.shape != (len(classes),):
+        raise SqlnbError(f"give one prior per class ({len(classes)}: {classes!r}), not {len(p)}")
+    return given_prior(dict(zip(classes, p)), classes)
+
+
+def priors_to_json(priors: Any, classes: list) -> Any:
+    """``priors`` as stored in model metadata (a given prior as a list in class order)."""
+    if priors is None or isinstance(priors, str):
+        return priors
+    return {"given": [float(p) for p in resolve_priors(priors, classes, np.ones(len(classes)))]}
+
+
+def priors_from_json(stored: Any, classes: list) -> Any:
+    if isinstance(stored, dict):
+        return dict(zip(classes, stored["given"]))
+    return stored
+
+
+def check_labels(rows_by_class: Mapping[Any, Any], label: str, where: str, null_rows: int) -> list:
+    """Sorted classes of a label column; raises for NaN labels, no rows or one class."""
+    classes = [c for c in rows_by_class if c is not None]
+    if any(isinstance(c, float) and math.isnan(c) for c in classes):
+        raise SqlnbError(f"label column {label!r} in {where} holds NaN; use NULL for unlabelled rows")
+    if not classes:
+        if null_rows:
+            raise SqlnbError(f"label column {label!r} in {where} is NULL in all {null_rows} rows; nothing to learn from")
+        raise SqlnbError(f"{where} has no rows; nothing to learn from")
+    classes.sort(key=_sort_key)
+    if len(classes) < 2:
+        raise SqlnbError(
+            f"label column {label!r} in {where} has only one class ({classes[0]!r}); a classifier needs at least two")
+    return classes
+
+
+def read_rows(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    label: str,
+    features: Mapping[str, str],
+    extra: Mapping[str, exp.Expression] | None = None,
+) -> tuple[list, np.ndarray, dict[str, np.ndarray], int]:
+    """Read the labelled rows once into numpy (logistic regression is fitted in Python).
+
+    Returns ``(labels, X, extras, null_label_rows)``: the label of each row, the
+    ``(n, d)`` float matrix of features, the ``extra`` expressions evaluated per row
+    (e.g. a fold number) and the number of rows skipped for a NULL label.
+    """
+    import pyarrow.compute as pc
+    extra = dict(extra or {})
+    cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+    cols += [exp.alias_(value(f, source.columns[f]), f"x{j}", quoted=True) for j, f in enumerate(features)]
+    cols += [exp.alias_(e, f"e{j}", quoted=True) for j, e in enumerate(extra.values())]
+    import pyarrow as pa
+
+    from sqlnb.engines import DuckDBEngine, as_engine
+    engine = as_engine(con)
+    query = exp.select(*cols).from_(source.from_("src"))
+    if isinstance(engine, DuckDBEngine):
+        table = engine.relation(query).to_arrow_table()
+    else:  # PostgreSQL / Spark: the rows come back once, as tuples
+        rows = engine.execute(query)
+        names = ["k"] + [f"x{j}" for j in range(len(features))] + [f"e{j}" for j in range(len(extra))]
+        table = pa.table({n: pa.array([r[i] for r in rows]) for i, n in enumerate(names)})
+    labelled = pc.is_valid(table.column("k"))
+    null_rows = len(table) - int(pc.sum(labelled).as_py() or 0)
+    table = table.filter(labelled)
+    labels = table.column("k").to_pylist()
+    X = np.empty((len(table), len(features)))
+    for j, name in enumerate(features):
+        column = table.column(f"x{j}")
+        if column.null_count:
+            raise SqlnbError(
+                f"column {name!r} in {source.description} is NULL in {column.null_count} labelled rows; "
+                f"{_complete_rows_hint(name)}")
+        X[:, j] = column.to_numpy(zero_copy_only=False)
+        if not np.all(np.isfinite(X[:, j])):
+            raise SqlnbError(
+                f"column {name!r} in {source.description} holds NaN or infinite values; "
+                f"{_complete_rows_hint(name)}")
+    extras = {name: table.column(f"e{j}").to_numpy(zero_copy_only=False) for j, name in enumerate(extra)}
+    return labels, X, extras, null_rows
+
+
+def _complete_rows_hint(name: str) -> str:
+    return (f"LDA, QDA and logistic regression need complete rows: filter them (WHERE \"{name}\" IS NOT NULL "
+            "AND isfinite(...)) or impute in a source query")
+
+
+def null_feature_error(name: str, where: str, count: int | None = None) -> SqlnbError:
+    many = f" in {count} labelled rows" if count is not None else ""
+    return SqlnbError(f"column {name!r} in {where} is NULL{many}; {_complete_rows_hint(name)}")
+
+
+def nonfinite_feature_error(name: str, where: str) -> SqlnbError:
+    return SqlnbError(f"column {name!r} in {where} holds NaN or infinite values; {_complete_rows_hint(name)}")
+
+
+class DenseModel(Model):
+    """Base of LDA, QDA and logistic regression (see the module docstring).
+
+    Attributes
+    ----------
+    features : dict of str to str
+        Feature column -> its SQL type at fit time, in model order.
+    """
+
+    label: str
+    label_type: str
+    features: dict[str, str]
+    report: dict
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(self.features)
+
+    def _class_table(self, **columns) -> Any:
+        """The ``classes`` part: class index, typed label and any per-class columns."""
+        import pyarrow as pa
+        data = {"class_index": pa.array(range(len(self.classes)), pa.int32()),
+                "label": pa.array(list(self.classes))}
+        data.update({k: pa.array(np.asarray(v, dtype=float), pa.float64()) for k, v in columns.items()})
+        return pa.table(data), {"label": self.label_type}
+
+    def _base_metadata(self) -> dict:
+        return {"label": self.label, "label_type": self.label_type,
+                "features": [{"name": n, "sql_type": t} for n, t in self.features.items()],
+                "report": self.report}
+
+    @staticmethod
+    def _features_from(meta: dict) -> dict[str, str]:
+        return {f["name"]: f["sql_type"] for f in meta["features"]}
+
+    @staticmethod
+    def _classes_from(tables: dict) -> tuple[list, dict]:
+        ct = tables["classes"].sort_by("class_index").to_pydict()
+        return ct["label"], ct

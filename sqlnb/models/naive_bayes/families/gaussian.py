@@ -1,0 +1,147 @@
+"""Gaussian naive Bayes: a normal density per class and feature.
+
+::
+
+    ε        = var_smoothing · max_j VAR_POP(x_j)      all training rows, unweighted
+    θ_cj     = Σ w x / Σ w
+    var_cj   = Σ w (x − θ_cj)² / Σ w + ε                population variance
+    term_cj  = −½ ln(2π·var_cj) − ½ (x − θ_cj)² / var_cj
+
+The ``(x − θ)²/var`` form is kept on purpose: expanding it into ``a·x² + b·x + c``
+cancels badly when |x| ≫ σ. A class in which a feature is always NULL has no estimate
+of its own; it uses the feature's pooled (all-class) mean and variance, so the feature
+neither favours nor penalises that class beyond what the data says.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.stats import Moments
+from sqlnb.models.naive_bayes.families.base import Family, wcount, wsum
+
+
+class Gaussian(Family):
+    name = "gaussian"
+
+    def aggregates(self, feature, weight):
+        """``COUNT(x), AVG(x), VAR_POP(x)`` (weighted: also ``Σw``, ``Σwx``; M2 then needs
+        a second pass): the portable one-pass form :mod:`sqlnb.export` writes for other
+        warehouses. sqlnb's own fits use :meth:`shifted_aggregates`."""
+        x = self.value(feature)
+        aggs = [exp.Count(this=x), exp.Avg(this=x.copy()), exp.VariancePop(this=x.copy())]
+        if weight is not None:
+            aggs += [wcount(weight, exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))),
+                     wsum(weight, x.copy())]
+        return aggs
+
+    def second_pass(self, feature, weight, mean: exp.Expression) -> list[exp.Expression]:
+        """``Σ w (x − θ_c)``, ``Σ w (x − θ_c)²`` around given class means (``w`` = 1 when
+        ``weight`` is None): the corrected two-pass algorithm (Chan, Golub & LeVeque
+        1983). The first sum, zero in exact arithmetic, corrects the rounding of θ_c."""
+        d = sql.paren(exp.Sub(this=self.value(feature), expression=mean))
+        return [wsum(weight, d), wsum(weight, exp.Mul(this=d.copy(), expression=d.copy()))]
+
+    # -- the in-engine fast path: sums about a shift ------------------------------------------
+    #
+    # VAR_POP is Welford's update (a division per value) and costs about 1.8× a bare
+    # scan; plain sums of d = x − K and d² cost ~1.4× (benchmarks/README.md). With
+    # S1 = Σd, S2 = Σd², the class statistics are
+    #
+    #     θ = K + S1/n,     M2 = S2 − S1²/n = Σ(x − θ)²,
+    #
+    # and the subtraction loses about log10(S2/M2) = log10(1 + n(θ − K)²/M2) digits. K is
+    # the mean of the column's first rows (fit.gaussian_shifts), so S2/M2 is 1 + (class
+    # mean offset / class σ)², a few units on ordinary data. When it exceeds
+    # EXACT_BELOW (more than two digits lost, a column constant in a class, a shift far
+    # from the data), fit.py recomputes M2 exactly with a second pass of those columns
+    # around the class means — what VAR_POP would have given, at the price of one scan.
+    EXACT_BELOW = 100.0
+
+    def shifted_aggregates(self, feature, weight, shift: float) -> list[exp.Expression]:
+        """``COUNT(x), SUM(d), SUM(d·d)`` with ``d = x − shift`` (and the same weighted by
+        ``w``, after the unweighted ones: scikit-learn's variance floor uses unweighted
+        variances)."""
+        x = self.value(feature)
+        d = x if shift == 0.0 else sql.paren(exp.Sub(this=x, expression=sql.dbl(shift)))
+        aggs = [exp.Count(this=x.copy()), exp.Sum(this=d.copy()), exp.Sum(this=exp.Mul(this=d.copy(), expression=d.copy()))]
+        if weight is not None:
+            aggs += [wcount(weight, exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))),
+                     wsum(weight, d.copy()), wsum(weight, exp.Mul(this=d.copy(), expression=d.copy()))]
+        return aggs
+
+    @staticmethod
+    def _from_sums(n, s1, s2, shift):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            safe = np.where(n > 0, n, 1.0)
+            mean = np.where(n > 0, shift + s1 / safe, 0.0)
+            m2 = np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
+        # exact when S2 (= M2 + n(θ − K)²) is at most EXACT_BELOW times M2; S2 = 0 means
+        # every value equals the shift, and M2 = 0 exactly.
+        inexact = bool(np.any((s2 > 0) & ~(s2 <= Gaussian.EXACT_BELOW * m2)))
+        return mean, m2, inexact
+
+    def collect_shifted(self, feature, rows, classes, where, shift: float):
+        """Moments from :meth:`shifted_aggregates`' results, and whether any class's M2 lost
+        too many digits (then fit.py reruns it exactly)."""
+        cols = np.array([[float(v) if v is not None else 0.0 for v in r] for r in rows]).reshape(len(rows), -1)
+        bad = [c for c, r in zip(classes, cols) if not np.all(np.isfinite(r))]
+        if bad:
+            raise SqlnbError(
+                f"column {feature.name!r} in {where} holds NaN or infinite values (class {bad[0]!r}); "
+                "replace them with NULL to treat them as missing, or filter those rows"
+            )
+        rows_n = cols[:, 0]
+        rows_mean, rows_m2, inexact = self._from_sums(rows_n, cols[:, 1], cols[:, 2], shift)
+        if cols.shape[1] > 3:  # weighted
+            n = cols[:, 3]
+            mean, m2, w_inexact = self._from_sums(n, cols[:, 4], cols[:, 5], shift)
+            return Moments(n, mean, m2, rows_n, rows_mean, rows_m2), inexact or w_inexact
+        return Moments(rows_n.copy(), rows_mean.copy(), rows_m2.copy(), rows_n, rows_mean, rows_m2), inexact
+
+    def estimate(self, features, stats, class_n, hp):
+        pooled = {f.name: stats[f.name].pooled() for f in features}
+        max_var = max((m2 / n if n > 0 else 0.0) for n, _, m2 in pooled.values())
+        # scikit-learn: epsilon = var_smoothing * max variance. With every column constant
+        # that is 0 and every density degenerate, so the floor falls back to var_smoothing.
+        eps = hp.var_smoothing * (max_var if max_var > 0 else 1.0)
+        out = {}
+        for f in features:
+            s = stats[f.name]
+            pn, pmean, pm2 = pooled[f.name]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.where(s.n > 0, s.mean, pmean)
+                var = np.where(s.n > 0, s.m2 / np.where(s.n > 0, s.n, 1.0), pm2 / pn if pn > 0 else 0.0) + eps
+            if pn == 0:
+                raise SqlnbError(f"column {f.name!r} has no non-NULL value in the training data; exclude it")
+            if np.any(var <= 0):
+                raise SqlnbError(
+                    f"column {f.name!r} has zero variance in a class and var_smoothing is 0; "
+                    "set var_smoothing > 0"
+                )
+            out[f.name] = (mean, var)
+        return out
+
+    def term(self, feature, params, k, nan_guard: bool = True):
+        """``−½ ln(2π var) − (x − θ)² · (1 / (2 var))``, 0 for NULL (COALESCE) and, with
+        ``nan_guard``, for NaN (NULLIF on the input). Without the guard a NaN input makes
+        the term NaN: pure arithmetic propagates it, which is what lets the scoring query
+        test the sum once per row instead of guarding every term (sqlnb/score.py).
+
+        ``1 / (2 var)`` is folded into one literal: a multiplication instead of a division
+        and a second multiplication per row, term and class. The result differs from
+        scikit-learn's ``0.5 · (x − θ)² / var`` by rounding only (a few ulp), and at
+        10M rows × 20 columns × 3 classes the class scores took 1.2 s instead of 1.5 s
+        (benchmarks/README.md)."""
+        mean, var = params
+        const = -0.5 * math.log(2.0 * math.pi * float(var[k]))
+        d = exp.Sub(this=self.value(feature, scoring=nan_guard), expression=sql.dbl(float(mean[k])))
+        quad = exp.Mul(this=exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())),
+                       expression=sql.dbl(0.5 / float(var[k])))
+        body = exp.Sub(this=sql.dbl(const), expression=quad)
+        return exp.Coalesce(this=body, expressions=[sql.dbl(0.0)])

@@ -1,0 +1,391 @@
+"""Training: one scan of the source reduced to sufficient statistics.
+
+The builder makes one ``SELECT label, <aggregates> FROM source GROUP BY label``: every
+family contributes its per-class aggregates (counts; for Gaussian columns sums of
+``x − K`` and ``(x − K)²`` about a per-column shift K; sums; and DuckDB ``histogram()``
+for categorical columns), so all features of a mixed model cost one pass — the "one scan"
+shape of ``MEASURED.md``. The shift comes from a ``LIMIT`` read of the first rows, and a
+Gaussian column whose variance lost too many digits in ``S2 − S1²/n`` (constant in a
+class, say) gets an exact second pass of that column alone (families/gaussian.py).
+Weighted data needs one extra statement for categorical counts, by ``GROUPING SETS``
+(DuckDB has no weighted histogram).
+Engines other than DuckDB have no ``histogram()`` at all, so there categorical counts
+always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/engines.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError, suggest
+from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
+from sqlnb.source import Source
+from sqlnb.stats import Statistics, _sort_key
+from sqlnb.models.naive_bayes.text import BAG_KINDS, bag_feature, bag_layout, collect_bags, family_for
+
+if TYPE_CHECKING:
+    from sqlnb.engines import Engine
+
+
+def default_kind(sql_type: str) -> str | None:
+    """The family a column gets when none is given: floating/decimal/integer ->
+    gaussian, boolean -> bernoulli, text/enum -> categorical; otherwise none."""
+    t = sql_type.upper()
+    if t in ("BOOLEAN", "BOOL"):
+        return "bernoulli"
+    if is_numeric(t):
+        return "gaussian"
+    if t.startswith(("VARCHAR", "ENUM", "TEXT", "STRING", "CHAR", "BPCHAR")):  # CHAR covers CHARACTER VARYING
+        return "categorical"
+    return None
+
+
+def plan_features(
+    source: Source,
+    label: str,
+    weight: str | None = None,
+    kind: str = "auto",
+    feature_kinds: Mapping[str, str] | None = None,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    binarize: float | Mapping[str, float] = 0.0,
+    text: Any = None,
+) -> list[Feature]:
+    """Choose the model's features and their families from the source's schema.
+
+    A text, ``VARCHAR[]`` or ``MAP(VARCHAR, <number>)`` column given kind multinomial,
+    bernoulli or complement is a token bag, tokenized with ``text`` options (see
+    :mod:`sqlnb.text`)."""
+    feature_kinds = dict(feature_kinds or {})
+    source.require([label], "label column")
+    if weight is not None:
+        source.require([weight], "weight column")
+    for name in list(features or []) + list(exclude or []) + list(feature_kinds):
+        source.require([name], "feature column")
+    for k in [kind, *feature_kinds.values()]:
+        if k != "auto" and k not in KINDS:
+            raise SqlnbError(f"unknown kind {k!r}{suggest(k, KINDS)}; kinds are: {', '.join(KINDS)}")
+    if features is not None and exclude:
+        raise SqlnbError("give either the features to use or the ones to exclude, not both")
+    names = list(features) if features is not None else [
+        c for c in source.columns if c not in (label, weight) and c not in set(exclude or [])
+    ]
+    if label in names or (weight is not None and weight in names):
+        raise SqlnbError(f"column {label if label in names else weight!r} cannot be both a feature and the label/weight")
+    out = []
+    for name in names:
+        sql_type = source.columns[name]
+        k = feature_kinds.get(name, kind)
+        if k == "auto":
+            k = default_kind(sql_type)
+            if k is None:
+                raise SqlnbError(
+                    f"column {name!r} has type {sql_type}, which has no default kind; give it one "
+                    f"(--feature-kind {name}=categorical) or leave it out (--exclude {name})"
+                )
+        thr = binarize.get(name, 0.0) if isinstance(binarize, Mapping) else float(binarize)
+        if k in BAG_KINDS and bag_layout(sql_type) is not None:
+            out.append(bag_feature(name, k, sql_type, float(thr), text))
+            continue
+        feature = Feature(name, k, sql_type, float(thr))
+        REGISTRY[k].check_type(feature, source.description)
+        out.append(feature)
+    if not out:
+        raise SqlnbError(f"{source.description} has no feature column besides the label")
+    return out
+
+
+def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool,
+                shifts: Mapping[str, float] | None = None) -> list[exp.Expression]:
+    # Without DuckDB's histogram() a categorical column is counted by the GROUPING SETS
+    # query instead (weighted_counts_query), so it has no aggregate in the main scan.
+    if f.kind == "categorical" and not histogram:
+        return []
+    if shifts is not None and f.name in shifts:  # Gaussian: sums about a shift (families/gaussian.py)
+        return REGISTRY["gaussian"].shifted_aggregates(f, w, shifts[f.name])
+    return family_for(f).aggregates(f, w)
+
+
+#: Rows read to choose each Gaussian column's shift (see :func:`gaussian_shifts`).
+SHIFT_ROWS = 4096
+
+
+def _gaussian(features: Sequence[Feature]) -> list[Feature]:
+    return [f for f in features if f.kind == "gaussian" and f.bag is None]
+
+
+def shift_query(source: Source, features: Sequence[Feature]) -> exp.Select | None:
+    """``SELECT AVG(x_j), STDDEV_POP(x_j), ... FROM (SELECT x_j, ... FROM src LIMIT
+    SHIFT_ROWS)`` over the Gaussian columns, or None without any."""
+    gauss = _gaussian(features)
+    if not gauss:
+        return None
+    fam = REGISTRY["gaussian"]
+    inner = exp.select(*[exp.alias_(fam.value(f), f"x{j}", quoted=True) for j, f in enumerate(gauss)]
+                       ).from_(source.from_("src")).limit(SHIFT_ROWS)
+    aggs = []
+    for j in range(len(gauss)):
+        aggs += [exp.Avg(this=sql.col(f"x{j}", "s")), exp.StddevPop(this=sql.col(f"x{j}", "s"))]
+    return exp.select(*aggs).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("s"))))
+
+
+def gaussian_shifts(engine: "Engine", source: Source, features: Sequence[Feature]) -> dict[str, float]:
+    """Each Gaussian column's shift K: the mean of its first :data:`SHIFT_ROWS` rows,
+    rounded (:func:`round_shift`).
+
+    The training scan sums ``x − K`` and ``(x − K)²`` (families/gaussian.py); any K is
+    correct, and one near the class means keeps the variance's cancellation small. A
+    ``LIMIT`` read stops after the first row groups of a table or Parquet file. NULL
+    (no value there) or a non-finite mean gives K = 0; the scan reports NaN/inf itself.
+    """
+    q = shift_query(source, features)
+    if q is None:
+        return {}
+    row = engine.execute(q)[0]
+    return {f.name: round_shift(row[2 * j], row[2 * j + 1]) for j, f in enumerate(_gaussian(features))}
+
+
+def round_shift(mean: Any, sd: Any) -> float:
+    """``mean`` rounded to a multiple of the power of two at most ``sd``/4 (to 8
+    significant bits when ``sd`` is 0 or unknown); 0.0 for a missing or non-finite mean.
+
+    A short K keeps ``x − K`` and ``(x − K)²`` exact for data on a grid coarser than K's
+    last bit (integer columns, say), so the sums stay exact while they fit in 53 bits, as
+    exact as VAR_POP; and K stays within sd/8 of ``mean``, which costs no digits.
+    """
+    if mean is None or not math.isfinite(float(mean)):
+        return 0.0
+    mean = float(mean)
+    if sd is not None and math.isfinite(float(sd)) and float(sd) > 0:
+        q = math.ldexp(1.0, math.frexp(float(sd) / 4.0)[1] - 1)  # largest 2^e <= sd/4
+        return round(mean / q) * q
+    m, e = math.frexp(mean)
+    return math.ldexp(round(m * 256.0) / 256.0, e)
+
+
+def statistics_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],
+                     histogram: bool = True, group: exp.Expression | None = None,
+                     shifts: Mapping[str, float] | None = None) -> exp.Select:
+    """The one-pass per-class aggregation (see the module docstring).
+
+    ``histogram=False`` leaves categorical columns to :func:`weighted_counts_query`
+    (engines other than DuckDB have no ``histogram()`` aggregate). ``group``, an
+    expression over ``src`` (e.g. a cross-validation fold), is an extra grouping key,
+    returned as the last column. With ``shifts`` (:func:`gaussian_shifts`) Gaussian
+    columns are aggregated as sums about their shift, the fast in-engine form; without,
+    as ``COUNT, AVG, VAR_POP``, the portable form exported by :mod:`sqlnb.export`.
+    """
+    w = sql.as_double(sql.col(weight, "src")) if weight else None
+    cols: list[exp.Expression] = [
+        exp.alias_(sql.col(label, "src"), "k", quoted=True),
+        exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
+    ]
+    if w is not None:
+        cols += [exp.alias_(exp.Sum(this=w.copy()), "wsum", quoted=True),
+                 exp.alias_(exp.Min(this=w.copy()), "wmin", quoted=True),
+                 exp.alias_(exp.Count(this=w.copy()), "wcount", quoted=True)]
+    i = 0
+    for f in features:
+        for agg in _aggregates(f, w, histogram, shifts):
+            cols.append(exp.alias_(agg, f"a{i}", quoted=True))
+            i += 1
+    keys = [sql.col(label, "src")]
+    if group is not None:
+        cols.append(exp.alias_(group, "g", quoted=True))
+        keys.append(group.copy())
+    return exp.select(*cols).from_(source.from_("src")).group_by(*keys)
+
+
+def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature]) -> exp.Select:
+    """(Weighted) per (class, value) counts of categorical columns: one GROUPING SETS query
+    (``COUNT(*)`` when ``weight`` is None)."""
+    keys = [sql.col(label, "src")] + [sql.col(f.name, "src") for f in features]
+    sets = [exp.Tuple(expressions=[keys[0].copy(), k.copy()]) for k in keys[1:]]
+    cols = [exp.alias_(keys[0].copy(), "k", quoted=True)]
+    for j, k in enumerate(keys[1:]):
+        cols.append(exp.alias_(k.copy(), f"v{j}", quoted=True))
+        cols.append(exp.alias_(exp.Grouping(expressions=[k.copy()]), f"g{j}", quoted=True))
+    n = exp.Sum(this=sql.as_double(sql.col(weight, "src"))) if weight else exp.Count(this=exp.Star())
+    cols.append(exp.alias_(n, "n", quoted=True))
+    return (
+        exp.select(*cols)
+        .from_(source.from_("src"))
+        .where(exp.Not(this=exp.Is(this=keys[0].copy(), expression=exp.Null())))
+        .group_by(exp.GroupingSets(expressions=sets))
+    )
+
+
+def _class_case(label: str, label_type: str, classes: list, values: Sequence[float]) -> exp.Expression:
+    return exp.Case(
+        this=sql.col(label, "src"),
+        ifs=[exp.If(this=sql.value(c, label_type), true=sql.dbl(float(v))) for c, v in zip(classes, values)],
+    )
+
+
+def collect_statistics(
+    con: "duckdb.DuckDBPyConnection | Engine",
+    source: Source,
+    label: str,
+    features: Sequence[Feature],
+    weight: str | None = None,
+    min_classes: int = 2,
+) -> Statistics:
+    """Run the training aggregations and return the model's sufficient statistics.
+
+    ``con`` is a DuckDB connection or an :class:`~sqlnb.engines.Engine`; only the
+    aggregates' results (a few rows per class) come back to Python.
+    """
+    from sqlnb.engines import as_engine
+    engine = as_engine(con)
+    histogram = engine.dialect == "duckdb"  # histogram() is DuckDB's own aggregate
+    shifts = gaussian_shifts(engine, source, features)
+    rows = engine.execute(statistics_query(source, label, weight, features, histogram, shifts=shifts))
+    stats = _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows, shifts)
+    # token bags: one GROUP BY label, token each (sqlnb.text)
+    collect_bags(engine, source, label, weight, features, stats.classes, stats.features)
+    return stats
+
+
+def collect_statistics_by(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    label: str,
+    features: Sequence[Feature],
+    group: exp.Expression,
+) -> dict[Any, Statistics]:
+    """Statistics per value of ``group`` (e.g. a fold number) from ONE scan grouped by
+    (label, group), each aligned to the classes of all groups so that any union of them
+    merges (:meth:`Statistics.merge`) to the statistics of those rows. Unweighted, DuckDB."""
+    from sqlnb.engines import as_engine
+    engine = as_engine(con)
+    shifts = gaussian_shifts(engine, source, features)
+    rows = engine.execute(statistics_query(source, label, None, features, True, group, shifts))
+    by_group: dict[Any, list] = {}
+    for r in rows:
+        by_group.setdefault(r[-1], []).append(r[:-1])
+    out = {}
+    for g, grows in by_group.items():
+        if any(r[0] is not None for r in grows):
+            where = exp.EQ(this=group.copy(), expression=sql.value(g))
+            out[g] = _statistics_from_rows(engine, source, label, features, None, 1, True, grows, shifts, where)
+    for g, st in out.items():  # token bags: each group's own GROUP BY label, token
+        collect_bags(engine, source, label, None, features, st.classes, st.features,
+                     exp.EQ(this=group.copy(), expression=sql.value(g)))
+    classes = sorted({c for st in out.values() for c in st.classes}, key=_sort_key)
+    if not classes:
+        raise SqlnbError(f"{source.description} has no labelled rows; nothing to learn from")
+    if len(classes) < 2:
+        raise SqlnbError(f"label column {label!r} in {source.description} has only one class "
+                         f"({classes[0]!r}); a classifier needs at least two")
+    return {g: st.align(classes) for g, st in out.items()}
+
+
+def _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows,
+                          shifts=None, group_where=None) -> Statistics:
+    label_type = source.columns[label]
+    where = source.description
+    null_rows = sum(int(r[1]) for r in rows if r[0] is None)
+    rows = [r for r in rows if r[0] is not None]
+    if any(isinstance(r[0], float) and math.isnan(r[0]) for r in rows):
+        raise SqlnbError(f"label column {label!r} in {where} holds NaN; use NULL for unlabelled rows")
+    if not rows:
+        if null_rows:
+            raise SqlnbError(f"label column {label!r} in {where} is NULL in all {null_rows} rows; nothing to learn from")
+        raise SqlnbError(f"{where} has no rows; nothing to learn from")
+    rows.sort(key=lambda r: _sort_key(r[0]))
+    classes = [r[0] for r in rows]
+    if len(classes) < min_classes:
+        raise SqlnbError(
+            f"label column {label!r} in {where} has only one class ({classes[0]!r}); "
+            "a classifier needs at least two"
+        )
+    off = 2
+    if weight:
+        off = 5
+        if any(r[4] != r[1] for r in rows):
+            raise SqlnbError(f"weight column {weight!r} in {where} has NULL values; give every row a weight")
+        if any(r[3] is not None and (float(r[3]) < 0 or math.isnan(float(r[3]))) for r in rows) or any(
+            not math.isfinite(float(r[2] or 0)) for r in rows):
+            raise SqlnbError(f"weight column {weight!r} in {where} has negative, NaN or infinite values")
+    class_rows = np.array([float(r[1]) for r in rows])
+    class_n = np.array([float(r[2] or 0) for r in rows]) if weight else class_rows.copy()
+
+    feats: dict[str, Any] = {}
+    inexact: list[Feature] = []
+    pos = off
+    for f in features:
+        fam = family_for(f)
+        n_aggs = len(_aggregates(f, sql.dbl(1.0) if weight else None, histogram, shifts))
+        values = [r[pos:pos + n_aggs] for r in rows]
+        pos += n_aggs
+        if shifts is not None and f.name in shifts:
+            feats[f.name], lost = fam.collect_shifted(f, values, classes, where, shifts[f.name])
+            if lost:
+                inexact.append(f)
+        elif n_aggs:
+            feats[f.name] = fam.collect(f, values, classes, where)
+
+    if inexact:
+        _exact_m2_pass(engine, source, label, label_type, weight, inexact, classes, feats, group_where)
+    if weight or not histogram:
+        _weighted_passes(engine, source, label, label_type, weight, features, classes, feats)
+    return Statistics(classes, class_n, class_rows, {f.name: feats[f.name] for f in features}, null_rows)
+
+
+def _exact_m2_pass(engine, source, label, label_type, weight, gauss, classes, feats, group_where=None) -> None:
+    """Gaussian M2 around the class means, ``Σ (x − θ_c)²`` (and ``Σ w (x − θ_c)²``),
+    for the columns whose shifted sums lost too many digits: the stable two-pass form,
+    reading only those columns (families/gaussian.py)."""
+    fam = REGISTRY["gaussian"]
+    w = sql.as_double(sql.col(weight, "src")) if weight else None
+    cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+    for f in gauss:
+        m = feats[f.name]
+        cols += fam.second_pass(f, None, _class_case(label, label_type, classes, m.rows_mean))
+        if w is not None:
+            cols += fam.second_pass(f, w, _class_case(label, label_type, classes, m.mean))
+    cond = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    if group_where is not None:
+        cond = exp.And(this=cond, expression=group_where.copy())
+    q = exp.select(*cols).from_(source.from_("src")).where(cond).group_by(sql.col(label, "src"))
+    by_class = {r[0]: r[1:] for r in engine.execute(q)}
+    per = 4 if w is not None else 2
+    for j, f in enumerate(gauss):
+        got = np.array([[float(v or 0.0) for v in by_class[c][per * j:per * (j + 1)]] if c in by_class
+                        else [0.0] * per for c in classes])
+        m = feats[f.name]
+
+        def corrected(n, mean, s1, s2):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                safe = np.where(n > 0, n, 1.0)
+                return np.where(n > 0, mean + s1 / safe, mean), np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
+
+        m.rows_mean, m.rows_m2 = corrected(m.rows, m.rows_mean, got[:, 0], got[:, 1])
+        if w is not None:
+            m.mean, m.m2 = corrected(m.n, m.mean, got[:, 2], got[:, 3])
+        else:
+            m.mean, m.m2 = m.rows_mean.copy(), m.rows_m2.copy()
+
+
+def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats) -> None:
+    # Categorical counts come from GROUPING SETS when weighted or when the engine has no
+    # histogram().
+    cats = [f for f in features if f.kind == "categorical"]
+    if cats:
+        from sqlnb.models.naive_bayes.families.categorical import counts_from
+        hists: dict[str, list[dict]] = {f.name: [dict() for _ in classes] for f in cats}
+        index = {c: i for i, c in enumerate(classes)}
+        for r in engine.execute(weighted_counts_query(source, label, weight, cats)):
+            k = index[r[0]]
+            for j, f in enumerate(cats):
+                if r[2 + 2 * j] == 0:  # GROUPING(c_j) = 0: this row belongs to (label, c_j)
+                    if r[1 + 2 * j] is not None:
+                        hists[f.name][k][r[1 + 2 * j]] = float(r[-1] or 0.0)
+        for f in cats:
+            feats[f.name] = counts_from(hists[f.name])

@@ -1,0 +1,398 @@
+"""Naive Bayes: sufficient statistics + hyperparameters -> per-class SQL scores.
+
+The model is its :class:`~sqlnb.stats.Statistics`. Log-probabilities are derived from
+them when needed, under :class:`Hyperparameters`, so changing α, the estimator, the
+class prior or the variance floor (:meth:`NaiveBayes.with_params`), merging new rows
+(:meth:`NaiveBayes.merge`) or scoring never reads the training data again.
+
+Class prior (``class_prior``)::
+
+    fitted     ln N_c − ln Σ N                    (−inf for a class with no rows)
+    uniform    −ln K
+    {c: p}     ln p_c                              given; must sum to 1
+    dirichlet  ln (N_c + a) − ln (N + K·a)         a = prior_alpha under the estimator
+
+The prior enters every class score once — unless every feature is ``complement``,
+whose score has no prior term (as in scikit-learn's ComplementNB).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float
+from sqlnb.models.base import Model
+from sqlnb.models.naive_bayes import text
+from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
+
+ESTIMATORS = ("posterior-mean", "map", "mle")
+UNSEEN = ("missing", "bucket")
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """How log-probabilities are derived from the statistics (never needs the data).
+
+    Parameters
+    ----------
+    alpha : float
+        Pseudo-count of the Dirichlet/Beta prior on discrete parameters (scikit-learn's
+        ``alpha``, default 1: Laplace smoothing).
+    feature_alpha : mapping of str to float
+        Per-feature α (vector α for multinomial, bernoulli and complement columns).
+    beta : (float, float), optional
+        Beta(β₁, β₀) prior of Bernoulli features; default (α, α).
+    estimator : {"posterior-mean", "map", "mle"}
+        Posterior mean (the Bayesian posterior predictive; scikit-learn's rule), the
+        posterior mode (pseudo-counts minus one), or plain frequencies.
+    class_prior : "fitted", "uniform", "dirichlet" or mapping of label to probability
+    prior_alpha : float
+        Dirichlet concentration of the class prior with ``class_prior="dirichlet"``.
+    var_smoothing : float
+        Gaussian variance floor, as a fraction of the largest feature variance.
+    norm : bool
+        Complement naive Bayes weight normalisation.
+    unseen : {"missing", "bucket"}
+        Categorical values not seen in training: no term, or one smoothed extra slot.
+    """
+
+    alpha: float = 1.0
+    feature_alpha: Mapping[str, float] = field(default_factory=dict)
+    beta: tuple[float, float] | None = None
+    estimator: str = "posterior-mean"
+    class_prior: Any = "fitted"
+    prior_alpha: float = 1.0
+    var_smoothing: float = 1e-9
+    norm: bool = False
+    unseen: str = "missing"
+
+    def __post_init__(self):
+        if self.estimator not in ESTIMATORS:
+            raise SqlnbError(f"unknown estimator {self.estimator!r}; choose one of: {', '.join(ESTIMATORS)}")
+        if self.unseen not in UNSEEN:
+            raise SqlnbError(f"unknown unseen-category policy {self.unseen!r}; choose one of: {', '.join(UNSEEN)}")
+        for name, a in [("alpha", self.alpha), *self.feature_alpha.items(), ("prior_alpha", self.prior_alpha)]:
+            if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 0):
+                raise SqlnbError(f"alpha for {name!r} must be a finite number >= 0, not {a!r}")
+        if not (math.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
+            raise SqlnbError(f"var_smoothing must be >= 0, not {self.var_smoothing!r}")
+        if isinstance(self.class_prior, str) and self.class_prior not in ("fitted", "uniform", "dirichlet"):
+            raise SqlnbError(
+                f"unknown class prior {self.class_prior!r}; use fitted, uniform, dirichlet or LABEL=P,...")
+
+    def alpha_for(self, name: str) -> float:
+        return float(self.feature_alpha.get(name, self.alpha))
+
+    def beta_for(self, name: str) -> tuple[float, float]:
+        b1, b0 = self.beta if self.beta is not None else (self.alpha_for(name),) * 2
+        return self.pseudo(b1), self.pseudo(b0)
+
+    def pseudo(self, a: float) -> float:
+        """The estimator's effective pseudo-count: a (posterior mean), a − 1 (MAP), 0 (MLE)."""
+        return {"posterior-mean": a, "map": a - 1.0, "mle": 0.0}[self.estimator]
+
+    def to_dict(self, classes: list) -> dict:
+        d = asdict(self)
+        d["feature_alpha"] = dict(self.feature_alpha)
+        if not isinstance(self.class_prior, str):
+            d["class_prior"] = {"given": [float(p) for p in given_prior(self.class_prior, classes)]}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, classes: list) -> "Hyperparameters":
+        d = dict(d)
+        if isinstance(d.get("class_prior"), dict):
+            d["class_prior"] = dict(zip(classes, d["class_prior"]["given"]))
+        if d.get("beta") is not None:
+            d["beta"] = tuple(d["beta"])
+        return cls(**d)
+
+
+def given_prior(prior: Mapping[Any, float], classes: list) -> np.ndarray:
+    """Validate a given class prior and return it in class order."""
+    lookup = {str(k): v for k, v in prior.items()}
+    missing = [c for c in classes if c not in prior and str(c) not in lookup]
+    extra = [k for k in prior if k not in classes and str(k) not in {str(c) for c in classes}]
+    if missing or extra:
+        raise SqlnbError(
+            f"the given class prior must name every class exactly: missing {missing}, unknown {extra}")
+    p = np.array([float(prior[c]) if c in prior else float(lookup[str(c)]) for c in classes])
+    if np.any(p < 0) or not math.isclose(p.sum(), 1.0, abs_tol=1e-9):
+        raise SqlnbError(f"the given class prior must be >= 0 and sum to 1 (it sums to {p.sum()!r})")
+    return p
+
+
+def _unguarded(f: Feature) -> bool:
+    """Whether the feature's score term can drop its NaN guard: Gaussian terms are pure
+    arithmetic, so a NaN input propagates to the class score (where scoring detects it)."""
+    return f.kind == "gaussian" and f.bag is None
+
+
+class NaiveBayes(Model):
+    """A naive Bayes classifier whose features may mix families column by column.
+
+    Build one with :func:`sqlnb.fit`; load a saved one with :func:`sqlnb.load`.
+
+    Attributes
+    ----------
+    stats : Statistics
+        The sufficient statistics (the model's whole memory of the data).
+    hyper : Hyperparameters
+        How log-probabilities are derived from ``stats``.
+    features : list of Feature
+        Feature columns with their family and SQL type.
+    """
+
+    kind = "naive_bayes"
+
+    def __init__(self, label: str, label_type: str, features: Sequence[Feature], stats: Statistics,
+                 hyper: Hyperparameters | None = None, report: dict | None = None, weight: str | None = None):
+        self.label = label
+        self.label_type = label_type
+        self.features = list(features)
+        self.stats = stats
+        self.hyper = hyper or Hyperparameters()
+        self.report = dict(report or {})
+        self.weight = weight
+        self._params: dict | None = None
+
+    @property
+    def classes(self) -> list:
+        return self.stats.classes
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [f.name for f in self.features]
+
+    def numeric_features(self) -> list[str]:
+        return [f.name for f in self.features if f.kind != "categorical" and f.bag is None]
+
+    def __repr__(self) -> str:
+        kinds: dict[str, int] = {}
+        for f in self.features:
+            kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        fams = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        return (f"NaiveBayes(label={self.label!r}, classes={self.classes!r}, features=[{fams}], "
+                f"rows={self.stats.n_rows}, estimator={self.hyper.estimator!r}, alpha={self.hyper.alpha!r})")
+
+    # -- estimation -------------------------------------------------------------------
+    def with_params(self, **changes) -> "NaiveBayes":
+        """The same statistics under other hyperparameters (no data is read).
+
+        Accepts the fields of :class:`Hyperparameters` (``alpha``, ``estimator``,
+        ``class_prior``, ``var_smoothing``, ...).
+        """
+        return NaiveBayes(self.label, self.label_type, self.features, self.stats,
+                          replace(self.hyper, **changes), self.report, self.weight)
+
+    def class_log_prior(self) -> np.ndarray:
+        """ln π_c under ``hyper.class_prior`` (see the module docstring)."""
+        n = self.stats.class_n
+        prior = self.hyper.class_prior
+        with np.errstate(divide="ignore"):
+            if isinstance(prior, str):
+                if prior == "uniform":
+                    return np.full(len(n), -math.log(len(n)))
+                if prior == "dirichlet":
+                    a = self.hyper.pseudo(self.hyper.prior_alpha)
+                    from sqlnb.models.naive_bayes.families.base import log_ratio
+                    return log_ratio(n + a, np.full(len(n), n.sum() + a * len(n)), "the class prior")
+                if n.sum() <= 0:
+                    raise SqlnbError("the fitted class prior needs rows with positive weight")
+                return np.log(n) - math.log(n.sum())
+            return np.log(given_prior(prior, self.classes))
+
+    def log_parameters(self) -> dict:
+        """Per-family derived parameters: ``{"prior": ..., "<feature>": ...}``."""
+        if self._params is None:
+            params: dict[str, Any] = {"prior": self.class_log_prior()}
+            for kind in KINDS:
+                group = [f for f in self.features if f.kind == kind]
+                if group:
+                    params.update(REGISTRY[kind].estimate(group, self.stats.features, self.stats.class_n, self.hyper))
+                    for f in group:  # token bags: per-term weight rows (sqlnb.text)
+                        if f.bag is not None:
+                            params[f.name] = text.prepare(f, params[f.name], self.stats.features[f.name])
+            self._params = params
+        return self._params
+
+    def fast_class_scores(self):
+        """Class scores whose Gaussian terms skip the per-term NaN guard (see
+        :meth:`Model.fast_class_scores`); None when no Gaussian column could hold NaN."""
+        if not any(_unguarded(f) and is_float(f.sql_type) for f in self.features):
+            return None
+        return self.class_scores(nan_guard=False)
+
+    def uses_prior(self) -> bool:
+        return len(self.classes) == 1 or any(f.kind != "complement" for f in self.features)
+
+    def score_joins(self):
+        params = self.log_parameters()
+        joins = []
+        for f in self.features:
+            join = getattr(text.family_for(f), "join", None)
+            if join is not None and (j := join(f, params[f.name])) is not None:
+                joins.append(j)
+        return joins
+
+    def class_scores(self, nan_guard: bool = True):
+        params = self.log_parameters()
+        scores = []
+        for k in range(len(self.classes)):
+            terms = []
+            for f in self.features:
+                fam = text.family_for(f)
+                terms.append(fam.term(f, params[f.name], k, nan_guard=False) if not nan_guard and _unguarded(f)
+                             else fam.term(f, params[f.name], k))
+            if self.uses_prior():
+                terms.insert(0, sql.dbl(float(params["prior"][k])))
+            scores.append(sql.add(terms))
+        return scores
+
+    def score_long(self, tokens: Any, docs: Any = None, con=None, outputs: Sequence[str] = ("proba", "prediction"),
+                   keep: Sequence[str] | None = None):
+        """Score documents given as a long token table (a model from :func:`sqlnb.fit_long`).
+
+        Parameters
+        ----------
+        tokens : source
+            Token rows with the id, token (and count) columns named at fit time.
+        docs : source, optional
+            One row per document to score, with the id column; a document without any
+            known token still gets the prior (and Bernoulli constant). Default: the
+            distinct ids of ``tokens``.
+        con : DuckDB connection, optional
+        outputs, keep
+            As for :meth:`score`.
+
+        Returns
+        -------
+        duckdb.DuckDBPyRelation
+        """
+        import duckdb
+
+        from sqlnb.source import Query
+        bags = [f for f in self.features if f.bag is not None and f.bag["layout"] == "long"]
+        if not bags:
+            raise SqlnbError("score_long scores models fitted with sqlnb.fit_long; use model.score")
+        con = con if con is not None else duckdb.connect()
+        tok = text.resolve_long(con, tokens, bags[0])
+        if docs is None:
+            key = sql.col(bags[0].bag["id"], "src")
+            docs = Query(sql.render(exp.select(key).from_(tok.from_("src")).group_by(key.copy())))
+        doc_src = text.resolve_long(con, docs, bags[0], docs=True)
+        return con.sql(sql.render(text.long_scoring_query(self, tok, doc_src, outputs, keep, con)))
+
+    # -- combining statistics -----------------------------------------------------------
+    def merge(self, other: "NaiveBayes | Statistics", decay: float | None = None) -> "NaiveBayes":
+        """This model updated with another fit's statistics (exactly the refit on the
+        union). ``decay`` in (0, 1] first down-weights this model's statistics."""
+        if decay is not None and not (isinstance(decay, (int, float)) and 0 < decay <= 1):
+            raise SqlnbError(f"decay must be in (0, 1] (1 keeps all past rows), not {decay!r}")
+        stats = other.stats if isinstance(other, NaiveBayes) else other
+        base = self.stats.scaled(decay) if decay is not None else self.stats
+        merged = base.merge(stats)
+        report = dict(self.report)
+        report["rows"] = merged.n_rows
+        report["null_label_rows"] = merged.null_label_rows
+        return NaiveBayes(self.label, self.label_type, self.features, merged, self.hyper, report, self.weight)
+
+    # -- storage ------------------------------------------------------------------------
+    def metadata(self) -> dict:
+        return {
+            "label": self.label,
+            "label_type": self.label_type,
+            "weight": self.weight,
+            "features": [f.to_dict() for f in self.features],
+            "hyperparameters": self.hyper.to_dict(self.classes),
+            "report": self.report,
+        }
+
+    def parameter_tables(self) -> dict:
+        """Part -> (pyarrow table, {column: SQL type to cast to}).
+
+        ``classes`` (typed labels, weighted and unweighted counts), ``moments``
+        (gaussian), ``sums`` (bernoulli/multinomial/complement), ``counts`` (categorical,
+        non-zero cells only) and one ``values_<j>`` table per categorical feature ``j``
+        holding its values in their own SQL type.
+        """
+        import pyarrow as pa
+        s = self.stats
+        K = len(s.classes)
+        parts = {"classes": (pa.table({
+            "class_index": pa.array(range(K), pa.int32()),
+            "label": pa.array(list(s.classes)),
+            "n": pa.array(s.class_n, pa.float64()),
+            "rows": pa.array(s.class_rows, pa.float64()),
+        }), {"label": self.label_type})}
+        long: dict[str, dict[str, list]] = {
+            "moments": {c: [] for c in ("class_index", "feature", "n", "mean", "m2", "rows", "rows_mean", "rows_m2")},
+            "sums": {c: [] for c in ("class_index", "feature", "n", "total")},
+            "counts": {c: [] for c in ("class_index", "feature", "value_index", "n")},
+        }
+        for j, f in enumerate(self.features):
+            st = s.features[f.name]
+            if isinstance(st, Bag):
+                parts.update(text.bag_tables(j, st))
+                continue
+            if isinstance(st, Counts):
+                ks, vs = np.nonzero(st.counts)
+                t = long["counts"]
+                t["class_index"] += ks.tolist()
+                t["feature"] += [f.name] * len(ks)
+                t["value_index"] += vs.tolist()
+                t["n"] += st.counts[ks, vs].tolist()
+                parts[f"values_{j}"] = (pa.table({"value_index": pa.array(range(len(st.values)), pa.int32()),
+                                                  "value": pa.array(list(st.values))}), {"value": f.sql_type})
+                continue
+            part = "moments" if isinstance(st, Moments) else "sums"
+            t = long[part]
+            t["class_index"] += list(range(K))
+            t["feature"] += [f.name] * K
+            for c in t:
+                if c not in ("class_index", "feature"):
+                    t[c] += np.asarray(getattr(st, c), dtype=float).tolist()
+        for part, cols in long.items():
+            if cols["class_index"]:
+                parts[part] = (pa.table({c: pa.array(v, pa.int32() if c in ("class_index", "value_index")
+                                                      else pa.string() if c == "feature" else pa.float64())
+                                         for c, v in cols.items()}), {})
+        return parts
+
+    @classmethod
+    def from_tables(cls, meta: dict, tables: dict) -> "NaiveBayes":
+        """Rebuild a model from :meth:`parameter_tables` as read back (pyarrow tables)."""
+        ct = tables["classes"].sort_by("class_index").to_pydict()
+        classes = ct["label"]
+        K = len(classes)
+        features = [Feature(**f) for f in meta["features"]]
+        rows = {part: tables[part].to_pylist() for part in ("moments", "sums", "counts") if part in tables}
+        feats: dict[str, Any] = {}
+        for j, f in enumerate(features):
+            if f.bag is not None:
+                feats[f.name] = text.bag_from_tables(j, tables, K)
+                continue
+            if f"values_{j}" in tables:
+                values = tables[f"values_{j}"].sort_by("value_index")["value"].to_pylist()
+                counts = np.zeros((K, len(values)))
+                for r in rows.get("counts", []):
+                    if r["feature"] == f.name:
+                        counts[r["class_index"], r["value_index"]] = r["n"]
+                feats[f.name] = Counts(values, counts)
+                continue
+            part, fields = (("moments", ("n", "mean", "m2", "rows", "rows_mean", "rows_m2"))
+                            if f.kind == "gaussian" else ("sums", ("n", "total")))
+            mine = sorted((r for r in rows.get(part, []) if r["feature"] == f.name), key=lambda r: r["class_index"])
+            feats[f.name] = (Moments if part == "moments" else Sums)(
+                *(np.array([r[x] for r in mine], dtype=float) for x in fields))
+        stats = Statistics(classes, np.array(ct["n"], dtype=float), np.array(ct["rows"], dtype=float),
+                           feats, int(meta["report"].get("null_label_rows", 0)))
+        return cls(meta["label"], meta["label_type"], features, stats,
+                   Hyperparameters.from_dict(meta["hyperparameters"], classes), meta["report"], meta.get("weight"))

@@ -1,0 +1,267 @@
+"""SQL construction and rendering: the only place sqlnb touches SQL text.
+
+Every statement sqlnb runs or prints is a sqlglot expression tree built with the
+helpers below. Identifiers are always quoted (a column named ``a"; DROP TABLE t; --``
+is just a column), numbers are DOUBLE (a bare ``0.94`` is DECIMAL in DuckDB and sums of
+many such literals overflow), and :func:`render` is the single function that turns a
+tree into text for a dialect.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import sqlglot
+from sqlglot import exp
+
+#: Dialects whose rendering sqlnb supports (see the README's dialect table for which of
+#: them are execution-tested).
+DIALECTS = ("duckdb", "postgres", "spark", "sqlite", "snowflake", "bigquery", "trino")
+
+_DOUBLE = exp.DataType.build("double")
+
+
+def ident(name: str) -> exp.Identifier:
+    """A quoted identifier for ``name``, whatever characters it holds."""
+    return exp.to_identifier(str(name), quoted=True)
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    """A quoted column reference, optionally qualified by a (quoted) table alias."""
+    return exp.Column(this=ident(name), table=ident(table) if table else None)
+
+
+def table(name: str, schema: str | None = None, catalog: str | None = None) -> exp.Table:
+    """A quoted, optionally qualified, table reference."""
+    return exp.Table(
+        this=ident(name),
+        db=ident(schema) if schema else None,
+        catalog=ident(catalog) if catalog else None,
+    )
+
+
+def dbl(value: float) -> exp.Expression:
+    """A DOUBLE literal: ``CAST(<shortest repr> AS DOUBLE)``.
+
+    The cast makes the type explicit in every dialect (DuckDB folds it at bind time, so
+    it costs nothing per row). ``repr`` of a Python float round-trips exactly, so the
+    engine parses back the very same double. Infinities and NaN become string casts,
+    which :func:`render` rewrites for dialects that cannot parse them.
+    """
+    value = float(value)
+    if math.isfinite(value):
+        lit = exp.Literal.number(repr(value))
+    elif math.isnan(value):
+        lit = exp.Literal.string("nan")
+    else:
+        lit = exp.Literal.string("inf" if value > 0 else "-inf")
+    return exp.Cast(this=lit, to=_DOUBLE.copy())
+
+
+def as_double(e: exp.Expression, sql_type: str | None = None) -> exp.Expression:
+    """``CAST(e AS DOUBLE)``: aggregate and score in binary floating point.
+
+    A BOOLEAN (``sql_type``) goes through INT first: PostgreSQL has no boolean -> double
+    cast, while boolean -> integer works on every engine (TRUE = 1, FALSE = 0).
+    """
+    if sql_type is not None and sql_type.upper() in ("BOOLEAN", "BOOL"):
+        e = exp.Cast(this=e, to=exp.DataType.build("int"))
+    return exp.Cast(this=e, to=_DOUBLE.copy())
+
+
+def value(v: Any, sql_type: str | None = None) -> exp.Expression:
+    """A literal for a data value (a label or a category) of any type.
+
+    Strings, booleans and numbers map to literals; other values (dates, timestamps,
+    decimals) are written as a string cast to their column's SQL type, so the value
+    compares with the column without an integer-coding step.
+    """
+    if v is None:
+        return exp.null()
+    if isinstance(v, bool):
+        return exp.true() if v else exp.false()
+    if isinstance(v, int):
+        return exp.Literal.number(str(v))
+    if isinstance(v, float):
+        return dbl(v)
+    if isinstance(v, str) and (sql_type is None or _is_text(sql_type)):
+        return exp.Literal.string(v)
+    if sql_type is None:
+        return exp.Literal.string(str(v))
+    return exp.Cast(
+        this=exp.Literal.string(str(v)), to=exp.DataType.build(sql_type, dialect="duckdb")
+    )
+
+
+def _is_text(sql_type: str) -> bool:
+    t = sql_type.upper()
+    return t.startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "ENUM", "BPCHAR"))
+
+
+def add(terms: Iterable[exp.Expression]) -> exp.Expression:
+    """The sum of ``terms`` as a balanced tree (a long left-deep chain of ``+`` can hit
+    recursion limits in parsers and optimisers; a balanced one is log-depth)."""
+    items = list(terms)
+    if not items:
+        return dbl(0.0)
+    while len(items) > 1:
+        paired = [exp.Add(this=items[i], expression=items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            paired.append(items[-1])
+        items = paired
+    return items[0]
+
+
+def paren(e: exp.Expression) -> exp.Expression:
+    return exp.Paren(this=e)
+
+
+_SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _special_literal(dialect: str, v: float) -> exp.Expression:
+    """±inf / NaN spelled so that ``dialect`` parses them (each spelling execution-tested
+    where the README's dialect table says so)."""
+    if dialect == "sqlite":  # no special-value casts; an overflowing literal is +inf
+        if math.isnan(v):
+            return exp.null()  # SQLite has no NaN (it stores NULL)
+        lit = exp.Literal.number("1e999")
+        return exp.Neg(this=lit) if v < 0 else lit
+    if dialect == "trino":  # casts of 'Infinity' strings fail; infinity() and nan() exist
+        if math.isnan(v):
+            return exp.Anonymous(this="nan", expressions=[])
+        inf = exp.Anonymous(this="infinity", expressions=[])
+        return exp.Neg(this=inf) if v < 0 else inf
+    text = "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if dialect in ("bigquery", "snowflake"):
+        text = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return exp.Cast(this=exp.Literal.string(text), to=_DOUBLE.copy())
+
+
+def _dialect_literals(dialect: str):
+    def fix(node: exp.Expression) -> exp.Expression:
+        if (isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.DOUBLE
+                and isinstance(node.this, exp.Literal) and node.this.is_string
+                and node.this.this in _SPECIAL):
+            return _special_literal(dialect, _SPECIAL[node.this.this])
+        return node
+    return fix
+
+
+#: exp() below this underflows to 0 in IEEE doubles (the smallest subnormal is e^-745).
+EXP_UNDERFLOW = -745.0
+
+
+def _exp_without_underflow_error(node: exp.Expression) -> exp.Expression:
+    """PostgreSQL raises "value out of range: underflow" where other engines return 0,
+    so ``EXP(x)`` becomes ``CASE WHEN x < -745 THEN 0 ELSE EXP(x) END`` there — exact,
+    since e^-745 already rounds to 0."""
+    if isinstance(node, exp.Exp) and not node.meta.get("sqlnb_guarded"):
+        guarded = exp.Exp(this=node.this.copy())
+        guarded.meta["sqlnb_guarded"] = True
+        return exp.Case(
+            ifs=[exp.If(this=exp.LT(this=node.this.copy(), expression=dbl(EXP_UNDERFLOW)), true=dbl(0.0))],
+            default=guarded,
+        )
+    return node
+
+
+def greatest(items: list[exp.Expression]) -> exp.Expression:
+    """``GREATEST(items)`` for arguments that are never NULL (class scores).
+
+    Engines disagree on GREATEST with NULLs (DuckDB, Postgres and Spark skip them;
+    Snowflake, MySQL and SQLite's MAX return NULL). Scores are never NULL, so either
+    meaning is right, and :func:`render` picks the plain spelling for each dialect.
+    """
+    if len(items) == 1:
+        return items[0]
+    return exp.Greatest(this=items[0], expressions=items[1:], ignore_nulls=True)
+
+
+_PLAIN_GREATEST_IS_NULL_PROPAGATING = ("sqlite", "snowflake")
+
+#: Dialects without an ``isnan`` function. PostgreSQL and Snowflake compare NaN equal to
+#: itself, so ``x = 'NaN'`` is the test; SQLite stores NaN as NULL, so there the test
+#: becomes ``x = NULL`` — never true, as no value can be NaN.
+_NAN_BY_EQUALITY = ("postgres", "snowflake", "sqlite")
+
+
+def _isnan_as_equality(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.IsNan):
+        return exp.paren(exp.EQ(this=node.this, expression=dbl(float("nan"))))
+    return node
+
+
+def _plain_greatest(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Greatest):
+        node.set("ignore_nulls", False)
+    return node
+
+
+def _values_as_union(node: exp.Expression) -> exp.Expression:
+    """SQLite cannot name a VALUES table's columns (``AS t(a, b)``): write the rows as
+    ``SELECT … AS a, … AS b UNION ALL SELECT …`` instead."""
+    if isinstance(node, exp.Values) and node.args.get("alias") is not None:
+        alias = node.args["alias"]
+        names = [c.copy() for c in alias.args.get("columns") or []]
+        if names:
+            selects = [exp.select(*[exp.alias_(v.copy(), n.copy()) for v, n in zip(row.expressions, names)])
+                       for row in node.expressions]
+            union = selects[0]
+            for sel in selects[1:]:
+                union = exp.union(union, sel, distinct=False)
+            return exp.Subquery(this=union, alias=exp.TableAlias(this=alias.this.copy()))
+    return node
+
+
+#: Nodes that sqlglot renders for a dialect although the engine has no such function or
+#: clause (measured with sqlglot 30.30: VAR_POP becomes SQLite's non-existent
+#: VARIANCE_POP, ARG_MAX passes unchanged to PostgreSQL and SQLite, SQLite parses no
+#: GROUPING SETS). sqlnb's builders avoid them (see sqlnb.export); this catches a
+#: regression when SQL is rendered instead of when a server rejects it.
+_CANNOT_RUN: dict[type, tuple[str, tuple[str, ...]]] = {
+    exp.VariancePop: ("VAR_POP", ("sqlite",)),
+    exp.GroupingSets: ("GROUPING SETS", ("sqlite",)),
+    exp.ArgMax: ("ARG_MAX", ("postgres", "sqlite")),
+    exp.ArgMin: ("ARG_MIN", ("postgres", "sqlite")),
+}
+#: Functions sqlglot does not know (passed through as written), by the dialects having them.
+_ONLY_IN = {"HISTOGRAM": ("duckdb",), "LOG1P": ("spark",)}
+
+
+def _check_runs(tree: exp.Expression, dialect: str) -> None:
+    from sqlnb.errors import SqlnbError
+    for cls, (name, dialects) in _CANNOT_RUN.items():
+        if dialect in dialects and tree.find(cls) is not None:
+            raise SqlnbError(f"{dialect} has no {name}; sqlnb cannot render this statement for it")
+    for node in tree.find_all(exp.Anonymous):
+        name = str(node.this).upper()
+        if name in _ONLY_IN and dialect not in _ONLY_IN[name]:
+            raise SqlnbError(f"{dialect} has no {name} function; sqlnb cannot render this statement for it")
+
+
+def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = False) -> str:
+    """Render a tree to SQL text for ``dialect`` — the one place rendering happens.
+
+    Dialect gaps that can be expressed as tree rewrites are applied here; anything the
+    target cannot express raises instead of producing SQL that fails later on a server.
+    """
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}")
+    tree = expression
+    _check_runs(tree, dialect)
+    if dialect in _PLAIN_GREATEST_IS_NULL_PROPAGATING:
+        tree = tree.transform(_plain_greatest)
+    if dialect == "postgres":
+        tree = tree.transform(_exp_without_underflow_error)
+    if dialect in _NAN_BY_EQUALITY:
+        tree = tree.transform(_isnan_as_equality)
+    if dialect == "sqlite":
+        tree = tree.transform(_values_as_union)
+    tree = tree.transform(_dialect_literals(dialect))
+    return tree.sql(
+        dialect=dialect,
+        pretty=pretty,
+        unsupported_level=sqlglot.ErrorLevel.RAISE,
+    )

@@ -1,0 +1,167 @@
+"""SQL to take elsewhere: the training queries per dialect, and DuckDB scoring macros.
+
+:func:`fit_sql` renders the training aggregations (the statistics scan and, outside
+DuckDB, the categorical counts) for a dialect, so a warehouse sqlnb has no engine for can
+compute the sufficient statistics itself. Dialect gaps are met by choosing another
+builder, never by editing text:
+
+* ``histogram()`` is DuckDB's own: elsewhere categorical columns are counted by one
+  ``GROUPING SETS`` query (:func:`sqlnb.fit.weighted_counts_query`).
+* SQLite has no ``VAR_POP``: the class mean comes from a window
+  (``AVG(x) OVER (PARTITION BY label)``) in a subquery and the variance is
+  ``AVG((x − mean)²)`` — the same two-pass, cancellation-free form.
+* SQLite has no ``GROUPING SETS``: one ``GROUP BY (label, column)`` per categorical
+  column, glued with ``UNION ALL``, with the same output columns.
+
+:func:`duckdb_macro` wraps a model's scoring SELECT in a DuckDB table macro,
+``CREATE MACRO "score_<name>"(tbl) AS TABLE ... FROM query_table(tbl) AS src``, so an
+analyst scores any table or view with ``SELECT * FROM "score_<name>"('new_rows')``. A
+generic macro over the saved parameter tables is not possible: a macro cannot unpivot a
+table whose columns it does not know, and the scoring terms depend on each column's family.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes.families import Feature
+from sqlnb.models.naive_bayes.fit import statistics_query, weighted_counts_query
+from sqlnb.source import Source, Table
+
+#: Dialects without ``VAR_POP`` / ``GROUPING SETS`` (of :data:`sqlnb.sql.DIALECTS`).
+NO_VAR_POP = ("sqlite",)
+NO_GROUPING_SETS = ("sqlite",)
+
+
+def _unbound(source: Any, features: Sequence[Feature], label: str, weight: str | None) -> Source:
+    """A :class:`Source` for a table name or query without a connection (the builders
+    only need the FROM item and the label's presence)."""
+    if isinstance(source, Source):
+        return source
+    spec = Table(source) if isinstance(source, str) else source
+    if not isinstance(spec, Table):
+        raise SqlnbError("fit_sql takes a table name or a resolved Source")
+    cols = {f.name: f.sql_type for f in features}
+    cols[label] = "VARCHAR"
+    if weight:
+        cols[weight] = "DOUBLE"
+    return Source(sql.table(spec.name, spec.schema, spec.catalog), cols, f"table {str(spec)!r}")
+
+
+def _without_var_pop(q: exp.Select, label: str) -> exp.Select:
+    """Replace every ``VAR_POP(x)`` by ``AVG((x − m)·(x − m))`` with ``m`` the window
+    mean of ``x`` in its class, computed in a subquery over the source."""
+    means: list[exp.Expression] = []
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.VariancePop):
+            name = f"sqlnb_mean_{len(means)}"
+            means.append(exp.alias_(exp.Window(this=exp.Avg(this=node.this.copy()),
+                                               partition_by=[sql.col(label, "src")]), name, quoted=True))
+            d = exp.Sub(this=node.this.copy(), expression=sql.col(name, "src"))
+            return exp.Avg(this=exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())))
+        return node
+
+    out = q.transform(swap)
+    if not means:
+        return out
+    from_item = out.args["from_"].this
+    inner = exp.select(exp.Column(this=exp.Star(), table=sql.ident("src")), *means).from_(from_item.copy())
+    out.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("src")))))
+    return out
+
+
+def _counts_union(source: Source, label: str, weight: str | None, cats: Sequence[Feature]) -> exp.Expression:
+    """:func:`weighted_counts_query` without GROUPING SETS: one GROUP BY per column."""
+    n = exp.Sum(this=sql.as_double(sql.col(weight, "src"))) if weight else exp.Count(this=exp.Star())
+    parts = []
+    for j, f in enumerate(cats):
+        cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+        for i, g in enumerate(cats):
+            cols.append(exp.alias_(sql.col(g.name, "src") if i == j else exp.null(), f"v{i}", quoted=True))
+            cols.append(exp.alias_(exp.Literal.number(0 if i == j else 1), f"g{i}", quoted=True))
+        cols.append(exp.alias_(n.copy(), "n", quoted=True))
+        parts.append(exp.select(*cols).from_(source.from_("src"))
+                     .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
+                     .group_by(sql.col(label, "src"), sql.col(f.name, "src")))
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.Union(this=out, expression=p, distinct=False)
+    return out
+
+
+def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: str,
+                weight: str | None = None) -> list[exp.Expression]:
+    """The training statements for ``dialect`` as trees: the statistics scan, then (outside
+    DuckDB, or when weighted) the categorical counts. The weighted Gaussian second pass
+    needs the class means from the first result, so it is not part of a static export."""
+    src = _unbound(source, features, label, weight)
+    histogram = dialect == "duckdb"
+    stats = statistics_query(src, label, weight, features, histogram)
+    if dialect in NO_VAR_POP:
+        stats = _without_var_pop(stats, label)
+    out: list[exp.Expression] = [stats]
+    # As collect_statistics: counts by GROUPING SETS when weighted or without histogram().
+    cats = [f for f in features if f.kind == "categorical"] if (weight or not histogram) else []
+    if cats:
+        out.append(_counts_union(src, label, weight, cats) if dialect in NO_GROUPING_SETS
+                   else weighted_counts_query(src, label, weight, cats))
+    return out
+
+
+def fit_sql(source: Any, label: str, features: Sequence[Feature], dialect: str = "duckdb",
+            weight: str | None = None, pretty: bool = True) -> str:
+    """The training SQL for ``dialect``: statements separated by ``;``.
+
+    Parameters
+    ----------
+    source : str or Table or Source
+        The training table (a name, or a resolved source).
+    label : str
+        The label column.
+    features : list of Feature
+        The features and their families, e.g. ``model.features``.
+    dialect : str
+        One of :data:`sqlnb.sql.DIALECTS`.
+    weight : str, optional
+        A weight column.
+
+    Returns
+    -------
+    str
+        The statistics query (columns ``k``, ``rows``, then the families' aggregates
+        ``a0, a1, ...`` in feature order) and, if there are categorical features outside
+        DuckDB, the counts query (``k``, then ``v<j>``, ``g<j>`` per categorical
+        column — ``g<j> = 0`` marks the rows counting column ``j`` — and ``n``).
+    """
+    return ";\n\n".join(sql.render(q, dialect, pretty=pretty) for q in
+                        fit_queries(source, label, features, dialect, weight)) + ";\n"
+
+
+def duckdb_macro_tree(model, name: str, outputs: Sequence[str] = ("prediction", "proba")) -> exp.Create:
+    """``CREATE OR REPLACE MACRO "score_<name>"(tbl) AS TABLE <scoring SELECT>`` as a tree."""
+    src = exp.Table(this=exp.Anonymous(this="query_table", expressions=[exp.column("tbl")]),
+                    alias=exp.TableAlias(this=sql.ident("src")))
+    select = model.scoring_query(None, outputs, source_from=src)
+    return exp.Create(
+        this=exp.UserDefinedFunction(this=sql.table(f"score_{name}"), expressions=[exp.to_identifier("tbl")],
+                                     wrapped=True),
+        kind="MACRO", replace=True, expression=select,
+        properties=exp.Properties(expressions=[exp.ReturnsProperty(this=exp.Schema(this=exp.Var(this="TABLE")),
+                                                                   is_table=True)]),
+    )
+
+
+def duckdb_macro(model, name: str, outputs: Sequence[str] = ("prediction", "proba"), pretty: bool = True) -> str:
+    """A DuckDB table macro scoring any table or view with ``model``.
+
+    Examples
+    --------
+    >>> con.execute(duckdb_macro(model, "churn"))                      # doctest: +SKIP
+    >>> con.sql("SELECT * FROM score_churn('new_rows')")               # doctest: +SKIP
+    """
+    return sql.render(duckdb_macro_tree(model, name, outputs), "duckdb", pretty=pretty) + ";\n"
