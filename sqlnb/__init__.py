@@ -11,7 +11,8 @@ from sqlnb.workflows.generative import fit_em, flag_novel, novelty_threshold, sa
 from sqlnb.models.logistic import Logistic  # noqa: E402
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes  # noqa: E402
 from sqlnb.source import Files, Query, Table  # noqa: E402
-from sqlnb.models.naive_bayes.text import TextOptions, fit_long, mutual_information, top_terms  # noqa: E402
+from sqlnb.api import fit_long  # noqa: E402
+from sqlnb.models.naive_bayes.text import TextOptions, mutual_information, top_terms  # noqa: E402
 
 __all__ = ["fit", "connect", "fit_lda", "fit_qda", "fit_logistic", "MODELS", "LDA", "QDA", "Logistic",
            "cross_validate", "learning_curves",

@@ -20,6 +20,7 @@ from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features
 from sqlnb.models.logistic import Logistic
+from sqlnb.models.naive_bayes import text as bags
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.store import drop_model, list_models, load_model
 
@@ -227,6 +228,68 @@ def fit_logistic(
 
 
 _DENSE = {"lda": fit_lda, "qda": fit_qda, "logistic": fit_logistic}
+
+
+def fit_long(tokens: Any, labels: Any, *, id: str, token: str, label: str, count: str | None = None,
+             kind: str = "multinomial", con=None, weight: str | None = None, binarize: float = 0.0,
+             text: Any = None, **hyperparameters: Any):
+    """Fit a naive Bayes classifier on a long token table.
+
+    Parameters
+    ----------
+    tokens : source
+        One row per (document, token) with a count column, or one row per token
+        occurrence (``count=None``). With a count column, give each (id, token) one row:
+        duplicates add up in the counts but count twice in document frequencies.
+    labels : source
+        One row per document: ``id``, ``label`` (and ``weight``). Every labelled document
+        is a document, also one without any token row.
+    id, token, label, count : str
+        Column names (``id`` in both sources).
+    kind : {"multinomial", "bernoulli", "complement"}
+    con : DuckDB connection, optional
+    weight : str, optional
+        Document weights, a column of ``labels``.
+    binarize : float
+        Bernoulli threshold on the counts (present when ``count > binarize``).
+    text : TextOptions or dict, optional
+        Vocabulary options (``min_df``, ``max_df``, ``max_features``, ``select_k``,
+        ``stop_words``).
+    **hyperparameters
+        As for :func:`sqlnb.fit` (``alpha``, ``estimator``, ``class_prior``, ...).
+
+    Returns
+    -------
+    NaiveBayes
+        Score it with :meth:`NaiveBayes.score_long`.
+
+    Examples
+    --------
+    >>> m = sqlnb.fit_long("tokens.parquet", "docs.parquet", id="doc_id", token="token",
+    ...                    count="n", label="label")                       # doctest: +SKIP
+    >>> m.score_long("test_tokens.parquet", "test_docs.parquet")          # doctest: +SKIP
+    """
+    if kind not in bags.BAG_KINDS:
+        raise SqlnbError(f"kind {kind!r} cannot model a token table; choose one of: {', '.join(bags.BAG_KINDS)}")
+    hyper = Hyperparameters(**hyperparameters)
+    engine = as_engine(con)
+    dcon = bags._duckdb(engine)
+    start = time.perf_counter()
+    tok_src, lab_src = engine.resolve(tokens), engine.resolve(labels)
+    tok_src.require([id, token] + ([count] if count else []), "token table column")
+    lab_src.require([id, label] + ([weight] if weight else []), "label table column")
+    if count and not bags.is_numeric(tok_src.columns[count]):
+        raise SqlnbError(f"count column {count!r} in {tok_src.description} has type "
+                         f"{tok_src.columns[count]}; it must hold numbers")
+    feature = bags.bag_feature(token, kind, tok_src.columns[token], float(binarize), text, layout="long",
+                          id=id, token=token, count=count)
+    stats = collect_statistics(engine, lab_src, label, [], weight)
+    counts = bags.long_counts_query(tok_src, lab_src, feature, label, weight)
+    stats.features[token] = bags.bag_statistics(dcon, counts, feature, stats.classes, stats.class_n,
+                                           stats.class_rows, tok_src.description)
+    report = {"source": f"{tok_src.description} + {lab_src.description}", "rows": stats.n_rows,
+              "null_label_rows": stats.null_label_rows, "seconds": round(time.perf_counter() - start, 3)}
+    return NaiveBayes(label, lab_src.columns[label], [feature], stats, hyper, report, weight)
 
 
 def connect(

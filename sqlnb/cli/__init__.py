@@ -40,7 +40,8 @@ from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
 from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
 from sqlnb.models.naive_bayes.families import KINDS
 from sqlnb.workflows.generative import fit_em as api_fit_em, novelty_query, novelty_threshold, sample as api_sample, update as api_update
-from sqlnb.models.naive_bayes.text import fit_long, top_terms
+from sqlnb.api import fit_long
+from sqlnb.models.naive_bayes.text import top_terms
 from sqlnb.workflows.cv import cross_validate
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.io.locations import DbObject, StdOut, data_source, parse_data, parse_model, parse_out, split_db
