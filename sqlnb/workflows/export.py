@@ -32,9 +32,6 @@ from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.fit import statistics_query, weighted_counts_query
 from sqlnb.source import Source, Table
 
-#: Dialects without ``VAR_POP`` / ``GROUPING SETS`` (of :data:`sqlnb.sql.DIALECTS`).
-NO_VAR_POP = ("sqlite",)
-NO_GROUPING_SETS = ("sqlite",)
 
 
 def _unbound(source: Any, features: Sequence[Feature], label: str, weight: str | None) -> Source:
@@ -102,13 +99,13 @@ def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: s
     src = _unbound(source, features, label, weight)
     histogram = dialect == "duckdb"
     stats = statistics_query(src, label, weight, features, histogram)
-    if dialect in NO_VAR_POP:
+    if dialect in sql.NO_VAR_POP:
         stats = _without_var_pop(stats, label)
     out: list[exp.Expression] = [stats]
     # As collect_statistics: counts by GROUPING SETS when weighted or without histogram().
     cats = [f for f in features if f.kind == "categorical"] if (weight or not histogram) else []
     if cats:
-        out.append(_counts_union(src, label, weight, cats) if dialect in NO_GROUPING_SETS
+        out.append(_counts_union(src, label, weight, cats) if dialect in sql.NO_GROUPING_SETS
                    else weighted_counts_query(src, label, weight, cats))
     return out
 

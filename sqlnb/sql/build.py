@@ -1,0 +1,126 @@
+"""Building sqlglot trees: quoted identifiers, DOUBLE literals, typed values, balanced sums.
+
+Every statement sqlnb runs or prints is a tree built with these helpers. Identifiers are
+always quoted (a column named ``a"; DROP TABLE t; --`` is just a column), and numbers are
+DOUBLE (a bare ``0.94`` is DECIMAL in DuckDB, and sums of many such literals overflow).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from sqlglot import exp
+
+_DOUBLE = exp.DataType.build("double")
+
+
+def ident(name: str) -> exp.Identifier:
+    """A quoted identifier for ``name``, whatever characters it holds."""
+    return exp.to_identifier(str(name), quoted=True)
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    """A quoted column reference, optionally qualified by a (quoted) table alias."""
+    return exp.Column(this=ident(name), table=ident(table) if table else None)
+
+
+def table(name: str, schema: str | None = None, catalog: str | None = None) -> exp.Table:
+    """A quoted, optionally qualified, table reference."""
+    return exp.Table(
+        this=ident(name),
+        db=ident(schema) if schema else None,
+        catalog=ident(catalog) if catalog else None,
+    )
+
+
+def dbl(value: float) -> exp.Expression:
+    """A DOUBLE literal: ``CAST(<shortest repr> AS DOUBLE)``.
+
+    The cast makes the type explicit in every dialect (DuckDB folds it at bind time, so
+    it costs nothing per row). ``repr`` of a Python float round-trips exactly, so the
+    engine parses back the very same double. Infinities and NaN become string casts,
+    which :func:`render` rewrites for dialects that cannot parse them.
+    """
+    value = float(value)
+    if math.isfinite(value):
+        lit = exp.Literal.number(repr(value))
+    elif math.isnan(value):
+        lit = exp.Literal.string("nan")
+    else:
+        lit = exp.Literal.string("inf" if value > 0 else "-inf")
+    return exp.Cast(this=lit, to=_DOUBLE.copy())
+
+
+def as_double(e: exp.Expression, sql_type: str | None = None) -> exp.Expression:
+    """``CAST(e AS DOUBLE)``: aggregate and score in binary floating point.
+
+    A BOOLEAN (``sql_type``) goes through INT first: PostgreSQL has no boolean -> double
+    cast, while boolean -> integer works on every engine (TRUE = 1, FALSE = 0).
+    """
+    if sql_type is not None and sql_type.upper() in ("BOOLEAN", "BOOL"):
+        e = exp.Cast(this=e, to=exp.DataType.build("int"))
+    return exp.Cast(this=e, to=_DOUBLE.copy())
+
+
+def value(v: Any, sql_type: str | None = None) -> exp.Expression:
+    """A literal for a data value (a label or a category) of any type.
+
+    Strings, booleans and numbers map to literals; other values (dates, timestamps,
+    decimals) are written as a string cast to their column's SQL type, so the value
+    compares with the column without an integer-coding step.
+    """
+    if v is None:
+        return exp.null()
+    if isinstance(v, bool):
+        return exp.true() if v else exp.false()
+    if isinstance(v, int):
+        return exp.Literal.number(str(v))
+    if isinstance(v, float):
+        return dbl(v)
+    if isinstance(v, str) and (sql_type is None or _is_text(sql_type)):
+        return exp.Literal.string(v)
+    if sql_type is None:
+        return exp.Literal.string(str(v))
+    return exp.Cast(
+        this=exp.Literal.string(str(v)), to=exp.DataType.build(sql_type, dialect="duckdb")
+    )
+
+
+def _is_text(sql_type: str) -> bool:
+    t = sql_type.upper()
+    return t.startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "ENUM", "BPCHAR"))
+
+
+def add(terms: Iterable[exp.Expression]) -> exp.Expression:
+    """The sum of ``terms`` as a balanced tree (a long left-deep chain of ``+`` can hit
+    recursion limits in parsers and optimisers; a balanced one is log-depth)."""
+    items = list(terms)
+    if not items:
+        return dbl(0.0)
+    while len(items) > 1:
+        paired = [exp.Add(this=items[i], expression=items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            paired.append(items[-1])
+        items = paired
+    return items[0]
+
+
+def paren(e: exp.Expression) -> exp.Expression:
+    return exp.Paren(this=e)
+
+
+#: exp() below this underflows to 0 in IEEE doubles (the smallest subnormal is e^-745).
+EXP_UNDERFLOW = -745.0
+
+
+def greatest(items: list[exp.Expression]) -> exp.Expression:
+    """``GREATEST(items)`` for arguments that are never NULL (class scores).
+
+    Engines disagree on GREATEST with NULLs (DuckDB, Postgres and Spark skip them;
+    Snowflake, MySQL and SQLite's MAX return NULL). Scores are never NULL, so either
+    meaning is right, and :func:`render` picks the plain spelling for each dialect.
+    """
+    if len(items) == 1:
+        return items[0]
+    return exp.Greatest(this=items[0], expressions=items[1:], ignore_nulls=True)

@@ -1,0 +1,158 @@
+"""Rendering trees for a dialect: the one place a tree becomes SQL text.
+
+Dialect gaps that can be written as tree rewrites (special float values, GREATEST's NULL
+handling, ``isnan``, PostgreSQL's EXP underflow error, SQLite's unnamed VALUES columns)
+are applied here; anything a target cannot express raises instead of producing SQL that
+fails later on a server.
+"""
+
+from __future__ import annotations
+
+import math
+
+import sqlglot
+from sqlglot import exp
+
+from sqlnb.errors import SqlnbError
+from sqlnb.sql.build import EXP_UNDERFLOW, _DOUBLE, dbl
+
+#: Dialects whose rendering sqlnb supports (see the README's dialect table for which of
+#: them are execution-tested).
+DIALECTS = ("duckdb", "postgres", "spark", "sqlite", "snowflake", "bigquery", "trino")
+
+#: Dialects without ``VAR_POP`` / ``GROUPING SETS``: the training-query export
+#: (:mod:`sqlnb.workflows.export`) builds other shapes for them.
+NO_VAR_POP = ("sqlite",)
+NO_GROUPING_SETS = ("sqlite",)
+
+_SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _special_literal(dialect: str, v: float) -> exp.Expression:
+    """±inf / NaN spelled so that ``dialect`` parses them (each spelling execution-tested
+    where the README's dialect table says so)."""
+    if dialect == "sqlite":  # no special-value casts; an overflowing literal is +inf
+        if math.isnan(v):
+            return exp.null()  # SQLite has no NaN (it stores NULL)
+        lit = exp.Literal.number("1e999")
+        return exp.Neg(this=lit) if v < 0 else lit
+    if dialect == "trino":  # casts of 'Infinity' strings fail; infinity() and nan() exist
+        if math.isnan(v):
+            return exp.Anonymous(this="nan", expressions=[])
+        inf = exp.Anonymous(this="infinity", expressions=[])
+        return exp.Neg(this=inf) if v < 0 else inf
+    text = "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if dialect in ("bigquery", "snowflake"):
+        text = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return exp.Cast(this=exp.Literal.string(text), to=_DOUBLE.copy())
+
+
+def _dialect_literals(dialect: str):
+    def fix(node: exp.Expression) -> exp.Expression:
+        if (isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.DOUBLE
+                and isinstance(node.this, exp.Literal) and node.this.is_string
+                and node.this.this in _SPECIAL):
+            return _special_literal(dialect, _SPECIAL[node.this.this])
+        return node
+    return fix
+
+
+def _exp_without_underflow_error(node: exp.Expression) -> exp.Expression:
+    """PostgreSQL raises "value out of range: underflow" where other engines return 0,
+    so ``EXP(x)`` becomes ``CASE WHEN x < -745 THEN 0 ELSE EXP(x) END`` there — exact,
+    since e^-745 already rounds to 0."""
+    if isinstance(node, exp.Exp) and not node.meta.get("sqlnb_guarded"):
+        guarded = exp.Exp(this=node.this.copy())
+        guarded.meta["sqlnb_guarded"] = True
+        return exp.Case(
+            ifs=[exp.If(this=exp.LT(this=node.this.copy(), expression=dbl(EXP_UNDERFLOW)), true=dbl(0.0))],
+            default=guarded,
+        )
+    return node
+
+
+_PLAIN_GREATEST_IS_NULL_PROPAGATING = ("sqlite", "snowflake")
+
+#: Dialects without an ``isnan`` function. PostgreSQL and Snowflake compare NaN equal to
+#: itself, so ``x = 'NaN'`` is the test; SQLite stores NaN as NULL, so there the test
+#: becomes ``x = NULL`` — never true, as no value can be NaN.
+_NAN_BY_EQUALITY = ("postgres", "snowflake", "sqlite")
+
+
+def _isnan_as_equality(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.IsNan):
+        return exp.paren(exp.EQ(this=node.this, expression=dbl(float("nan"))))
+    return node
+
+
+def _plain_greatest(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Greatest):
+        node.set("ignore_nulls", False)
+    return node
+
+
+def _values_as_union(node: exp.Expression) -> exp.Expression:
+    """SQLite cannot name a VALUES table's columns (``AS t(a, b)``): write the rows as
+    ``SELECT … AS a, … AS b UNION ALL SELECT …`` instead."""
+    if isinstance(node, exp.Values) and node.args.get("alias") is not None:
+        alias = node.args["alias"]
+        names = [c.copy() for c in alias.args.get("columns") or []]
+        if names:
+            selects = [exp.select(*[exp.alias_(v.copy(), n.copy()) for v, n in zip(row.expressions, names)])
+                       for row in node.expressions]
+            union = selects[0]
+            for sel in selects[1:]:
+                union = exp.union(union, sel, distinct=False)
+            return exp.Subquery(this=union, alias=exp.TableAlias(this=alias.this.copy()))
+    return node
+
+
+#: Nodes that sqlglot renders for a dialect although the engine has no such function or
+#: clause (measured with sqlglot 30.30: VAR_POP becomes SQLite's non-existent
+#: VARIANCE_POP, ARG_MAX passes unchanged to PostgreSQL and SQLite, SQLite parses no
+#: GROUPING SETS). sqlnb's builders avoid them (see sqlnb.workflows.export); this catches a
+#: regression when SQL is rendered instead of when a server rejects it.
+_CANNOT_RUN: dict[type, tuple[str, tuple[str, ...]]] = {
+    exp.VariancePop: ("VAR_POP", ("sqlite",)),
+    exp.GroupingSets: ("GROUPING SETS", ("sqlite",)),
+    exp.ArgMax: ("ARG_MAX", ("postgres", "sqlite")),
+    exp.ArgMin: ("ARG_MIN", ("postgres", "sqlite")),
+}
+#: Functions sqlglot does not know (passed through as written), by the dialects having them.
+_ONLY_IN = {"HISTOGRAM": ("duckdb",), "LOG1P": ("spark",)}
+
+
+def _check_runs(tree: exp.Expression, dialect: str) -> None:
+    for cls, (name, dialects) in _CANNOT_RUN.items():
+        if dialect in dialects and tree.find(cls) is not None:
+            raise SqlnbError(f"{dialect} has no {name}; sqlnb cannot render this statement for it")
+    for node in tree.find_all(exp.Anonymous):
+        name = str(node.this).upper()
+        if name in _ONLY_IN and dialect not in _ONLY_IN[name]:
+            raise SqlnbError(f"{dialect} has no {name} function; sqlnb cannot render this statement for it")
+
+
+def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = False) -> str:
+    """Render a tree to SQL text for ``dialect`` — the one place rendering happens.
+
+    Dialect gaps that can be expressed as tree rewrites are applied here; anything the
+    target cannot express raises instead of producing SQL that fails later on a server.
+    """
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}")
+    tree = expression
+    _check_runs(tree, dialect)
+    if dialect in _PLAIN_GREATEST_IS_NULL_PROPAGATING:
+        tree = tree.transform(_plain_greatest)
+    if dialect == "postgres":
+        tree = tree.transform(_exp_without_underflow_error)
+    if dialect in _NAN_BY_EQUALITY:
+        tree = tree.transform(_isnan_as_equality)
+    if dialect == "sqlite":
+        tree = tree.transform(_values_as_union)
+    tree = tree.transform(_dialect_literals(dialect))
+    return tree.sql(
+        dialect=dialect,
+        pretty=pretty,
+        unsupported_level=sqlglot.ErrorLevel.RAISE,
+    )
