@@ -1,6 +1,6 @@
 """sqlnb: probabilistic classifiers trained and scored inside the database, in SQL."""
 
-__version__ = "0.1.0"
+from sqlnb.version import __version__  # noqa: E402
 
 from sqlnb.api import MODELS, connect, drop, fit, fit_lda, fit_logistic, fit_qda, load, models  # noqa: E402
 from sqlnb.workflows.compare import learning_curves  # noqa: E402

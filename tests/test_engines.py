@@ -341,7 +341,7 @@ def test_postgres_failed_save_leaves_nothing(postgres):
             return model.metadata()
 
     with pytest.raises(Exception):
-        sqlnb.engines.PostgresEngine.save_model(postgres, Broken(), "broken")
+        sqlnb.store.save_model(Broken(), postgres, "broken")
     assert postgres.execute(_count_tables()) == before
     assert "broken" not in [m["name"] for m in sqlnb.models(postgres)]
 

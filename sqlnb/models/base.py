@@ -15,10 +15,12 @@ import sqlglot
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError
-from sqlnb.models.naive_bayes.families import is_numeric
+from sqlnb.engines import as_engine
+from sqlnb.errors import SqlnbError, suggest
+from sqlnb.sql.types import is_numeric
 from sqlnb.models.finish import OUTPUTS, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, resolve
+from sqlnb.store import save_model
 
 #: Default source table name of an exported scoring query (``to_sql`` without a source).
 DEFAULT_SOURCE = "input"
@@ -145,7 +147,6 @@ class Model:
         log-likelihoods ``jll_<class>``, ``log_evidence`` (ln p(x)), ``log_proba_<class>``,
         ``proba_<class>`` and ``prediction`` — or the subset named in ``outputs``.
         """
-        from sqlnb.engines import as_engine
         engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
         source = engine.resolve(data)
         return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb"))
@@ -187,7 +188,6 @@ class Model:
             Used to resolve ``source``'s columns.
         """
         if dialect not in sql.DIALECTS:
-            from sqlnb.errors import suggest
             raise SqlnbError(
                 f"unknown dialect {dialect!r}{suggest(dialect, sql.DIALECTS)}; "
                 f"choose one of: {', '.join(sql.DIALECTS)}"
@@ -220,7 +220,6 @@ class Model:
         write is one transaction: an existing model is replaced only with
         ``replace=True``, and a failure leaves the database as it was.
         """
-        from sqlnb.store import save_model
         save_model(self, target, name, replace)
 
     # -- hooks for the store ------------------------------------------------------------

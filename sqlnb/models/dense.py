@@ -27,8 +27,9 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.errors import SqlnbError
-from sqlnb.models.naive_bayes.families import is_float, is_numeric
+from sqlnb.sql.types import is_float, is_numeric
 from sqlnb.models.base import Model
 from sqlnb.source import Source
 from sqlnb.stats import _sort_key
@@ -116,38 +117,6 @@ def linear_score(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarr
     return sql.add(terms)
 
 
-def resolve_priors(priors: Any, classes: list, counts: np.ndarray) -> np.ndarray:
-    """Class priors in class order from ``None``/``"fitted"`` (the class frequencies),
-    ``"uniform"``, a mapping label -> probability, or a sequence in sorted class order."""
-    from sqlnb.models.naive_bayes.model import given_prior
-    if priors is None or (isinstance(priors, str) and priors == "fitted"):
-        total = float(np.sum(counts))
-        return np.asarray(counts, dtype=float) / total
-    if isinstance(priors, str):
-        if priors == "uniform":
-            return np.full(len(classes), 1.0 / len(classes))
-        raise SqlnbError(f"unknown priors {priors!r}; use fitted, uniform or LABEL=P,...")
-    if isinstance(priors, Mapping):
-        return given_prior(priors, classes)
-    p = np.asarray(list(priors), dtype=float)
-    if p.shape != (len(classes),):
-        raise SqlnbError(f"give one prior per class ({len(classes)}: {classes!r}), not {len(p)}")
-    return given_prior(dict(zip(classes, p)), classes)
-
-
-def priors_to_json(priors: Any, classes: list) -> Any:
-    """``priors`` as stored in model metadata (a given prior as a list in class order)."""
-    if priors is None or isinstance(priors, str):
-        return priors
-    return {"given": [float(p) for p in resolve_priors(priors, classes, np.ones(len(classes)))]}
-
-
-def priors_from_json(stored: Any, classes: list) -> Any:
-    if isinstance(stored, dict):
-        return dict(zip(classes, stored["given"]))
-    return stored
-
-
 def check_labels(rows_by_class: Mapping[Any, Any], label: str, where: str, null_rows: int) -> list:
     """Sorted classes of a label column; raises for NaN labels, no rows or one class."""
     classes = [c for c in rows_by_class if c is not None]
@@ -184,7 +153,6 @@ def read_rows(
     cols += [exp.alias_(e, f"e{j}", quoted=True) for j, e in enumerate(extra.values())]
     import pyarrow as pa
 
-    from sqlnb.engines import DuckDBEngine, as_engine
     engine = as_engine(con)
     query = exp.select(*cols).from_(source.from_("src"))
     if isinstance(engine, DuckDBEngine):

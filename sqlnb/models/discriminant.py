@@ -62,10 +62,14 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.models.dense import DenseModel, check_labels, guarded, linear_score, nonfinite_feature_error, null_feature_error, priors_from_json, priors_to_json, resolve_priors, value
+from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError
+from sqlnb.models.dense import (DenseModel, check_labels, guarded, linear_score, nonfinite_feature_error,
+                                null_feature_error, value)
+from sqlnb.models.priors import priors_from_json, priors_to_json, resolve_priors
 from sqlnb.source import Source
-from sqlnb.stats import _align
+from sqlnb.stats import _align, sorted_values
+from sqlnb.store import register_kind
 
 
 # -- statistics ----------------------------------------------------------------------------
@@ -108,7 +112,6 @@ class JointMoments:
 
             n = n₁ + n₂;  δ = μ₂ − μ₁;  μ = μ₁ + δ·n₂/n;  M = M₁ + M₂ + δδᵀ·n₁n₂/n
         """
-        from sqlnb.stats import sorted_values
         classes = sorted_values(list(self.classes) + list(other.classes))
         a, b = self.align(classes), other.align(classes)
         n = a.n + b.n
@@ -150,7 +153,6 @@ def collect_moments(con: duckdb.DuckDBPyConnection, source: Source, label: str, 
     (a single key ``None`` without ``group``), each aligned to all classes."""
     d = len(features)
     where = source.description
-    from sqlnb.engines import as_engine
     rows = as_engine(con).execute(moments_query(source, label, features, group))
     off = 1 if group is None else 2
     null_rows: dict[Any, int] = {}
@@ -457,3 +459,7 @@ class QDA(_Discriminant):
             quad = exp.Mul(this=sql.dbl(-0.5), expression=sql.paren(sql.add(squares)))
             scores.append(guarded(self.features, exp.Add(this=sql.dbl(float(f["constant"][k])), expression=quad)))
         return scores
+
+
+register_kind(LDA.kind, LDA)
+register_kind(QDA.kind, QDA)

@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from sqlnb.models.dense import DenseModel, guarded, linear_score
 from sqlnb.errors import SqlnbError
+from sqlnb.store import register_kind
 
 #: Largest number of parameters for which the Newton system is factorised densely.
 DENSE_LIMIT = 2000
@@ -358,3 +359,6 @@ class Logistic(DenseModel):
                   "mean": cols["mean"], "scale": cols["scale"]}
         return cls(meta["label"], meta["label_type"], features, classes, fitted, ct["n"],
                    meta["C"], meta["standardize"], meta["report"])
+
+
+register_kind(Logistic.kind, Logistic)

@@ -43,7 +43,7 @@ from sqlnb.api import MODELS, fit
 from sqlnb.workflows.cv import evaluate_fold
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.errors import SqlnbError, suggest
-from sqlnb.models.naive_bayes.families.base import is_numeric
+from sqlnb.sql.types import is_numeric
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import Source, resolve
 

@@ -16,21 +16,20 @@ always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/eng
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import duckdb
 import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
+from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
 from sqlnb.stats import Statistics, _sort_key
 from sqlnb.models.naive_bayes.text import BAG_KINDS, bag_feature, bag_layout, collect_bags, family_for
-
-if TYPE_CHECKING:
-    from sqlnb.engines import Engine
 
 
 def default_kind(sql_type: str) -> str | None:
@@ -135,7 +134,7 @@ def shift_query(source: Source, features: Sequence[Feature]) -> exp.Select | Non
     return exp.select(*aggs).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("s"))))
 
 
-def gaussian_shifts(engine: "Engine", source: Source, features: Sequence[Feature]) -> dict[str, float]:
+def gaussian_shifts(engine: Engine, source: Source, features: Sequence[Feature]) -> dict[str, float]:
     """Each Gaussian column's shift K: the mean of its first :data:`SHIFT_ROWS` rows,
     rounded (:func:`round_shift`).
 
@@ -241,7 +240,6 @@ def collect_statistics(
     ``con`` is a DuckDB connection or an :class:`~sqlnb.engines.Engine`; only the
     aggregates' results (a few rows per class) come back to Python.
     """
-    from sqlnb.engines import as_engine
     engine = as_engine(con)
     histogram = engine.dialect == "duckdb"  # histogram() is DuckDB's own aggregate
     shifts = gaussian_shifts(engine, source, features)
@@ -262,7 +260,6 @@ def collect_statistics_by(
     """Statistics per value of ``group`` (e.g. a fold number) from ONE scan grouped by
     (label, group), each aligned to the classes of all groups so that any union of them
     merges (:meth:`Statistics.merge`) to the statistics of those rows. Unweighted, DuckDB."""
-    from sqlnb.engines import as_engine
     engine = as_engine(con)
     shifts = gaussian_shifts(engine, source, features)
     rows = engine.execute(statistics_query(source, label, None, features, True, group, shifts))
@@ -378,7 +375,6 @@ def _weighted_passes(engine, source, label, label_type, weight, features, classe
     # histogram().
     cats = [f for f in features if f.kind == "categorical"]
     if cats:
-        from sqlnb.models.naive_bayes.families.categorical import counts_from
         hists: dict[str, list[dict]] = {f.name: [dict() for _ in classes] for f in cats}
         index = {c: i for i, c in enumerate(classes)}
         for r in engine.execute(weighted_counts_query(source, label, weight, cats)):

@@ -28,9 +28,13 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float
+from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.base import Model
+from sqlnb.models.priors import given_prior
 from sqlnb.models.naive_bayes import text
+from sqlnb.source import Query
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
+from sqlnb.store import register_kind
 
 ESTIMATORS = ("posterior-mean", "map", "mle")
 UNSEEN = ("missing", "bucket")
@@ -115,20 +119,6 @@ class Hyperparameters:
         return cls(**d)
 
 
-def given_prior(prior: Mapping[Any, float], classes: list) -> np.ndarray:
-    """Validate a given class prior and return it in class order."""
-    lookup = {str(k): v for k, v in prior.items()}
-    missing = [c for c in classes if c not in prior and str(c) not in lookup]
-    extra = [k for k in prior if k not in classes and str(k) not in {str(c) for c in classes}]
-    if missing or extra:
-        raise SqlnbError(
-            f"the given class prior must name every class exactly: missing {missing}, unknown {extra}")
-    p = np.array([float(prior[c]) if c in prior else float(lookup[str(c)]) for c in classes])
-    if np.any(p < 0) or not math.isclose(p.sum(), 1.0, abs_tol=1e-9):
-        raise SqlnbError(f"the given class prior must be >= 0 and sum to 1 (it sums to {p.sum()!r})")
-    return p
-
-
 def _unguarded(f: Feature) -> bool:
     """Whether the feature's score term can drop its NaN guard: Gaussian terms are pure
     arithmetic, so a NaN input propagates to the class score (where scoring detects it)."""
@@ -202,7 +192,6 @@ class NaiveBayes(Model):
                     return np.full(len(n), -math.log(len(n)))
                 if prior == "dirichlet":
                     a = self.hyper.pseudo(self.hyper.prior_alpha)
-                    from sqlnb.models.naive_bayes.families.base import log_ratio
                     return log_ratio(n + a, np.full(len(n), n.sum() + a * len(n)), "the class prior")
                 if n.sum() <= 0:
                     raise SqlnbError("the fitted class prior needs rows with positive weight")
@@ -278,7 +267,6 @@ class NaiveBayes(Model):
         """
         import duckdb
 
-        from sqlnb.source import Query
         bags = [f for f in self.features if f.bag is not None and f.bag["layout"] == "long"]
         if not bags:
             raise SqlnbError("score_long scores models fitted with sqlnb.fit_long; use model.score")
@@ -396,3 +384,6 @@ class NaiveBayes(Model):
                            feats, int(meta["report"].get("null_label_rows", 0)))
         return cls(meta["label"], meta["label_type"], features, stats,
                    Hyperparameters.from_dict(meta["hyperparameters"], classes), meta["report"], meta.get("weight"))
+
+
+register_kind(NaiveBayes.kind, NaiveBayes)

@@ -17,30 +17,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-
-#: Floating-point type names in DuckDB, PostgreSQL and Spark spellings.
-FLOAT_TYPES = frozenset({"FLOAT", "FLOAT4", "FLOAT8", "DOUBLE", "DOUBLE PRECISION", "REAL"})
-#: Numeric type names (without any ``(precision, scale)``). Whole names, not prefixes:
-#: ``INTERVAL`` starts with ``INT`` and is not a number.
-NUMERIC_TYPES = FLOAT_TYPES | frozenset({
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-    "UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "BYTE", "SHORT",
-    "LONG", "DECIMAL", "NUMERIC",
-})
-
-
-def _base_type(sql_type: str) -> str:
-    """``DECIMAL(10, 2)`` -> ``DECIMAL``; ``double precision`` -> ``DOUBLE PRECISION``."""
-    return " ".join(sql_type.upper().split("(")[0].split())
-
-
-def is_numeric(sql_type: str) -> bool:
-    return _base_type(sql_type) in NUMERIC_TYPES and "[" not in sql_type
-
-
-def is_float(sql_type: str) -> bool:
-    return _base_type(sql_type) in FLOAT_TYPES and "[" not in sql_type
-
+from sqlnb.sql.types import FLOAT_TYPES, NUMERIC_TYPES, is_float, is_numeric  # noqa: F401 (re-exported)
 
 @dataclass(frozen=True)
 class Feature:

@@ -1,0 +1,112 @@
+"""The stored layout every engine shares, and the small interface a storage backend fills.
+
+Layout, in the schema ``sqlnb``::
+
+    sqlnb.models            name, id, kind, created, meta (JSON text)
+    sqlnb."m_<id>_<part>"   one table per parameter part (classes, moments, sums, ...)
+
+A model's name is data, never SQL: it lives only in ``sqlnb.models`` and is always a
+bound parameter, while its tables are named by a generated id. So ``we'ird name`` or a
+name that differs only in case is just a name.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from typing import Any, Callable, Protocol
+
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+
+SCHEMA = "sqlnb"
+CATALOG = "models"
+#: Version of the stored layout, written into every model's metadata.
+FORMAT = 1
+
+#: ``created -> meta JSON``: the metadata is made inside a save, once its time is known.
+MetaText = Callable[[_dt.datetime], str]
+
+
+class Storage(Protocol):
+    """What :mod:`sqlnb.store` needs of one engine's storage (DuckDB, PostgreSQL, Spark)."""
+
+    #: How error messages name the place ("this database", "this Spark catalog").
+    where: str
+
+    def lookup(self, name: str) -> tuple[str, str, str] | None:
+        """``(id, kind, meta)`` of the live model ``name``, or None."""
+
+    def names(self) -> list[str]:
+        """Names of the live models, sorted."""
+
+    def rows(self) -> list[tuple[str, str, Any, str]]:
+        """``(name, kind, created, meta)`` of every live model, by name."""
+
+    def read_parts(self, model_id: str) -> dict[str, Any]:
+        """Part name -> pyarrow table of the model stored under ``model_id``."""
+
+    def save(self, name: str, kind: str, parts: dict[str, tuple[Any, dict]], meta: MetaText,
+             replace: bool) -> None:
+        """Write the parts and the catalog row atomically (see each backend)."""
+
+    def drop(self, name: str, model_id: str) -> None:
+        """Remove the model ``name`` (stored under ``model_id``) and its tables."""
+
+
+def catalog_table() -> exp.Table:
+    return sql.table(CATALOG, SCHEMA)
+
+
+def part_table(model_id: str, part: str) -> exp.Table:
+    return sql.table(f"m_{model_id}_{part}", SCHEMA)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def now() -> _dt.datetime:
+    """The catalog's ``created``: UTC, without a zone (a TIMESTAMP column everywhere)."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+
+
+def catalog_columns(primary_key: bool) -> list[exp.ColumnDef]:
+    """Column definitions of ``sqlnb.models`` (``name`` is the primary key where the engine
+    enforces one; Spark's catalog is an append-only log instead)."""
+    cols = [("name", "varchar"), ("id", "varchar"), ("kind", "varchar"), ("created", "timestamp"),
+            ("meta", "varchar")]
+    out = [exp.ColumnDef(this=sql.ident(n), kind=exp.DataType.build(t)) for n, t in cols]
+    if primary_key:
+        out[0].set("constraints", [exp.ColumnConstraint(kind=exp.PrimaryKeyColumnConstraint())])
+    return out
+
+
+def create_catalog(primary_key: bool) -> list[exp.Expression]:
+    """``CREATE SCHEMA IF NOT EXISTS sqlnb`` and ``CREATE TABLE IF NOT EXISTS sqlnb.models``."""
+    return [exp.Create(this=exp.Table(this=sql.ident(SCHEMA)), kind="SCHEMA", exists=True),
+            exp.Create(this=exp.Schema(this=catalog_table(), expressions=catalog_columns(primary_key)),
+                       kind="TABLE", exists=True)]
+
+
+def insert_catalog_row() -> exp.Insert:
+    """``INSERT INTO sqlnb.models VALUES (?, ?, ?, ?, ?)``: name, id, kind, created, meta."""
+    return exp.insert(exp.values([tuple(exp.Placeholder() for _ in range(5))]), catalog_table())
+
+
+def delete_catalog_row() -> exp.Delete:
+    return exp.delete(catalog_table(), sql.col("name").eq(exp.Placeholder()))
+
+
+def casted_select(columns: list[str], casts: dict, view: str) -> exp.Select:
+    """``SELECT CAST(c AS <type>) AS c, ... FROM view``: a part's columns with the stored
+    types a model asks for (a label's DATE, DECIMAL, ...)."""
+    cols = [exp.alias_(exp.Cast(this=sql.col(c), to=exp.DataType.build(casts[c], dialect="duckdb")), c, quoted=True)
+            if c in casts else sql.col(c) for c in columns]
+    return exp.select(*cols).from_(sql.table(view))
+
+
+def already_exists(name: str, where: str) -> SqlnbError:
+    return SqlnbError(f"model {name!r} already exists in {where}; pass --replace (replace=True) to overwrite it")

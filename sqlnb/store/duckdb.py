@@ -1,0 +1,111 @@
+"""Models in a DuckDB database: each save and drop is one transaction.
+
+The new tables and the catalog row appear together, the old model's tables go in the same
+commit, and a failure or interruption leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, catalog_table,
+                                 create_catalog, delete_catalog_row, insert_catalog_row, new_id, now,
+                                 part_table)
+
+
+class DuckDBStorage:
+    """:class:`~sqlnb.store.catalog.Storage` on a DuckDB connection."""
+
+    where = "this database"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+
+    def _run(self, tree: exp.Expression, params: list | None = None) -> list[tuple]:
+        return self.con.execute(sql.render(tree), params).fetchall()
+
+    def _has_catalog(self) -> bool:
+        q = (exp.select(exp.Count(this=exp.Star()))
+             .from_(exp.to_table("information_schema.tables"))
+             .where(exp.and_(sql.col("table_schema").eq(exp.Placeholder()),
+                             sql.col("table_name").eq(exp.Placeholder()))))
+        return self._run(q, [SCHEMA, CATALOG])[0][0] > 0
+
+    def _part_names(self, model_id: str) -> list[str]:
+        q = (exp.select(sql.col("table_name")).from_(exp.to_table("information_schema.tables"))
+             .where(exp.and_(sql.col("table_schema").eq(exp.Placeholder()),
+                             exp.func("starts_with", sql.col("table_name"), exp.Placeholder()))))
+        return [r[0] for r in self._run(q, [SCHEMA, f"m_{model_id}_"])]
+
+    def lookup(self, name):
+        if not self._has_catalog():
+            return None
+        q = (exp.select(sql.col("id"), sql.col("kind"), sql.col("meta"))
+             .from_(catalog_table()).where(sql.col("name").eq(exp.Placeholder())))
+        rows = self._run(q, [name])
+        return rows[0] if rows else None
+
+    def names(self):
+        return [r[0] for r in self.rows()]
+
+    def rows(self):
+        if not self._has_catalog():
+            return []
+        q = exp.select(*(sql.col(c) for c in ("name", "kind", "created", "meta"))).from_(
+            catalog_table()).order_by(sql.col("name"))
+        return self._run(q)
+
+    def read_parts(self, model_id):
+        prefix = f"m_{model_id}_"
+        return {t[len(prefix):]: self.con.sql(sql.render(exp.select(exp.Star()).from_(sql.table(t, SCHEMA))))
+                .to_arrow_table() for t in self._part_names(model_id)}
+
+    def _create_part(self, model_id: str, part: str, data: Any, casts: dict) -> None:
+        view = f"sqlnb_part_{uuid.uuid4().hex}"
+        self.con.register(view, data)
+        try:
+            self._run(exp.Create(this=part_table(model_id, part), kind="TABLE",
+                                 expression=casted_select(data.column_names, casts, view)))
+        finally:
+            self.con.unregister(view)
+
+    def _drop_parts(self, model_id: str) -> None:
+        for t in self._part_names(model_id):
+            self._run(exp.Drop(tables=[sql.table(t, SCHEMA)], kind="TABLE"))
+
+    def _transaction(self, work) -> None:
+        self.con.begin()
+        try:
+            work()
+            self.con.commit()
+        except BaseException:
+            self.con.rollback()
+            raise
+
+    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool) -> None:
+        def work():
+            for statement in create_catalog(primary_key=True):
+                self._run(statement)
+            old = self.lookup(name)
+            if old is not None and not replace:
+                raise already_exists(name, self.where)
+            model_id = new_id()
+            for part, (data, casts) in parts.items():
+                self._create_part(model_id, part, data, casts)
+            if old is not None:
+                self._drop_parts(old[0])
+                self._run(delete_catalog_row(), [name])
+            created = now()
+            self._run(insert_catalog_row(), [name, model_id, kind, created, meta(created)])
+        self._transaction(work)
+
+    def drop(self, name: str, model_id: str) -> None:
+        def work():
+            self._drop_parts(model_id)
+            self._run(delete_catalog_row(), [name])
+        self._transaction(work)

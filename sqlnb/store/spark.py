@@ -1,0 +1,98 @@
+"""Models in a Spark catalog, as an append-only log.
+
+Spark has no multi-table transactions, and a plain (Parquet) table cannot be updated in
+place. So the catalog ``sqlnb.models`` is an append-only log: a save writes the new part
+tables under a fresh id, then appends one catalog row (the commit point: a single
+``INSERT`` whose files appear together when its job commits), then drops the old model's
+tables. The newest row of a name wins; a drop appends a tombstone row (``kind`` NULL).
+A failure before the append leaves the old model readable and, at worst, orphan
+``m_<id>_*`` tables; a failure after it leaves only the old tables behind. With a local
+session the catalog lives in Spark's in-memory metastore (lost when the session ends);
+on a cluster, use a persistent metastore (Hive, Unity, Glue).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.engines.base import arrow_table
+from sqlnb.engines.spark import SparkEngine
+from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, create_catalog,
+                                 catalog_table, insert_catalog_row, new_id, now, part_table)
+
+
+class SparkStorage:
+    """:class:`~sqlnb.store.catalog.Storage` on a :class:`~sqlnb.engines.SparkEngine`."""
+
+    where = "this Spark catalog"
+
+    def __init__(self, engine: SparkEngine):
+        self.engine = engine
+        self.spark = engine.spark
+
+    def _tables(self) -> list[str]:
+        if not self.spark.catalog.databaseExists(SCHEMA):
+            return []
+        return [t.name for t in self.spark.catalog.listTables(SCHEMA) if not t.isTemporary]
+
+    def _latest(self) -> dict:
+        """name -> (id, kind, created, meta) of the newest catalog row per name (live models)."""
+        if CATALOG not in self._tables():
+            return {}
+        q = exp.select(*(sql.col(c) for c in ("name", "id", "kind", "created", "meta"))).from_(catalog_table())
+        latest: dict = {}
+        for name, mid, kind, created, meta in sorted(self.engine.execute(q), key=lambda r: r[3]):
+            latest[name] = (mid, kind, created, meta)  # rows in time order: the last one wins
+        return {n: v for n, v in latest.items() if v[1] is not None}
+
+    def lookup(self, name):
+        row = self._latest().get(name)
+        return None if row is None else (row[0], row[1], row[3])
+
+    def names(self):
+        return sorted(self._latest())
+
+    def rows(self):
+        return [(n, v[1], v[2], v[3]) for n, v in sorted(self._latest().items())]
+
+    def read_parts(self, model_id):
+        prefix = f"m_{model_id}_"
+        out = {}
+        for t in self._tables():
+            if t.startswith(prefix):
+                df = self.engine.relation(exp.select(exp.Star()).from_(sql.table(t, SCHEMA)))
+                out[t[len(prefix):]] = arrow_table(df.columns, [tuple(r) for r in df.collect()])
+        return out
+
+    def _drop_parts(self, model_id: str) -> None:
+        for t in self._tables():
+            if t.startswith(f"m_{model_id}_"):
+                self.engine.execute(exp.Drop(tables=[sql.table(t, SCHEMA)], kind="TABLE", exists=True))
+
+    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool) -> None:
+        """Write new part tables, append the catalog row, drop the old tables."""
+        for statement in create_catalog(primary_key=False):
+            self.engine.execute(statement)
+        old = self._latest().get(name)
+        if old is not None and not replace:
+            raise already_exists(name, self.where)
+        model_id = new_id()
+        for part, (data, casts) in parts.items():
+            view = f"sqlnb_part_{uuid.uuid4().hex[:12]}"
+            self.spark.createDataFrame(data).createOrReplaceTempView(view)
+            try:
+                self.engine.execute(exp.Create(this=part_table(model_id, part), kind="TABLE",
+                                               expression=casted_select(data.column_names, casts, view)))
+            finally:
+                self.spark.catalog.dropTempView(view)
+        created = now()
+        self.engine.execute(insert_catalog_row(), [name, model_id, kind, created, meta(created)])  # commit point
+        if old is not None:
+            self._drop_parts(old[0])
+
+    def drop(self, name: str, model_id: str) -> None:
+        self.engine.execute(insert_catalog_row(), [name, None, None, now(), None])  # the tombstone
+        self._drop_parts(model_id)
