@@ -75,9 +75,9 @@ def fit(
         Tokenizer and vocabulary options of token-bag columns (text, ``VARCHAR[]`` or
         ``MAP`` columns given kind multinomial, bernoulli or complement): ``token_pattern``,
         ``lowercase``, ``stop_words``, ``min_df``, ``max_df``, ``max_features``,
-        ``select_k`` (see :mod:`sqlnb.text`).
+        ``select_k`` (see :mod:`sqlnb.models.naive_bayes.text`).
     **hyperparameters
-        Fields of :class:`~sqlnb.naive_bayes.Hyperparameters` (``alpha``,
+        Fields of :class:`~sqlnb.models.naive_bayes.model.Hyperparameters` (``alpha``,
         ``estimator``, ``class_prior``, ``var_smoothing``, ...).
 
     Returns
@@ -148,7 +148,7 @@ def fit_lda(
         As for :func:`fit`.
     features, exclude : list of str, optional
         Numeric (or boolean) feature columns (default: all but the label; any other
-        type raises). Training rows must be complete: see :mod:`sqlnb.dense`.
+        type raises). Training rows must be complete: see :mod:`sqlnb.models.dense`.
     shrinkage : float in [0, 1], optional
         Shrink each class covariance towards ``(tr C / d)·I`` (scikit-learn's float
         ``shrinkage`` with ``solver='lsqr'``).
@@ -256,7 +256,7 @@ def fit_long(tokens: Any, labels: Any, *, id: str, token: str, label: str, count
         Vocabulary options (``min_df``, ``max_df``, ``max_features``, ``select_k``,
         ``stop_words``).
     **hyperparameters
-        As for :func:`sqlnb.fit` (``alpha``, ``estimator``, ``class_prior``, ...).
+        As for :func:`sqlnb.models.naive_bayes.fit` (``alpha``, ``estimator``, ``class_prior``, ...).
 
     Returns
     -------

@@ -160,7 +160,7 @@ class Counts:
 @dataclass
 class Bag:
     """Per (class, term) statistics of one token bag (a text, LIST or MAP column, or a
-    long token table): see :mod:`sqlnb.text`.
+    long token table): see :mod:`sqlnb.models.naive_bayes.text`.
 
     ``terms`` is the vocabulary in code-point order; ``total[c, v] = Σ w·count`` (the
     multinomial / complement statistic) and ``docs[c, v] = Σ w·[count > threshold]``

@@ -3,7 +3,7 @@ and saving to a DuckDB database.
 
 A model kind (naive Bayes, LDA, QDA, logistic regression) only provides one SQL
 expression per class (:meth:`Model.class_scores`) and its parameter tables; the
-log-sum-exp, probabilities and argmax come from :mod:`sqlnb.score` for all of them.
+log-sum-exp, probabilities and argmax come from :mod:`sqlnb.models.finish` for all of them.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Model:
         """Optionally, cheaper class scores that equal :meth:`class_scores` on every row
         where they are not NaN (e.g. without per-term NaN guards); None if there are none.
         The DuckDB scoring query then evaluates ``CASE WHEN isnan(fast) THEN exact ELSE
-        fast END`` (:func:`sqlnb.score.scoring_select`)."""
+        fast END`` (:func:`sqlnb.models.finish.scoring_select`)."""
         return None
 
     def score_joins(self) -> list[exp.Join]:

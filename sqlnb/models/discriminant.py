@@ -48,7 +48,7 @@ class has no more rows than features); sqlnb needs only ``C_k'`` numerically pos
 definite (smallest eigenvalue of the unit-diagonal form above ``d·ε``), so with
 ``reg_param > 0`` every class works.
 
-Missing values: see :mod:`sqlnb.dense` (complete rows at fit; NULL scores otherwise).
+Missing values: see :mod:`sqlnb.models.dense` (complete rows at fit; NULL scores otherwise).
 """
 
 from __future__ import annotations

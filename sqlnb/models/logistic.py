@@ -1,7 +1,7 @@
 """L2-penalised logistic regression, fitted in numpy, scored in SQL.
 
 The one model kind fitted Python-side: it has no sufficient statistics, so the labelled
-rows are read once from the source into numpy (:func:`sqlnb.dense.read_rows`). The
+rows are read once from the source into numpy (:func:`sqlnb.models.dense.read_rows`). The
 objective is exactly scikit-learn's ``LogisticRegression(C=C)`` (lbfgs, intercept
 unpenalised)::
 
@@ -315,7 +315,7 @@ class Logistic(DenseModel):
     def with_params(self, **changes):
         """Not available: the model keeps no statistics to re-derive itself from."""
         raise SqlnbError("logistic regression keeps no statistics: refit it with the new C "
-                         "(sqlnb.fit_logistic, or sqlnb.cv for a grid)")
+                         "(sqlnb.fit_logistic, or sqlnb.workflows.cv for a grid)")
 
     def __repr__(self) -> str:
         return (f"Logistic(label={self.label!r}, classes={self.classes!r}, features={len(self.features)}, "

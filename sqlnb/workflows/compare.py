@@ -14,7 +14,7 @@ way to draw learning-curve subsets, so that a sample of 10 rows never lacks a cl
 random, reproducible, and nested up to rounding of the quotas (for a given repeat a
 class's rows at size ``m`` are among its rows at every larger size). ``stratify=False``
 takes the first ``m`` rows whatever their labels. Every model kind is fitted on the same rows and scores the
-whole test source in SQL (:func:`sqlnb.cv.evaluate_fold`). A fit that is not defined
+whole test source in SQL (:func:`sqlnb.workflows.cv.evaluate_fold`). A fit that is not defined
 (a singular covariance, a class missing from the subset) is recorded with ``error`` None
 and its ``reason``. LDA and QDA fitted on the same subset share one moments scan.
 
@@ -259,7 +259,7 @@ def learning_curves(
     ----------
     train, test : source
         Training rows (subsampled) and test rows (always all of them): table names,
-        queries, files, relations or Arrow tables, as for :func:`sqlnb.fit`.
+        queries, files, relations or Arrow tables, as for :func:`sqlnb.models.naive_bayes.fit`.
     label : str
         The label column.
     con : duckdb connection, optional

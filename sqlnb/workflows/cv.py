@@ -15,12 +15,12 @@ features and each row's fold (:func:`materialize`), which every step below reads
 
 Statistics, one scan for the whole grid:
 
-* naive Bayes: one ``GROUP BY label, fold`` (:func:`sqlnb.fit.collect_statistics_by`)
+* naive Bayes: one ``GROUP BY label, fold`` (:func:`sqlnb.models.naive_bayes.fit.collect_statistics_by`)
   gives per-fold :class:`~sqlnb.stats.Statistics`; the training statistics of fold ``i``
   are the exact merge of the other folds' (:meth:`~sqlnb.stats.Statistics.merge`), and
-  every grid point is :meth:`~sqlnb.naive_bayes.NaiveBayes.with_params` on them (α,
+  every grid point is :meth:`~sqlnb.models.naive_bayes.model.NaiveBayes.with_params` on them (α,
   estimator, var_smoothing, class prior ... never touch the data).
-* LDA / QDA: the same with per-fold :class:`~sqlnb.discriminant.JointMoments` (counts,
+* LDA / QDA: the same with per-fold :class:`~sqlnb.models.discriminant.JointMoments` (counts,
   means, co-moments merged by Chan's formula); shrinkage, reg_param and priors are grid
   parameters.
 * logistic regression: the labelled rows and their fold are read once into numpy; one
@@ -31,14 +31,14 @@ each row crossed with the G grid indices and given the key ``m = g·k + fold``; 
 score is ``CASE m WHEN 0 THEN b_c(model 0) WHEN 1 THEN … END`` (DuckDB evaluates a CASE
 branch only on the rows that select it, so the work is about G scorings of the source, not
 G·k), finished by the same log-sum-exp as every scoring query
-(:func:`sqlnb.score.scoring_select`). Lookups a model joins to (a categorical feature's
+(:func:`sqlnb.models.finish.scoring_select`). Lookups a model joins to (a categorical feature's
 VALUES table) are stacked over the models with the key as one more column and joined ON
-the model's own condition AND the key. :func:`sqlnb.evaluate.summary_query`, grouped by the
+the model's own condition AND the key. :func:`sqlnb.workflows.evaluate.summary_query`, grouped by the
 key, reduces the rows to accuracy and log loss per (grid point, fold) with scikit-learn's
 definitions (probabilities clipped to [ε, 1 − ε]; rows without probabilities count as
 errors and are left out of the log loss). So a grid of any size costs what one fit
 reads (for naive Bayes: one scan plus the first rows for the Gaussian shifts,
-:func:`sqlnb.fit.gaussian_shifts`) and one scoring read, whatever the number of folds and
+:func:`sqlnb.models.naive_bayes.fit.gaussian_shifts`) and one scoring read, whatever the number of folds and
 grid points, for naive Bayes, LDA and QDA alike; and each fold's figures are
 those of the model a refit on the training folds would give (tested). Token-bag features
 score through a LATERAL join per document, which cannot be keyed this way: a model with
@@ -375,7 +375,7 @@ def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fo
                             keep=[label, key], joins=joins)
     # summary_query reduces the whole scored CTE to one row; grouping its aggregating scan
     # by the key (and passing the key out) gives the same figures per model, so accuracy
-    # and log loss are defined in one place (sqlnb.evaluate) for both paths.
+    # and log loss are defined in one place (sqlnb.workflows.evaluate) for both paths.
     query = summary_query(label, list(first.classes), first.label_type)
     scan = query.args["from_"].this.this
     scan.select(sql.col(key), copy=False).group_by(sql.col(key), copy=False)
@@ -417,7 +417,7 @@ def cross_validate(
     Parameters
     ----------
     data, label, con, features, exclude
-        As for :func:`sqlnb.fit`.
+        As for :func:`sqlnb.models.naive_bayes.fit`.
     model : {"naive_bayes", "lda", "qda", "logistic"}
         The model kind.
     folds : int

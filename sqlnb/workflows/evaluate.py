@@ -1,7 +1,7 @@
 """Classification metrics, computed in SQL over the model's scoring query.
 
 The rows never leave the database: three queries over the scoring SELECT
-(:meth:`~sqlnb.model.Model.scoring_query`, the one ``model.score`` runs) return a handful
+(:meth:`~sqlnb.models.base.Model.scoring_query`, the one ``model.score`` runs) return a handful
 of numbers. Over the labelled rows (label not NULL; unlabelled rows are counted and left
 out)::
 
@@ -264,7 +264,7 @@ def evaluate(model, data: Any, con: duckdb.DuckDBPyConnection | None = None, lab
 
     Examples
     --------
-    >>> from sqlnb.evaluate import evaluate
+    >>> from sqlnb.workflows.evaluate import evaluate
     >>> evaluate(model, "test.parquet").accuracy          # doctest: +SKIP
     0.8347
     """

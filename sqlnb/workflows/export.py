@@ -6,7 +6,7 @@ compute the sufficient statistics itself. Dialect gaps are met by choosing anoth
 builder, never by editing text:
 
 * ``histogram()`` is DuckDB's own: elsewhere categorical columns are counted by one
-  ``GROUPING SETS`` query (:func:`sqlnb.fit.weighted_counts_query`).
+  ``GROUPING SETS`` query (:func:`sqlnb.models.naive_bayes.fit.weighted_counts_query`).
 * SQLite has no ``VAR_POP``: the class mean comes from a window
   (``AVG(x) OVER (PARTITION BY label)``) in a subquery and the variance is
   ``AVG((x − mean)²)`` — the same two-pass, cancellation-free form.

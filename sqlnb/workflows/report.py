@@ -67,7 +67,7 @@ def top_features(model, n: int = 5) -> dict[str, list[dict]]:
     ranked: dict[str, list[dict]] = {}
     for f in model.features:
         if getattr(f, "bag", None) is not None:
-            continue  # token bags: see sqlnb.text.top_terms (sqlnb show --top-terms)
+            continue  # token bags: see sqlnb.models.naive_bayes.text.top_terms (sqlnb show --top-terms)
         p = params[f.name]
         entry: dict[str, Any] = {"name": f.name}
         if f.kind == "categorical":

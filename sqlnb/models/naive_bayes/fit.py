@@ -10,7 +10,7 @@ class, say) gets an exact second pass of that column alone (families/gaussian.py
 Weighted data needs one extra statement for categorical counts, by ``GROUPING SETS``
 (DuckDB has no weighted histogram).
 Engines other than DuckDB have no ``histogram()`` at all, so there categorical counts
-always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/engines.py).
+always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/engines/).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def plan_features(
 
     A text, ``VARCHAR[]`` or ``MAP(VARCHAR, <number>)`` column given kind multinomial,
     bernoulli or complement is a token bag, tokenized with ``text`` options (see
-    :mod:`sqlnb.text`)."""
+    :mod:`sqlnb.models.naive_bayes.text`)."""
     feature_kinds = dict(feature_kinds or {})
     source.require([label], "label column")
     if weight is not None:
@@ -178,7 +178,7 @@ def statistics_query(source: Source, label: str, weight: str | None, features: S
     expression over ``src`` (e.g. a cross-validation fold), is an extra grouping key,
     returned as the last column. With ``shifts`` (:func:`gaussian_shifts`) Gaussian
     columns are aggregated as sums about their shift, the fast in-engine form; without,
-    as ``COUNT, AVG, VAR_POP``, the portable form exported by :mod:`sqlnb.export`.
+    as ``COUNT, AVG, VAR_POP``, the portable form exported by :mod:`sqlnb.workflows.export`.
     """
     w = sql.as_double(sql.col(weight, "src")) if weight else None
     cols: list[exp.Expression] = [
@@ -245,7 +245,7 @@ def collect_statistics(
     shifts = gaussian_shifts(engine, source, features)
     rows = engine.execute(statistics_query(source, label, weight, features, histogram, shifts=shifts))
     stats = _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows, shifts)
-    # token bags: one GROUP BY label, token each (sqlnb.text)
+    # token bags: one GROUP BY label, token each (sqlnb.models.naive_bayes.text)
     collect_bags(engine, source, label, weight, features, stats.classes, stats.features)
     return stats
 

@@ -128,7 +128,7 @@ def _unguarded(f: Feature) -> bool:
 class NaiveBayes(Model):
     """A naive Bayes classifier whose features may mix families column by column.
 
-    Build one with :func:`sqlnb.fit`; load a saved one with :func:`sqlnb.load`.
+    Build one with :func:`sqlnb.models.naive_bayes.fit`; load a saved one with :func:`sqlnb.load`.
 
     Attributes
     ----------
@@ -206,7 +206,7 @@ class NaiveBayes(Model):
                 group = [f for f in self.features if f.kind == kind]
                 if group:
                     params.update(REGISTRY[kind].estimate(group, self.stats.features, self.stats.class_n, self.hyper))
-                    for f in group:  # token bags: per-term weight rows (sqlnb.text)
+                    for f in group:  # token bags: per-term weight rows (sqlnb.models.naive_bayes.text)
                         if f.bag is not None:
                             params[f.name] = text.prepare(f, params[f.name], self.stats.features[f.name])
             self._params = params

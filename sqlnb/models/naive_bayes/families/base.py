@@ -36,7 +36,7 @@ class Feature:
         Bernoulli binarisation threshold: a value counts as present when ``x > threshold``.
     bag : dict, optional
         For a token bag (text, LIST, MAP column or long token table): its layout and
-        tokenizer options (see :mod:`sqlnb.text`); None for an ordinary column.
+        tokenizer options (see :mod:`sqlnb.models.naive_bayes.text`); None for an ordinary column.
     """
 
     name: str

@@ -31,7 +31,7 @@ class Gaussian(Family):
 
     def aggregates(self, feature, weight):
         """``COUNT(x), AVG(x), VAR_POP(x)`` (weighted: also ``Σw``, ``Σwx``; M2 then needs
-        a second pass): the portable one-pass form :mod:`sqlnb.export` writes for other
+        a second pass): the portable one-pass form :mod:`sqlnb.workflows.export` writes for other
         warehouses. sqlnb's own fits use :meth:`shifted_aggregates`."""
         x = self.value(feature)
         aggs = [exp.Count(this=x), exp.Avg(this=x.copy()), exp.VariancePop(this=x.copy())]
@@ -131,7 +131,7 @@ class Gaussian(Family):
         """``−½ ln(2π var) − (x − θ)² · (1 / (2 var))``, 0 for NULL (COALESCE) and, with
         ``nan_guard``, for NaN (NULLIF on the input). Without the guard a NaN input makes
         the term NaN: pure arithmetic propagates it, which is what lets the scoring query
-        test the sum once per row instead of guarding every term (sqlnb/score.py).
+        test the sum once per row instead of guarding every term (sqlnb/models/finish.py).
 
         ``1 / (2 var)`` is folded into one literal: a multiplication instead of a division
         and a second multiplication per row, term and class. The result differs from
