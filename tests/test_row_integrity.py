@@ -1,0 +1,256 @@
+"""Row integrity: every input row comes back exactly once, in its place, scored with the
+types the model was fitted with, or one clear error (issue 19).
+
+One regression test per case the issue found (each failed on main at 3593c82), plus the
+large case: 2,000,000 rows in 20 Parquet row groups, scored with predictions only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sqlnb
+from support.cli import assert_error, invoke
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def _csv_rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def mixed_rows(n: int, seed: int = 0) -> pa.Table:
+    """Two numeric, one 8-value categorical and one boolean feature, a row index ``rid``."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    return pa.table({
+        "rid": np.arange(n, dtype=np.int64),
+        "x1": rng.normal(y, 1.0),
+        "x2": rng.normal(-y, 2.0),
+        "cat": pa.array(np.array([f"v{i}" for i in range(8)])[(y * 2 + rng.integers(0, 3, n)) % 8]),
+        "flag": rng.random(n) < 0.2 + 0.3 * y,
+        "y": y.astype(np.int64),
+    })
+
+
+def text_rows(n: int, seed: int = 1) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n)
+    vocab = np.array([f"w{i}" for i in range(40)])
+    docs = [" ".join(vocab[(k * 10 + rng.integers(0, 14, rng.integers(2, 9))) % 40]) for k in y]
+    return pa.table({"rid": np.arange(n, dtype=np.int64), "body": docs, "y": y.astype(np.int64)})
+
+
+def _fit_cli(tmp_path, data: str, *extra: str, name: str = "m") -> str:
+    model = f"{tmp_path / 'models.duckdb'}:{name}"
+    r = invoke("fit", data, "--label", "y", "--model", model, "--replace", *extra)
+    assert r.exit_code == 0, r.stderr
+    return model
+
+
+# -- 1. row order ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def many_groups(tmp_path_factory):
+    """200,000 mixed rows in 20 row groups."""
+    path = tmp_path_factory.mktemp("order") / "mixed.parquet"
+    pq.write_table(mixed_rows(200_000), path, row_group_size=10_000)
+    return path
+
+
+def test_a_mixed_model_keeps_the_input_order_in_every_output(many_groups, tmp_path):
+    model = _fit_cli(tmp_path, str(many_groups))
+    out = invoke("score", many_groups, "--model", model, "--keep", "rid", "--out", "-")
+    assert out.exit_code == 0, out.stderr
+    rids = [int(r["rid"]) for r in _csv_rows(out.stdout)]
+    assert rids == list(range(200_000))
+    for target in (tmp_path / "s.parquet", tmp_path / "s.csv"):
+        assert invoke("score", many_groups, "--model", model, "--keep", "rid", "--out", target).exit_code == 0
+        got = duckdb.sql(f"SELECT rid FROM '{target}'").fetchnumpy()["rid"]
+        assert got.tolist() == list(range(200_000)), target
+    db = tmp_path / "scores.duckdb"
+    assert invoke("score", many_groups, "--model", model, "--keep", "rid", "--out", f"{db}:scored").exit_code == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.sql("SELECT rid FROM scored").fetchnumpy()["rid"].tolist() == list(range(200_000))
+    m = sqlnb.load(str(tmp_path / "models.duckdb"), "m")
+    got = m.score(str(many_groups), keep=["rid"]).fetchnumpy()["rid"]
+    assert got.tolist() == list(range(200_000))
+
+
+def test_predictions_only_line_up_with_the_input_positions(many_groups, tmp_path):
+    model = _fit_cli(tmp_path, str(many_groups))
+    bare = invoke("score", many_groups, "--model", model, "--keep", "", "--out", "-")
+    keyed = invoke("score", many_groups, "--model", model, "--keep", "rid", "--out", "-")
+    assert bare.exit_code == 0 and keyed.exit_code == 0
+    by_rid = {int(r["rid"]): r["prediction"] for r in _csv_rows(keyed.stdout)}
+    bare_rows = _csv_rows(bare.stdout)
+    assert len(bare_rows) == 200_000
+    assert sum(r["prediction"] != by_rid[i] for i, r in enumerate(bare_rows)) == 0
+
+
+def test_a_text_model_keeps_the_document_order(tmp_path):
+    path = tmp_path / "docs.parquet"
+    pq.write_table(text_rows(3_000), path)
+    model = _fit_cli(tmp_path, str(path), "--feature-kind", "body=multinomial", "--features", "body")
+    out = invoke("score", path, "--model", model, "--keep", "rid", "--out", "-")
+    assert out.exit_code == 0, out.stderr
+    assert [int(r["rid"]) for r in _csv_rows(out.stdout)] == list(range(3_000))
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_two_million_rows_in_twenty_row_groups_line_up(tmp_path_factory, threads):
+    """The issue's own measurement: 2,000,000 rows, 20 row groups, ``--keep ''``."""
+    path = tmp_path_factory.mktemp("large") / "mixed2m.parquet"
+    table = mixed_rows(2_000_000, seed=5)
+    pq.write_table(table, path, row_group_size=100_000)
+    model = sqlnb.fit(table.slice(0, 50_000), "y", features=["x1", "x2", "cat", "flag"])
+    con = duckdb.connect(config={"threads": threads})
+    bare = model.score(str(path), con, keep=[], outputs=("prediction",)).fetchnumpy()["prediction"]
+    expected = model.score(str(path), con, keep=["rid"], outputs=("prediction",)).fetchnumpy()
+    order = np.argsort(expected["rid"])
+    assert len(bare) == 2_000_000
+    assert int((bare != expected["prediction"][order]).sum()) == 0
+
+
+# -- 2. a type change duplicates rows ---------------------------------------------------------
+
+
+def test_a_categorical_fitted_as_text_scores_integers_by_their_text(tmp_path):
+    train = tmp_path / "train.csv"
+    train.write_text("code,y\n7,a\n07,b\n7,a\n07,b\n8,a\n")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE train AS SELECT code::VARCHAR AS code, y FROM read_csv(?, all_varchar=true)", [str(train)])
+    m = sqlnb.fit("train", "y", con=con, feature_kinds={"code": "categorical"})
+    con.execute("CREATE TABLE test AS SELECT * FROM (VALUES (0, 7::BIGINT), (1, 8::BIGINT), (2, NULL), (3, 7::BIGINT)) t(rid, code)")
+    got = m.score("test", con, keep=["rid"]).fetchall()
+    assert [r[0] for r in got] == [0, 1, 2, 3]
+    # 7 reads as '7' (the fitted text), never as '07'.
+    con.execute("CREATE TABLE test7 AS SELECT * FROM (VALUES (0, '7')) t(rid, code)")
+    want = m.score("test7", con, keep=["rid"]).fetchall()[0]
+    assert got[0][1:] == want[1:]
+
+
+# -- 3. NaN in a categorical column -----------------------------------------------------------
+
+
+def test_nan_in_a_categorical_column_is_refused_at_fit_and_missing_at_score(tmp_path):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1.0, 'a'), ('nan'::DOUBLE, 'b'), (2.0, 'b'), (1.0, 'a')) v(code, y)")
+    with pytest.raises(sqlnb.SqlnbError, match="code.*NaN"):
+        sqlnb.fit("t", "y", con=con, feature_kinds={"code": "categorical"})
+    con.execute("CREATE TABLE ok AS SELECT * FROM t WHERE NOT isnan(code)")
+    m = sqlnb.fit("ok", "y", con=con, feature_kinds={"code": "categorical"})
+    con.execute("CREATE TABLE s AS SELECT * FROM (VALUES (0, 'nan'::DOUBLE), (1, NULL::DOUBLE)) v(rid, code)")
+    rows = m.score("s", con, keep=["rid"]).fetchall()
+    assert [r[0] for r in rows] == [0, 1]
+    assert rows[0][1:] == rows[1][1:]  # NaN scores as missing
+
+
+# -- 4. NaN is missing, whatever the fitted type ----------------------------------------------
+
+
+def test_nan_in_a_scoring_csv_is_missing_for_integer_fitted_features(tmp_path):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 2)::BIGINT AS b, (i % 7)::BIGINT AS g, "
+                "CASE WHEN i % 3 = 0 THEN 'p' ELSE 'q' END AS y FROM range(60) r(i)")
+    m = sqlnb.fit("t", "y", con=con, feature_kinds={"b": "bernoulli", "g": "gaussian"})
+    test = tmp_path / "test.csv"
+    test.write_text("rid,b,g\n0,nan,3\n1,,3\n2,1,nan\n3,1,\n")
+    rows = m.score(str(test), keep=["rid"]).fetchall()
+    assert [r[0] for r in rows] == [0, 1, 2, 3]
+    assert rows[0][1:] == rows[1][1:]
+    assert rows[2][1:] == rows[3][1:]
+    assert all(v is not None for v in rows[2][1:])
+
+
+# -- 5. a Parquet glob whose files disagree on a type -----------------------------------------
+
+
+def test_a_parquet_glob_with_drifting_types_is_read_by_name_with_unified_types(tmp_path):
+    d = tmp_path / "lake"
+    d.mkdir()
+    pq.write_table(pa.table({"x": pa.array([0, 1, 0, 1], pa.int64()), "y": ["a", "b", "a", "b"]}), d / "part-0.parquet")
+    pq.write_table(pa.table({"y": ["a", "b", "a", "b"], "x": pa.array([0.25, 0.75, 0.5, 0.5], pa.float64())}),
+                   d / "part-1.parquet")
+    m = sqlnb.fit(str(d / "*.parquet"), "y")
+    moments = m.stats.features["x"]
+    np.testing.assert_allclose(moments.mean, [(0 + 0 + 0.25 + 0.5) / 4, (1 + 1 + 0.75 + 0.5) / 4])
+
+
+# -- 6. evaluate's confusion matrix with labels of another type -------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["'0'/'1'", "DOUBLE", "BOOLEAN", "'1.0'"])
+def test_the_confusion_matrix_reads_labels_as_the_model_types_them(spelling):
+    from sqlnb.workflows.evaluate import evaluate
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 2)::INTEGER AS y, (i % 2) * 2.0 + (hash(i) % 100) / 50.0 AS x "
+                "FROM range(400) r(i)")
+    m = sqlnb.fit("t", "y", con=con)
+    label = {"'0'/'1'": "y::VARCHAR", "DOUBLE": "y::DOUBLE", "BOOLEAN": "y::BOOLEAN",
+             "'1.0'": "y::DOUBLE::VARCHAR"}[spelling]
+    con.execute(f"CREATE TABLE s AS SELECT {label} AS y, x FROM t")
+    want = evaluate(m, "t", con)
+    got = evaluate(m, "s", con)
+    assert np.asarray(got.confusion).tolist() == np.asarray(want.confusion).tolist()
+    assert np.asarray(got.confusion).shape == (2, 2)
+
+
+# -- 7. exported SQL never emits a column twice -----------------------------------------------
+
+
+def test_exported_sql_over_a_source_with_output_columns_is_refused(tmp_path):
+    db = tmp_path / "data.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE train AS SELECT (i % 2)::INTEGER AS y, (i % 2) + (hash(i) % 10) / 10.0 AS x "
+                    "FROM range(50) r(i)")
+        con.execute("CREATE TABLE t AS SELECT x, 1 AS prediction FROM train")
+    model = _fit_cli(tmp_path, f"{db}:train")
+    assert_error(invoke("sql", f"{db}:t", "--model", model), "'prediction'")
+
+
+# -- 8. everything unseen, something said -----------------------------------------------------
+
+
+def test_mostly_unseen_categories_are_reported_on_stderr(tmp_path):
+    train = tmp_path / "train.csv"
+    test = tmp_path / "test.csv"
+    train.write_text("sex,y\n" + "".join(f"{s},{y}\n" for s, y in [("Male", "a"), ("Female", "b")] * 20))
+    test.write_text("sex,y\n" + "".join(f" {s},{y}\n" for s, y in [("Male", "a"), ("Female", "b")] * 5))
+    model = _fit_cli(tmp_path, str(train))
+    for command in (["score", test, "--model", model, "--out", "-"], ["evaluate", test, "--model", model]):
+        r = invoke(*command)
+        assert r.exit_code == 0, r.stderr
+        warning = [line for line in r.stderr.splitlines() if "unseen" in line]
+        assert warning, r.stderr
+        assert "sex" in warning[0] and "100%" in warning[0] and "' Male'" in warning[0] and "'Male'" in warning[0]
+
+
+# -- and the two small ones -------------------------------------------------------------------
+
+
+def test_text_models_are_not_exported_to_dialects_that_cannot_run_them(tmp_path):
+    path = tmp_path / "docs.parquet"
+    pq.write_table(text_rows(200), path)
+    model = _fit_cli(tmp_path, str(path), "--feature-kind", "body=multinomial", "--features", "body")
+    for dialect in ("sqlite", "postgres"):
+        assert_error(invoke("sql", "--model", model, "--dialect", dialect), dialect, "body")
+
+
+def test_feature_kinds_may_be_given_with_commas(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(mixed_rows(300), path)
+    one = _fit_cli(tmp_path, str(path), "--feature-kind", "x1=categorical,flag=categorical", name="one")
+    two = _fit_cli(tmp_path, str(path), "--feature-kind", "x1=categorical", "--feature-kind", "flag=categorical",
+                   name="two")
+    shown = [json.loads(invoke("show", "--model", m, "--format", "json").stdout)["features"] for m in (one, two)]
+    assert shown[0] == shown[1]
