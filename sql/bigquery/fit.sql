@@ -6,8 +6,22 @@ SELECT
   COUNT(CAST(`src`.`height` AS FLOAT64)) AS `a0`,
   AVG(CAST(`src`.`height` AS FLOAT64)) AS `a1`,
   VAR_POP(CAST(`src`.`height` AS FLOAT64)) AS `a2`,
-  COUNTIF(NOT CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL) AS `a3`,
-  COUNTIF(CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)) AS `a4`
+  COUNTIF(
+    NOT CASE
+      WHEN `src`.`smoker`
+      THEN CAST(1.0 AS FLOAT64)
+      WHEN NOT `src`.`smoker`
+      THEN CAST(0.0 AS FLOAT64)
+    END IS NULL
+  ) AS `a3`,
+  COUNTIF(
+    CASE
+      WHEN `src`.`smoker`
+      THEN CAST(1.0 AS FLOAT64)
+      WHEN NOT `src`.`smoker`
+      THEN CAST(0.0 AS FLOAT64)
+    END > CAST(0.0 AS FLOAT64)
+  ) AS `a4`
 FROM `train` AS `src`
 GROUP BY
   `src`.`species`;

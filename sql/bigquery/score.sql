@@ -63,9 +63,19 @@ FROM (
             ) * CAST(6.399999857740168 AS FLOAT64),
             CAST(0.0 AS FLOAT64)
           ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS FLOAT64)) + CASE
-            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS FLOAT64)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS FLOAT64)
+            END IS NULL
             THEN CAST(0.0 AS FLOAT64)
-            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS FLOAT64)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS FLOAT64)
+            END > CAST(0.0 AS FLOAT64)
             THEN CAST(-0.4054651081081644 AS FLOAT64)
             ELSE CAST(-1.0986122886681096 AS FLOAT64)
           END AS `jll_ash`,
@@ -77,9 +87,19 @@ FROM (
             ) * CAST(6.399999857740168 AS FLOAT64),
             CAST(0.0 AS FLOAT64)
           ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS FLOAT64)) + CASE
-            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS FLOAT64)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS FLOAT64)
+            END IS NULL
             THEN CAST(0.0 AS FLOAT64)
-            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS FLOAT64)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS FLOAT64)
+            END > CAST(0.0 AS FLOAT64)
             THEN CAST(-1.6094379124341003 AS FLOAT64)
             ELSE CAST(-0.2231435513142097 AS FLOAT64)
           END AS `jll_birch`,
@@ -91,9 +111,19 @@ FROM (
             ) * CAST(1.8947368296365943 AS FLOAT64),
             CAST(0.0 AS FLOAT64)
           ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS FLOAT64)) + CASE
-            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) IS NULL
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS FLOAT64)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS FLOAT64)
+            END IS NULL
             THEN CAST(0.0 AS FLOAT64)
-            WHEN CAST(CAST(`src`.`smoker` AS INT64) AS FLOAT64) > CAST(0.0 AS FLOAT64)
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS FLOAT64)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS FLOAT64)
+            END > CAST(0.0 AS FLOAT64)
             THEN CAST(-0.4054651081081644 AS FLOAT64)
             ELSE CAST(-1.0986122886681096 AS FLOAT64)
           END AS `jll_cedar`

@@ -8,9 +8,19 @@ SELECT
   VAR_POP(CAST("src"."height" AS DOUBLE)) AS "a2",
   HISTOGRAM("src"."colour") AS "a3",
   COUNT(*) FILTER(WHERE
-    NOT CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL) AS "a4",
+    NOT CASE
+      WHEN "src"."smoker"
+      THEN CAST(1.0 AS DOUBLE)
+      WHEN NOT "src"."smoker"
+      THEN CAST(0.0 AS DOUBLE)
+    END IS NULL) AS "a4",
   COUNT(*) FILTER(WHERE
-    CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)) AS "a5"
+    CASE
+      WHEN "src"."smoker"
+      THEN CAST(1.0 AS DOUBLE)
+      WHEN NOT "src"."smoker"
+      THEN CAST(0.0 AS DOUBLE)
+    END > CAST(0.0 AS DOUBLE)) AS "a5"
 FROM "train" AS "src"
 GROUP BY
   "src"."species";

@@ -62,10 +62,30 @@ FROM (
               NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
             ) * CAST(6.399999857740168 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
-          ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+          ) + COALESCE(
+            LIST_EXTRACT(
+              [
+                CAST(-1.0986122886681096 AS DOUBLE),
+                CAST(-1.791759469228055 AS DOUBLE),
+                CAST(-0.6931471805599452 AS DOUBLE)
+              ],
+              ENUM_CODE(TRY_CAST("src"."colour" AS ENUM('blue', 'green', 'red'))) + 1
+            ),
+            CAST(0.0 AS DOUBLE)
+          ) + CASE
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
             THEN CAST(-0.4054651081081644 AS DOUBLE)
             ELSE CAST(-1.0986122886681096 AS DOUBLE)
           END AS "jll_ash",
@@ -76,10 +96,30 @@ FROM (
               NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
             ) * CAST(6.399999857740168 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
-          ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+          ) + COALESCE(
+            LIST_EXTRACT(
+              [
+                CAST(-0.5596157879354227 AS DOUBLE),
+                CAST(-1.252762968495368 AS DOUBLE),
+                CAST(-1.9459101490553132 AS DOUBLE)
+              ],
+              ENUM_CODE(TRY_CAST("src"."colour" AS ENUM('blue', 'green', 'red'))) + 1
+            ),
+            CAST(0.0 AS DOUBLE)
+          ) + CASE
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
             THEN CAST(-1.6094379124341003 AS DOUBLE)
             ELSE CAST(-0.2231435513142097 AS DOUBLE)
           END AS "jll_birch",
@@ -90,34 +130,34 @@ FROM (
               NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
             ) * CAST(1.8947368296365943 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
-          ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+          ) + COALESCE(
+            LIST_EXTRACT(
+              [
+                CAST(-1.9459101490553132 AS DOUBLE),
+                CAST(-0.5596157879354227 AS DOUBLE),
+                CAST(-1.252762968495368 AS DOUBLE)
+              ],
+              ENUM_CODE(TRY_CAST("src"."colour" AS ENUM('blue', 'green', 'red'))) + 1
+            ),
+            CAST(0.0 AS DOUBLE)
+          ) + CASE
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
             THEN CAST(-0.4054651081081644 AS DOUBLE)
             ELSE CAST(-1.0986122886681096 AS DOUBLE)
           END AS "jll_cedar"
         FROM "input" AS "src"
-        LEFT JOIN (VALUES
-          (
-            'blue',
-            CAST(-1.0986122886681096 AS DOUBLE),
-            CAST(-0.5596157879354227 AS DOUBLE),
-            CAST(-1.9459101490553132 AS DOUBLE)
-          ),
-          (
-            'green',
-            CAST(-1.791759469228055 AS DOUBLE),
-            CAST(-1.252762968495368 AS DOUBLE),
-            CAST(-0.5596157879354227 AS DOUBLE)
-          ),
-          (
-            'red',
-            CAST(-0.6931471805599452 AS DOUBLE),
-            CAST(-1.9459101490553132 AS DOUBLE),
-            CAST(-1.252762968495368 AS DOUBLE)
-          )) AS "lookup colour"("v", "c0", "c1", "c2")
-          ON "src"."colour" = "lookup colour"."v"
       ) AS "s1"
     ) AS "s2"
   ) AS "s3"

@@ -7,9 +7,19 @@ SELECT
   AVG(CAST("src"."height" AS DOUBLE PRECISION)) AS "a1",
   VAR_POP(CAST("src"."height" AS DOUBLE PRECISION)) AS "a2",
   COUNT(*) FILTER(WHERE
-    NOT CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL) AS "a3",
+    NOT CASE
+      WHEN "src"."smoker"
+      THEN CAST(1.0 AS DOUBLE PRECISION)
+      WHEN NOT "src"."smoker"
+      THEN CAST(0.0 AS DOUBLE PRECISION)
+    END IS NULL) AS "a3",
   COUNT(*) FILTER(WHERE
-    CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)) AS "a4"
+    CASE
+      WHEN "src"."smoker"
+      THEN CAST(1.0 AS DOUBLE PRECISION)
+      WHEN NOT "src"."smoker"
+      THEN CAST(0.0 AS DOUBLE PRECISION)
+    END > CAST(0.0 AS DOUBLE PRECISION)) AS "a4"
 FROM "train" AS "src"
 GROUP BY
   "src"."species";

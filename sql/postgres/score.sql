@@ -77,9 +77,19 @@ FROM (
             ) * CAST(6.399999857740168 AS DOUBLE PRECISION),
             CAST(0.0 AS DOUBLE PRECISION)
           ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE PRECISION)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE PRECISION)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE PRECISION)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE PRECISION)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE PRECISION)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE PRECISION)
+            END > CAST(0.0 AS DOUBLE PRECISION)
             THEN CAST(-0.4054651081081644 AS DOUBLE PRECISION)
             ELSE CAST(-1.0986122886681096 AS DOUBLE PRECISION)
           END AS "jll_ash",
@@ -91,9 +101,19 @@ FROM (
             ) * CAST(6.399999857740168 AS DOUBLE PRECISION),
             CAST(0.0 AS DOUBLE PRECISION)
           ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE PRECISION)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE PRECISION)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE PRECISION)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE PRECISION)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE PRECISION)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE PRECISION)
+            END > CAST(0.0 AS DOUBLE PRECISION)
             THEN CAST(-1.6094379124341003 AS DOUBLE PRECISION)
             ELSE CAST(-0.2231435513142097 AS DOUBLE PRECISION)
           END AS "jll_birch",
@@ -105,9 +125,19 @@ FROM (
             ) * CAST(1.8947368296365943 AS DOUBLE PRECISION),
             CAST(0.0 AS DOUBLE PRECISION)
           ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE PRECISION)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE PRECISION)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE PRECISION)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE PRECISION)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE PRECISION) > CAST(0.0 AS DOUBLE PRECISION)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE PRECISION)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE PRECISION)
+            END > CAST(0.0 AS DOUBLE PRECISION)
             THEN CAST(-0.4054651081081644 AS DOUBLE PRECISION)
             ELSE CAST(-1.0986122886681096 AS DOUBLE PRECISION)
           END AS "jll_cedar"

@@ -6,8 +6,22 @@ SELECT
   COUNT(CAST("src"."height" AS DOUBLE)) AS "a0",
   AVG(CAST("src"."height" AS DOUBLE)) AS "a1",
   VARIANCE_POP(CAST("src"."height" AS DOUBLE)) AS "a2",
-  COUNT_IF(NOT CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL) AS "a3",
-  COUNT_IF(CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)) AS "a4"
+  COUNT_IF(
+    NOT CASE
+      WHEN "src"."smoker"
+      THEN CAST(1.0 AS DOUBLE)
+      WHEN NOT "src"."smoker"
+      THEN CAST(0.0 AS DOUBLE)
+    END IS NULL
+  ) AS "a3",
+  COUNT_IF(
+    CASE
+      WHEN "src"."smoker"
+      THEN CAST(1.0 AS DOUBLE)
+      WHEN NOT "src"."smoker"
+      THEN CAST(0.0 AS DOUBLE)
+    END > CAST(0.0 AS DOUBLE)
+  ) AS "a4"
 FROM "train" AS "src"
 GROUP BY
   "src"."species";

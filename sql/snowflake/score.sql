@@ -65,9 +65,19 @@ FROM (
             ) * CAST(6.399999857740168 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
           ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
             THEN CAST(-0.4054651081081644 AS DOUBLE)
             ELSE CAST(-1.0986122886681096 AS DOUBLE)
           END AS "jll_ash",
@@ -79,9 +89,19 @@ FROM (
             ) * CAST(6.399999857740168 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
           ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
             THEN CAST(-1.6094379124341003 AS DOUBLE)
             ELSE CAST(-0.2231435513142097 AS DOUBLE)
           END AS "jll_birch",
@@ -93,9 +113,19 @@ FROM (
             ) * CAST(1.8947368296365943 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
           ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
             THEN CAST(0.0 AS DOUBLE)
-            WHEN CAST(CAST("src"."smoker" AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
             THEN CAST(-0.4054651081081644 AS DOUBLE)
             ELSE CAST(-1.0986122886681096 AS DOUBLE)
           END AS "jll_cedar"

@@ -7,9 +7,19 @@ SELECT
   AVG(CAST(`src`.`height` AS DOUBLE)) AS `a1`,
   VAR_POP(CAST(`src`.`height` AS DOUBLE)) AS `a2`,
   COUNT(*) FILTER(WHERE
-    NOT CAST(CAST(`src`.`smoker` AS INT) AS DOUBLE) IS NULL) AS `a3`,
+    NOT CASE
+      WHEN `src`.`smoker`
+      THEN CAST(1.0 AS DOUBLE)
+      WHEN NOT `src`.`smoker`
+      THEN CAST(0.0 AS DOUBLE)
+    END IS NULL) AS `a3`,
   COUNT(*) FILTER(WHERE
-    CAST(CAST(`src`.`smoker` AS INT) AS DOUBLE) > CAST(0.0 AS DOUBLE)) AS `a4`
+    CASE
+      WHEN `src`.`smoker`
+      THEN CAST(1.0 AS DOUBLE)
+      WHEN NOT `src`.`smoker`
+      THEN CAST(0.0 AS DOUBLE)
+    END > CAST(0.0 AS DOUBLE)) AS `a4`
 FROM `train` AS `src`
 GROUP BY
   `src`.`species`;

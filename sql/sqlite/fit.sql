@@ -13,9 +13,19 @@ SELECT
     )
   ) AS "a2",
   COUNT(*) FILTER(WHERE
-    NOT CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL) AS "a3",
+    NOT CASE
+      WHEN "src"."smoker"
+      THEN CAST(1.0 AS REAL)
+      WHEN NOT "src"."smoker"
+      THEN CAST(0.0 AS REAL)
+    END IS NULL) AS "a3",
   COUNT(*) FILTER(WHERE
-    CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)) AS "a4"
+    CASE
+      WHEN "src"."smoker"
+      THEN CAST(1.0 AS REAL)
+      WHEN NOT "src"."smoker"
+      THEN CAST(0.0 AS REAL)
+    END > CAST(0.0 AS REAL)) AS "a4"
 FROM (
   SELECT
     "src".*,

@@ -65,9 +65,19 @@ FROM (
             ) * CAST(6.399999857740168 AS REAL),
             CAST(0.0 AS REAL)
           ) + COALESCE("lookup colour"."c0", CAST(0.0 AS REAL)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS REAL)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS REAL)
+            END IS NULL
             THEN CAST(0.0 AS REAL)
-            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS REAL)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS REAL)
+            END > CAST(0.0 AS REAL)
             THEN CAST(-0.4054651081081644 AS REAL)
             ELSE CAST(-1.0986122886681096 AS REAL)
           END AS "jll_ash",
@@ -79,9 +89,19 @@ FROM (
             ) * CAST(6.399999857740168 AS REAL),
             CAST(0.0 AS REAL)
           ) + COALESCE("lookup colour"."c1", CAST(0.0 AS REAL)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS REAL)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS REAL)
+            END IS NULL
             THEN CAST(0.0 AS REAL)
-            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS REAL)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS REAL)
+            END > CAST(0.0 AS REAL)
             THEN CAST(-1.6094379124341003 AS REAL)
             ELSE CAST(-0.2231435513142097 AS REAL)
           END AS "jll_birch",
@@ -93,9 +113,19 @@ FROM (
             ) * CAST(1.8947368296365943 AS REAL),
             CAST(0.0 AS REAL)
           ) + COALESCE("lookup colour"."c2", CAST(0.0 AS REAL)) + CASE
-            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) IS NULL
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS REAL)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS REAL)
+            END IS NULL
             THEN CAST(0.0 AS REAL)
-            WHEN CAST(CAST("src"."smoker" AS INTEGER) AS REAL) > CAST(0.0 AS REAL)
+            WHEN CASE
+              WHEN "src"."smoker"
+              THEN CAST(1.0 AS REAL)
+              WHEN NOT "src"."smoker"
+              THEN CAST(0.0 AS REAL)
+            END > CAST(0.0 AS REAL)
             THEN CAST(-0.4054651081081644 AS REAL)
             ELSE CAST(-1.0986122886681096 AS REAL)
           END AS "jll_cedar"

@@ -8,7 +8,7 @@ log-sum-exp, probabilities and argmax come from :mod:`sqlnb.models.finish` for a
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import duckdb
 import sqlglot
@@ -56,20 +56,28 @@ class Model:
         """Features whose scoring needs a numeric (or boolean) column."""
         return list(self.feature_names)
 
-    def class_scores(self) -> list[exp.Expression]:
+    def class_scores(self, input_types: Mapping[str, str] | None = None,
+                     dialect: str | None = None) -> list[exp.Expression]:
         """One expression per class (in ``classes`` order) over the source alias ``src``:
-        its log joint probability, or any score equal to it up to a per-row constant."""
+        its log joint probability, or any score equal to it up to a per-row constant.
+
+        ``input_types`` are the scored source's column types when known (a value is read
+        with the type the model was fitted with, and NaN counts as missing whenever the
+        input can hold it); ``dialect="duckdb"`` lets a kind use DuckDB-only lookups that
+        keep the row order (no join). Kinds that need neither ignore them."""
         raise NotImplementedError
 
-    def fast_class_scores(self) -> list[exp.Expression] | None:
+    def fast_class_scores(self, input_types: Mapping[str, str] | None = None,
+                          dialect: str | None = None) -> list[exp.Expression] | None:
         """Optionally, cheaper class scores that equal :meth:`class_scores` on every row
         where they are not NaN (e.g. without per-term NaN guards); None if there are none.
         The DuckDB scoring query then evaluates ``CASE WHEN isnan(fast) THEN exact ELSE
         fast END`` (:func:`sqlnb.models.finish.scoring_select`)."""
         return None
 
-    def score_joins(self) -> list[exp.Join]:
-        """Lookups the class scores read from (LEFT JOINs to the source); none by default."""
+    def score_joins(self, dialect: str | None = None) -> list[exp.Join]:
+        """Lookups the class scores read from (LEFT JOINs to the source); none by default.
+        Must match :meth:`class_scores` called with the same ``dialect``."""
         return []
 
     # -- scoring ------------------------------------------------------------------------
@@ -93,6 +101,7 @@ class Model:
         keep: Sequence[str] | None = None,
         source_from: exp.Expression | None = None,
         nan_gate: bool = False,
+        dialect: str = "duckdb",
     ) -> exp.Select:
         """The scoring SELECT as a sqlglot tree.
 
@@ -113,6 +122,11 @@ class Model:
             engine computing the repeated fast expression once (DuckDB's common
             subexpression elimination does), so only DuckDB scoring uses it; exported SQL
             keeps the plainer guarded form.
+        dialect : str
+            Where the SELECT will run. In DuckDB every output keeps the source's row order:
+            lookups that need no join are used where a kind has them, and when a join is
+            still in the plan (token bags) each row carries its position and the SELECT
+            ends with ``ORDER BY`` it. Other engines promise no order (name a key column).
         """
         if source is not None:
             self.check_source(source)
@@ -124,11 +138,13 @@ class Model:
             raise ValueError("give a source")
         else:
             columns = None
-        exact = self.class_scores()
-        fast = self.fast_class_scores() if nan_gate else None
+        types = dict(source.columns) if source is not None else None
+        exact = self.class_scores(types, dialect)
+        fast = self.fast_class_scores(types, dialect) if nan_gate else None
+        joins = self.score_joins(dialect)
         return scoring_select(
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
-            joins=self.score_joins(), fallback=None if fast is None else exact,
+            joins=joins, fallback=None if fast is None else exact, keep_order=bool(joins) and dialect == "duckdb",
         )
 
     def score(
@@ -149,7 +165,8 @@ class Model:
         """
         engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
         source = engine.resolve(data)
-        return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb"))
+        return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb",
+                                                  dialect=engine.dialect))
 
     def predict(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
         """Source columns plus ``prediction``."""
@@ -200,7 +217,7 @@ class Model:
             except SqlnbError:
                 resolved = None
         if resolved is not None:
-            tree = self.scoring_query(resolved, outputs)
+            tree = self.scoring_query(resolved, outputs, dialect=dialect)
         else:
             if isinstance(spec, Query):
                 node: exp.Expression = exp.Subquery(this=sqlglot.parse_one(spec.text, dialect=dialect),
@@ -209,7 +226,7 @@ class Model:
                 node = exp.alias_(sql.table(spec.name, spec.schema, spec.catalog), "src", table=True, quoted=True)
             else:
                 raise SqlnbError(f"cannot export a scoring query over {spec!r}; give a table name or a query")
-            tree = self.scoring_query(None, outputs, source_from=node)
+            tree = self.scoring_query(None, outputs, source_from=node, dialect=dialect)
         return sql.render(tree, dialect, pretty=pretty)
 
     # -- storage ------------------------------------------------------------------------

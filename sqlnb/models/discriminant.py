@@ -394,7 +394,7 @@ class LDA(_Discriminant):
         with np.errstate(divide="ignore"):
             return -0.5 * np.sum(self.means_ * self.coef_, axis=1) + np.log(self.priors_)
 
-    def class_scores(self) -> list[exp.Expression]:
+    def class_scores(self, input_types=None, dialect=None) -> list[exp.Expression]:
         f = self.fitted()
         return [guarded(self.features, linear_score(self.features, f["centre"], f["coef"][k], f["intercept"][k]))
                 for k in range(len(self.classes))]
@@ -442,7 +442,7 @@ class QDA(_Discriminant):
             self._fitted = {"whiten": np.array(whiten), "constant": constant}
         return self._fitted
 
-    def class_scores(self) -> list[exp.Expression]:
+    def class_scores(self, input_types=None, dialect=None) -> list[exp.Expression]:
         f = self.fitted()
         names = self.feature_names
         scores = []

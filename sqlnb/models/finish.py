@@ -35,6 +35,8 @@ OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
 _NEG_INF = float("-inf")
 #: Helper columns of the finish: B = max_c b_c, e_c = exp(b_c − B) and Σ_c e_c.
 MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN = "max_jll", "exp_shifted_", "sum_exp_shifted"
+#: The source row's position, carried through a plan with a join (``keep_order``).
+ROW_COLUMN = "sqlnb_row"
 
 
 def label_text(v: Any) -> str:
@@ -81,6 +83,7 @@ def scoring_select(
     keep: Sequence[str] | None = None,
     joins: Sequence[exp.Join] = (),
     fallback: Sequence[exp.Expression] | None = None,
+    keep_order: bool = False,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -110,6 +113,11 @@ def scoring_select(
         and ``fallback`` the guarded form, evaluated only for those rows. At 10M rows ×
         20 Gaussian columns × 3 classes the guarded class scores took ~3.0 s, the gated
         ones ~1.6 s (benchmarks/README.md).
+    keep_order : bool
+        Number the source's rows before the joins and end with ``ORDER BY`` that number
+        (DuckDB keeps the scan order through projections and filters, not through a
+        parallel join). ``row_number() OVER ()`` runs as a streaming window in the scan's
+        order. The number is a helper column, not an output.
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
@@ -119,6 +127,7 @@ def scoring_select(
     added = output_columns(classes, outputs)
     if passthrough is not None:
         helpers = jll + class_columns(SHIFTED_PREFIX, classes) + [MAX_COLUMN, SUM_COLUMN, "log_evidence"]
+        helpers += [ROW_COLUMN] if keep_order else []
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in added + helpers})
         if clash:
             raise SqlnbError(
@@ -135,6 +144,12 @@ def scoring_select(
         # nothing on rows without NaN; the engine computes the repeated fast score once.
         scores = [exp.Case(ifs=[exp.If(this=exp.IsNan(this=s.copy()), true=f)], default=s)
                   for s, f in zip(scores, fallback)]
+    if keep_order:
+        numbered = exp.select(exp.alias_(exp.Window(this=exp.RowNumber()), ROW_COLUMN, quoted=True),
+                              exp.Star()).from_(source_from)
+        source_from = exp.Subquery(this=numbered, alias=exp.TableAlias(this=sql.ident("src")))
+        if passthrough is not None and source_columns is not None:
+            src_cols.append(sql.col(ROW_COLUMN, "src"))
     stage1 = exp.select(*src_cols, *[exp.alias_(s, n, quoted=True) for s, n in zip(scores, jll)]).from_(source_from)
     for j in joins:
         stage1.append("joins", j.copy())
@@ -200,4 +215,5 @@ def scoring_select(
                for x, v in zip(b, classes)],
         )
         final.append(exp.alias_(pred, "prediction", quoted=True))
-    return exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))))
+    out = exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))))
+    return out.order_by(sql.col(ROW_COLUMN, "s4")) if keep_order else out

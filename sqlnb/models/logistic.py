@@ -321,7 +321,7 @@ class Logistic(DenseModel):
         return (f"Logistic(label={self.label!r}, classes={self.classes!r}, features={len(self.features)}, "
                 f"rows={int(self.class_n.sum())}, C={self.C!r}, standardize={self.standardize!r})")
 
-    def class_scores(self) -> list[exp.Expression]:
+    def class_scores(self, input_types=None, dialect=None) -> list[exp.Expression]:
         return [guarded(self.features, linear_score(self.features, self.centre, self.coef[k], self.intercept[k]))
                 for k in range(len(self.classes))]
 

@@ -55,11 +55,14 @@ def dbl(value: float) -> exp.Expression:
 def as_double(e: exp.Expression, sql_type: str | None = None) -> exp.Expression:
     """``CAST(e AS DOUBLE)``: aggregate and score in binary floating point.
 
-    A BOOLEAN (``sql_type``) goes through INT first: PostgreSQL has no boolean -> double
-    cast, while boolean -> integer works on every engine (TRUE = 1, FALSE = 0).
+    A BOOLEAN (``sql_type``) becomes ``CASE WHEN e THEN 1.0 WHEN NOT e THEN 0.0 END``
+    (NULL stays NULL). Not a cast: PostgreSQL has no boolean -> double cast, and DuckDB
+    2.0 pushes ``CAST(b AS INT)`` over a CSV scan into the reader, which then parses the
+    text ``false`` as an integer and fails ("Could not convert string "false" to
+    'INTEGER'"), whenever no join stands between the scan and the cast.
     """
     if sql_type is not None and sql_type.upper() in ("BOOLEAN", "BOOL"):
-        e = exp.Cast(this=e, to=exp.DataType.build("int"))
+        return exp.Case(ifs=[exp.If(this=e, true=dbl(1.0)), exp.If(this=exp.Not(this=e.copy()), true=dbl(0.0))])
     return exp.Cast(this=e, to=_DOUBLE.copy())
 
 

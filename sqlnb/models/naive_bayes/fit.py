@@ -384,4 +384,4 @@ def _weighted_passes(engine, source, label, label_type, weight, features, classe
                     if r[1 + 2 * j] is not None:
                         hists[f.name][k][r[1 + 2 * j]] = float(r[-1] or 0.0)
         for f in cats:
-            feats[f.name] = counts_from(hists[f.name])
+            feats[f.name] = counts_from(hists[f.name], f, source.description)

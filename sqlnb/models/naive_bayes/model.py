@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float
+from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float, is_numeric
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.base import Model
 from sqlnb.models.priors import given_prior
@@ -212,34 +212,63 @@ class NaiveBayes(Model):
             self._params = params
         return self._params
 
-    def fast_class_scores(self):
+    def _scoring_features(self, input_types: Mapping[str, str] | None) -> list[Feature]:
+        """The features as the scored source holds them. A numeric family reads its column
+        as DOUBLE whatever the fitted integer or decimal type was, so it takes the input's
+        type: then NaN in a column fitted as BIGINT (a CSV's ``nan``) is missing like any
+        NaN. Categorical columns keep the fitted type: their values are cast to it."""
+        if not input_types:
+            return list(self.features)
+        out = []
+        for f in self.features:
+            t = input_types.get(f.name)
+            numeric = f.kind in ("gaussian", "bernoulli", "multinomial", "complement") and f.bag is None
+            if numeric and t is not None and t != f.sql_type and (is_numeric(t) or t.upper() == "BOOLEAN"):
+                f = replace(f, sql_type=t)
+            out.append(f)
+        return out
+
+    def fast_class_scores(self, input_types=None, dialect=None):
         """Class scores whose Gaussian terms skip the per-term NaN guard (see
         :meth:`Model.fast_class_scores`); None when no Gaussian column could hold NaN."""
-        if not any(_unguarded(f) and is_float(f.sql_type) for f in self.features):
+        if not any(_unguarded(f) and is_float(f.sql_type) for f in self._scoring_features(input_types)):
             return None
-        return self.class_scores(nan_guard=False)
+        return self.class_scores(input_types, dialect, nan_guard=False)
 
     def uses_prior(self) -> bool:
         return len(self.classes) == 1 or any(f.kind != "complement" for f in self.features)
 
-    def score_joins(self):
+    @staticmethod
+    def _in_place(f: Feature, dialect: str | None) -> bool:
+        """Whether ``f``'s lookup runs in place (DuckDB, categorical): no join, so the rows
+        keep their order (:meth:`Categorical.in_place_term`)."""
+        return dialect == "duckdb" and f.kind == "categorical" and f.bag is None
+
+    def score_joins(self, dialect=None):
         params = self.log_parameters()
         joins = []
         for f in self.features:
+            if self._in_place(f, dialect):
+                continue
             join = getattr(text.family_for(f), "join", None)
             if join is not None and (j := join(f, params[f.name])) is not None:
                 joins.append(j)
         return joins
 
-    def class_scores(self, nan_guard: bool = True):
+    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True):
         params = self.log_parameters()
+        features = self._scoring_features(input_types)
         scores = []
         for k in range(len(self.classes)):
             terms = []
-            for f in self.features:
+            for f in features:
                 fam = text.family_for(f)
-                terms.append(fam.term(f, params[f.name], k, nan_guard=False) if not nan_guard and _unguarded(f)
-                             else fam.term(f, params[f.name], k))
+                if self._in_place(f, dialect):
+                    terms.append(fam.in_place_term(f, params[f.name], k, (input_types or {}).get(f.name)))
+                elif not nan_guard and _unguarded(f):
+                    terms.append(fam.term(f, params[f.name], k, nan_guard=False))
+                else:
+                    terms.append(fam.term(f, params[f.name], k))
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
             scores.append(sql.add(terms))

@@ -14,10 +14,16 @@ feature (n_j + 1 categories), so an unseen value costs each class ln(α / (N_cj 
 
 from __future__ import annotations
 
+import functools
+import math
+
+import duckdb
 import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.sql.types import is_float
 from sqlnb.stats import Counts, sorted_values
 from sqlnb.models.naive_bayes.families.base import Family, log_ratio
 
@@ -41,7 +47,7 @@ class Categorical(Family):
 
     def collect(self, feature, rows, classes, where):
         hists = [dict(r[0] or {}) for r in rows]
-        return counts_from(hists)
+        return counts_from(hists, feature, where)
 
     def estimate(self, features, stats, class_n, hp):
         out = {}
@@ -94,9 +100,76 @@ class Categorical(Family):
             default=exp.Coalesce(this=hit, expressions=[sql.dbl(float(unseen[k]))]),
         )
 
+    def in_place_term(self, feature, params, k, input_type: str | None = None):
+        """The same term without a join (DuckDB), so the scored rows keep their order.
 
-def counts_from(hists: list[dict]) -> Counts:
-    """Per-class ``{value: count}`` dicts -> :class:`Counts` (NULL values dropped)."""
+        The value is read with the fitted type and found among the training values by a
+        cast to an ``ENUM`` of their text (a hash lookup, like the join's; measured at 10M
+        rows × 2 columns × 3 classes: 0.68–0.72 s against 0.61–0.65 s joined, and a
+        K-way CASE 0.89–1.0 s)::
+
+            code = enum_code(TRY_CAST(CAST(TRY_CAST(x AS <fitted type>) AS VARCHAR) AS ENUM(values)))
+            term = COALESCE([flp_k(v) for v in values][code + 1], 0)
+
+        A value that does not cast to the fitted type, or casts to a value never seen in
+        training, finds no position: it follows ``unseen`` (missing by default). So the
+        text ``'07'`` of a column fitted as BIGINT is the value 7, and a BIGINT 7 scored by
+        a column fitted as text is ``'7'`` (never ``'07'``). NaN is missing.
+        """
+        values, flp, unseen = params
+        if not values:
+            return sql.dbl(0.0)
+        x = self.raw(feature)
+        fitted = exp.DataType.build(feature.sql_type, dialect="duckdb")
+        if input_type is None or input_type.upper() != feature.sql_type.upper():
+            x = exp.TryCast(this=x, to=fitted)
+        if not is_text_type(feature.sql_type):
+            x = exp.Cast(this=x, to=exp.DataType.build("varchar"))
+        enum = exp.DataType(this=exp.DataType.Type.ENUM,
+                            expressions=[exp.Literal.string(s) for s in value_texts(tuple(values), feature.sql_type)])
+        code = exp.func("enum_code", exp.TryCast(this=x, to=enum))
+        weights = exp.Array(expressions=[sql.dbl(float(flp[k, i])) for i in range(len(values))])
+        hit = exp.Anonymous(this="list_extract", expressions=[weights, exp.Add(this=code, expression=exp.Literal.number(1))])
+        missing = exp.Is(this=self.raw(feature), expression=exp.Null())
+        if input_type is not None and is_float(input_type):
+            missing = exp.Or(this=missing, expression=exp.IsNan(this=self.raw(feature)))
+        if unseen is None:
+            return exp.Coalesce(this=hit, expressions=[sql.dbl(0.0)])
+        return exp.Case(ifs=[exp.If(this=missing, true=sql.dbl(0.0))],
+                        default=exp.Coalesce(this=hit, expressions=[sql.dbl(float(unseen[k]))]))
+
+
+def is_text_type(sql_type: str) -> bool:
+    return sql_type.upper().startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR"))
+
+
+@functools.lru_cache(maxsize=256)
+def value_texts(values: tuple, sql_type: str) -> tuple[str, ...]:
+    """Each training value as DuckDB writes it as text (``CAST(v AS VARCHAR)``), so that
+    an input cast to the fitted type and then to text finds it. Text values are
+    themselves; other types ask DuckDB once (dates, timestamps and doubles print in its
+    own spelling)."""
+    if is_text_type(sql_type):
+        return tuple(str(v) for v in values)
+    con = duckdb.connect()
+    try:
+        texts = exp.select(*(exp.Cast(this=sql.value(v, sql_type), to=exp.DataType.build("varchar"))
+                             for v in values))
+        return tuple(con.execute(sql.render(texts)).fetchone())
+    finally:
+        con.close()
+
+
+def counts_from(hists: list[dict], feature=None, where: str = "the data") -> Counts:
+    """Per-class ``{value: count}`` dicts -> :class:`Counts` (NULL values dropped).
+
+    NaN is refused, as for every numeric family: it is not a category (NaN = NaN is true
+    in DuckDB, so it would be one value at fit and match nothing or everything when
+    scored), and at scoring it counts as missing."""
+    if any(isinstance(v, float) and math.isnan(v) for h in hists for v in h):
+        name = feature.name if feature is not None else "?"
+        raise SqlnbError(f"column {name!r} in {where} holds NaN; a category cannot be NaN: make it NULL "
+                         f"(NULLIF({name}, 'NaN')) so it counts as missing, or filter those rows")
     values = sorted_values(v for h in hists for v in h if v is not None)
     pos = {v: i for i, v in enumerate(values)}
     counts = np.zeros((len(hists), len(values)))
