@@ -140,7 +140,14 @@ def _reader(spec: Files) -> exp.Expression:
         raise SqlnbNotFound(f"no file matches {spec.path!r}; check the path or glob")
     func = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json_auto"}[fmt]
     args: list[exp.Expression] = [exp.Literal.string(path)]
-    for key, val in spec.options.items():
+    options = dict(spec.options)
+    if fmt in ("parquet", "json"):
+        # Files of one glob are read by column name with unified types: without it DuckDB
+        # reads every Parquet file with the first file's types (x DOUBLE in the second
+        # file, BIGINT in the first, is silently truncated), and by position. CSV globs
+        # unify types already.
+        options.setdefault("union_by_name", True)
+    for key, val in options.items():
         args.append(exp.EQ(this=exp.column(key), expression=_option_value(val)))
     return exp.Table(this=exp.Anonymous(this=func, expressions=args))
 

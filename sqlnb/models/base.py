@@ -81,6 +81,9 @@ class Model:
         return []
 
     # -- scoring ------------------------------------------------------------------------
+    def check_dialect(self, dialect: str) -> None:
+        """Raise a one-line error when this model's scoring SQL cannot run in ``dialect``."""
+
     def check_source(self, source: Source) -> None:
         """Raise a one-line error when ``source`` cannot be scored by this model."""
         for name in self.feature_names:
@@ -128,6 +131,7 @@ class Model:
             still in the plan (token bags) each row carries its position and the SELECT
             ends with ``ORDER BY`` it. Other engines promise no order (name a key column).
         """
+        self.check_dialect(dialect)
         if source is not None:
             self.check_source(source)
             if keep is not None:

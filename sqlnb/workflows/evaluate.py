@@ -197,13 +197,20 @@ def summary_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
     return exp.select(*outer).from_(_from(scan, "agg"))
 
 
-def confusion_query(label: str) -> exp.Select:
-    """Row counts per (label, prediction) over the labelled rows of ``scored``."""
+def confusion_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
+    """Row counts per (true class, prediction) over the labelled rows of ``scored``.
+
+    The true class is found by the comparisons the accuracy uses (``y = <class literal>``,
+    so a label spelled ``'1'`` or ``1.0`` for a model whose classes are the integers 0 and
+    1 is class 1, as it is for the accuracy); a label that is no class is kept as it is."""
     y, pred = sql.col(label), sql.col("prediction")
-    return (exp.select(exp.alias_(y, "y", quoted=True), exp.alias_(pred, "p", quoted=True),
-                       exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True))
+    k = exp.Case(ifs=[exp.If(this=exp.EQ(this=y.copy(), expression=sql.value(c, label_type)),
+                             true=exp.Literal.number(i)) for i, c in enumerate(classes)])
+    other = exp.Case(ifs=[exp.If(this=exp.Is(this=k.copy(), expression=exp.null()), true=y.copy())])
+    return (exp.select(exp.alias_(k, "k", quoted=True), exp.alias_(other, "y", quoted=True),
+                       exp.alias_(pred, "p", quoted=True), exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True))
             .from_(sql.table(SCORED)).where(_not_null(y.copy()))
-            .group_by(y.copy(), pred.copy()))
+            .group_by(sql.col("k"), sql.col("y"), sql.col("p")))
 
 
 def auc_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
@@ -281,9 +288,9 @@ def evaluate(model, data: Any, con: duckdb.DuckDBPyConnection | None = None, lab
     per_class = [ClassMetrics(c, float(row[f"precision{k}"]), float(row[f"recall{k}"]), float(row[f"f1_{k}"]),
                               int(row[f"support{k}"]), int(row[f"predicted{k}"])) for k, c in enumerate(classes)]
 
-    counts = con.execute(sql.render(over_scored(confusion_query(label), scored))).fetchall()
-    known = set(classes)
-    true_labels = classes + sorted({y for y, _, _ in counts if y not in known}, key=_sort_key)
+    found = con.execute(sql.render(over_scored(confusion_query(label, classes, model.label_type), scored))).fetchall()
+    counts = [(classes[k] if k is not None else y, p, n) for k, y, p, n in found]
+    true_labels = classes + sorted({y for k, y, _, _ in found if k is None}, key=_sort_key)
     predicted = classes + ([None] if any(p is None for _, p, _ in counts) else [])
     ti, pi = {v: i for i, v in enumerate(true_labels)}, {v: i for i, v in enumerate(predicted)}
     matrix = [[0] * len(predicted) for _ in true_labels]

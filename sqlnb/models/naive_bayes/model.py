@@ -228,6 +228,14 @@ class NaiveBayes(Model):
             out.append(f)
         return out
 
+    def check_dialect(self, dialect: str) -> None:
+        bags = [f.name for f in self.features if f.bag is not None]
+        if bags and dialect != "duckdb":
+            raise SqlnbError(
+                f"token bag column {bags[0]!r} is scored with DuckDB's regexp_extract_all, lists and "
+                f"maps, which {dialect} lacks; score this model in DuckDB, or fit one without the "
+                "text column to export it")
+
     def fast_class_scores(self, input_types=None, dialect=None):
         """Class scores whose Gaussian terms skip the per-term NaN guard (see
         :meth:`Model.fast_class_scores`); None when no Gaussian column could hold NaN."""
