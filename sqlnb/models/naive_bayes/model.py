@@ -293,7 +293,7 @@ class NaiveBayes(Model):
         docs : source, optional
             One row per document to score, with the id column; a document without any
             known token still gets the prior (and Bernoulli constant). Default: the
-            distinct ids of ``tokens``.
+            distinct ids of ``tokens``, in the order of each document's first token row.
         con : DuckDB connection, optional
         outputs, keep
             As for :meth:`score`.
@@ -310,8 +310,12 @@ class NaiveBayes(Model):
         con = con if con is not None else duckdb.connect()
         tok = text.resolve_long(con, tokens, bags[0])
         if docs is None:
-            key = sql.col(bags[0].bag["id"], "src")
-            docs = Query(sql.render(exp.select(key).from_(tok.from_("src")).group_by(key.copy())))
+            # The documents in the order of their first token row.
+            key, first = sql.col(bags[0].bag["id"], "src"), sql.col("sqlnb_first", "src")
+            numbered = exp.select(key.copy(), exp.alias_(exp.Window(this=exp.RowNumber()), "sqlnb_first", quoted=True)
+                                  ).from_(tok.from_("src"))
+            docs = Query(sql.render(exp.select(key).from_(exp.Subquery(this=numbered, alias=exp.TableAlias(
+                this=sql.ident("src")))).group_by(key.copy()).order_by(exp.Min(this=first))))
         doc_src = text.resolve_long(con, docs, bags[0], docs=True)
         return con.sql(sql.render(text.long_scoring_query(self, tok, doc_src, outputs, keep, con)))
 
