@@ -494,3 +494,27 @@ def test_native_types_map_to_default_kinds(dialect, native, kind):
     from sqlnb.models.naive_bayes.fit import default_kind
     assert default_kind(duckdb_type(native, dialect)) == kind
     assert default_kind(native) == kind  # the native spelling too, e.g. from a stored model
+
+
+@pytest.mark.parametrize("engine_name", [pytest.param("postgres", marks=pytest.mark.postgres),
+                                         pytest.param("spark", marks=pytest.mark.spark)])
+def test_a_key_column_orders_the_rows_where_the_engine_keeps_no_order(request, engine_name, duck):
+    """PostgreSQL and Spark promise no row order: ``key`` carries a column into the result
+    (also with ``keep=[]``) and sorts on it, so predictions join back in one line."""
+    engine = request.getfixturevalue(engine_name)
+    model = sqlnb.fit("mixed", "y", con=duck, exclude=["id", "w"])
+    got = _rows(model.score("mixed", con=engine, outputs=("prediction",), keep=[], key="id"))
+    want = _rows(model.score("mixed", con=duck, outputs=("prediction",), keep=["id"]))
+    assert got == want
+    result = model.score("mixed", con=engine, outputs=("prediction",), keep=[], key="id")
+    ids = [r[0] for r in result.select("id").collect()] if engine_name == "spark" else result.column("id").to_pylist()
+    assert ids == sorted(ids)
+    exported = \
+        model.to_sql(engine.dialect, source="mixed", key="id")
+    rows = engine.execute(sqlglot_parse(exported, engine.dialect))
+    assert [r[0] for r in rows] == sorted(r[0] for r in rows)
+
+
+def sqlglot_parse(text: str, dialect: str):
+    import sqlglot
+    return sqlglot.parse_one(text, dialect=dialect)

@@ -105,6 +105,7 @@ class Model:
         source_from: exp.Expression | None = None,
         nan_gate: bool = False,
         dialect: str = "duckdb",
+        key: str | None = None,
     ) -> exp.Select:
         """The scoring SELECT as a sqlglot tree.
 
@@ -130,9 +131,17 @@ class Model:
             lookups that need no join are used where a kind has them, and when a join is
             still in the plan (token bags) each row carries its position and the SELECT
             ends with ``ORDER BY`` it. Other engines promise no order (name a key column).
+        key : str, optional
+            A source column carried into the output (whatever ``keep`` says) and ordered by
+            at the end: what joins predictions back to their rows where the engine, or a
+            query the SELECT is pasted into, keeps no order.
         """
         self.check_dialect(dialect)
+        if key is not None and keep is not None and key not in keep:
+            keep = [key, *keep]
         if source is not None:
+            if key is not None:
+                source.require([key], "key column")
             self.check_source(source)
             if keep is not None:
                 source.require(keep, "column to keep")
@@ -148,7 +157,8 @@ class Model:
         joins = self.score_joins(dialect)
         return scoring_select(
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
-            joins=joins, fallback=None if fast is None else exact, keep_order=bool(joins) and dialect == "duckdb",
+            joins=joins, fallback=None if fast is None else exact,
+            keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key,
         )
 
     def score(
@@ -157,6 +167,7 @@ class Model:
         con: duckdb.DuckDBPyConnection | None = None,
         outputs: Sequence[str] = OUTPUTS,
         keep: Sequence[str] | None = None,
+        key: str | None = None,
     ) -> duckdb.DuckDBPyRelation:
         """Score ``data`` in DuckDB (or on the engine ``con``) and return the result.
 
@@ -166,11 +177,14 @@ class Model:
         The relation holds the source's columns (or ``keep``), the per-class joint
         log-likelihoods ``jll_<class>``, ``log_evidence`` (ln p(x)), ``log_proba_<class>``,
         ``proba_<class>`` and ``prediction`` — or the subset named in ``outputs``.
+
+        In DuckDB the rows come back once each, in the source's order. PostgreSQL and
+        Spark keep no order: give ``key``, a column carried into the result and sorted on.
         """
         engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
         source = engine.resolve(data)
         return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb",
-                                                  dialect=engine.dialect))
+                                                  dialect=engine.dialect, key=key))
 
     def predict(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
         """Source columns plus ``prediction``."""
@@ -194,6 +208,7 @@ class Model:
         con: duckdb.DuckDBPyConnection | None = None,
         outputs: Sequence[str] = ("prediction", "proba"),
         pretty: bool = True,
+        key: str | None = None,
     ) -> str:
         """The self-contained scoring SELECT (parameters inlined as DOUBLE literals).
 
@@ -207,6 +222,9 @@ class Model:
             through with ``*``.
         con : duckdb connection, optional
             Used to resolve ``source``'s columns.
+        key : str, optional
+            A source column to carry and order by (see :meth:`scoring_query`): join the
+            predictions back on it where the engine keeps no row order.
         """
         if dialect not in sql.DIALECTS:
             raise SqlnbError(
@@ -221,7 +239,7 @@ class Model:
             except SqlnbError:
                 resolved = None
         if resolved is not None:
-            tree = self.scoring_query(resolved, outputs, dialect=dialect)
+            tree = self.scoring_query(resolved, outputs, dialect=dialect, key=key)
         else:
             if isinstance(spec, Query):
                 node: exp.Expression = exp.Subquery(this=sqlglot.parse_one(spec.text, dialect=dialect),
@@ -230,7 +248,7 @@ class Model:
                 node = exp.alias_(sql.table(spec.name, spec.schema, spec.catalog), "src", table=True, quoted=True)
             else:
                 raise SqlnbError(f"cannot export a scoring query over {spec!r}; give a table name or a query")
-            tree = self.scoring_query(None, outputs, source_from=node, dialect=dialect)
+            tree = self.scoring_query(None, outputs, source_from=node, dialect=dialect, key=key)
         return sql.render(tree, dialect, pretty=pretty)
 
     # -- storage ------------------------------------------------------------------------

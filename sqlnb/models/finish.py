@@ -84,6 +84,7 @@ def scoring_select(
     joins: Sequence[exp.Join] = (),
     fallback: Sequence[exp.Expression] | None = None,
     keep_order: bool = False,
+    order_key: str | None = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -118,6 +119,8 @@ def scoring_select(
         (DuckDB keeps the scan order through projections and filters, not through a
         parallel join). ``row_number() OVER ()`` runs as a streaming window in the scan's
         order. The number is a helper column, not an output.
+    order_key : str, optional
+        A passed-through column to end with ``ORDER BY`` (instead of ``keep_order``).
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
@@ -216,4 +219,6 @@ def scoring_select(
         )
         final.append(exp.alias_(pred, "prediction", quoted=True))
     out = exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))))
+    if order_key is not None:
+        return out.order_by(sql.col(order_key, "s4"))
     return out.order_by(sql.col(ROW_COLUMN, "s4")) if keep_order else out
