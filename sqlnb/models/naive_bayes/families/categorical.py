@@ -119,15 +119,7 @@ class Categorical(Family):
         values, flp, unseen = params
         if not values:
             return sql.dbl(0.0)
-        x = self.raw(feature)
-        fitted = exp.DataType.build(feature.sql_type, dialect="duckdb")
-        if input_type is None or input_type.upper() != feature.sql_type.upper():
-            x = exp.TryCast(this=x, to=fitted)
-        if not is_text_type(feature.sql_type):
-            x = exp.Cast(this=x, to=exp.DataType.build("varchar"))
-        enum = exp.DataType(this=exp.DataType.Type.ENUM,
-                            expressions=[exp.Literal.string(s) for s in value_texts(tuple(values), feature.sql_type)])
-        code = exp.func("enum_code", exp.TryCast(this=x, to=enum))
+        code = self.position(feature, values, input_type)
         weights = exp.Array(expressions=[sql.dbl(float(flp[k, i])) for i in range(len(values))])
         hit = exp.Anonymous(this="list_extract", expressions=[weights, exp.Add(this=code, expression=exp.Literal.number(1))])
         missing = exp.Is(this=self.raw(feature), expression=exp.Null())
@@ -137,6 +129,19 @@ class Categorical(Family):
             return exp.Coalesce(this=hit, expressions=[sql.dbl(0.0)])
         return exp.Case(ifs=[exp.If(this=missing, true=sql.dbl(0.0))],
                         default=exp.Coalesce(this=hit, expressions=[sql.dbl(float(unseen[k]))]))
+
+
+    def position(self, feature, values, input_type: str | None = None) -> exp.Expression:
+        """0-based position of the row's value among the training ``values`` (DuckDB), NULL
+        for NULL, for a value that does not cast to the fitted type and for an unseen one."""
+        x = self.raw(feature)
+        if input_type is None or input_type.upper() != feature.sql_type.upper():
+            x = exp.TryCast(this=x, to=exp.DataType.build(feature.sql_type, dialect="duckdb"))
+        if not is_text_type(feature.sql_type):
+            x = exp.Cast(this=x, to=exp.DataType.build("varchar"))
+        enum = exp.DataType(this=exp.DataType.Type.ENUM,
+                            expressions=[exp.Literal.string(s) for s in value_texts(tuple(values), feature.sql_type)])
+        return exp.func("enum_code", exp.TryCast(this=x, to=enum))
 
 
 def is_text_type(sql_type: str) -> bool:

@@ -1,0 +1,81 @@
+"""Checks of the data a model scores, said before the user reads the results.
+
+:func:`unseen_categories` finds categorical columns whose values the model has mostly
+never seen: adult.test spells its categories with a leading space (``' Male'``), and a
+model fitted on adult.data then treats all eight categorical columns as missing — the
+accuracy of the numeric columns alone, with exit 0. The check reads the first
+``SAMPLE_ROWS`` rows only (one query, every categorical column at once), so it costs the
+same whatever the size of the data.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.models.naive_bayes.families import REGISTRY
+from sqlnb.source import Source
+from sqlnb.sql.types import is_float
+
+#: Rows read from the start of the source.
+SAMPLE_ROWS = 10_000
+#: Share of unseen non-NULL values above which a column is reported.
+THRESHOLD = 0.5
+
+
+def unseen_categories(model: Any, source: Source, con: duckdb.DuckDBPyConnection,
+                      sample_rows: int = SAMPLE_ROWS, threshold: float = THRESHOLD) -> list[str]:
+    """One warning line per categorical column where more than ``threshold`` of the
+    non-NULL values in the first ``sample_rows`` rows were never seen in training.
+
+    Each line names the column, the share, two unseen values and the nearest values the
+    model knows (by similarity of their text). Models without categorical columns, and
+    sources without the column, give no line.
+    """
+    features = [f for f in getattr(model, "features", []) if getattr(f, "kind", None) == "categorical"
+                and f.bag is None and f.name in source.columns]
+    if not features:
+        return []
+    family = REGISTRY["categorical"]
+    values = {f.name: list(model.stats.features[f.name].values) for f in features}
+    columns = []
+    for j, f in enumerate(features):
+        x = sql.col(f.name, "src")
+        present = exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))
+        if is_float(source.columns[f.name]):
+            present = exp.and_(present, exp.Not(this=exp.IsNan(this=x.copy())))
+        unseen = exp.and_(present.copy(), exp.Is(this=family.position(f, values[f.name], source.columns[f.name]),
+                                                  expression=exp.Null()))
+        text = exp.Cast(this=x.copy(), to=exp.DataType.build("varchar"))
+        columns += [
+            exp.alias_(exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=present)), f"n{j}",
+                       quoted=True),
+            exp.alias_(exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=unseen.copy())),
+                       f"u{j}", quoted=True),
+            exp.alias_(exp.Filter(this=exp.Min(this=text), expression=exp.Where(this=unseen.copy())), f"a{j}",
+                       quoted=True),
+            exp.alias_(exp.Filter(this=exp.Max(this=text.copy()), expression=exp.Where(this=unseen.copy())),
+                       f"b{j}", quoted=True),
+        ]
+    head = exp.select(exp.Star()).from_(source.from_("src")).limit(sample_rows)
+    query = exp.select(*columns).from_(exp.Subquery(this=head, alias=exp.TableAlias(this=sql.ident("src"))))
+    row = con.execute(sql.render(query)).fetchone()
+    lines = []
+    for j, f in enumerate(features):
+        n, u, a, b = row[4 * j:4 * j + 4]
+        if not n or u / n <= threshold:
+            continue
+        examples = [v for v in dict.fromkeys([a, b]) if v is not None]
+        known = [str(v) for v in values[f.name]]
+        nearest = [m for e in examples for m in difflib.get_close_matches(e, known, n=1, cutoff=0.0)]
+        treated = "an unseen bucket" if getattr(model.hyper, "unseen", "missing") == "bucket" else "missing"
+        lines.append(
+            f"warning: column {f.name!r}: {u:,} of {n:,} non-NULL values in the first {sample_rows:,} rows "
+            f"({100.0 * u / n:.0f}%) are unseen in training and score as {treated} "
+            f"(e.g. {', '.join(repr(e) for e in examples)}; nearest seen: "
+            f"{', '.join(repr(m) for m in dict.fromkeys(nearest)) or 'none'})")
+    return lines
