@@ -1,0 +1,34 @@
+"""Checks and helpers shared by update, novelty, sampling and EM."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes.families import Feature
+from sqlnb.models.naive_bayes.model import NaiveBayes
+from sqlnb.stats import Statistics
+
+
+# -- shared checks ------------------------------------------------------------------------
+def _require_naive_bayes(model: Any, what: str) -> NaiveBayes:
+    if not isinstance(model, NaiveBayes):
+        kind = getattr(model, "kind", type(model).__name__)
+        raise SqlnbError(f"{what} needs a naive Bayes model, not a {kind!r} model")
+    return model
+
+
+def _require_likelihood(features: Sequence[Feature], what: str) -> None:
+    """Complement naive Bayes scores are weights, not log-likelihoods: ``log_evidence``
+    and an EM objective are meaningless for them."""
+    comp = [f.name for f in features if f.kind == "complement"]
+    if comp:
+        raise SqlnbError(
+            f"{what} needs a likelihood, but feature {comp[0]!r} is complement naive Bayes, whose "
+            "score is not one; refit with kind multinomial for those columns"
+        )
+
+
+def _with_report(model: NaiveBayes, report: dict, stats: Statistics | None = None) -> NaiveBayes:
+    return NaiveBayes(model.label, model.label_type, model.features, stats if stats is not None else model.stats,
+                      model.hyper, report, model.weight)

@@ -1,0 +1,152 @@
+"""Update: new rows reduced to statistics and merged exactly, as the refit on all rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+import duckdb
+
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes.families import Feature, is_numeric
+from sqlnb.models.naive_bayes.fit import collect_statistics
+from sqlnb.models.naive_bayes.model import NaiveBayes
+from sqlnb.models.naive_bayes.text import bag_layout
+from sqlnb.source import Source, resolve
+from sqlnb.workflows.generative.common import _require_naive_bayes, _with_report
+from sqlnb.workflows.generative.novelty import NOVELTY
+
+
+def _type_group(sql_type: str) -> str:
+    """What a value of this SQL type compares as in Python: numbers (any width), booleans,
+    text, or exactly this type."""
+    t = sql_type.upper()
+    if t == "BOOLEAN":
+        return "boolean"
+    if is_numeric(t):
+        return "number"
+    if t.startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR", "ENUM")):
+        return "text"
+    return t
+
+
+def compatible_features(model: NaiveBayes, source: Source, with_label: bool = True) -> list[Feature]:
+    """The model's features as found in ``source`` (same families, the source's SQL types).
+
+    Raises a one-line :class:`SqlnbError` when a feature (or the label) is missing or
+    has a type the model cannot take: a numeric family needs a number or a boolean, and a
+    categorical feature (and the label) keep their kind of value — numbers, booleans,
+    text, or exactly the fitted type — because their categories are stored as values.
+    """
+    where = source.description
+    if with_label:
+        source.require([model.label], "label column")
+        t = source.columns[model.label]
+        if _type_group(t) != _type_group(model.label_type):
+            raise SqlnbError(
+                f"label column {model.label!r} in {where} has type {t}, but the model's classes are "
+                f"{model.label_type} values; cast it to {model.label_type}"
+            )
+    source.require(model.feature_names, "model feature column")
+    out = []
+    for f in model.features:
+        t = source.columns[f.name]
+        if f.bag is not None:  # a token bag: the same layout (text, list or map column)
+            if f.bag["layout"] == "long":
+                raise SqlnbError(f"{f.name!r} is a long token table (sqlnb.fit_long); updating or extending such "
+                                 "a model is not supported: refit it with sqlnb.fit_long")
+            if bag_layout(t) != f.bag["layout"]:
+                raise SqlnbError(
+                    f"column {f.name!r} in {where} has type {t}, but the model reads it as a token bag of type "
+                    f"{f.sql_type}; cast it to {f.sql_type}")
+        elif f.kind == "categorical":
+            if _type_group(t) != _type_group(f.sql_type):
+                raise SqlnbError(
+                    f"column {f.name!r} in {where} has type {t}, but the model's categories of it are "
+                    f"{f.sql_type} values; cast it to {f.sql_type}"
+                )
+        elif not (is_numeric(t) or t.upper() == "BOOLEAN"):
+            raise SqlnbError(
+                f"column {f.name!r} in {where} has type {t}, but the model treats it as a {f.kind} "
+                f"feature of type {f.sql_type}; cast it to a number, or fit a new model"
+            )
+        out.append(replace(f, sql_type=t))
+    return out
+
+
+# -- update ---------------------------------------------------------------------------------
+def update(
+    model: NaiveBayes,
+    data: Any,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+    decay: float | None = None,
+) -> NaiveBayes:
+    """The model updated with new rows: exactly the refit on the union of all rows.
+
+    The new rows are aggregated with the model's own features, families, binarisation
+    thresholds, label and weight column (one scan, as in :func:`sqlnb.fit`) and the
+    statistics merge (:meth:`Statistics.merge`): counts add, Gaussian ``n, mean, M2``
+    merge by Chan, Golub & LeVeque, and classes, categories and tokens new to the model
+    are added. A batch may hold a single class, or a single row. The Gaussian variance
+    floor ``ε = var_smoothing · max_j var(x_j)`` is recomputed from the merged
+    unweighted moments, so it is the floor of the refit over *all* rows — scikit-learn's
+    ``partial_fit`` instead keeps the floor of the first batch (0 for a one-row batch).
+    Token bags (text, LIST and MAP columns) gain the batch's new tokens; with vocabulary
+    pruning (``min_df``, ``max_df``, ``max_features``, ``select_k``) each batch is pruned
+    by itself, so the model keeps the union of the kept terms and is no longer the refit.
+    Models fitted on a long token table (:func:`sqlnb.fit_long`) cannot be updated.
+
+    Parameters
+    ----------
+    model : NaiveBayes
+        The model to update (it is not changed).
+    data : str, Table, Query, Files, path, relation or Arrow table
+        The new rows; they need the label, every feature column (and the weight column
+        if the model was fitted with one). Rows with a NULL label are skipped and counted.
+    con : duckdb connection, optional
+        A connection that can see ``data`` (default: a new in-memory one).
+    decay : float in (0, 1], optional
+        Exponential forgetting: the model's statistics are multiplied by ``decay`` before
+        the merge. After batches ``B_0`` (the fit), ``B_1 … B_t`` updated with the same
+        ``decay`` d, the model equals a weighted fit on their union in which a row of
+        ``B_s`` has weight ``d^(t−s)`` (times its own weight). Counts, class counts and
+        Gaussian ``n`` and ``M2`` shrink while means stay; the unweighted row moments that
+        set the variance floor are decayed alike, and ``report["rows"]`` becomes the
+        effective (decayed) number of rows. ``None`` or 1 keeps everything.
+
+    Returns
+    -------
+    NaiveBayes
+        A new model. ``report["updates"]`` counts the updates and ``report["last_update"]``
+        describes the last one; a stored novelty threshold is dropped (it was calibrated
+        on the old parameters: compute it again with :func:`novelty_threshold`).
+
+    Examples
+    --------
+    >>> model = sqlnb.fit("january.parquet", label="y")                 # doctest: +SKIP
+    >>> model = sqlnb.update(model, "february.parquet")                 # doctest: +SKIP
+    >>> model = sqlnb.update(model, "march.parquet", decay=0.9)         # doctest: +SKIP
+    """
+    model = _require_naive_bayes(model, "update")
+    con = con if con is not None else duckdb.connect()
+    start = time.perf_counter()
+    source = resolve(data, con)
+    features = compatible_features(model, source)
+    if model.weight is not None:
+        source.require([model.weight], "weight column")
+    batch = collect_statistics(con, source, model.label, features, model.weight, min_classes=1)
+    updated = model.merge(batch, decay=decay)
+    report = dict(updated.report)
+    report.pop(NOVELTY, None)
+    report["updates"] = int(model.report.get("updates", 0)) + 1
+    report["last_update"] = {
+        "source": source.description,
+        "rows": batch.n_rows,
+        "null_label_rows": batch.null_label_rows,
+        "decay": decay,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    return _with_report(updated, report)
