@@ -63,8 +63,10 @@ def long_scoring_query(model, tokens, docs, outputs, keep, con=None) -> exp.Sele
                     on=exp.EQ(this=sql.col(b["id"], "src"), expression=sql.col("id", alias)))
     if keep is not None:
         docs.require(keep, "column to keep")
+    # The grouped sums are joined to the documents: number them and sort at the end, so
+    # the documents come back in their source's order (scoring_select's keep_order).
     return scoring_select(docs.from_("src"), model.class_scores(), model.classes, model.label_type,
-                          list(docs.columns), outputs, keep, joins=[join])
+                          list(docs.columns), outputs, keep, joins=[join], keep_order=True)
 
 
 def resolve_long(con, data: Any, feature: Feature, docs: bool = False):
