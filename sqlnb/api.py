@@ -256,7 +256,7 @@ def fit_long(tokens: Any, labels: Any, *, id: str, token: str, label: str, count
         Vocabulary options (``min_df``, ``max_df``, ``max_features``, ``select_k``,
         ``stop_words``).
     **hyperparameters
-        As for :func:`sqlnb.models.naive_bayes.fit` (``alpha``, ``estimator``, ``class_prior``, ...).
+        As for :func:`sqlnb.fit` (``alpha``, ``estimator``, ``class_prior``, ...).
 
     Returns
     -------

@@ -259,7 +259,7 @@ def learning_curves(
     ----------
     train, test : source
         Training rows (subsampled) and test rows (always all of them): table names,
-        queries, files, relations or Arrow tables, as for :func:`sqlnb.models.naive_bayes.fit`.
+        queries, files, relations or Arrow tables, as for :func:`sqlnb.fit`.
     label : str
         The label column.
     con : duckdb connection, optional

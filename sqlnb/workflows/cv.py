@@ -417,7 +417,7 @@ def cross_validate(
     Parameters
     ----------
     data, label, con, features, exclude
-        As for :func:`sqlnb.models.naive_bayes.fit`.
+        As for :func:`sqlnb.fit`.
     model : {"naive_bayes", "lda", "qda", "logistic"}
         The model kind.
     folds : int

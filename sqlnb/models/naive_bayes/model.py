@@ -128,7 +128,7 @@ def _unguarded(f: Feature) -> bool:
 class NaiveBayes(Model):
     """A naive Bayes classifier whose features may mix families column by column.
 
-    Build one with :func:`sqlnb.models.naive_bayes.fit`; load a saved one with :func:`sqlnb.load`.
+    Build one with :func:`sqlnb.fit`; load a saved one with :func:`sqlnb.load`.
 
     Attributes
     ----------

@@ -6,7 +6,7 @@ classifier cannot offer:
 
 :func:`update`
     New rows are reduced to statistics by the same one-scan aggregation as
-    :func:`sqlnb.models.naive_bayes.fit` and merged exactly (counts add, Gaussian moments merge by Chan,
+    :func:`sqlnb.fit` and merged exactly (counts add, Gaussian moments merge by Chan,
     Golub & LeVeque). The result equals the refit on the union of all batches, whatever
     the batches, including one-row batches and batches that bring a new class,
     category or token; optional exponential forgetting (``decay``).

@@ -146,7 +146,7 @@ def fit_em(
 ) -> NaiveBayes:
     """Fit naive Bayes on labelled and unlabelled rows by EM (Nigam et al. 2000).
 
-    1. Initialise from the labelled rows (``sqlnb.models.naive_bayes.fit``).
+    1. Initialise from the labelled rows (``sqlnb.fit``).
     2. E-step, in SQL: score the unlabelled rows; their ``proba_<class>`` are the
        posteriors ``p(c | x)``. The scored rows are materialised once per iteration in a
        temporary table, dropped at the end.
@@ -186,7 +186,7 @@ def fit_em(
         λ, the weight of an unlabelled row relative to a labelled one (Nigam et al.'s
         EM-λ); 0 ignores the unlabelled rows.
     kind, feature_kinds, features, exclude, binarize, **hyperparameters
-        As in :func:`sqlnb.models.naive_bayes.fit` (row weights are not supported).
+        As in :func:`sqlnb.fit` (row weights are not supported).
 
     Returns
     -------

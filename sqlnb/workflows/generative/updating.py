@@ -87,7 +87,7 @@ def update(
     """The model updated with new rows: exactly the refit on the union of all rows.
 
     The new rows are aggregated with the model's own features, families, binarisation
-    thresholds, label and weight column (one scan, as in :func:`sqlnb.models.naive_bayes.fit`) and the
+    thresholds, label and weight column (one scan, as in :func:`sqlnb.fit`) and the
     statistics merge (:meth:`Statistics.merge`): counts add, Gaussian ``n, mean, M2``
     merge by Chan, Golub & LeVeque, and classes, categories and tokens new to the model
     are added. A batch may hold a single class, or a single row. The Gaussian variance
