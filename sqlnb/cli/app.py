@@ -1,0 +1,238 @@
+"""What every command runs inside: the exit codes, the one error boundary
+(:class:`SqlnbGroup`, which turns library, DuckDB, sqlglot and click errors into one
+``Error:`` line) and :class:`Settings`, the global options with the connections they open,
+the Ctrl-C watcher and the terminal-only summary line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import click
+import duckdb
+import sqlglot
+
+from sqlnb import api
+from sqlnb import engines
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.source import _first_line
+
+EXIT_OK = 0
+#: The command ran but its check failed (``evaluate --min-accuracy``).
+EXIT_FAIL = 1
+#: Bad input: a usage error or a one-line ``Error:`` about the data, model or options.
+EXIT_USAGE = 2
+#: Interrupted (Ctrl-C); as a shell reports SIGINT.
+EXIT_INTERRUPTED = 130
+
+
+# -- errors: the one boundary ---------------------------------------------------------------
+
+class CliError(click.ClickException):
+    """An error shown as one ``Error: ...`` line with ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE):
+        super().__init__(" ".join(str(message).splitlines()).strip())
+        self.exit_code = exit_code
+
+
+def _usage_line(e: click.UsageError) -> CliError:
+    where = e.ctx.command_path if e.ctx is not None else "sqlnb"
+    return CliError(f"{e.format_message()} (see '{where} --help')", EXIT_USAGE)
+
+
+def _interrupted() -> click.exceptions.Exit:
+    click.echo("Error: interrupted; nothing was written", err=True)
+    return click.exceptions.Exit(EXIT_INTERRUPTED)
+
+
+class SqlnbGroup(click.Group):
+    """The ``sqlnb`` group: turns every error a command raises into one line.
+
+    * :class:`~sqlnb.errors.SqlnbError` (the library's user errors) -> its message;
+    * DuckDB and sqlglot errors that reach here (e.g. a value that fails to convert
+      while scoring, a query that does not parse) -> their first meaningful line;
+    * click usage errors -> one line with a pointer to ``--help``;
+    * KeyboardInterrupt and DuckDB's interrupt -> exit 130. Writers clean up on the way
+      out (temporary files removed, transactions rolled back), so nothing is left behind.
+    """
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as e:
+            raise _usage_line(e) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as e:
+            raise _usage_line(e) from None
+        except SqlnbError as e:
+            raise CliError(str(e), e.exit_code) from None
+        except (KeyboardInterrupt, duckdb.InterruptException):
+            raise _interrupted() from None
+        except RuntimeError as e:
+            # Ctrl-C while DuckDB runs a query surfaces as RuntimeError("Query interrupted")
+            # (DuckDB's own SIGINT handling), not as KeyboardInterrupt.
+            if "interrupted" not in str(e).lower():
+                raise
+            raise _interrupted() from None
+        except duckdb.Error as e:
+            raise CliError(f"DuckDB: {_first_line(e)}") from None
+        except sqlglot.errors.SqlglotError as e:
+            raise CliError(f"SQL: {_first_line(e)}") from None
+        except BrokenPipeError:
+            raise  # a closed pipe (| head) is click's to handle quietly
+        except OSError as e:
+            where = f" {e.filename!r}" if e.filename else ""
+            raise CliError(f"cannot access{where}: {e.strerror or e}") from None
+
+
+# -- settings shared by all commands --------------------------------------------------------
+
+@dataclasses.dataclass
+class Settings:
+    """The global options (DuckDB resources, the engine), whether a terminal is watching
+    (``terminal``: only then are summaries and DuckDB's progress bar shown), and the
+    connections a Ctrl-C must interrupt."""
+
+    threads: int | None = None
+    memory_limit: str | None = None
+    temp_directory: str | None = None
+    terminal: bool = False
+    engine: str = "duckdb"
+    dsn: str | None = None
+    master: str | None = None
+    interrupted: threading.Event = dataclasses.field(default_factory=threading.Event)
+    connections: list = dataclasses.field(default_factory=list)
+
+    _warehouse: Any = None
+
+    @property
+    def remote(self) -> bool:
+        """Whether DATA and MODEL live on a warehouse (--engine postgres|spark)."""
+        return self.engine != "duckdb"
+
+    def require_duckdb(self, command: str) -> None:
+        """Refuse a command that runs in DuckDB only when --engine names a warehouse."""
+        if self.remote:
+            raise SqlnbError(f"sqlnb {command} runs in DuckDB only; use --engine duckdb")
+
+    def summary(self, message: str) -> None:
+        """A one-line summary on stderr, for people at a terminal only."""
+        if self.terminal:
+            click.echo(message, err=True)
+
+    def warehouse(self):
+        """The --engine connection (opened once per command, closed by :meth:`close`)."""
+        if self._warehouse is None:
+            self._warehouse = engines.connect(self.engine, dsn=self.dsn, master=self.master)
+        return self._warehouse
+
+    def close(self) -> None:
+        close = getattr(self._warehouse, "close", None)
+        if close is not None:
+            close()
+        self._warehouse = None
+
+    def connect(self, path: str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+        """A connection with the resource settings; DuckDB's progress bar only for a
+        terminal (it is on by default in Python and would print into piped output).
+
+        Opening a connection is where a new step of a command starts, so an interrupt
+        that arrived while Python (not DuckDB) was busy stops the command here.
+        """
+        if self.interrupted.is_set():
+            raise KeyboardInterrupt
+        con = api.connect(path, self.threads, self.memory_limit, self.temp_directory, read_only=read_only)
+        setting = sqlglot.exp.SetItem(this=sqlglot.exp.EQ(this=sql.col("enable_progress_bar"),
+                                                          expression=sqlglot.exp.Boolean(this=self.terminal)))
+        con.execute(sql.render(sqlglot.exp.Set(expressions=[setting])))
+        self.connections.append(con)
+        return con
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """Run a command's queries: interruptible by Ctrl-C, progress bar on stderr.
+
+        * DuckDB notices SIGINT only between tasks, which can mean minutes for a big
+          COPY. Python's C-level handler writes the signal to a wakeup file descriptor
+          even while the main thread is inside DuckDB; a watcher thread reads it and
+          calls ``interrupt()`` on the open connections, so the running statement stops
+          at once. The Python-level handler only records the interrupt: raising
+          KeyboardInterrupt at an arbitrary bytecode could cut short the clean-up that
+          the failing statement sets off (removing a temporary file, a rollback).
+        * DuckDB prints its progress bar on stdout; while queries run, stdout is pointed
+          at stderr so that the payload stays clean (only when the bar is on).
+        """
+        with self._interruptible(), self._progress_on_stderr():
+            yield
+
+    @contextmanager
+    def _interruptible(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signal handlers can only be set from the main thread
+            return
+        read_fd, write_fd = os.pipe()
+        try:
+            os.set_blocking(write_fd, False)
+            old_fd = signal.set_wakeup_fd(write_fd)
+        except (OSError, ValueError):  # e.g. Windows, whose wakeup fd must be a socket
+            os.close(read_fd)
+            os.close(write_fd)
+            yield
+            return
+        old_handler = signal.signal(signal.SIGINT, lambda signum, frame: self.interrupted.set())
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                data = os.read(read_fd, 64)
+                if not data or done.is_set():
+                    return
+                if signal.SIGINT in data:
+                    self.interrupted.set()
+                    for con in self.connections:
+                        try:
+                            con.interrupt()
+                        except duckdb.Error:  # already closed
+                            pass
+
+        watcher = threading.Thread(target=watch, name="sqlnb-interrupt", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            os.write(write_fd, b"\0")  # wake the watcher so that it sees `done`
+            watcher.join()
+            signal.set_wakeup_fd(old_fd)
+            signal.signal(signal.SIGINT, old_handler)
+            os.close(read_fd)
+            os.close(write_fd)
+
+    @contextmanager
+    def _progress_on_stderr(self) -> Iterator[None]:
+        if not self.terminal:
+            yield
+            return
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)

@@ -1,0 +1,97 @@
+"""The saved models: ``sqlnb show`` (describe one), ``sqlnb models`` (list a database's)
+and ``sqlnb drop`` (delete one, in DuckDB or on the ``--engine`` warehouse).
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from sqlnb.cli.app import Settings
+from sqlnb.cli.io import dump_json, load
+from sqlnb.cli.options import format_option, model_location, model_option
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes.text import top_terms
+from sqlnb.store import drop_model, list_models
+from sqlnb.workflows.report import describe, models_text, show_text
+
+
+@click.command()
+@model_option()
+@format_option
+@click.option("--top", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Top features listed per family.")
+@click.option("--top-terms", "top_terms_n", type=click.IntRange(min=1), metavar="N",
+              help="Also the N terms that most indicate each class, per token bag.")
+@click.pass_obj
+def show(settings: Settings, model, fmt, top, top_terms_n):
+    """Describe MODEL: label and classes, features and their families,
+    hyperparameters, sizes, and the features that separate the classes most.
+
+    \b
+    Example:
+      sqlnb show --model models.duckdb:churn
+      sqlnb show --model models.duckdb:churn --format json --top 10
+      sqlnb show --model models.duckdb:spam --top-terms 5
+    """
+    m = load(settings, model)
+    d = describe(m, top)
+    terms = {}
+    if top_terms_n is not None:
+        bags = [f.name for f in getattr(m, "features", []) if getattr(f, "bag", None) is not None]
+        if not bags:
+            raise SqlnbError("--top-terms lists the terms of token bags; this model has none")
+        terms = {b: top_terms(m, b, top_terms_n).to_pylist() for b in bags}
+    if fmt == "json":
+        click.echo(dump_json(d | ({"top_terms": terms} if terms else {})))
+        return
+    click.echo(show_text(d))
+    for bag, rows in terms.items():
+        click.echo(f"\ntop terms of {bag}")
+        for cls in dict.fromkeys(r["class"] for r in rows):
+            click.echo(f"  {cls}: " + ", ".join(r["term"] for r in rows if r["class"] == cls))
+
+
+@click.command()
+@click.argument("db", metavar="DB.duckdb")
+@format_option
+@click.pass_obj
+def models(settings: Settings, db, fmt):
+    """List the models saved in a DuckDB database.
+
+    \b
+    Example:
+      sqlnb models models.duckdb
+      sqlnb models models.duckdb --format json
+    """
+    with settings.connect(db, read_only=True) as con:
+        found = list_models(con)
+    if fmt == "json":
+        click.echo(dump_json(found))
+    elif found:
+        click.echo(models_text(found))
+    else:
+        settings.summary(f"no models in {db}")
+
+
+@click.command()
+@model_option()
+@click.pass_obj
+def drop(settings: Settings, model):
+    """Delete MODEL and its tables (in one transaction).
+
+    \b
+    Example:
+      sqlnb drop --model models.duckdb:old-churn
+    """
+    loc = model_location(settings, model)
+    if isinstance(loc, str):
+        drop_model(settings.warehouse(), loc)
+        settings.summary(f"dropped {loc!r} on {settings.engine}")
+        return
+    if not os.path.exists(loc.db):
+        raise SqlnbError(f"database {loc.db!r} does not exist; check the path")
+    with settings.connect(loc.db) as con:
+        drop_model(con, loc.name)
+    settings.summary(f"dropped {loc.name!r} from {loc.db}")

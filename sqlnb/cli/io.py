@@ -1,0 +1,133 @@
+"""Models and results for the commands: loading a MODEL, refusing to overwrite one
+without ``--replace``, saving it in one transaction (in a DuckDB file or on the engine),
+and writing rows to OUT, a table on the engine or a text file, all or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Callable
+
+import duckdb
+import sqlglot
+
+from sqlnb import sql
+from sqlnb.cli.app import Settings
+from sqlnb.cli.options import model_location
+from sqlnb.errors import SqlnbError, SqlnbNotFound
+from sqlnb.io import output
+from sqlnb.io.locations import DbObject, StdOut, parse_out
+from sqlnb.source import Table
+from sqlnb.store import load_model, model_names, save_model
+
+#: What ``write_out`` writes: a query given the output connection and database.
+RowsQuery = Callable[[duckdb.DuckDBPyConnection, "str | None"], sqlglot.exp.Expression]
+
+
+# -- models -------------------------------------------------------------------------------------
+
+def model_str(loc: DbObject | str) -> str:
+    """A saved model's location for summaries: ``'name' in db.duckdb`` or ``'name'``."""
+    return repr(loc) if isinstance(loc, str) else f"{loc.name!r} in {loc.db}"
+
+
+def load(settings: Settings, text: str):
+    """The model named by a MODEL argument (its database opened read-only, then closed)."""
+    loc = model_location(settings, text)
+    if isinstance(loc, str):
+        return load_model(settings.warehouse(), loc)
+    with settings.connect(loc.db, read_only=True) as con:
+        model = load_model(con, loc.name)
+    return model
+
+
+def check_new_model(settings: Settings, loc: DbObject | str, replace: bool) -> None:
+    """Refuse, before any work, to overwrite an existing model without --replace."""
+    if replace:
+        return
+    if isinstance(loc, str):
+        exists = loc in model_names(settings.warehouse())
+    elif os.path.exists(loc.db):
+        with settings.connect(loc.db, read_only=True) as con:
+            exists = loc.name in model_names(con)
+    else:
+        exists = False
+    if exists:
+        where = f"on {settings.engine}" if isinstance(loc, str) else f"in {loc.db!r}"
+        raise SqlnbError(f"model {loc if isinstance(loc, str) else loc.name!r} already exists {where}; "
+                         "pass --replace to overwrite it")
+
+
+def save(settings: Settings, m, loc: DbObject | str, replace: bool) -> None:
+    """Save ``m`` in one transaction; a database file this creates is removed on failure."""
+    if isinstance(loc, str):
+        save_model(m, settings.warehouse(), loc, replace)
+        return
+    with settings.working(), output.new_file_guard(loc.db), settings.connect(loc.db) as con:
+        save_model(m, con, loc.name, replace)
+
+
+# -- results ------------------------------------------------------------------------------------
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, default=str, ensure_ascii=False)
+
+
+def write_out(settings: Settings, out: str, replace: bool, query: RowsQuery) -> str:
+    """Write the rows of ``query(con, own_db)`` to OUT, all or nothing; returns the summary
+    text. ``own_db`` is the output database (None unless OUT is a table), for reading a
+    table of that same database directly."""
+    target = parse_out(out)
+    own_db = target.db if isinstance(target, DbObject) else None
+    if not isinstance(target, (DbObject, StdOut)):
+        output.check_target(target, replace)
+    start = time.perf_counter()
+    if isinstance(target, StdOut):
+        with output.spool(settings.temp_directory) as tmp:
+            with settings.working(), settings.connect() as con:
+                n = output.write(con, query(con, None), tmp, True)
+            sys.stdout.flush()
+            output.stream(tmp.path, sys.stdout.buffer)
+    else:
+        with settings.working(), output.new_file_guard(own_db), settings.connect(own_db) as con:
+            output.check_target(target, replace, con)
+            n = output.write(con, query(con, own_db), target, replace)
+    return f"{'?' if n is None else format(n, ',')} rows into {target}, {time.perf_counter() - start:.2f} s"
+
+
+def arrow_rows(table) -> RowsQuery:
+    """A ``write_out`` query over an Arrow table (registered on the output connection)."""
+    def query(con, own_db):
+        con.register("sqlnb_rows", table)
+        return sqlglot.exp.select(sqlglot.exp.Star()).from_(sql.table("sqlnb_rows"))
+    return query
+
+
+def to_arrow(result):
+    """A warehouse's scoring result as an Arrow table (Spark gives a DataFrame)."""
+    return result.toArrow() if hasattr(result, "toArrow") else result
+
+
+def write_engine_table(engine, name: str, query: sqlglot.exp.Expression, replace: bool) -> None:
+    """``CREATE TABLE name AS query`` on a PostgreSQL engine, in one transaction (an
+    existing table is dropped in the same transaction, and only with ``replace``)."""
+    try:
+        engine.resolve(Table(name))
+        exists = True
+    except SqlnbNotFound:
+        exists = False
+    if exists and not replace:
+        raise SqlnbError(f"table {name!r} already exists on the engine; pass --replace to overwrite it")
+    with engine.con.transaction():
+        if exists:
+            engine.execute(sqlglot.exp.Drop(tables=[sql.table(name)], kind="TABLE"))
+        engine.execute(sqlglot.exp.Create(this=sql.table(name), kind="TABLE", expression=query))
+
+
+def write_text_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` all or nothing (a temporary file moved over it)."""
+    with output.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)

@@ -1,0 +1,317 @@
+"""The options several commands share, each declared once as a decorator (CSV reading,
+``--model``, ``--out``, ``--replace``, ``--label``, the feature, kind and text options,
+...), and the parsers that turn option values into library arguments (column lists,
+``NAME=VALUE`` items, class priors, thresholds, text and kind parameters, DATA and MODEL
+locations).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import click
+
+from sqlnb.cli.app import Settings
+from sqlnb.errors import SqlnbError, suggest
+from sqlnb.io.locations import DbObject, parse_data, parse_model, split_db
+from sqlnb.models.naive_bayes.families import KINDS
+
+#: The model kinds other than naive Bayes, chosen with ``--kind``.
+DENSE_KINDS = ("lda", "qda", "logistic")
+
+#: Options that apply to one model kind only (the option, its parameter, the kinds).
+KIND_OPTIONS = {"--shrinkage": ("shrinkage", ("lda",)), "--reg-param": ("reg_param", ("qda",)),
+                "--C": ("C", ("logistic",)), "--standardize": ("standardize", ("logistic",))}
+
+
+# -- parsing option values --------------------------------------------------------------------
+
+def split_list(values: tuple[str, ...]) -> list[str] | None:
+    """Repeated and/or comma-separated names; None when the option was not given.
+
+    As in CSV, a name that holds a comma, or leading or trailing spaces, is written in
+    double quotes, with ``""`` for a quote inside them: ``--features 'a,"b,c"'`` gives
+    ``a`` and ``b,c``. Unquoted names are stripped; a quote inside one is just a character
+    (``a"b`` is ``a"b``).
+    """
+    if not values:
+        return None
+    return [name for v in values for name in _split_names(v)]
+
+
+def _split_names(text: str) -> list[str]:
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i <= n:
+        while i < n and text[i] == " ":
+            i += 1
+        if i < n and text[i] == '"':  # quoted: up to the closing quote, "" is a quote
+            j, name = i + 1, []
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    raise SqlnbError(f"unterminated quote in the column list {text!r}; close it, e.g. '\"b,c\"'")
+                name.append(text[j:k])
+                if text.startswith('""', k):
+                    name.append('"')
+                    j = k + 2
+                    continue
+                break
+            i = k + 1
+            while i < n and text[i] == " ":
+                i += 1
+            if i < n and text[i] != ",":
+                raise SqlnbError(f"text after a quoted name in the column list {text!r}; "
+                                 "separate names with commas")
+            out.append("".join(name))
+        else:
+            k = text.find(",", i)
+            k = n if k < 0 else k
+            if text[i:k].strip():
+                out.append(text[i:k].strip())
+            i = k
+        i += 1
+    return out
+
+
+def keep_columns(keep: tuple[str, ...]) -> list[str] | None:
+    """--keep: the columns to keep; ``--keep ''`` keeps none, no --keep keeps all (None)."""
+    return [] if keep == ("",) else split_list(keep)
+
+
+def score_outputs(no_proba: bool) -> tuple[str, ...]:
+    """What scoring writes: the prediction, and the probabilities unless --no-proba."""
+    return ("prediction",) if no_proba else ("proba", "prediction")
+
+
+def assignments(values: tuple[str, ...] | list[str], option: str, convert: Callable[[str], Any] = str) -> dict:
+    """``NAME=VALUE`` items split at the last ``=`` (names may contain ``=``)."""
+    out = {}
+    for item in values:
+        name, eq, value = item.rpartition("=")
+        if not eq or not name:
+            raise SqlnbError(f"{option} takes NAME=VALUE, not {item!r}")
+        try:
+            out[name] = convert(value)
+        except ValueError:
+            raise SqlnbError(f"{option} {item!r}: {value!r} is not a number") from None
+    return out
+
+
+def parse_class_prior(text: str | None) -> Any:
+    if text is None or text in ("fitted", "uniform", "dirichlet"):
+        return text
+    if "=" not in text:
+        raise SqlnbError(f"--class-prior must be fitted, uniform, dirichlet or LABEL=P,..., not {text!r}"
+                         f"{suggest(text, ('fitted', 'uniform', 'dirichlet'))}")
+    return assignments(text.split(","), "--class-prior", float)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_binarize(values: tuple[str, ...]) -> float | dict:
+    """``--binarize T`` for every bernoulli column, or ``--binarize COL=T`` per column."""
+    if not values:
+        return 0.0
+    if len(values) == 1 and _is_number(values[0]):
+        return float(values[0])
+    if any(_is_number(v) for v in values):
+        raise SqlnbError("--binarize takes one threshold for all columns or COL=T per column, not both")
+    return assignments(values, "--binarize", float)
+
+
+def feature_plan_args(kind, feature_kind, features, exclude, weight, binarize_values) -> dict:
+    """The feature plan of naive Bayes (``kind=``, ``features=``, ...) from the feature options."""
+    return {"kind": kind, "feature_kinds": assignments(feature_kind, "--feature-kind"),
+            "features": split_list(features), "exclude": split_list(exclude), "weight": weight,
+            "binarize": parse_binarize(binarize_values)}
+
+
+def csv_read_options(delimiter: str | None, null_string: tuple[str, ...], header: bool | None) -> dict:
+    """DuckDB ``read_csv`` parameters from the CSV options (values become literals)."""
+    opts: dict[str, Any] = {}
+    if delimiter is not None:
+        opts["delim"] = delimiter
+    if null_string:
+        opts["nullstr"] = list(null_string) if len(null_string) > 1 else null_string[0]
+    if header is not None:
+        opts["header"] = header
+    return opts
+
+
+def _df(text: str | None, option: str) -> float | int | None:
+    """--min-df/--max-df: an integer is a document count, a decimal a share."""
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise SqlnbError(f"{option} takes a document count or a share in [0, 1], not {text!r}") from None
+
+
+def text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k) -> dict | None:
+    """The ``text=`` options of token bags from the text flags (None when none is given)."""
+    words = None
+    if stop_words is not None:
+        if stop_words.startswith("@"):
+            with open(stop_words[1:], encoding="utf-8") as f:
+                words = [w.strip() for w in f if w.strip()]
+        else:
+            words = split_list((stop_words,)) or []
+    opts = {"token_pattern": token_pattern, "lowercase": False if no_lowercase else None, "stop_words": words,
+            "min_df": _df(min_df, "--min-df"), "max_df": _df(max_df, "--max-df"),
+            "max_features": max_features, "select_k": select_k}
+    opts = {k: v for k, v in opts.items() if v is not None}
+    return opts or None
+
+
+def model_kind_args(kind: str, given: dict[str, Any]) -> tuple[str, dict]:
+    """(model kind, its parameters) from --kind and the kind-specific options; an option
+    given for another kind is an error. ``given`` maps option names to values (None: not given)."""
+    model = kind if kind in DENSE_KINDS else "naive_bayes"
+    params = {}
+    for option, value in given.items():
+        if value is None:
+            continue
+        name, kinds = KIND_OPTIONS.get(option, (None, ("naive_bayes",)))
+        if model not in kinds:
+            for_kind = "naive Bayes" if kinds == ("naive_bayes",) else "--kind " + "|".join(kinds)
+            raise SqlnbError(f"{option} applies to {for_kind} only, not to --kind {kind}")
+        if name is not None:
+            params[name] = value
+    return model, params
+
+
+def model_location(settings: Settings, text: str) -> DbObject | str:
+    """A MODEL argument: ``DB.duckdb:NAME``, or with a warehouse engine a plain NAME."""
+    if settings.remote:
+        if split_db(text) is not None or not text:
+            raise SqlnbError(f"with --engine {settings.engine}, MODEL is a model NAME on the engine, not {text!r}")
+        return text
+    return parse_model(text)
+
+
+def data_spec(settings: Settings, text: str, csv: dict) -> Any:
+    """A DATA argument: parsed for DuckDB, or as is (a table name or SELECT) for a warehouse."""
+    if not settings.remote:
+        return parse_data(text, csv)
+    if csv:
+        raise SqlnbError(f"CSV reading options apply to files read by DuckDB, not to --engine {settings.engine}")
+    return text
+
+
+# -- the shared options -------------------------------------------------------------------------
+
+def _options(*decorators):
+    """One decorator applying ``decorators`` in the order given (as they would be stacked)."""
+    def apply(f):
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+    return apply
+
+
+def model_option(help: str = "The model: a name in a DuckDB database file.", required: bool = True):
+    """--model/-m MODEL."""
+    return click.option("--model", "-m", "model", metavar="DB.duckdb:NAME", required=required, help=help)
+
+
+def label_option(help: str, required: bool = True):
+    """--label/-y COL."""
+    return click.option("--label", "-y", required=required, metavar="COL", help=help)
+
+
+def out_option(required: bool = True):
+    """--out/-o OUT: a file, a DuckDB table or - for stdout."""
+    return click.option("--out", "-o", required=required, metavar="OUT",
+                        help="file.parquet, file.csv, file.json, DB.duckdb:TABLE, or - for CSV on stdout.")
+
+
+def seed_option(help: str, default: int | None = None):
+    """--seed N (its default shown when there is one)."""
+    return click.option("--seed", type=int, default=default, show_default=default is not None, help=help)
+
+
+def alpha_option(help: str):
+    """--alpha A: the pseudo-count of discrete features."""
+    return click.option("--alpha", type=float, help=help)
+
+
+def keep_option(help: str):
+    """--keep COL,...: input columns to carry into the scored rows (see :func:`keep_columns`)."""
+    return click.option("--keep", multiple=True, metavar="COL,...", help=help)
+
+
+def kind_option(help: str = "Family of every feature; auto: numbers gaussian, booleans bernoulli, text categorical.",
+                choices: Sequence[str] = ("auto", *KINDS), default: str = "auto"):
+    """--kind: the naive Bayes family of every feature (or, with more ``choices``, the model kind)."""
+    return click.option("--kind", type=click.Choice(list(choices)), default=default, show_default=True, help=help)
+
+
+def features_options(help: str):
+    """--features COL,... and --exclude COL,..."""
+    return _options(
+        click.option("--features", multiple=True, metavar="COL,...", help=help),
+        click.option("--exclude", multiple=True, metavar="COL,...", help="Columns that are not features."),
+    )
+
+
+replace_option = click.option("--replace", is_flag=True, help="Overwrite an existing model or output.")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                             show_default=True, help="Output format.")
+no_proba_option = click.option("--no-proba", is_flag=True, help="Only the prediction, no proba_<class> columns.")
+model_kind_option = kind_option(
+    "Naive Bayes family of every feature (auto: numbers gaussian, booleans bernoulli, text categorical), "
+    "or the model kind lda, qda or logistic.", choices=("auto", *KINDS, *DENSE_KINDS))
+column_options = _options(
+    click.option("--feature-kind", multiple=True, metavar="COL=KIND", help="Family of one column (repeatable)."),
+    features_options("Feature columns (default: all but label and weight)."),
+    click.option("--weight", metavar="COL", help="Column of non-negative row weights."),
+    click.option("--binarize", multiple=True, metavar="T|COL=T",
+                 help="Bernoulli threshold: present when x > T (default 0)."),
+)
+feature_options = _options(kind_option(), column_options)
+text_options = _options(
+    click.option("--token-pattern", metavar="RE", help="Text bags: RE2 pattern of a token."),
+    click.option("--no-lowercase", is_flag=True, default=None, help="Text bags: keep case."),
+    click.option("--stop-words", metavar="W1,W2|@FILE", help="Text bags: words to drop (a list, or one per line in FILE)."),
+    click.option("--min-df", metavar="N|F", help="Text bags: keep terms in >= N documents (or a share F in [0, 1])."),
+    click.option("--max-df", metavar="N|F", help="Text bags: keep terms in <= N documents (or a share F)."),
+    click.option("--max-features", type=click.IntRange(min=1), metavar="N", help="Text bags: keep the N most frequent terms."),
+    click.option("--select-k", type=click.IntRange(min=1), metavar="K",
+                 help="Text bags: keep the K terms most informative of the class."),
+)
+kind_options = _options(
+    click.option("--shrinkage", type=click.FloatRange(0, 1), metavar="F", help="--kind lda: covariance shrinkage."),
+    click.option("--reg-param", type=click.FloatRange(0, 1), metavar="F", help="--kind qda: covariance regularisation."),
+    click.option("--C", "C", type=click.FloatRange(min=0, min_open=True), metavar="F",
+                 help="--kind logistic: inverse L2 penalty (default 1)."),
+    click.option("--standardize", is_flag=True, default=None, help="--kind logistic: fit on standardised features."),
+)
+_csv_flags = _options(
+    click.option("--delimiter", metavar="TEXT", help="CSV field delimiter (default: detected), e.g. ', ' or '\\t'."),
+    click.option("--null-string", multiple=True, metavar="TEXT",
+                 help="CSV text read as NULL, e.g. '?' (repeatable)."),
+    click.option("--header/--no-header", default=None, help="Whether CSV files have a header row (default: detected)."),
+)
+
+
+def csv_options(command: Callable) -> Callable:
+    """--delimiter, --null-string and --header/--no-header for the CSV files of DATA; the
+    command receives them as one ``csv`` argument, the ``read_csv`` parameters of
+    :func:`csv_read_options` (empty when none is given)."""
+    @functools.wraps(command)
+    def with_csv(*args, delimiter, null_string, header, **kwargs):
+        return command(*args, csv=csv_read_options(delimiter, null_string, header), **kwargs)
+    return _csv_flags(with_csv)

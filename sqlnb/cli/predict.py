@@ -1,0 +1,220 @@
+"""Using a model on data: ``sqlnb score`` (rows to OUT or a table on the engine),
+``sqlnb evaluate`` (metrics in SQL, a CI check) and ``sqlnb sql`` (the scoring SELECT,
+the training SQL or a DuckDB macro, printed for another warehouse).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+import sqlglot
+
+from sqlnb import sql
+from sqlnb.cli.app import EXIT_FAIL, Settings
+from sqlnb.cli.io import arrow_rows, dump_json, load, to_arrow, write_engine_table, write_out
+from sqlnb.cli.options import (csv_options, data_spec, feature_options, feature_plan_args, format_option,
+                               keep_columns, keep_option, label_option, model_option, no_proba_option, out_option,
+                               replace_option, score_outputs)
+from sqlnb.errors import SqlnbError, suggest
+from sqlnb.io.locations import DbObject, data_source, parse_data, parse_out
+from sqlnb.models.base import DEFAULT_SOURCE
+from sqlnb.models.naive_bayes.fit import plan_features
+from sqlnb.source import _QUERY_START, Query, Source, Table, resolve
+from sqlnb.workflows import export
+from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
+from sqlnb.workflows.generative import novelty_query
+
+
+@click.command()
+@click.argument("data")
+@model_option()
+@out_option(required=False)
+@click.option("--out-table", metavar="NAME",
+              help="With --engine postgres: create table NAME there (one transaction) instead of --out.")
+@keep_option("Input columns to keep (default: all; '' for none).")
+@no_proba_option
+@click.option("--flag-novel", is_flag=True,
+              help="Add log_evidence and a BOOLEAN novel column (below the threshold of 'sqlnb novelty').")
+@csv_options
+@replace_option
+@click.pass_obj
+def score(settings: Settings, data, model, out, out_table, keep, no_proba, flag_novel, csv, replace):
+    """Score DATA with MODEL and write the rows to OUT.
+
+    Each output row holds the kept input columns, one proba_<class> column per class
+    and the prediction. The output appears only when complete: files are written next
+    to the target and moved over it, tables are created in a transaction. With
+    --engine postgres|spark, DATA is scored on the engine and the rows written to OUT.
+
+    \b
+    Example:
+      sqlnb score test.parquet --model models.duckdb:churn --out scored.parquet
+      sqlnb score db.duckdb:customers --model db.duckdb:churn --keep id --out db.duckdb:scores --replace
+      sqlnb score new.csv --model models.duckdb:churn --no-proba --out - | head
+      sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
+      sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
+    """
+    if (out is None) == (out_table is None):
+        raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres)")
+    if out_table is not None and settings.engine != "postgres":
+        raise SqlnbError("--out-table writes a table on --engine postgres; with DuckDB use --out DB.duckdb:TABLE")
+    if out is not None:
+        parse_out(out)
+    spec = data_spec(settings, data, csv)
+    keep_cols = keep_columns(keep)
+    m = load(settings, model)
+    outputs = score_outputs(no_proba)
+    if flag_novel and settings.remote:
+        raise SqlnbError("--flag-novel scores in DuckDB only; use --engine duckdb")
+    if out_table is not None:
+        engine = settings.warehouse()
+        scoring = m.scoring_query(engine.resolve(spec), outputs, keep_cols, dialect=engine.dialect)
+        write_engine_table(engine, out_table, scoring, replace)
+        settings.summary(f"scored into table {out_table!r} on {settings.engine}")
+        return
+    if settings.remote:
+        rows = to_arrow(m.score(spec, con=settings.warehouse(), outputs=outputs, keep=keep_cols))
+        done = write_out(settings, out, replace, arrow_rows(rows))
+    else:
+        def query(con, own_db):
+            source = data_source(con, spec, own_db)
+            if flag_novel:
+                return novelty_query(m, source, None, outputs, keep_cols)
+            return m.scoring_query(source, outputs, keep_cols)
+        done = write_out(settings, out, replace, query)
+    settings.summary(f"scored {done}")
+
+
+@click.command()
+@click.argument("data")
+@model_option()
+@label_option("The label column in DATA (default: the model's).", required=False)
+@format_option
+@click.option("--min-accuracy", type=click.FloatRange(0, 1), metavar="A",
+              help=f"Exit with code {EXIT_FAIL} when accuracy is below A (for CI).")
+@csv_options
+@click.pass_obj
+def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, csv):
+    """Measure MODEL on labelled DATA: accuracy, log loss, Brier, per-class
+    precision/recall/F1, confusion matrix, and ROC AUC for two classes.
+
+    Everything is computed in SQL over the scoring query. Rows without a label are
+    counted and skipped; rows with zero likelihood under every class are reported.
+
+    \b
+    Example:
+      sqlnb evaluate test.parquet --model models.duckdb:churn
+      sqlnb evaluate db.duckdb:holdout --model db.duckdb:churn --format json --min-accuracy 0.8
+    """
+    spec = parse_data(data, csv)
+    m = load(settings, model)
+    with settings.working(), settings.connect() as con:
+        ev = evaluate_model(m, data_source(con, spec), con, label)
+    click.echo(dump_json(ev.to_dict()) if fmt == "json" else text_report(ev))
+    settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
+    if min_accuracy is not None and (ev.accuracy is None or ev.accuracy < min_accuracy):
+        got = "n/a (no labelled rows)" if ev.accuracy is None else f"{ev.accuracy:.4f}"
+        click.echo(f"Error: accuracy {got} is below --min-accuracy {min_accuracy}", err=True)
+        raise click.exceptions.Exit(EXIT_FAIL)
+
+
+@click.command("sql")
+@click.argument("data", required=False)
+@model_option("The model (optional with --fit).", required=False)
+@click.option("--dialect", "-d", default="duckdb", show_default=True, metavar="|".join(sql.DIALECTS),
+              help="SQL dialect to print.")
+@click.option("--source", "-s", "source_text", metavar="TABLE|QUERY",
+              help=f"What the SQL reads: one table name or a SELECT (default: DATA, else {DEFAULT_SOURCE!r}).")
+@click.option("--fit", "training", is_flag=True, help="Print the training (statistics) SQL instead.")
+@click.option("--macro", metavar="NAME", help="Print a DuckDB table macro score_NAME(tbl) instead.")
+@label_option("With --fit and no --model: the label column.", required=False)
+@feature_options
+@click.option("--pretty/--compact", default=True, help="One clause per line (default) or one line.")
+@csv_options
+@click.pass_obj
+def sql_command(settings: Settings, data, model, dialect, source_text, training, macro, label, kind, feature_kind,
+                features, exclude, weight, binarize, pretty, csv):
+    """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
+
+    Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
+    does. Its output is the source's columns, proba_<class> per class and prediction.
+    Give DATA (files or db.duckdb:TABLE) to list the source's columns explicitly;
+    without it, columns are passed through with * (the helper columns jll_*,
+    max_jll, exp_shifted_*, sum_exp_shifted and log_evidence then stay in the output). --source names what the SQL reads in the
+    target warehouse; a qualified name goes in a query: --source 'SELECT * FROM a.b'.
+
+    \b
+    Example:
+      sqlnb sql --model models.duckdb:churn --dialect postgres --source customers
+      sqlnb sql test.parquet --model models.duckdb:churn > score.sql
+      sqlnb sql --fit train.parquet --label churned --dialect snowflake
+      sqlnb sql --model models.duckdb:churn --macro churn > macro.sql
+    """
+    if dialect not in sql.DIALECTS:
+        raise SqlnbError(f"unknown dialect {dialect!r}{suggest(dialect, sql.DIALECTS)}; "
+                         f"choose one of: {', '.join(sql.DIALECTS)}")
+    if model is None and not training:
+        raise SqlnbError("give --model MODEL (or --fit with --label to print the training SQL)")
+    if macro is not None:
+        if model is None or training or data or source_text or dialect != "duckdb":
+            raise SqlnbError("--macro prints a DuckDB macro of --model only; leave out --fit, DATA, "
+                             "--source and --dialect")
+        if not macro:
+            raise SqlnbError("--macro needs a NAME for the macro score_NAME")
+        click.echo(export.duckdb_macro(load(settings, model), macro, pretty=pretty), nl=False)
+        return
+    m = load(settings, model) if model else None
+    node = _source_node(source_text, dialect) if source_text else None
+    with settings.connect() as con:
+        spec = parse_data(data, csv) if data else None
+        data_is_table = isinstance(spec, DbObject)
+        source = data_source(con, spec) if spec is not None else None
+        if source is not None and (node is not None or data_is_table):
+            # What the SQL reads in the target: --source, or DATA's table by its own name
+            # (not through the read-only attachment used here to learn its columns).
+            source = dataclasses.replace(source, expr=node if node is not None else sql.table(spec.name))
+        if training:
+            text = _training_sql(m, source, node, label, dialect, pretty,
+                                 feature_plan_args(kind, feature_kind, features, exclude, weight, binarize), con)
+        else:
+            target = source if source is not None else (
+                Query(source_text) if node is not None and isinstance(node, sqlglot.exp.Subquery)
+                else Table(source_text or DEFAULT_SOURCE))
+            text = m.to_sql(dialect, source=target, con=con, pretty=pretty) + ";"
+    click.echo(text)
+
+
+def _source_node(text: str, dialect: str) -> sqlglot.exp.Expression:
+    """--source: a query when it reads like one (parsed in the target dialect), else one
+    table name (never parsed)."""
+    if _QUERY_START.match(text):
+        return sqlglot.exp.Subquery(this=sqlglot.parse_one(text, dialect=dialect))
+    return sql.table(text)
+
+
+def _training_sql(m, source: Source | None, node, label, dialect, pretty, plan: dict, con) -> str:
+    """The statistics query (and, where categorical counts need it, the GROUPING SETS
+    counts query) that ``sqlnb fit`` runs, for the model's plan or for the options. A
+    weighted model's Gaussian second pass needs the first pass's means and is not shown."""
+    if m is not None:
+        if m.kind != "naive_bayes":
+            raise SqlnbError(f"--fit prints naive Bayes training SQL; this model is {m.kind!r}")
+        label, weight, feats = m.label, m.weight, m.features
+        if source is None:
+            columns = {f.name: f.sql_type for f in feats} | {label: m.label_type}
+            source = Source(node if node is not None else sql.table(DEFAULT_SOURCE), columns, "the source")
+        else:
+            source.require([label, *[f.name for f in feats]] + ([weight] if weight else []), "model column")
+    else:
+        if not label:
+            raise SqlnbError("--fit without --model needs --label COL (and DATA or a --source DuckDB can read)")
+        if source is None:
+            if node is None or not isinstance(node, sqlglot.exp.Subquery):
+                raise SqlnbError("--fit needs the source's columns: give DATA (files or DB.duckdb:TABLE) "
+                                 "or a --source query DuckDB can read")
+            source = dataclasses.replace(resolve(Query(sql.render(node.this)), con), expr=node)
+        weight = plan["weight"]
+        feats = plan_features(source, label, **plan)
+    return "\n\n".join(sql.render(s, dialect, pretty=pretty) + ";"
+                       for s in export.fit_queries(source, label, feats, dialect, weight))

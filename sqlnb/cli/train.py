@@ -1,0 +1,95 @@
+"""``sqlnb fit``: fit naive Bayes (or LDA, QDA, logistic regression) on DATA in one scan
+and save it as MODEL, in DuckDB or on the ``--engine`` warehouse.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from sqlnb import api
+from sqlnb.cli.app import Settings
+from sqlnb.cli.io import check_new_model, model_str, save
+from sqlnb.cli.options import (alpha_option, assignments, column_options, csv_options, data_spec,
+                               feature_plan_args, kind_options, label_option, model_kind_args, model_kind_option,
+                               model_location, model_option, parse_class_prior, replace_option, split_list,
+                               text_args, text_options)
+from sqlnb.errors import SqlnbError
+from sqlnb.io.locations import data_source
+from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
+
+
+@click.command()
+@click.argument("data")
+@label_option("The label column (NULL labels are skipped).")
+@model_option()
+@model_kind_option
+@column_options
+@alpha_option("Pseudo-count of discrete features (default 1: Laplace).")
+@click.option("--feature-alpha", multiple=True, metavar="COL=A", help="Pseudo-count of one column (repeatable).")
+@click.option("--estimator", type=click.Choice(ESTIMATORS), help="posterior-mean (default), map or mle.")
+@click.option("--var-smoothing", type=float, help="Gaussian variance floor, fraction of the largest variance (1e-9).")
+@click.option("--class-prior", metavar="fitted|uniform|dirichlet|LABEL=P,...", help="Class prior (default fitted).")
+@click.option("--prior-alpha", type=float, help="Concentration of the dirichlet class prior (default 1).")
+@click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation.")
+@click.option("--unseen", type=click.Choice(UNSEEN), help="Unseen categories: missing (no evidence, default) or bucket.")
+@kind_options
+@text_options
+@csv_options
+@replace_option
+@click.pass_obj
+def fit(settings: Settings, data, label, model, kind, feature_kind, features, exclude, weight, binarize,
+        alpha, feature_alpha, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
+        shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
+        max_features, select_k, csv, replace):
+    """Fit a model on DATA and save it as MODEL: naive Bayes (--kind auto or a family),
+    or --kind lda, qda or logistic (numeric features).
+
+    One scan of DATA computes every statistic; the model (a few small tables) is saved
+    in one transaction, so a failed fit leaves an existing model untouched. Text
+    columns given --feature-kind COL=multinomial are token bags (see the text options).
+
+    \b
+    Example:
+      sqlnb fit lake/2026/*.parquet --label churned --model models.duckdb:churn
+      sqlnb fit adult.csv --null-string '?' --label income --exclude fnlwgt \\
+          --feature-kind education-num=categorical --model models.duckdb:adult --replace
+      sqlnb fit train.parquet --label y --kind lda --shrinkage 0.1 --model models.duckdb:lda
+      sqlnb fit mails.parquet --label spam --feature-kind body=multinomial --stop-words @stop.txt \\
+          --min-df 2 --model models.duckdb:spam
+    """
+    target = model_location(settings, model)
+    spec = data_spec(settings, data, csv)
+    text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k)
+    nb_only = {"--alpha": alpha, "--feature-alpha": feature_alpha or None, "--estimator": estimator,
+               "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
+               "--norm": norm, "--unseen": unseen, "--feature-kind": feature_kind or None, "--weight": weight,
+               "--binarize": binarize or None, "text options": text}
+    model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
+                                               "--C": C, "--standardize": standardize})
+    if model_kind == "naive_bayes":
+        params = {k: v for k, v in {
+            "alpha": alpha, "estimator": estimator, "var_smoothing": var_smoothing,
+            "class_prior": parse_class_prior(class_prior), "prior_alpha": prior_alpha, "norm": norm,
+            "unseen": unseen, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
+        }.items() if v is not None}
+        params |= feature_plan_args(kind, feature_kind, features, exclude, weight, binarize) | {"text": text}
+    else:
+        if settings.remote:
+            raise SqlnbError(f"--kind {kind} is fitted in DuckDB only; use --engine duckdb")
+        params |= {"features": split_list(features), "exclude": split_list(exclude)}
+    check_new_model(settings, target, replace)
+    start = time.perf_counter()
+    if settings.remote:
+        m = api.fit(spec, label, con=settings.warehouse(), **params)
+    else:
+        with settings.working(), settings.connect() as con:
+            m = api.fit(data_source(con, spec), label, con=con, model=model_kind, **params)
+    if hasattr(m, "log_parameters"):
+        # Derive the log-parameters now: a setting that cannot be applied to these
+        # statistics (e.g. MAP with alpha < 1 on a zero count) fails before saving.
+        m.log_parameters()
+    save(settings, m, target, replace)
+    settings.summary(f"fitted {model_str(target)}: {m.report.get('rows', 0):,} rows, {len(m.classes)} classes, "
+                     f"{len(m.features)} features, {time.perf_counter() - start:.2f} s")

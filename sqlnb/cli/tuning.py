@@ -1,0 +1,190 @@
+"""Model selection: ``sqlnb cv`` (k-fold cross-validation over a grid of
+hyperparameters, optionally refitting the best) and ``sqlnb compare`` (learning curves of
+naive Bayes, LDA, QDA and logistic regression), with their option parsing and reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import click
+
+from sqlnb import api
+from sqlnb.cli.app import Settings
+from sqlnb.cli.io import check_new_model, dump_json, model_str, save, write_text_file
+from sqlnb.cli.options import (DENSE_KINDS, csv_options, features_options, format_option, label_option,
+                               model_kind_option, model_option, replace_option, seed_option, split_list)
+from sqlnb.errors import SqlnbError
+from sqlnb.io import output
+from sqlnb.io.locations import FileOut, data_source, parse_data, parse_model
+from sqlnb.workflows import compare as compare_module
+from sqlnb.workflows.cv import cross_validate, fold_expression, fold_source
+
+
+def _grid_value(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def parse_grid(values: tuple[str, ...]) -> dict[str, list] | None:
+    """``--grid NAME=V1,V2`` (repeatable) -> {NAME: [V1, V2]}; numbers become floats."""
+    grid = {}
+    for item in values:
+        name, eq, rest = item.partition("=")
+        vals = [v.strip() for v in rest.split(",") if v.strip()]
+        if not eq or not name.strip() or not vals:
+            raise SqlnbError(f"--grid takes NAME=V1,V2,..., not {item!r}")
+        grid[name.strip().replace("-", "_")] = [_grid_value(v) for v in vals]
+    return grid or None
+
+
+def cv_text(r) -> str:
+    """Per grid point: each metric per fold and its mean; then the best point."""
+    def params(p: dict) -> str:
+        return ", ".join(f"{k}={v}" for k, v in p.items()) or "(defaults)"
+    width = max(len("params"), *(len(params(x["params"])) for x in r.results))
+    head = f"{'params':<{width}}  {'metric':<8}  " + "  ".join(f"{'fold ' + str(i + 1):>7}" for i in range(r.folds))
+    lines = [f"{r.folds}-fold cross-validation of {r.model} (seed {r.seed}), rows per fold: "
+             + ", ".join(map(str, r.fold_rows)), "", head + f"  {'mean':>7}"]
+    for x in r.results:
+        for metric, name in (("accuracy", "accuracy"), ("log_loss", "log loss")):
+            cells = "  ".join(f"{v:>7.4f}" for v in x[metric])
+            lines.append(f"{params(x['params']) if metric == 'accuracy' else '':<{width}}  {name:<8}  {cells}"
+                         f"  {x['mean_' + metric]:>7.4f}")
+    lines += ["", f"best ({r.scoring}): {params(r.best_params)}"]
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("data")
+@label_option("The label column.")
+@model_option("With --refit: where to save the best model.", required=False)
+@model_kind_option
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True, help="Number of folds.")
+@seed_option("Seed of the fold hash.", default=0)
+@click.option("--grid", multiple=True, metavar="NAME=V1,V2",
+              help="Hyperparameter values to try (repeatable: the grid is their product).")
+@click.option("--scoring", type=click.Choice(["accuracy", "log_loss"]), default="accuracy", show_default=True,
+              help="What picks the best grid point.")
+@click.option("--refit", is_flag=True, help="Fit the best grid point on all rows and save it as --model.")
+@features_options("Feature columns (default: all but the label).")
+@click.option("--copy/--no-copy", "copy_source", default=True, show_default=True,
+              help="Read DATA once into a temporary table and cross-validate on the copy; --no-copy reads DATA twice.")
+@format_option
+@csv_options
+@replace_option
+@click.pass_obj
+def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring, refit, features, exclude, copy_source,
+       fmt, csv, replace):
+    """Cross-validate on DATA, optionally over a grid of hyperparameters.
+
+    Rows go to folds by a hash of their values (and --seed); one scan collects every
+    fold's statistics. Prints accuracy and log loss per fold and their means; with
+    --refit the best grid point is fitted on all rows and saved as --model.
+
+    \b
+    Example:
+      sqlnb cv train.parquet --label y --grid 'alpha=0.1,0.5,1' --grid 'estimator=map,posterior-mean'
+      sqlnb cv train.parquet --label y --kind lda --grid 'shrinkage=0,0.1,0.5' --refit \\
+          --model models.duckdb:best --format json
+    """
+    settings.require_duckdb("cv")
+    if refit != (model is not None):
+        raise SqlnbError("--refit and --model go together: --refit saves the best model as --model")
+    target = parse_model(model) if model else None
+    spec = parse_data(data, csv)
+    points = parse_grid(grid)
+    options = {} if kind in DENSE_KINDS else {"kind": kind}
+    if target is not None:
+        check_new_model(settings, target, replace)
+    with settings.working(), settings.connect() as con:
+        r = cross_validate(data_source(con, spec), label, model=kind if kind in DENSE_KINDS else "naive_bayes",
+                           con=con, folds=folds, seed=seed, grid=points, scoring=scoring, refit=refit,
+                           features=split_list(features), exclude=split_list(exclude),
+                           materialize_source=copy_source, **options)
+    if target is not None:
+        save(settings, r.best_model, target, replace)
+    if fmt == "json":
+        click.echo(dump_json({k: v for k, v in dataclasses.asdict(
+            dataclasses.replace(r, best_model=None)).items() if k != "best_model"}))
+    else:
+        click.echo(cv_text(r))
+    settings.summary(f"cross-validated {len(r.results)} grid points x {folds} folds in {r.seconds:.2f} s"
+                     + (f"; saved the best as {model_str(target)}" if target else ""))
+
+
+@click.command()
+@click.argument("data")
+@label_option("The label column.")
+@click.option("--test", "test_data", metavar="DATA", help="Test rows (default: a quarter of DATA, by hash).")
+@click.option("--models", "kinds", multiple=True, metavar="KIND,...",
+              help=f"Model kinds to compare (default: all of {', '.join(api.MODELS)}).")
+@click.option("--sizes", multiple=True, metavar="N,...", help="Training sizes (default: 8 log-spaced sizes).")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="Random subsets per size.")
+@seed_option("Seed of the subsets (and of the split).", default=0)
+@features_options("Feature columns (default: all but the label).")
+@click.option("--plot", metavar="FILE.svg", help="Also draw the learning curves as an SVG file.")
+@click.option("--binarize", type=float, default=None, metavar="T",
+              help="Numeric features become indicators x > T for every kind (Bernoulli naive Bayes).")
+@click.option("--C", "C", type=float, default=None, metavar="FLOAT",
+              help="Inverse L2 penalty of logistic regression (default 1.0, as scikit-learn; "
+                   "Ng & Jordan compare with unpenalised logistic regression, e.g. --C 1e4).")
+@format_option
+@replace_option
+@click.pass_obj
+def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, seed, features, exclude, plot,
+            binarize, C, fmt, replace):
+    """Learning curves: test error of naive Bayes, LDA, QDA and logistic regression
+    against the number of training rows.
+
+    Prints mean test error (%) ± std over --repeats random subsets per size (a Markdown
+    table); --plot draws them (written to a temporary file, then moved over FILE.svg).
+    Naive Bayes takes categorical columns as they are; LDA, QDA and logistic regression
+    their one-hot indicators (categories from the training rows). --binarize T turns
+    numeric features into indicators x > T for every kind (Bernoulli naive Bayes): with
+    a weak penalty (--C 1e4) that is Ng & Jordan's generative-discriminative pair.
+
+    \b
+    Example:
+      sqlnb compare train.parquet --label y --test test.parquet --plot curves.svg
+      sqlnb compare data.parquet --label y --sizes 20,50,100 --repeats 3 --models naive_bayes,lda
+    """
+    settings.require_duckdb("compare")
+    if C is not None and not (C > 0 and C < float("inf")):
+        raise SqlnbError(f"--C must be a positive finite number, not {C!r}")
+    if plot is not None:
+        if not plot.lower().endswith(".svg"):
+            raise SqlnbError(f"--plot writes SVG; give a .svg file name, not {plot!r}")
+        output.check_target(FileOut(plot, "svg"), replace)
+    try:
+        size_list = [int(s) for s in split_list(sizes)] if sizes else None
+    except ValueError:
+        raise SqlnbError(f"--sizes takes whole numbers, not {','.join(sizes)!r}") from None
+    spec = parse_data(data)
+    test_spec = parse_data(test_data) if test_data else None
+    with settings.working(), settings.connect() as con:
+        train = data_source(con, spec)
+        train.require([label], "label column")
+        if test_spec is not None:
+            test = data_source(con, test_spec)
+        else:
+            fold = fold_expression(train, 4, seed)
+            train, test = fold_source(train, fold, 0, held_out=False), fold_source(train, fold, 0)
+        train, test, options = compare_module.encode(con, train, test, label, split_list(features),
+                                                     split_list(exclude), binarize)
+        if C is not None:
+            options["logistic"]["C"] = C
+        rows = compare_module.learning_curves(
+            train, test, label, con=con, models=split_list(kinds) or api.MODELS, sizes=size_list,
+            repeats=repeats, seed=seed, options=options)
+    table = compare_module.summarize(rows)
+    if plot is not None:
+        write_text_file(plot, compare_module.svg_plot(table, f"Learning curves: {label}"))
+    click.echo(dump_json(table) if fmt == "json" else compare_module.markdown_table(table), nl=fmt == "json")
+    settings.summary(f"compared {len(set(r['model'] for r in rows))} model kinds"
+                     + (f"; plot in {plot}" if plot else ""))
