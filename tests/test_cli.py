@@ -607,6 +607,21 @@ def test_hostile_names_are_only_names(tmp_path):
     assert "we'ird name" in invoke("models", db).stdout
 
 
+def test_assignments_take_commas_and_quoted_names():
+    from sqlnb.cli.options import assignments
+    assert assignments(("a=categorical,b=bernoulli", "c=gaussian"), "--feature-kind") == {
+        "a": "categorical", "b": "bernoulli", "c": "gaussian"}
+    assert assignments(('"x,1"=categorical, " b "=gaussian', "p=q=multinomial", '"say ""hi"""=1'), "--k") == {
+        "x,1": "categorical", " b ": "gaussian", "p=q": "multinomial", 'say "hi"': "1"}
+    assert assignments(("a=0.5,b=2",), "--feature-alpha", float) == {"a": 0.5, "b": 2.0}
+    for bad, fragment in [("a,b=x", "double quotes"), ('"a"x', "not '='"), ("a=", "no value"),
+                          ('"a=x', "unterminated quote"), ("a=x,b", "'b'")]:
+        with pytest.raises(SqlnbError, match=fragment):
+            assignments((bad,), "--feature-kind")
+    with pytest.raises(SqlnbError, match="not a number"):
+        assignments(("a=x",), "--feature-alpha", float)
+
+
 def test_column_lists_quote_names_with_commas(tmp_path):
     from sqlnb.cli import split_list
     assert split_list(('a, "b,c" ,d', '"say ""hi""",  e ')) == ["a", "b,c", "d", 'say "hi"', "e"]

@@ -216,6 +216,16 @@ def test_exported_sql_over_a_source_with_output_columns_is_refused(tmp_path):
         con.execute("CREATE TABLE t AS SELECT x, 1 AS prediction FROM train")
     model = _fit_cli(tmp_path, f"{db}:train")
     assert_error(invoke("sql", f"{db}:t", "--model", model), "'prediction'")
+    # The issue's command: --source names the table, its columns are known in the model's database.
+    fitted = invoke("fit", f"{db}:train", "--label", "y", "--model", f"{db}:m")
+    assert fitted.exit_code == 0, fitted.stderr
+    assert_error(invoke("sql", "--model", f"{db}:m", "--source", "t"), "'prediction'", "'t'")
+    # A query that leaves the column out is the way round it, and its SELECT runs.
+    r = invoke("sql", "--model", f"{db}:m", "--source", "SELECT x FROM t")
+    assert r.exit_code == 0, r.stderr
+    with duckdb.connect(str(db)) as con:
+        names = [d[0] for d in con.execute(r.stdout.rstrip().rstrip(";")).description]
+    assert len(names) == len(set(names)) and names.count("prediction") == 1
 
 
 # -- 8. everything unseen, something said -----------------------------------------------------
@@ -254,3 +264,57 @@ def test_feature_kinds_may_be_given_with_commas(tmp_path):
                    name="two")
     shown = [json.loads(invoke("show", "--model", m, "--format", "json").stdout)["features"] for m in (one, two)]
     assert shown[0] == shown[1]
+
+
+# -- the key column from the command line ------------------------------------------------------
+
+
+def test_score_key_carries_the_key_and_orders_by_it(tmp_path):
+    """``--key`` on ``score``: the key is in every row (even with ``--keep ''``), rows come
+    out sorted on it, and the scores are the ones the key names."""
+    table = mixed_rows(400)
+    shuffled = table.take(np.random.default_rng(3).permutation(400))
+    path = tmp_path / "shuffled.parquet"
+    pq.write_table(shuffled, path, row_group_size=50)
+    model = _fit_cli(tmp_path, str(path))
+    plain = invoke("score", path, "--model", model, "--keep", "rid", "--out", "-")
+    keyed = invoke("score", path, "--model", model, "--keep", "", "--key", "rid", "--out", "-")
+    assert plain.exit_code == 0 and keyed.exit_code == 0, plain.stderr + keyed.stderr
+    plain_rows, keyed_rows = _csv_rows(plain.stdout), _csv_rows(keyed.stdout)
+    assert [int(r["rid"]) for r in plain_rows] == shuffled.column("rid").to_pylist()
+    assert [int(r["rid"]) for r in keyed_rows] == list(range(400))
+    assert sorted(plain_rows, key=lambda r: int(r["rid"])) == keyed_rows
+
+
+def test_score_key_names_a_missing_column_in_one_line(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(mixed_rows(100), path)
+    model = _fit_cli(tmp_path, str(path))
+    assert_error(invoke("score", path, "--model", model, "--key", "nope", "--out", "-"), "nope", "key")
+
+
+def test_sql_key_orders_the_exported_select_where_it_runs(tmp_path):
+    """``sqlnb sql --key`` in SQLite: every row once, sorted on the key, with DuckDB's scores."""
+    import sqlite3
+
+    table = mixed_rows(300)
+    shuffled = table.take(np.random.default_rng(4).permutation(300))
+    path = tmp_path / "t.parquet"
+    pq.write_table(shuffled, path)
+    model = _fit_cli(tmp_path, str(path))
+    r = invoke("sql", "--model", model, "--dialect", "sqlite", "--source", "input", "--key", "rid")
+    assert r.exit_code == 0, r.stderr
+    lite = sqlite3.connect(":memory:")
+    lite.execute("CREATE TABLE input (rid INTEGER, x1 REAL, x2 REAL, cat TEXT, flag INTEGER, y INTEGER)")
+    lite.executemany("INSERT INTO input VALUES (?, ?, ?, ?, ?, ?)",
+                     [(d["rid"], d["x1"], d["x2"], d["cat"], int(d["flag"]), d["y"]) for d in shuffled.to_pylist()])
+    cursor = lite.execute(r.stdout.rstrip().rstrip(";"))
+    names = [d[0] for d in cursor.description]
+    got = [dict(zip(names, row)) for row in cursor.fetchall()]
+    assert [row["rid"] for row in got] == list(range(300))
+    db, name = model.rsplit(":", 1)
+    expected = sqlnb.load(db, name).score(str(path), key="rid")
+    assert expected.columns[-1] == "prediction"
+    expected_rows = expected.fetchall()
+    assert [row["prediction"] for row in got] == [row[-1] for row in expected_rows]
+    assert [row["rid"] for row in got] == [row[expected.columns.index("rid")] for row in expected_rows]

@@ -46,25 +46,15 @@ def _split_names(text: str) -> list[str]:
     while i <= n:
         while i < n and text[i] == " ":
             i += 1
-        if i < n and text[i] == '"':  # quoted: up to the closing quote, "" is a quote
-            j, name = i + 1, []
-            while True:
-                k = text.find('"', j)
-                if k < 0:
-                    raise SqlnbError(f"unterminated quote in the column list {text!r}; close it, e.g. '\"b,c\"'")
-                name.append(text[j:k])
-                if text.startswith('""', k):
-                    name.append('"')
-                    j = k + 2
-                    continue
-                break
+        if i < n and text[i] == '"':
+            name, k = _quoted(text, i, f"unterminated quote in the column list {text!r}; close it, e.g. '\"b,c\"'")
             i = k + 1
             while i < n and text[i] == " ":
                 i += 1
             if i < n and text[i] != ",":
                 raise SqlnbError(f"text after a quoted name in the column list {text!r}; "
                                  "separate names with commas")
-            out.append("".join(name))
+            out.append(name)
         else:
             k = text.find(",", i)
             k = n if k < 0 else k
@@ -73,6 +63,21 @@ def _split_names(text: str) -> list[str]:
             i = k
         i += 1
     return out
+
+
+def _quoted(text: str, i: int, unterminated: str) -> tuple[str, int]:
+    """The double-quoted name opening at ``text[i]`` (``""`` is a quote inside it) and
+    the index of its closing quote."""
+    j, parts = i + 1, []
+    while True:
+        k = text.find('"', j)
+        if k < 0:
+            raise SqlnbError(unterminated)
+        parts.append(text[j:k])
+        if not text.startswith('""', k):
+            return "".join(parts), k
+        parts.append('"')
+        j = k + 2
 
 
 def keep_columns(keep: tuple[str, ...]) -> list[str] | None:
@@ -86,16 +91,49 @@ def score_outputs(no_proba: bool) -> tuple[str, ...]:
 
 
 def assignments(values: tuple[str, ...] | list[str], option: str, convert: Callable[[str], Any] = str) -> dict:
-    """``NAME=VALUE`` items split at the last ``=`` (names may contain ``=``)."""
+    """``NAME=VALUE`` items, repeated and/or comma-separated: ``a=x,b=y`` is ``a=x`` and ``b=y``.
+
+    An unquoted name is split from its value at the last ``=`` (so it may hold ``=``); a
+    name holding a comma, or leading or trailing spaces, is written in double quotes, as in
+    the column lists: ``'"a,b"=categorical'`` (``""`` for a quote inside them).
+    """
     out = {}
-    for item in values:
-        name, eq, value = item.rpartition("=")
-        if not eq or not name:
-            raise SqlnbError(f"{option} takes NAME=VALUE, not {item!r}")
-        try:
-            out[name] = convert(value)
-        except ValueError:
-            raise SqlnbError(f"{option} {item!r}: {value!r} is not a number") from None
+    for text in values:
+        for name, value in _split_assignments(text, option):
+            try:
+                out[name] = convert(value)
+            except ValueError:
+                raise SqlnbError(f"{option} {name}={value}: {value!r} is not a number") from None
+    return out
+
+
+def _split_assignments(text: str, option: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i] == " ":
+            i += 1
+        if i < n and text[i] == '"':  # a quoted name, then =VALUE
+            name, k = _quoted(text, i, f"{option}: unterminated quote in {text!r}; close it, e.g. '\"a,b\"=VALUE'")
+            if not text.startswith("=", k + 1):
+                raise SqlnbError(f"{option} takes NAME=VALUE; after the quoted name {name!r} "
+                                 f"comes {text[k + 1:k + 2] or 'nothing'!r}, not '='")
+            end = text.find(",", k + 2)
+            end = n if end < 0 else end
+            value = text[k + 2:end].strip()
+        else:
+            end = text.find(",", i)
+            end = n if end < 0 else end
+            item = text[i:end].strip()
+            name, eq, value = item.rpartition("=")
+            name = name.strip()
+            if not eq or not name:
+                hint = " (a name holding a comma goes in double quotes)" if "," in text else ""
+                raise SqlnbError(f"{option} takes NAME=VALUE, not {item!r}{hint}")
+        if not value.strip():
+            raise SqlnbError(f"{option} {name!r} has no value; write {name}=VALUE")
+        out.append((name, value.strip()))
+        i = end + 1
     return out
 
 
@@ -105,7 +143,7 @@ def parse_class_prior(text: str | None) -> Any:
     if "=" not in text:
         raise SqlnbError(f"--class-prior must be fitted, uniform, dirichlet or LABEL=P,..., not {text!r}"
                          f"{suggest(text, ('fitted', 'uniform', 'dirichlet'))}")
-    return assignments(text.split(","), "--class-prior", float)
+    return assignments([text], "--class-prior", float)
 
 
 def _is_number(text: str) -> bool:
@@ -275,7 +313,8 @@ model_kind_option = kind_option(
     "Naive Bayes family of every feature (auto: numbers gaussian, booleans bernoulli, text categorical), "
     "or the model kind lda, qda or logistic.", choices=("auto", *KINDS, *DENSE_KINDS))
 column_options = _options(
-    click.option("--feature-kind", multiple=True, metavar="COL=KIND", help="Family of one column (repeatable)."),
+    click.option("--feature-kind", multiple=True, metavar="COL=KIND",
+                 help="Family of columns: COL=KIND, repeatable or comma-separated (a=categorical,b=bernoulli)."),
     features_options("Feature columns (default: all but label and weight)."),
     click.option("--weight", metavar="COL", help="Column of non-negative row weights."),
     click.option("--binarize", multiple=True, metavar="T|COL=T",

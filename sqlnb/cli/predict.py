@@ -6,6 +6,7 @@ the training SQL or a DuckDB macro, printed for another warehouse).
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import click
 import sqlglot
@@ -14,14 +15,16 @@ from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
 from sqlnb.cli.io import arrow_rows, dump_json, load, to_arrow, write_engine_table, write_out
 from sqlnb.cli.options import (csv_options, data_spec, feature_options, feature_plan_args, format_option,
-                               keep_columns, keep_option, label_option, model_option, no_proba_option, out_option,
-                               replace_option, score_outputs)
+                               keep_columns, keep_option, label_option, model_location, model_option,
+                               no_proba_option, out_option, replace_option, score_outputs)
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io.locations import DbObject, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
+from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import _QUERY_START, Query, Source, Table, resolve
 from sqlnb.workflows import export
+from sqlnb.workflows.checks import unseen_categories
 from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
 from sqlnb.workflows.generative import novelty_query
 
@@ -33,17 +36,23 @@ from sqlnb.workflows.generative import novelty_query
 @click.option("--out-table", metavar="NAME",
               help="With --engine postgres: create table NAME there (one transaction) instead of --out.")
 @keep_option("Input columns to keep (default: all; '' for none).")
+@click.option("--key", metavar="COL",
+              help="A column carried into every output row and ordered by (engines such as PostgreSQL "
+                   "and Spark keep no row order; DuckDB keeps the input's without it).")
 @no_proba_option
 @click.option("--flag-novel", is_flag=True,
               help="Add log_evidence and a BOOLEAN novel column (below the threshold of 'sqlnb novelty').")
 @csv_options
 @replace_option
 @click.pass_obj
-def score(settings: Settings, data, model, out, out_table, keep, no_proba, flag_novel, csv, replace):
+def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, flag_novel, csv, replace):
     """Score DATA with MODEL and write the rows to OUT.
 
     Each output row holds the kept input columns, one proba_<class> column per class
-    and the prediction. The output appears only when complete: files are written next
+    and the prediction. One row comes out per input row, in the input's order (DuckDB),
+    or ordered by --key COL (any engine); a categorical value is read with the type the
+    model was fitted with, and a column whose values the model mostly never saw is
+    named on stderr. The output appears only when complete: files are written next
     to the target and moved over it, tables are created in a transaction. With
     --engine postgres|spark, DATA is scored on the engine and the rows written to OUT.
 
@@ -69,19 +78,22 @@ def score(settings: Settings, data, model, out, out_table, keep, no_proba, flag_
         raise SqlnbError("--flag-novel scores in DuckDB only; use --engine duckdb")
     if out_table is not None:
         engine = settings.warehouse()
-        scoring = m.scoring_query(engine.resolve(spec), outputs, keep_cols, dialect=engine.dialect)
+        scoring = m.scoring_query(engine.resolve(spec), outputs, keep_cols, dialect=engine.dialect, key=key)
         write_engine_table(engine, out_table, scoring, replace)
         settings.summary(f"scored into table {out_table!r} on {settings.engine}")
         return
     if settings.remote:
-        rows = to_arrow(m.score(spec, con=settings.warehouse(), outputs=outputs, keep=keep_cols))
+        rows = to_arrow(m.score(spec, con=settings.warehouse(), outputs=outputs, keep=keep_cols, key=key))
         done = write_out(settings, out, replace, arrow_rows(rows))
     else:
         def query(con, own_db):
             source = data_source(con, spec, own_db)
+            warn_unseen(m, source, con)
             if flag_novel:
+                if key is not None:
+                    raise SqlnbError("--flag-novel keeps the input's order in DuckDB; leave out --key")
                 return novelty_query(m, source, None, outputs, keep_cols)
-            return m.scoring_query(source, outputs, keep_cols)
+            return m.scoring_query(source, outputs, keep_cols, key=key)
         done = write_out(settings, out, replace, query)
     settings.summary(f"scored {done}")
 
@@ -110,13 +122,22 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, csv):
     spec = parse_data(data, csv)
     m = load(settings, model)
     with settings.working(), settings.connect() as con:
-        ev = evaluate_model(m, data_source(con, spec), con, label)
+        source = data_source(con, spec)
+        warn_unseen(m, source, con)
+        ev = evaluate_model(m, source, con, label)
     click.echo(dump_json(ev.to_dict()) if fmt == "json" else text_report(ev))
     settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
     if min_accuracy is not None and (ev.accuracy is None or ev.accuracy < min_accuracy):
         got = "n/a (no labelled rows)" if ev.accuracy is None else f"{ev.accuracy:.4f}"
         click.echo(f"Error: accuracy {got} is below --min-accuracy {min_accuracy}", err=True)
         raise click.exceptions.Exit(EXIT_FAIL)
+
+
+def warn_unseen(m, source: Source, con) -> None:
+    """Say on stderr, before any row is written, which categorical columns hold mostly
+    values the model never saw (a leading space, another spelling): they score as missing."""
+    for line in unseen_categories(m, source, con):
+        click.echo(line, err=True)
 
 
 @click.command("sql")
@@ -126,6 +147,8 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, csv):
               help="SQL dialect to print.")
 @click.option("--source", "-s", "source_text", metavar="TABLE|QUERY",
               help=f"What the SQL reads: one table name or a SELECT (default: DATA, else {DEFAULT_SOURCE!r}).")
+@click.option("--key", metavar="COL",
+              help="A column of the source carried into the output and ordered by (for engines without a row order).")
 @click.option("--fit", "training", is_flag=True, help="Print the training (statistics) SQL instead.")
 @click.option("--macro", metavar="NAME", help="Print a DuckDB table macro score_NAME(tbl) instead.")
 @label_option("With --fit and no --model: the label column.", required=False)
@@ -133,8 +156,8 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, csv):
 @click.option("--pretty/--compact", default=True, help="One clause per line (default) or one line.")
 @csv_options
 @click.pass_obj
-def sql_command(settings: Settings, data, model, dialect, source_text, training, macro, label, kind, feature_kind,
-                features, exclude, weight, binarize, pretty, csv):
+def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, label, kind,
+                feature_kind, features, exclude, weight, binarize, pretty, csv):
     """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
 
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
@@ -157,13 +180,15 @@ def sql_command(settings: Settings, data, model, dialect, source_text, training,
     if model is None and not training:
         raise SqlnbError("give --model MODEL (or --fit with --label to print the training SQL)")
     if macro is not None:
-        if model is None or training or data or source_text or dialect != "duckdb":
+        if model is None or training or data or source_text or key or dialect != "duckdb":
             raise SqlnbError("--macro prints a DuckDB macro of --model only; leave out --fit, DATA, "
-                             "--source and --dialect")
+                             "--source, --key and --dialect")
         if not macro:
             raise SqlnbError("--macro needs a NAME for the macro score_NAME")
         click.echo(export.duckdb_macro(load(settings, model), macro, pretty=pretty), nl=False)
         return
+    if key is not None and training:
+        raise SqlnbError("--key orders the scoring SELECT; leave it out with --fit")
     m = load(settings, model) if model else None
     node = _source_node(source_text, dialect) if source_text else None
     with settings.connect() as con:
@@ -178,11 +203,33 @@ def sql_command(settings: Settings, data, model, dialect, source_text, training,
             text = _training_sql(m, source, node, label, dialect, pretty,
                                  feature_plan_args(kind, feature_kind, features, exclude, weight, binarize), con)
         else:
+            if source is None and node is not None and not isinstance(node, sqlglot.exp.Subquery):
+                _refuse_clash_in_model_db(settings, model, source_text, m)
             target = source if source is not None else (
                 Query(source_text) if node is not None and isinstance(node, sqlglot.exp.Subquery)
                 else Table(source_text or DEFAULT_SOURCE))
-            text = m.to_sql(dialect, source=target, con=con, pretty=pretty) + ";"
+            text = m.to_sql(dialect, source=target, con=con, pretty=pretty, key=key) + ";"
     click.echo(text)
+
+
+def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> None:
+    """``--source NAME`` without DATA: the SELECT passes the source through with ``*``, so
+    a source column named like a generated one would come out twice. When the model's
+    database holds a table or view NAME, check its columns (the rule: an explicit error
+    whenever the columns are known; the generated names are in the docs otherwise)."""
+    loc = model_location(settings, model)
+    if isinstance(loc, str) or not os.path.exists(loc.db):
+        return
+    with settings.connect(loc.db, read_only=True) as con:
+        try:
+            columns = resolve(Table(name), con).columns
+        except SqlnbError:
+            return  # not a table here: its columns are unknown
+    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"))}
+    clash = [c for c in columns if c.lower() in generated]
+    if clash:
+        raise SqlnbError(f"--source {name!r} (a table in {loc.db!r}) already has a column named {clash[0]!r}, "
+                         "which the scoring SELECT adds; give --source a query that leaves it out or renames it")
 
 
 def _source_node(text: str, dialect: str) -> sqlglot.exp.Expression:

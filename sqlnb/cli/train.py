@@ -27,7 +27,7 @@ from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
 @model_kind_option
 @column_options
 @alpha_option("Pseudo-count of discrete features (default 1: Laplace).")
-@click.option("--feature-alpha", multiple=True, metavar="COL=A", help="Pseudo-count of one column (repeatable).")
+@click.option("--feature-alpha", multiple=True, metavar="COL=A", help="Pseudo-count of columns: COL=A, repeatable or comma-separated.")
 @click.option("--estimator", type=click.Choice(ESTIMATORS), help="posterior-mean (default), map or mle.")
 @click.option("--var-smoothing", type=float, help="Gaussian variance floor, fraction of the largest variance (1e-9).")
 @click.option("--class-prior", metavar="fitted|uniform|dirichlet|LABEL=P,...", help="Class prior (default fitted).")

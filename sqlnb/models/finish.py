@@ -73,6 +73,16 @@ def output_columns(classes: Sequence[Any], outputs: Sequence[str]) -> list[str]:
     return cols
 
 
+def generated_columns(classes: Sequence[Any], outputs: Sequence[str], keep_order: bool = False) -> list[str]:
+    """Every column name the scoring SELECT makes: the outputs and the helper columns
+    (``jll_*``, ``exp_shifted_*``, ``max_jll``, ``sum_exp_shifted``, ``log_evidence``), which
+    stay in the output when the source passes through with ``*``. A source column of one
+    of these names would appear twice."""
+    helpers = class_columns("jll_", classes) + class_columns(SHIFTED_PREFIX, classes)
+    helpers += [MAX_COLUMN, SUM_COLUMN, "log_evidence"] + ([ROW_COLUMN] if keep_order else [])
+    return list(dict.fromkeys(output_columns(classes, outputs) + helpers))
+
+
 def scoring_select(
     source_from: exp.Expression,
     scores: Sequence[exp.Expression],
@@ -127,11 +137,9 @@ def scoring_select(
         raise ValueError(f"unknown scoring outputs {unknown}; choose from {OUTPUTS}")
     jll = class_columns("jll_", classes)
     passthrough = list(keep) if keep is not None else (list(source_columns) if source_columns is not None else None)
-    added = output_columns(classes, outputs)
     if passthrough is not None:
-        helpers = jll + class_columns(SHIFTED_PREFIX, classes) + [MAX_COLUMN, SUM_COLUMN, "log_evidence"]
-        helpers += [ROW_COLUMN] if keep_order else []
-        clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in added + helpers})
+        generated = generated_columns(classes, outputs, keep_order)
+        clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
         if clash:
             raise SqlnbError(
                 f"the source already has a column named {clash[0]!r}, which scoring adds; "

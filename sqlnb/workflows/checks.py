@@ -63,7 +63,7 @@ def unseen_categories(model: Any, source: Source, con: duckdb.DuckDBPyConnection
         ]
     head = exp.select(exp.Star()).from_(source.from_("src")).limit(sample_rows)
     query = exp.select(*columns).from_(exp.Subquery(this=head, alias=exp.TableAlias(this=sql.ident("src"))))
-    row = con.execute(sql.render(query)).fetchone()
+    row = con.execute(sql.render(query)).fetchall()[0]
     lines = []
     for j, f in enumerate(features):
         n, u, a, b = row[4 * j:4 * j + 4]
