@@ -18,6 +18,7 @@ from sqlnb.models import dense
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
+from sqlnb.source import read_with
 from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
@@ -104,7 +105,7 @@ def fit(
     hyper = Hyperparameters(**hyperparameters)
     engine = as_engine(con)  # a DuckDB connection, or an engine (sqlnb.engines), or None
     start = time.perf_counter()
-    source = engine.resolve(data)
+    source = engine.resolve(read_with(data, keep_text=(label,)))
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text)
     stats = collect_statistics(engine, source, label, feats, weight)
     report = {
@@ -121,7 +122,7 @@ def _dense_start(data, label, con, features, exclude, what):
     # PostgreSQL and Spark); logistic regression reads its rows through the engine once.
     from sqlnb.engines import as_engine
     engine = as_engine(con)
-    source = engine.resolve(data)
+    source = engine.resolve(read_with(data, keep_text=(label,)))
     return engine, source, dense.plan_features(source, label, features, exclude, what)
 
 

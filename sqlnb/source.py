@@ -8,6 +8,7 @@ to put in FROM plus the column names and types. Rows are never pulled into Pytho
 
 from __future__ import annotations
 
+import dataclasses
 import glob as _glob
 import os
 import re
@@ -21,6 +22,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
+from sqlnb.sql.types import is_numeric, is_text_type
 
 _FORMATS = {
     ".parquet": "parquet",
@@ -33,7 +35,9 @@ _FORMATS = {
     ".ndjson": "json",
 }
 _COMPRESSED = (".gz", ".zst", ".zstd")
-_QUERY_START = re.compile(r"^\s*(\(|select\b|with\b|from\b|values\b|table\b|pivot\b|unpivot\b)", re.I)
+#: What a SQL query starts with (DATA and sources that read like one are queries).
+QUERY_START = re.compile(r"^\s*(\(|select\b|with\b|from\b|values\b|table\b|pivot\b|unpivot\b)", re.I)
+_QUERY_START = QUERY_START
 
 
 @dataclass(frozen=True)
@@ -61,15 +65,77 @@ class Query:
 
 @dataclass(frozen=True)
 class Files:
-    """Parquet, CSV or JSON files by path or glob; ``options`` go to DuckDB's reader
-    (e.g. ``{"nullstr": "?", "delim": ", "}`` for CSV)."""
+    """Parquet, CSV or JSON files by path or glob.
+
+    Attributes
+    ----------
+    path : str
+        A path, glob or hive-partitioned directory.
+    format : str, optional
+        ``parquet``, ``csv`` or ``json``; by default from the file name.
+    options : mapping
+        DuckDB reader options (e.g. ``{"nullstr": ["", "?"], "delim": ", "}`` for CSV).
+    types : mapping
+        Column types the user fixed (``--columns``): CSV through the reader's ``types``,
+        other formats by a cast after reading.
+    prefer : mapping
+        Types a model was fitted with, applied to the sniffed formats (CSV, JSON) where
+        sniffing guessed otherwise in a way that changes a value's meaning (see
+        :func:`read_with`); columns the file lacks are ignored.
+    keep_text : tuple of str
+        Columns (a label) whose text is kept when the sniffer would read them as BOOLEAN
+        (``yes``/``no`` stay ``yes``/``no``).
+    """
 
     path: str
     format: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    types: Mapping[str, str] = field(default_factory=dict)
+    prefer: Mapping[str, str] = field(default_factory=dict)
+    keep_text: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return self.path
+
+
+#: Formats whose column types DuckDB guesses from the text (and can guess differently).
+SNIFFED = ("csv", "json")
+
+
+def read_with(data: Any, types: Mapping[str, str] | None = None, keep_text: tuple[str, ...] = ()) -> Any:
+    """``data`` to be read with a model's ``types`` (and the ``keep_text`` columns as text)
+    where it is CSV or JSON files; anything else is returned as is.
+
+    A sniffer guesses a column's type from the text of one file, so the same column can
+    come back as another type in the next batch: an all-empty numeric column as VARCHAR,
+    ``yes``/``no`` labels as BOOLEAN, ``07`` as the integer 7. Reading with the fitted
+    type instead keeps every value's fitted meaning: a column fitted as text is read as
+    the file's text, and a numeric column sniffed as text is read as DOUBLE (so empty
+    cells are NULL and ``nan`` is NaN, both missing; a value that is not a number is an
+    error naming the column, line and value).
+    """
+    spec = guess(data)
+    if not isinstance(spec, Files) or (spec.format or file_format(spec.path)) not in SNIFFED:
+        return data
+    return dataclasses.replace(spec, prefer={**dict(types or {}), **spec.prefer},
+                               keep_text=tuple(dict.fromkeys((*spec.keep_text, *keep_text))))
+
+
+def _overrides(spec: Files, columns: Mapping[str, str]) -> dict[str, str]:
+    """Columns of sniffed files to read again with another type (see :func:`read_with`)."""
+    out = {}
+    for name, fitted in spec.prefer.items():
+        got = columns.get(name)
+        if got is None or name in spec.types or got == fitted:
+            continue
+        if is_text_type(fitted):
+            out[name] = "VARCHAR"
+        elif is_numeric(fitted) and is_text_type(got):
+            out[name] = "DOUBLE"
+    for name in spec.keep_text:
+        if columns.get(name) == "BOOLEAN" and name not in spec.types:
+            out[name] = "VARCHAR"
+    return out
 
 
 @dataclass(frozen=True)
@@ -126,7 +192,8 @@ def file_format(path: str) -> str:
         if lower.endswith(ext):
             return fmt
     raise SqlnbError(
-        f"cannot tell the format of {path!r} from its name; use a .parquet, .csv or .json file"
+        f"cannot tell the format of {path!r} from its name; name it .parquet, .csv or .json, "
+        "or give the format (--data-format csv on the command line, Files(path, 'csv') in Python)"
     )
 
 
@@ -147,9 +214,18 @@ def _reader(spec: Files) -> exp.Expression:
         # file, BIGINT in the first, is silently truncated), and by position. CSV globs
         # unify types already.
         options.setdefault("union_by_name", True)
+    if spec.types and fmt == "csv":
+        options["types"] = {**dict(options.get("types") or {}), **spec.types}
     for key, val in options.items():
         args.append(exp.EQ(this=exp.column(key), expression=_option_value(val)))
-    return exp.Table(this=exp.Anonymous(this=func, expressions=args))
+    reader = exp.Table(this=exp.Anonymous(this=func, expressions=args))
+    if not spec.types or fmt == "csv":
+        return reader
+    # Other readers take no partial types: cast after reading (a value that does not cast
+    # is DuckDB's conversion error, naming it).
+    casts = [exp.alias_(exp.Cast(this=sql.col(c), to=exp.DataType.build(t, dialect="duckdb")), c, quoted=True)
+             for c, t in spec.types.items()]
+    return exp.Subquery(this=exp.select(exp.Star(replace=casts)).from_(reader))
 
 
 def _option_value(val: Any) -> exp.Expression:
@@ -192,6 +268,10 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
     elif isinstance(data, Files):
         node = _reader(data)
         desc = f"{data.path!r}"
+        if data.prefer or data.keep_text:
+            overrides = _overrides(data, resolve(dataclasses.replace(data, prefer={}, keep_text=()), con).columns)
+            if overrides:
+                node = _reader(dataclasses.replace(data, types={**data.types, **overrides}))
     elif isinstance(data, duckdb.DuckDBPyRelation):
         node = exp.Subquery(this=sqlglot.parse_one(data.sql_query(), dialect="duckdb"))
         desc = "the relation"

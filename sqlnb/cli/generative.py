@@ -9,22 +9,22 @@ import click
 
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import arrow_rows, check_new_model, dump_json, load, model_str, save, write_out
-from sqlnb.cli.options import (alpha_option, csv_options, features_options, format_option, kind_option, label_option,
+from sqlnb.cli.options import (alpha_option, source_options, features_options, format_option, kind_option, label_option,
                                model_option, out_option, replace_option, seed_option, split_list)
 from sqlnb.errors import SqlnbError, suggest
-from sqlnb.io.locations import data_source, parse_data, parse_model, parse_out
+from sqlnb.io.locations import Reading, data_source, parse_data, parse_model, parse_out
 from sqlnb.workflows.generative import fit_em, novelty_threshold, sample as draw_sample, update as update_model
 
 
-def _refit(settings: Settings, command: str, data: str, model: str, csv: dict, refit) -> tuple:
+def _refit(settings: Settings, command: str, data: str, model: str, reading: Reading, refit) -> tuple:
     """Load MODEL, replace it by ``refit(model, source, con)`` over DATA, save it under
     the same name; returns (the new model, its location)."""
     settings.require_duckdb(command)
     loc = parse_model(model)
-    spec = parse_data(data, csv)
+    spec = parse_data(data, reading)
     m = load(settings, model)
     with settings.working(), settings.connect() as con:
-        m = refit(m, data_source(con, spec), con)
+        m = refit(m, data_source(con, spec, types=m.column_types()), con)
     save(settings, m, loc, replace=True)
     return m, loc
 
@@ -34,9 +34,9 @@ def _refit(settings: Settings, command: str, data: str, model: str, csv: dict, r
 @model_option()
 @click.option("--decay", type=click.FloatRange(0, 1, min_open=True), metavar="D",
               help="Down-weight the model's past rows by D in (0, 1] first.")
-@csv_options
+@source_options
 @click.pass_obj
-def update(settings: Settings, data, model, decay, csv):
+def update(settings: Settings, data, model, decay, reading):
     """Update naive Bayes MODEL with the new rows of DATA (exactly the refit on all rows).
 
     The model is replaced under the same name in one transaction: a failed update leaves
@@ -47,7 +47,7 @@ def update(settings: Settings, data, model, decay, csv):
       sqlnb update lake/2026-06/*.parquet --model models.duckdb:churn
       sqlnb update today.csv --model models.duckdb:churn --decay 0.9
     """
-    m, loc = _refit(settings, "update", data, model, csv,
+    m, loc = _refit(settings, "update", data, model, reading,
                     lambda m, source, con: update_model(m, source, con=con, decay=decay))
     settings.summary(f"updated {model_str(loc)}: {m.stats.n_rows:,} rows in all")
 
@@ -91,9 +91,9 @@ def sample(settings: Settings, model, n, classes, seed, out, replace):
 @click.option("--quantile", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, metavar="Q", help="Share of DATA's rows to call novel.")
 @format_option
-@csv_options
+@source_options
 @click.pass_obj
-def novelty(settings: Settings, data, model, quantile, fmt, csv):
+def novelty(settings: Settings, data, model, quantile, fmt, reading):
     """Calibrate MODEL's novelty threshold: the Q quantile of ln p(x) over DATA (usually
     the training rows), stored in the model for 'sqlnb score --flag-novel'.
 
@@ -102,7 +102,7 @@ def novelty(settings: Settings, data, model, quantile, fmt, csv):
       sqlnb novelty train.parquet --model models.duckdb:churn --quantile 0.01
       sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
     """
-    m, _ = _refit(settings, "novelty", data, model, csv,
+    m, _ = _refit(settings, "novelty", data, model, reading,
                   lambda m, source, con: novelty_threshold(m, source, quantile, con=con))
     found = m.report["novelty"]
     click.echo(dump_json(found) if fmt == "json" else
@@ -123,10 +123,11 @@ def novelty(settings: Settings, data, model, quantile, fmt, csv):
               help="Stop when the log-likelihood per row changes by at most this.")
 @click.option("--unlabelled-weight", type=click.FloatRange(min=0), default=1.0, show_default=True,
               help="Weight of each unlabelled row.")
+@source_options
 @replace_option
 @click.pass_obj
 def fit_em_command(settings: Settings, labelled, unlabelled, label, model, kind, features, exclude, alpha,
-                   max_iter, tol, unlabelled_weight, replace):
+                   max_iter, tol, unlabelled_weight, reading, replace):
     """Fit naive Bayes on labelled and unlabelled rows by EM (semi-supervised).
 
     \b
@@ -136,11 +137,12 @@ def fit_em_command(settings: Settings, labelled, unlabelled, label, model, kind,
     """
     settings.require_duckdb("fit-em")
     loc = parse_model(model)
-    spec, spec2 = parse_data(labelled), parse_data(unlabelled) if unlabelled else None
+    spec, spec2 = parse_data(labelled, reading), parse_data(unlabelled, reading) if unlabelled else None
     check_new_model(settings, loc, replace)
     hyper = {"alpha": alpha} if alpha is not None else {}
     with settings.working(), settings.connect() as con:
-        m = fit_em(data_source(con, spec), data_source(con, spec2) if spec2 else None, label=label, con=con,
+        m = fit_em(data_source(con, spec, keep_text=(label,)), data_source(con, spec2) if spec2 else None,
+                   label=label, con=con,
                    max_iter=max_iter, tol=tol, unlabelled_weight=unlabelled_weight, kind=kind,
                    features=split_list(features), exclude=split_list(exclude), **hyper)
     save(settings, m, loc, replace)

@@ -1,4 +1,4 @@
-"""The options several commands share, each declared once as a decorator (CSV reading,
+"""The options several commands share, each declared once as a decorator (how DATA is read,
 ``--model``, ``--out``, ``--replace``, ``--label``, the feature, kind and text options,
 ...), and the parsers that turn option values into library arguments (column lists,
 ``NAME=VALUE`` items, class priors, thresholds, text and kind parameters, DATA and MODEL
@@ -11,10 +11,11 @@ import functools
 from typing import Any, Callable, Sequence
 
 import click
+import sqlglot
 
 from sqlnb.cli.app import Settings
 from sqlnb.errors import SqlnbError, suggest
-from sqlnb.io.locations import DbObject, parse_data, parse_model, split_db
+from sqlnb.io.locations import DbObject, Reading, parse_data, parse_model, split_db
 from sqlnb.models.naive_bayes.families import KINDS
 
 #: The model kinds other than naive Bayes, chosen with ``--kind``.
@@ -173,15 +174,31 @@ def feature_plan_args(kind, feature_kind, features, exclude, weight, binarize_va
 
 
 def csv_read_options(delimiter: str | None, null_string: tuple[str, ...], header: bool | None) -> dict:
-    """DuckDB ``read_csv`` parameters from the CSV options (values become literals)."""
+    """DuckDB ``read_csv`` parameters from the CSV options (values become literals).
+
+    ``--null-string`` adds to the default, an empty cell: ``--null-string NA`` reads both
+    ``NA`` and empty cells as NULL (DuckDB's ``nullstr`` alone would replace the default
+    and turn empty cells into text)."""
     opts: dict[str, Any] = {}
     if delimiter is not None:
         opts["delim"] = delimiter
     if null_string:
-        opts["nullstr"] = list(null_string) if len(null_string) > 1 else null_string[0]
+        opts["nullstr"] = list(dict.fromkeys(("", *null_string)))
     if header is not None:
         opts["header"] = header
     return opts
+
+
+def parse_columns(values: tuple[str, ...]) -> dict[str, str]:
+    """``--columns 'col=TYPE,...'``: DuckDB types, checked here so a typo is named at once."""
+    types = assignments(values, "--columns")
+    for name, text in types.items():
+        try:
+            sqlglot.exp.DataType.build(text, dialect="duckdb")
+        except (sqlglot.errors.ParseError, ValueError):
+            raise SqlnbError(f"--columns {name}={text}: {text!r} is not a type; use one DuckDB knows, "
+                             "e.g. VARCHAR, BIGINT, DOUBLE, BOOLEAN, DATE") from None
+    return types
 
 
 def _df(text: str | None, option: str) -> float | int | None:
@@ -240,12 +257,13 @@ def model_location(settings: Settings, text: str) -> DbObject | str:
     return parse_model(text)
 
 
-def data_spec(settings: Settings, text: str, csv: dict) -> Any:
+def data_spec(settings: Settings, text: str, reading: Reading) -> Any:
     """A DATA argument: parsed for DuckDB, or as is (a table name or SELECT) for a warehouse."""
     if not settings.remote:
-        return parse_data(text, csv)
-    if csv:
-        raise SqlnbError(f"CSV reading options apply to files read by DuckDB, not to --engine {settings.engine}")
+        return parse_data(text, reading)
+    if reading:
+        raise SqlnbError(f"reading options (--data-format, --columns and the CSV ones) apply to files read by "
+                         f"DuckDB, not to --engine {settings.engine}")
     return text
 
 
@@ -338,19 +356,26 @@ kind_options = _options(
                  help="--kind logistic: inverse L2 penalty (default 1)."),
     click.option("--standardize", is_flag=True, default=None, help="--kind logistic: fit on standardised features."),
 )
-_csv_flags = _options(
+_source_flags = _options(
+    click.option("--data-format", "data_format", type=click.Choice(["csv", "parquet", "json"]),
+                 help="Read DATA files as this format whatever their names (e.g. adult.data)."),
+    click.option("--columns", "--types", "column_types", multiple=True, metavar="COL=TYPE,...",
+                 help="Read these columns of CSV/JSON DATA with these DuckDB types (e.g. 'zip=VARCHAR,y=VARCHAR')."),
     click.option("--delimiter", metavar="TEXT", help="CSV field delimiter (default: detected), e.g. ', ' or '\\t'."),
     click.option("--null-string", multiple=True, metavar="TEXT",
-                 help="CSV text read as NULL, e.g. '?' (repeatable)."),
+                 help="CSV text read as NULL besides empty cells, e.g. '?' (repeatable)."),
     click.option("--header/--no-header", default=None, help="Whether CSV files have a header row (default: detected)."),
 )
 
 
-def csv_options(command: Callable) -> Callable:
-    """--delimiter, --null-string and --header/--no-header for the CSV files of DATA; the
-    command receives them as one ``csv`` argument, the ``read_csv`` parameters of
-    :func:`csv_read_options` (empty when none is given)."""
+def source_options(command: Callable) -> Callable:
+    """How every command that reads DATA reads it: --format, --columns, and the CSV
+    options --delimiter, --null-string and --header/--no-header. The command receives
+    them as one ``reading`` argument, a :class:`~sqlnb.io.locations.Reading` (false when
+    none is given). DATA itself may be files, ``-`` (CSV on standard input), a SQL query
+    or ``DB.duckdb:TABLE`` (:func:`~sqlnb.io.locations.parse_data`)."""
     @functools.wraps(command)
-    def with_csv(*args, delimiter, null_string, header, **kwargs):
-        return command(*args, csv=csv_read_options(delimiter, null_string, header), **kwargs)
-    return _csv_flags(with_csv)
+    def with_reading(*args, data_format, column_types, delimiter, null_string, header, **kwargs):
+        reading = Reading(data_format, parse_columns(column_types), csv_read_options(delimiter, null_string, header))
+        return command(*args, reading=reading, **kwargs)
+    return _source_flags(with_reading)

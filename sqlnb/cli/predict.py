@@ -14,7 +14,7 @@ import sqlglot
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
 from sqlnb.cli.io import arrow_rows, dump_json, load, to_arrow, write_engine_table, write_out
-from sqlnb.cli.options import (csv_options, data_spec, feature_options, feature_plan_args, format_option,
+from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
                                no_proba_option, out_option, replace_option, score_outputs)
 from sqlnb.errors import SqlnbError, suggest
@@ -42,10 +42,10 @@ from sqlnb.workflows.generative import novelty_query
 @no_proba_option
 @click.option("--flag-novel", is_flag=True,
               help="Add log_evidence and a BOOLEAN novel column (below the threshold of 'sqlnb novelty').")
-@csv_options
+@source_options
 @replace_option
 @click.pass_obj
-def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, flag_novel, csv, replace):
+def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, flag_novel, reading, replace):
     """Score DATA with MODEL and write the rows to OUT.
 
     Each output row holds the kept input columns, one proba_<class> column per class
@@ -70,7 +70,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
         raise SqlnbError("--out-table writes a table on --engine postgres; with DuckDB use --out DB.duckdb:TABLE")
     if out is not None:
         parse_out(out)
-    spec = data_spec(settings, data, csv)
+    spec = data_spec(settings, data, reading)
     keep_cols = keep_columns(keep)
     m = load(settings, model)
     outputs = score_outputs(no_proba)
@@ -87,7 +87,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
         done = write_out(settings, out, replace, arrow_rows(rows))
     else:
         def query(con, own_db):
-            source = data_source(con, spec, own_db)
+            source = data_source(con, spec, own_db, types=m.column_types())
             warn_unseen(m, source, con)
             if flag_novel:
                 if key is not None:
@@ -105,9 +105,9 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
 @format_option
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), metavar="A",
               help=f"Exit with code {EXIT_FAIL} when accuracy is below A (for CI).")
-@csv_options
+@source_options
 @click.pass_obj
-def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, csv):
+def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading):
     """Measure MODEL on labelled DATA: accuracy, log loss, Brier, per-class
     precision/recall/F1, confusion matrix, and ROC AUC for two classes.
 
@@ -119,10 +119,10 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, csv):
       sqlnb evaluate test.parquet --model models.duckdb:churn
       sqlnb evaluate db.duckdb:holdout --model db.duckdb:churn --format json --min-accuracy 0.8
     """
-    spec = parse_data(data, csv)
+    spec = parse_data(data, reading)
     m = load(settings, model)
     with settings.working(), settings.connect() as con:
-        source = data_source(con, spec)
+        source = data_source(con, spec, types=m.column_types())
         warn_unseen(m, source, con)
         ev = evaluate_model(m, source, con, label)
     click.echo(dump_json(ev.to_dict()) if fmt == "json" else text_report(ev))
@@ -154,10 +154,10 @@ def warn_unseen(m, source: Source, con) -> None:
 @label_option("With --fit and no --model: the label column.", required=False)
 @feature_options
 @click.option("--pretty/--compact", default=True, help="One clause per line (default) or one line.")
-@csv_options
+@source_options
 @click.pass_obj
 def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, label, kind,
-                feature_kind, features, exclude, weight, binarize, pretty, csv):
+                feature_kind, features, exclude, weight, binarize, pretty, reading):
     """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
 
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
@@ -192,7 +192,7 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     m = load(settings, model) if model else None
     node = _source_node(source_text, dialect) if source_text else None
     with settings.connect() as con:
-        spec = parse_data(data, csv) if data else None
+        spec = parse_data(data, reading) if data else None
         data_is_table = isinstance(spec, DbObject)
         source = data_source(con, spec) if spec is not None else None
         if source is not None and (node is not None or data_is_table):

@@ -11,7 +11,7 @@ import click
 from sqlnb import api
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, model_str, save
-from sqlnb.cli.options import (alpha_option, assignments, column_options, csv_options, data_spec,
+from sqlnb.cli.options import (alpha_option, assignments, column_options, source_options, data_spec,
                                feature_plan_args, kind_options, label_option, model_kind_args, model_kind_option,
                                model_location, model_option, parse_class_prior, replace_option, split_list,
                                text_args, text_options)
@@ -36,13 +36,13 @@ from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
 @click.option("--unseen", type=click.Choice(UNSEEN), help="Unseen categories: missing (no evidence, default) or bucket.")
 @kind_options
 @text_options
-@csv_options
+@source_options
 @replace_option
 @click.pass_obj
 def fit(settings: Settings, data, label, model, kind, feature_kind, features, exclude, weight, binarize,
         alpha, feature_alpha, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
         shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
-        max_features, select_k, csv, replace):
+        max_features, select_k, reading, replace):
     """Fit a model on DATA and save it as MODEL: naive Bayes (--kind auto or a family),
     or --kind lda, qda or logistic (numeric features).
 
@@ -60,7 +60,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
           --min-df 2 --model models.duckdb:spam
     """
     target = model_location(settings, model)
-    spec = data_spec(settings, data, csv)
+    spec = data_spec(settings, data, reading)
     text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k)
     nb_only = {"--alpha": alpha, "--feature-alpha": feature_alpha or None, "--estimator": estimator,
                "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
@@ -85,7 +85,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
         m = api.fit(spec, label, con=settings.warehouse(), **params)
     else:
         with settings.working(), settings.connect() as con:
-            m = api.fit(data_source(con, spec), label, con=con, model=model_kind, **params)
+            m = api.fit(data_source(con, spec, keep_text=(label,)), label, con=con, model=model_kind, **params)
     if hasattr(m, "log_parameters"):
         # Derive the log-parameters now: a setting that cannot be applied to these
         # statistics (e.g. MAP with alpha < 1 on a zero count) fails before saving.

@@ -13,7 +13,7 @@ import click
 from sqlnb import api
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, dump_json, model_str, save, write_text_file
-from sqlnb.cli.options import (DENSE_KINDS, csv_options, features_options, format_option, label_option,
+from sqlnb.cli.options import (DENSE_KINDS, source_options, features_options, format_option, label_option,
                                model_kind_option, model_option, replace_option, seed_option, split_list)
 from sqlnb.errors import SqlnbError
 from sqlnb.io import output
@@ -76,11 +76,11 @@ def cv_text(r) -> str:
 @click.option("--copy/--no-copy", "copy_source", default=True, show_default=True,
               help="Read DATA once into a temporary table and cross-validate on the copy; --no-copy reads DATA twice.")
 @format_option
-@csv_options
+@source_options
 @replace_option
 @click.pass_obj
 def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring, refit, features, exclude, copy_source,
-       fmt, csv, replace):
+       fmt, reading, replace):
     """Cross-validate on DATA, optionally over a grid of hyperparameters.
 
     Rows go to folds by a hash of their values (and --seed); one scan collects every
@@ -97,13 +97,13 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring,
     if refit != (model is not None):
         raise SqlnbError("--refit and --model go together: --refit saves the best model as --model")
     target = parse_model(model) if model else None
-    spec = parse_data(data, csv)
+    spec = parse_data(data, reading)
     points = parse_grid(grid)
     options = {} if kind in DENSE_KINDS else {"kind": kind}
     if target is not None:
         check_new_model(settings, target, replace)
     with settings.working(), settings.connect() as con:
-        r = cross_validate(data_source(con, spec), label, model=kind if kind in DENSE_KINDS else "naive_bayes",
+        r = cross_validate(data_source(con, spec, keep_text=(label,)), label, model=kind if kind in DENSE_KINDS else "naive_bayes",
                            con=con, folds=folds, seed=seed, grid=points, scoring=scoring, refit=refit,
                            features=split_list(features), exclude=split_list(exclude),
                            materialize_source=copy_source, **options)
@@ -135,10 +135,11 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring,
               help="Inverse L2 penalty of logistic regression (default 1.0, as scikit-learn; "
                    "Ng & Jordan compare with unpenalised logistic regression, e.g. --C 1e4).")
 @format_option
+@source_options
 @replace_option
 @click.pass_obj
 def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, seed, features, exclude, plot,
-            binarize, C, fmt, replace):
+            binarize, C, fmt, reading, replace):
     """Learning curves: test error of naive Bayes, LDA, QDA and logistic regression
     against the number of training rows.
 
@@ -165,13 +166,13 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
         size_list = [int(s) for s in split_list(sizes)] if sizes else None
     except ValueError:
         raise SqlnbError(f"--sizes takes whole numbers, not {','.join(sizes)!r}") from None
-    spec = parse_data(data)
-    test_spec = parse_data(test_data) if test_data else None
+    spec = parse_data(data, reading)
+    test_spec = parse_data(test_data, reading) if test_data else None
     with settings.working(), settings.connect() as con:
-        train = data_source(con, spec)
+        train = data_source(con, spec, keep_text=(label,))
         train.require([label], "label column")
         if test_spec is not None:
-            test = data_source(con, test_spec)
+            test = data_source(con, test_spec, keep_text=(label,))
         else:
             fold = fold_expression(train, 4, seed)
             train, test = fold_source(train, fold, 0, held_out=False), fold_source(train, fold, 0)

@@ -18,8 +18,12 @@ read-only under an alias, so scoring can read one database and write another.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
+import shutil
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -28,7 +32,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.source import Files, Source, Table, file_format, resolve
+from sqlnb.source import QUERY_START, Files, Query, Source, Table, file_format, read_with, resolve
 
 #: File suffixes that mark a DuckDB database in ``DB:NAME``.
 DB_SUFFIXES = (".duckdb", ".db")
@@ -94,26 +98,79 @@ def parse_model(text: str) -> DbObject:
     return obj
 
 
-def parse_data(text: str, csv_options: Mapping[str, Any] | None = None) -> DbObject | Files:
-    """A DATA argument: files by path or glob, or ``DB.duckdb:TABLE``.
+@dataclass(frozen=True)
+class Reading:
+    """How to read DATA files (the command line's source options).
 
-    ``csv_options`` (DuckDB ``read_csv`` parameters such as ``nullstr`` and ``delim``) apply
-    to CSV files only; giving them for other data is an error rather than silently ignored.
+    Attributes
+    ----------
+    format : str, optional
+        ``csv``, ``parquet`` or ``json`` whatever the file is called (``--format``).
+    types : mapping
+        Column types to read with (``--columns 'col=TYPE,...'``).
+    csv : mapping
+        DuckDB ``read_csv`` parameters (``delim``, ``nullstr``, ``header``).
     """
-    csv_options = dict(csv_options or {})
+
+    format: str | None = None
+    types: Mapping[str, str] = field(default_factory=dict)
+    csv: Mapping[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.format or self.types or self.csv)
+
+
+#: DATA ``-``: CSV on standard input.
+STDIN = "-"
+
+_stdin_copy: list[str] = []
+
+
+def stdin_file() -> str:
+    """Standard input copied once to a temporary file (removed at exit), so that it can be
+    sniffed and then read, and read twice where a command needs two passes."""
+    if not _stdin_copy:
+        fd, path = tempfile.mkstemp(prefix="sqlnb-stdin-", suffix=".csv")
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out)
+        atexit.register(lambda: os.path.exists(path) and os.remove(path))
+        _stdin_copy.append(path)
+    return _stdin_copy[0]
+
+
+def parse_data(text: str, reading: Reading | Mapping[str, Any] | None = None) -> DbObject | Files | Query:
+    """A DATA argument: files by path or glob, ``-`` (CSV on standard input), a SQL query,
+    or ``DB.duckdb:TABLE``.
+
+    ``reading`` says how to read files: a :class:`Reading`, or a mapping of ``read_csv``
+    parameters. CSV parameters apply to CSV only, and reading options to files only:
+    giving them for other data is an error rather than silently ignored.
+    """
+    if not isinstance(reading, Reading):
+        reading = Reading(csv=dict(reading or {}))
+    if QUERY_START.match(text):
+        if reading:
+            raise SqlnbError("reading options (--data-format, --columns and the CSV ones) apply to files; "
+                             "cast or filter in the query itself")
+        return Query(text)
     obj = split_db(text)
     if obj is not None:
         if not obj.name:
             raise SqlnbError(f"DATA {text!r} names no table; write it as {obj.db}:TABLE")
-        if csv_options:
-            raise SqlnbError("CSV reading options apply to CSV files, not to a database table")
+        if reading:
+            raise SqlnbError("reading options (--data-format, --columns and the CSV ones) apply to files, "
+                             "not to a database table")
         return obj
     if is_db_path(text):
         raise SqlnbError(f"DATA {text!r} is a DuckDB database; name a table in it: {text}:TABLE")
-    fmt = file_format(text)
-    if csv_options and fmt != "csv":
+    if text == STDIN:
+        if reading.format not in (None, "csv"):
+            raise SqlnbError(f"standard input is read as CSV, not {reading.format}")
+        return Files(stdin_file(), "csv", dict(reading.csv), dict(reading.types))
+    fmt = reading.format or file_format(text)
+    if reading.csv and fmt != "csv":
         raise SqlnbError(f"CSV reading options apply to CSV files, not to {fmt} data {text!r}")
-    return Files(text, fmt, csv_options)
+    return Files(text, fmt, dict(reading.csv), dict(reading.types))
 
 
 def parse_out(text: str) -> DbObject | FileOut | StdOut:
@@ -190,8 +247,9 @@ def _attached(con: duckdb.DuckDBPyConnection, path: str) -> str:
     return attach(con, path, alias)
 
 
-def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files,
-                own_db: str | None = None) -> Source:
+def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files | Query,
+                own_db: str | None = None, types: Mapping[str, str] | None = None,
+                keep_text: tuple[str, ...] = ()) -> Source:
     """Resolve DATA against ``con`` into a :class:`~sqlnb.source.Source`.
 
     Parameters
@@ -203,9 +261,13 @@ def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files,
     own_db : str, optional
         The database file ``con`` is connected to (None for in-memory). A table in it is
         read directly; a table elsewhere is read through a read-only attachment.
+    types, keep_text
+        For CSV and JSON files: the types a model was fitted with, and the columns (a
+        label) whose text is kept rather than sniffed as BOOLEAN
+        (:func:`sqlnb.source.read_with`).
     """
-    if isinstance(data, Files):
-        return resolve(data, con)
+    if isinstance(data, (Files, Query)):
+        return resolve(read_with(data, types, keep_text), con)
     catalog = None if same_file(own_db, data.db) else _attached(con, data.db)
     names = _catalog_tables(con, catalog)
     if data.name.lower() not in {n.lower() for n in names}:

@@ -17,9 +17,9 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
-from sqlnb.sql.types import is_numeric
+from sqlnb.sql.types import is_numeric, is_text_type
 from sqlnb.models.finish import OUTPUTS, class_columns, scoring_select
-from sqlnb.source import Query, Source, Table, guess, resolve
+from sqlnb.source import Query, Source, Table, guess, read_with, resolve
 from sqlnb.store import save_model
 
 #: Default source table name of an exported scoring query (``to_sql`` without a source).
@@ -51,6 +51,20 @@ class Model:
     @property
     def feature_names(self) -> list[str]:
         raise NotImplementedError
+
+    def column_types(self) -> dict[str, str]:
+        """The type each feature column was fitted with, and the label's when it is text:
+        CSV and JSON sources are read with them (:func:`sqlnb.source.read_with`). A
+        numeric label is left as read, so that a label that is not a number is reported
+        as a label the model never saw, not as a conversion error."""
+        features = getattr(self, "features", {})
+        if isinstance(features, Mapping):  # the dense kinds: name -> type
+            types = dict(features)
+        else:  # naive Bayes: Feature objects
+            types = {f.name: f.sql_type for f in features}
+        if is_text_type(self.label_type):
+            types[self.label] = self.label_type
+        return types
 
     def numeric_features(self) -> list[str]:
         """Features whose scoring needs a numeric (or boolean) column."""
@@ -182,7 +196,7 @@ class Model:
         Spark keep no order: give ``key``, a column carried into the result and sorted on.
         """
         engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
-        source = engine.resolve(data)
+        source = engine.resolve(read_with(data, self.column_types()))
         return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb",
                                                   dialect=engine.dialect, key=key))
 

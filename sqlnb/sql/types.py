@@ -28,3 +28,7 @@ def is_numeric(sql_type: str) -> bool:
 
 def is_float(sql_type: str) -> bool:
     return _base_type(sql_type) in FLOAT_TYPES and "[" not in sql_type
+
+
+def is_text_type(sql_type: str) -> bool:
+    return sql_type.upper().startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR"))

@@ -45,7 +45,7 @@ from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric
 from sqlnb.models.naive_bayes.fit import plan_features
-from sqlnb.source import Source, resolve
+from sqlnb.source import Source, read_with, resolve
 
 #: Options used unless given: logistic regression on standardised columns (as
 #: ``StandardScaler`` + ``LogisticRegression``).
@@ -197,7 +197,7 @@ def encode(con: duckdb.DuckDBPyConnection, train: Any, test: Any, label: str,
         The sources, and per model kind the ``features`` (and for naive Bayes the
         ``feature_kinds``) to pass to :func:`learning_curves` as ``options``.
     """
-    train_src, test_src = resolve(train, con), resolve(test, con)
+    train_src, test_src = (resolve(read_with(d, keep_text=(label,)), con) for d in (train, test))
     feats = plan_features(train_src, label, None, "auto", None, features, exclude)
     names = [f.name for f in feats]
     categorical = [n for n in names if not (is_numeric(train_src.columns[n]) or train_src.columns[n].upper() == "BOOLEAN")]
@@ -299,7 +299,7 @@ def learning_curves(
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise SqlnbError(f"repeats must be a positive integer, not {repeats!r}")
     con = con if con is not None else duckdb.connect()
-    train_src, test_src = resolve(train, con), resolve(test, con)
+    train_src, test_src = (resolve(read_with(d, keep_text=(label,)), con) for d in (train, test))
     n = _count(con, train_src)
     sizes = default_sizes(n) if sizes is None else sorted({int(s) for s in sizes})
     if not sizes or sizes[0] < 1 or sizes[-1] > n:

@@ -69,7 +69,7 @@ from sqlnb.models.logistic import Logistic
 from sqlnb.models.base import Model
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
-from sqlnb.source import Source, Table, resolve
+from sqlnb.source import Source, Table, read_with, resolve
 
 #: Model kinds cross-validation knows (as :data:`sqlnb.api.MODELS`).
 MODELS = ("naive_bayes", "lda", "qda", "logistic")
@@ -465,7 +465,7 @@ def cross_validate(
             raise SqlnbError(f"{name!r} is not a parameter of model {model!r}{suggest(name, allowed)}; "
                              f"choose from: {', '.join(allowed)}")
     con = con if con is not None else duckdb.connect()
-    source = resolve(data, con)
+    source = resolve(read_with(data, keep_text=(label,)), con)
     source.require([label], "label column")
     fold = fold_expression(source, folds, seed, key)
     if features is not None and exclude:

@@ -41,7 +41,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.models.finish import class_columns, label_text
-from sqlnb.source import resolve
+from sqlnb.source import read_with, resolve
 from sqlnb.stats import _sort_key
 
 #: Probabilities are clipped to [EPS, 1 − EPS] in the log loss (scikit-learn's rule).
@@ -278,7 +278,7 @@ def evaluate(model, data: Any, con: duckdb.DuckDBPyConnection | None = None, lab
     start = time.perf_counter()
     con = con if con is not None else duckdb.connect()
     label = label or model.label
-    source = resolve(data, con)
+    source = resolve(read_with(data, model.column_types()), con)
     source.require([label], "label column")
     classes = list(model.classes)
     scored = model.scoring_query(source, outputs=("jll", "proba", "prediction"), keep=[label])

@@ -20,7 +20,7 @@ from sqlnb.models.finish import class_columns
 from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
-from sqlnb.source import Source, Table, resolve
+from sqlnb.source import Source, Table, read_with, resolve
 from sqlnb.stats import Moments, Statistics
 from sqlnb.workflows.generative.common import _require_likelihood, _with_report
 from sqlnb.workflows.generative.updating import compatible_features
@@ -207,7 +207,7 @@ def fit_em(
     hyper = Hyperparameters(**hyperparameters)
     con = con if con is not None else duckdb.connect()
     start = time.perf_counter()
-    source = resolve(labelled, con)
+    source = resolve(read_with(labelled, keep_text=(label,)), con)
     feats = plan_features(source, label, None, kind, feature_kinds, features, exclude, binarize)
     _require_likelihood(feats, "fit_em")
     lab_stats = collect_statistics(con, source, label, feats)  # skips (and counts) NULL labels
@@ -216,7 +216,7 @@ def fit_em(
         unl_source = _filtered(source, label, labelled=False, columns=[f.name for f in feats])
         lab_stats = replace(lab_stats, null_label_rows=0)  # those rows are the unlabelled ones
     else:
-        unl_source = resolve(unlabelled, con)
+        unl_source = resolve(read_with(unlabelled, {f.name: f.sql_type for f in feats}), con)
     report = {"source": source.description, "rows": lab_stats.n_rows, "null_label_rows": 0, "seconds": 0.0}
     model = NaiveBayes(label, source.columns[label], feats, lab_stats, hyper, report)
     compatible_features(model, unl_source, with_label=False)

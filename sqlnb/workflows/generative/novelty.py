@@ -12,7 +12,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.model import NaiveBayes
-from sqlnb.source import Source, resolve
+from sqlnb.source import Source, read_with, resolve
 from sqlnb.workflows.generative.common import _require_likelihood, _require_naive_bayes, _with_report
 
 #: Key of the novelty threshold in ``model.report`` (saved with the model).
@@ -63,7 +63,7 @@ def novelty_threshold(
     if not (isinstance(quantile, (int, float)) and 0 < quantile < 1):
         raise SqlnbError(f"the novelty quantile must be between 0 and 1 (exclusive), not {quantile!r}")
     con = con if con is not None else duckdb.connect()
-    source = resolve(data, con)
+    source = resolve(read_with(data, model.column_types()), con)
     scored = exp.Subquery(this=model.scoring_query(source, ("log_evidence",), keep=[]),
                           alias=exp.TableAlias(this=sql.ident("s")))
     ev = sql.col("log_evidence", "s")
@@ -123,4 +123,4 @@ def flag_novel(
     below the threshold of :func:`novelty_threshold` (or the ``threshold`` given).
     """
     con = con if con is not None else duckdb.connect()
-    return con.sql(sql.render(novelty_query(model, resolve(data, con), threshold, outputs, keep)))
+    return con.sql(sql.render(novelty_query(model, resolve(read_with(data, model.column_types()), con), threshold, outputs, keep)))

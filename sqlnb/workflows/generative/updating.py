@@ -14,7 +14,7 @@ from sqlnb.models.naive_bayes.families import Feature, is_numeric
 from sqlnb.models.naive_bayes.fit import collect_statistics
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.text import bag_layout
-from sqlnb.source import Source, resolve
+from sqlnb.source import Source, read_with, resolve
 from sqlnb.workflows.generative.common import _require_naive_bayes, _with_report
 from sqlnb.workflows.generative.novelty import NOVELTY
 
@@ -133,7 +133,7 @@ def update(
     model = _require_naive_bayes(model, "update")
     con = con if con is not None else duckdb.connect()
     start = time.perf_counter()
-    source = resolve(data, con)
+    source = resolve(read_with(data, model.column_types()), con)
     features = compatible_features(model, source)
     if model.weight is not None:
         source.require([model.weight], "weight column")
