@@ -18,6 +18,7 @@ from sqlnb.models import dense
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
+from sqlnb.models import screening
 from sqlnb.source import read_with
 from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features
 from sqlnb.models.logistic import Logistic
@@ -42,6 +43,8 @@ def fit(
     weight: str | None = None,
     binarize: float | Mapping[str, float] = 0.0,
     text: Any = None,
+    keep_columns: Sequence[str] | None = None,
+    screen: bool = True,
     **hyperparameters: Any,
 ) -> NaiveBayes:
     """Fit a classifier in the database: naive Bayes (default), LDA, QDA or logistic regression.
@@ -67,7 +70,15 @@ def fit(
     feature_kinds : mapping, optional
         Per-column family overrides.
     features, exclude : list of str, optional
-        Which columns are features (default: all but the label and weight).
+        Which columns are features (default: all but the label and weight, screened).
+    keep_columns : list of str, optional
+        Columns to keep although screening would leave them out. Without ``features``,
+        an ID column (a different integer or text in every row), a constant column and a
+        text column with more distinct values than half its rows are left out, each
+        with a :class:`~sqlnb.errors.ScreeningWarning` and a line in ``model.report
+        ["screened"]`` (:mod:`sqlnb.models.screening`).
+    screen : bool
+        False: no screening (every column but the label and weight is a feature).
     weight : str, optional
         A column of non-negative row weights.
     binarize : float or mapping
@@ -101,34 +112,41 @@ def fit(
                    if v != default]
         if nb_only:
             raise SqlnbError(f"{nb_only[0]} applies to naive Bayes only, not to model {model!r}")
-        return _DENSE[model](data, label, con=con, features=features, exclude=exclude, **hyperparameters)
+        return _DENSE[model](data, label, con=con, features=features, exclude=exclude, keep_columns=keep_columns,
+                             screen=screen, **hyperparameters)
     hyper = Hyperparameters(**hyperparameters)
     engine = as_engine(con)  # a DuckDB connection, or an engine (sqlnb.engines), or None
     start = time.perf_counter()
     source = engine.resolve(read_with(data, keep_text=(label,)))
+    keep = [*(keep_columns or ()), *(feature_kinds or {})]  # a kind given is a column asked for
+    # Text columns are screened as categories only where they would be categorical (not bags).
+    screened = screening.screen_plan(engine, source, label, weight, features, exclude, keep, screen,
+                                     numeric_only=kind not in ("auto", "categorical"))
+    exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text)
     stats = collect_statistics(engine, source, label, feats, weight)
-    report = {
-        "source": source.description,
-        "rows": stats.n_rows,
-        "null_label_rows": stats.null_label_rows,
-        "seconds": round(time.perf_counter() - start, 3),
-    }
+    report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
 
 
-def _dense_start(data, label, con, features, exclude, what):
+def _dense_start(data, label, con, features, exclude, keep_columns, screen, what):
     # Any engine: the moments aggregate runs where the data is (COVAR_POP exists in DuckDB,
     # PostgreSQL and Spark); logistic regression reads its rows through the engine once.
     from sqlnb.engines import as_engine
     engine = as_engine(con)
     source = engine.resolve(read_with(data, keep_text=(label,)))
-    return engine, source, dense.plan_features(source, label, features, exclude, what)
+    screened = screening.screen_plan(engine, source, label, None, features, exclude, keep_columns, screen,
+                                     numeric_only=True)
+    exclude = [*(exclude or ()), *(s.column for s in screened)] or None
+    return engine, source, dense.plan_features(source, label, features, exclude, what), screened
 
 
-def _report(source, rows: int, null_label_rows: int, start: float) -> dict:
-    return {"source": source.description, "rows": rows, "null_label_rows": null_label_rows,
-            "seconds": round(time.perf_counter() - start, 3)}
+def _report(source, rows: int, null_label_rows: int, start: float, screened=()) -> dict:
+    report = {"source": source.description, "rows": rows, "null_label_rows": null_label_rows,
+              "seconds": round(time.perf_counter() - start, 3)}
+    if screened:
+        report["screened"] = [s.to_dict() for s in screened]
+    return report
 
 
 def fit_lda(
@@ -138,6 +156,8 @@ def fit_lda(
     con: duckdb.DuckDBPyConnection | None = None,
     features: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
+    keep_columns: Sequence[str] | None = None,
+    screen: bool = True,
     shrinkage: float | None = None,
     priors: Any = None,
 ) -> LDA:
@@ -145,11 +165,12 @@ def fit_lda(
 
     Parameters
     ----------
-    data, label, con
+    data, label, con, keep_columns, screen
         As for :func:`fit`.
     features, exclude : list of str, optional
-        Numeric (or boolean) feature columns (default: all but the label; any other
-        type raises). Training rows must be complete: see :mod:`sqlnb.models.dense`.
+        Numeric (or boolean) feature columns (default: all but the label, screened as by
+        :func:`fit`; any other type raises). Training rows must be complete: see
+        :mod:`sqlnb.models.dense`.
     shrinkage : float in [0, 1], optional
         Shrink each class covariance towards ``(tr C / d)·I`` (scikit-learn's float
         ``shrinkage`` with ``solver='lsqr'``).
@@ -160,7 +181,8 @@ def fit_lda(
     -------
     LDA
     """
-    return _fit_discriminant(LDA, data, label, con, features, exclude, priors, shrinkage=shrinkage)
+    return _fit_discriminant(LDA, data, label, con, features, exclude, keep_columns, screen, priors,
+                             shrinkage=shrinkage)
 
 
 def fit_qda(
@@ -170,6 +192,8 @@ def fit_qda(
     con: duckdb.DuckDBPyConnection | None = None,
     features: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
+    keep_columns: Sequence[str] | None = None,
+    screen: bool = True,
     reg_param: float = 0.0,
     priors: Any = None,
 ) -> QDA:
@@ -182,16 +206,18 @@ def fit_qda(
     -------
     QDA
     """
-    return _fit_discriminant(QDA, data, label, con, features, exclude, priors, reg_param=reg_param)
+    return _fit_discriminant(QDA, data, label, con, features, exclude, keep_columns, screen, priors,
+                             reg_param=reg_param)
 
 
-def _fit_discriminant(cls, data, label, con, features, exclude, priors, **params):
+def _fit_discriminant(cls, data, label, con, features, exclude, keep_columns, screen, priors, **params):
     """LDA or QDA: plan the features, one moments scan, then the model (solved lazily)."""
     start = time.perf_counter()
-    con, source, feats = _dense_start(data, label, con, features, exclude, cls.kind.upper())
+    con, source, feats, screened = _dense_start(data, label, con, features, exclude, keep_columns, screen,
+                                                cls.kind.upper())
     moments = collect_moments(con, source, label, list(feats))[1][None]
     return cls(label, source.columns[label], feats, moments, priors,
-               _report(source, moments.n_rows, moments.null_label_rows, start), **params)
+               _report(source, moments.n_rows, moments.null_label_rows, start, screened), **params)
 
 
 def fit_logistic(
@@ -201,6 +227,8 @@ def fit_logistic(
     con: duckdb.DuckDBPyConnection | None = None,
     features: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
+    keep_columns: Sequence[str] | None = None,
+    screen: bool = True,
     C: float = 1.0,
     standardize: bool = False,
 ) -> Logistic:
@@ -208,7 +236,7 @@ def fit_logistic(
 
     Parameters
     ----------
-    data, label, con, features, exclude
+    data, label, con, features, exclude, keep_columns, screen
         As for :func:`fit_lda`.
     C : float
         Inverse penalty strength, as scikit-learn's ``LogisticRegression(C=C)``.
@@ -221,11 +249,12 @@ def fit_logistic(
     Logistic
     """
     start = time.perf_counter()
-    con, source, feats = _dense_start(data, label, con, features, exclude, "logistic regression")
+    con, source, feats, screened = _dense_start(data, label, con, features, exclude, keep_columns, screen,
+                                                "logistic regression")
     labels, X, _, null_rows = dense.read_rows(con, source, label, feats)
     classes = dense.check_labels(dict.fromkeys(labels), label, source.description, null_rows)
     return Logistic.fit_arrays(label, source.columns[label], feats, labels, X, classes, C, standardize,
-                               _report(source, len(labels), null_rows, start))
+                               _report(source, len(labels), null_rows, start, screened))
 
 
 _DENSE = {"lda": fit_lda, "qda": fit_qda, "logistic": fit_logistic}

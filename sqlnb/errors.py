@@ -22,6 +22,11 @@ class SqlnbNotFound(SqlnbError):
     """A file, table, model or column that does not exist."""
 
 
+class ScreeningWarning(UserWarning):
+    """A column left out of an automatic feature plan (an ID, a constant, a near-unique
+    category); the message says which and how to keep it."""
+
+
 def suggest(name: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices``, or an empty string."""
     choices = [str(c) for c in choices]

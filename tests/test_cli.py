@@ -106,10 +106,10 @@ def test_fit_matches_the_python_api(base):
 
 
 def test_fit_is_silent_on_a_pipe_and_summarises_at_a_terminal(work, monkeypatch):
-    result = invoke("fit", work / "train.parquet", "-y", "y", "--model", f"{work}/m.duckdb:other")
+    result = invoke("fit", work / "train.parquet", "-y", "y", "--exclude", "id", "--model", f"{work}/m.duckdb:other")
     assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
     monkeypatch.setattr(cli_module, "stderr_is_terminal", lambda: True)
-    result = invoke("fit", work / "train.parquet", "-y", "y", "--model", f"{work}/m.duckdb:third")
+    result = invoke("fit", work / "train.parquet", "-y", "y", "--exclude", "id", "--model", f"{work}/m.duckdb:third")
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr.startswith("fitted 'third'") and "200 rows, 3 classes" in result.stderr
     assert len(result.stderr.splitlines()) == 1
@@ -441,9 +441,10 @@ def test_existing_model_needs_replace_and_a_failed_refit_keeps_it(work):
     assert snapshot(db) == before
     assert_error(invoke("fit", work / "train.parquet", "-y", "nope", "-m", f"{db}:nb", "--replace"), "label column")
     assert snapshot(db) == before
-    assert invoke("fit", work / "train.parquet", "-y", "y", "-m", f"{db}:nb", "--replace").exit_code == 0
+    r = invoke("fit", work / "train.parquet", "-y", "y", "-m", f"{db}:nb", "--replace", "--keep-columns", "id")
+    assert r.exit_code == 0, r.stderr
     assert [m["name"] for m in sqlnb.models(str(db))] == ["nb"]
-    assert sqlnb.models(str(db))[0]["features"] == 5  # id is a feature now
+    assert sqlnb.models(str(db))[0]["features"] == 5  # id is a feature now (kept although it looks like an ID)
 
 
 def test_scoring_data_lacking_a_feature(work):

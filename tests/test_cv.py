@@ -133,10 +133,12 @@ def test_naive_bayes_cv_without_the_copy_reads_the_source_twice(counted, monkeyp
     # The statistics of every fold cost what a single fit costs, and every (grid point,
     # fold) is scored in one more read: fit_rows + n rows whatever k and G (fold by fold
     # it was n·(1 + G·k)). A fit reads the source once, plus the first SHIFT_ROWS rows
-    # for the Gaussian shifts (sqlnb.models.naive_bayes.fit.gaussian_shifts), which are all 300 rows here.
-    assert calls == [fit_rows], "the statistics of every fold cost one fit's reads"
-    assert seen["rows"] - calls[0] == n, "every (grid point, fold) is scored in one read of the source"
-    assert fit_rows == n + min(n, importlib.import_module("sqlnb.models.naive_bayes.fit").SHIFT_ROWS)
+    # for the Gaussian shifts (sqlnb.models.naive_bayes.fit.gaussian_shifts) and the first
+    # SAMPLE_ROWS for column screening (sqlnb.models.screening), all 300 rows here.
+    screen_rows = min(n, importlib.import_module("sqlnb.models.screening").SAMPLE_ROWS)
+    assert calls == [fit_rows - screen_rows], "the statistics of every fold cost one fit's reads"
+    assert seen["rows"] - calls[0] == n + screen_rows, "scoring is one read of the source, screening another"
+    assert fit_rows == n + min(n, importlib.import_module("sqlnb.models.naive_bayes.fit").SHIFT_ROWS) + screen_rows
     assert seen["rows"] == fit_rows + n
     assert result.scans == {"source": 2, "statistics": 1, "scoring": 1} and sum(result.fold_rows) == n
     assert len(result.results) == G and all(len(r["accuracy"]) == folds for r in result.results)

@@ -66,7 +66,7 @@ def test_gaussian(data):
     w, choice, prior = weights_and_prior(data.draw, rng, len(y), k)
     sk = GaussianNB(priors=prior if choice == "given" else (np.full(k, 1 / k) if choice == "uniform" else None))
     sk.fit(X, y, sample_weight=w)
-    m = sqlnb.fit(frame(X, y, w), "y", weight="w" if w is not None else None,
+    m = sqlnb.fit(frame(X, y, w), "y", screen=False, weight="w" if w is not None else None,
                   class_prior=our_prior(choice, prior, list(range(k))))
     Xt = np.vstack([X, rng.normal(0, 1, (5, d)) * scale])
     assert_parity(sk, m, Xt)
@@ -99,8 +99,8 @@ def test_discrete(data, family):
         sk = ComplementNB(norm=family.endswith("norm"), **kw)
     sk.fit(X, y, sample_weight=w)
     params = dict(feature_alpha={f"x{j}": float(a) for j, a in enumerate(alpha)}) if vector else dict(alpha=alpha)
-    m = sqlnb.fit(frame(X, y, w), "y", kind=family.split("-")[0], weight="w" if w is not None else None,
-                  binarize=kw.get("binarize", 0.0), norm=family.endswith("norm"),
+    m = sqlnb.fit(frame(X, y, w), "y", screen=False, kind=family.split("-")[0],
+                  weight="w" if w is not None else None, binarize=kw.get("binarize", 0.0), norm=family.endswith("norm"),
                   class_prior=our_prior(choice, prior, list(range(k))), **params)
     Xt = np.vstack([X, rng.poisson(2.0, (5, d)).astype(float)])
     assert_parity(sk, m, Xt)
@@ -118,7 +118,7 @@ def test_categorical_on_codes(data):
     alpha = float(rng.uniform(0.1, 2.0))
     sk = CategoricalNB(alpha=alpha, fit_prior=choice != "uniform", class_prior=prior)
     sk.fit(X, y, sample_weight=w)
-    m = sqlnb.fit(frame(X, y, w), "y", kind="categorical", weight="w" if w is not None else None,
+    m = sqlnb.fit(frame(X, y, w), "y", screen=False, kind="categorical", weight="w" if w is not None else None,
                   alpha=alpha, class_prior=our_prior(choice, prior, list(range(k))))
     assert_parity(sk, m, X)
 
@@ -127,7 +127,8 @@ def test_bernoulli_vector_alpha_by_hand():
     X = np.array([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 1], [1, 1, 1]], float)
     y = np.array([0, 0, 1, 1, 1])
     alpha = np.array([0.5, 1.0, 2.0])
-    m = sqlnb.fit(frame(X, y), "y", kind="bernoulli", feature_alpha={f"x{j}": a for j, a in enumerate(alpha)})
+    m = sqlnb.fit(frame(X, y), "y", screen=False, kind="bernoulli",
+                  feature_alpha={f"x{j}": a for j, a in enumerate(alpha)})
     # θ_cj = (N_cj + α_j) / (N_c + 2 α_j), feature by feature.
     n_c = np.array([2.0, 3.0])
     n_cj = np.array([X[y == c].sum(axis=0) for c in (0, 1)])
@@ -141,6 +142,6 @@ def test_complement_norm_single_feature():
     # One feature: comp_c / Σ comp = 1, its normalised weight is 0/0. sqlnb gives it
     # weight 0 (no information), so every class scores 0 and the posterior is uniform.
     X = np.array([[0.0], [2.0], [1.0], [3.0]])
-    m = sqlnb.fit(frame(X, [0, 0, 1, 1]), "y", kind="complement", norm=True)
+    m = sqlnb.fit(frame(X, [0, 0, 1, 1]), "y", screen=False, kind="complement", norm=True)
     p = scores(m, X)["proba"]
     np.testing.assert_allclose(p, 0.5, atol=1e-15)

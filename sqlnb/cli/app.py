@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -21,7 +22,7 @@ import sqlglot
 from sqlnb import api
 from sqlnb import engines
 from sqlnb import sql
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import ScreeningWarning, SqlnbError
 from sqlnb.source import _first_line
 
 EXIT_OK = 0
@@ -73,6 +74,26 @@ class SqlnbGroup(click.Group):
             raise _usage_line(e) from None
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; notes the library gives as :class:`~sqlnb.errors.ScreeningWarning`
+        (columns left out of a fit) go to stderr as plain lines once it has succeeded, so a
+        failed command still prints its one ``Error:`` line only."""
+        notes: list[str] = []
+        with warnings.catch_warnings():
+            shown = warnings.showwarning
+
+            def show(message, category, *args, **kwargs):
+                if issubclass(category, ScreeningWarning):
+                    notes.append(str(message))
+                else:
+                    shown(message, category, *args, **kwargs)
+            warnings.showwarning = show
+            warnings.simplefilter("always", ScreeningWarning)
+            result = self._invoke_one_line(ctx)
+        for line in notes:
+            click.echo(line, err=True)
+        return result
+
+    def _invoke_one_line(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except click.exceptions.NoArgsIsHelpError:

@@ -323,6 +323,9 @@ def features_options(help: str):
     )
 
 
+keep_columns_option = click.option(
+    "--keep-columns", multiple=True, metavar="COL,...",
+    help="Keep these columns although screening would leave them out (IDs, constants, near-unique categories).")
 replace_option = click.option("--replace", is_flag=True, help="Overwrite an existing model or output.")
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                              show_default=True, help="Output format.")

@@ -12,7 +12,7 @@ from sqlnb import api
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, model_str, save
 from sqlnb.cli.options import (alpha_option, assignments, column_options, source_options, data_spec,
-                               feature_plan_args, kind_options, label_option, model_kind_args, model_kind_option,
+                               feature_plan_args, keep_columns_option, kind_options, label_option, model_kind_args, model_kind_option,
                                model_location, model_option, parse_class_prior, replace_option, split_list,
                                text_args, text_options)
 from sqlnb.errors import SqlnbError
@@ -34,13 +34,14 @@ from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
 @click.option("--prior-alpha", type=float, help="Concentration of the dirichlet class prior (default 1).")
 @click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation.")
 @click.option("--unseen", type=click.Choice(UNSEEN), help="Unseen categories: missing (no evidence, default) or bucket.")
+@keep_columns_option
 @kind_options
 @text_options
 @source_options
 @replace_option
 @click.pass_obj
 def fit(settings: Settings, data, label, model, kind, feature_kind, features, exclude, weight, binarize,
-        alpha, feature_alpha, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
+        keep_columns, alpha, feature_alpha, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
         shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
         max_features, select_k, reading, replace):
     """Fit a model on DATA and save it as MODEL: naive Bayes (--kind auto or a family),
@@ -49,6 +50,9 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
     One scan of DATA computes every statistic; the model (a few small tables) is saved
     in one transaction, so a failed fit leaves an existing model untouched. Text
     columns given --feature-kind COL=multinomial are token bags (see the text options).
+    Without --features, columns that look like IDs, constants and text columns with
+    more distinct values than half their rows are left out, each named on stderr with
+    how to keep it (--keep-columns).
 
     \b
     Example:
@@ -79,9 +83,10 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
         if settings.remote:
             raise SqlnbError(f"--kind {kind} is fitted in DuckDB only; use --engine duckdb")
         params |= {"features": split_list(features), "exclude": split_list(exclude)}
+    params["keep_columns"] = split_list(keep_columns)
     check_new_model(settings, target, replace)
     start = time.perf_counter()
-    if settings.remote:
+    if settings.remote:  # columns screening leaves out are noted on stderr (sqlnb.cli.app)
         m = api.fit(spec, label, con=settings.warehouse(), **params)
     else:
         with settings.working(), settings.connect() as con:
@@ -91,5 +96,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
         # statistics (e.g. MAP with alpha < 1 on a zero count) fails before saving.
         m.log_parameters()
     save(settings, m, target, replace)
-    settings.summary(f"fitted {model_str(target)}: {m.report.get('rows', 0):,} rows, {len(m.classes)} classes, "
-                     f"{len(m.features)} features, {time.perf_counter() - start:.2f} s")
+    skipped = m.report.get("null_label_rows") or 0
+    settings.summary(f"fitted {model_str(target)}: {m.report.get('rows', 0):,} rows"
+                     + (f" ({skipped:,} with a NULL label skipped)" if skipped else "")
+                     + f", {len(m.classes)} classes, {len(m.features)} features, {time.perf_counter() - start:.2f} s")

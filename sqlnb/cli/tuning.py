@@ -13,7 +13,7 @@ import click
 from sqlnb import api
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, dump_json, model_str, save, write_text_file
-from sqlnb.cli.options import (DENSE_KINDS, source_options, features_options, format_option, label_option,
+from sqlnb.cli.options import (DENSE_KINDS, keep_columns_option, source_options, features_options, format_option, label_option,
                                model_kind_option, model_option, replace_option, seed_option, split_list)
 from sqlnb.errors import SqlnbError
 from sqlnb.io import output
@@ -72,15 +72,16 @@ def cv_text(r) -> str:
 @click.option("--scoring", type=click.Choice(["accuracy", "log_loss"]), default="accuracy", show_default=True,
               help="What picks the best grid point.")
 @click.option("--refit", is_flag=True, help="Fit the best grid point on all rows and save it as --model.")
-@features_options("Feature columns (default: all but the label).")
+@features_options("Feature columns (default: all but the label, screened as by fit).")
+@keep_columns_option
 @click.option("--copy/--no-copy", "copy_source", default=True, show_default=True,
               help="Read DATA once into a temporary table and cross-validate on the copy; --no-copy reads DATA twice.")
 @format_option
 @source_options
 @replace_option
 @click.pass_obj
-def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring, refit, features, exclude, copy_source,
-       fmt, reading, replace):
+def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring, refit, features, exclude,
+       keep_columns, copy_source, fmt, reading, replace):
     """Cross-validate on DATA, optionally over a grid of hyperparameters.
 
     Rows go to folds by a hash of their values (and --seed); one scan collects every
@@ -103,9 +104,11 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring,
     if target is not None:
         check_new_model(settings, target, replace)
     with settings.working(), settings.connect() as con:
-        r = cross_validate(data_source(con, spec, keep_text=(label,)), label, model=kind if kind in DENSE_KINDS else "naive_bayes",
+        r = cross_validate(data_source(con, spec, keep_text=(label,)), label,
+                           model=kind if kind in DENSE_KINDS else "naive_bayes",
                            con=con, folds=folds, seed=seed, grid=points, scoring=scoring, refit=refit,
                            features=split_list(features), exclude=split_list(exclude),
+                           keep_columns=split_list(keep_columns),
                            materialize_source=copy_source, **options)
     if target is not None:
         save(settings, r.best_model, target, replace)

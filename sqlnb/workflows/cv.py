@@ -67,6 +67,8 @@ from sqlnb.workflows.evaluate import over_scored, summary_query
 from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.base import Model
+from sqlnb.models.screening import screen_plan
+from sqlnb.engines import as_engine
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
 from sqlnb.source import Source, Table, read_with, resolve
@@ -409,6 +411,8 @@ def cross_validate(
     refit: bool = True,
     features: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
+    keep_columns: Sequence[str] | None = None,
+    screen: bool = True,
     materialize_source: bool = True,
     **options: Any,
 ) -> CVResult:
@@ -416,8 +420,8 @@ def cross_validate(
 
     Parameters
     ----------
-    data, label, con, features, exclude
-        As for :func:`sqlnb.fit`.
+    data, label, con, features, exclude, keep_columns, screen
+        As for :func:`sqlnb.fit` (the same columns are screened out as a fit leaves out).
     model : {"naive_bayes", "lda", "qda", "logistic"}
         The model kind.
     folds : int
@@ -472,16 +476,26 @@ def cross_validate(
         raise SqlnbError("give either the features to use or the ones to exclude, not both")
     source.require(list(features or ()), "feature column")
     source.require(list(exclude or ()), "excluded column")  # checked here: the copy leaves them out
+    keep = [*(keep_columns or ()), *(options.get("feature_kinds") or {})]
+
+    def screened(src: Source, skip: Sequence[str] | None) -> list[str]:
+        # The columns a fit would leave out (sqlnb.models.screening), read from ``src``.
+        found = screen_plan(as_engine(con), src, label, options.get("weight"), features, skip, keep, screen,
+                            numeric_only=model != "naive_bayes" or options.get("kind", "auto") not in ("auto",
+                                                                                                      "categorical"))
+        return [s.column for s in found]
+
     if not materialize_source:
+        exclude = [*(exclude or ()), *screened(source, exclude)] or None
         return _cross_validate(con, source, label, fold, model, folds, seed, points, scoring, refit,
                                features, exclude, options, start, source_reads=2)
     table, copy, fold = materialize(con, source, label, fold, features, exclude)
     try:
         # The copy holds the label, the features (excluded columns were not copied) and
-        # the fold column, which is not a feature.
+        # the fold column, which is not a feature. Screening reads the copy, not the source.
         return _cross_validate(con, copy, label, fold, model, folds, seed, points, scoring, refit,
-                               features, None if features is not None else [fold.name], options, start,
-                               source_reads=1)
+                               features, None if features is not None else [fold.name, *screened(copy, [fold.name])],
+                               options, start, source_reads=1)
     finally:
         con.execute(sql.render(exp.Drop(tables=[sql.table(table)], kind="TABLE", exists=True)))
 

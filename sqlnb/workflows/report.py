@@ -183,6 +183,8 @@ def show_text(d: dict, provenance: bool = True) -> str:
              f"trained on   {fmt_count(trained.get('rows'))} rows of {trained.get('source', '?')}"
              + (f" ({fmt_count(trained['null_label_rows'])} with a NULL label skipped)"
                 if trained.get("null_label_rows") else "")]
+    for i, s in enumerate(trained.get("screened") or []):  # sqlnb.models.screening
+        lines.append(f"{'left out' if i == 0 else '':<13}{s['column']}: {s['reason']}")
     if provenance:
         v = d.get("versions") or {}
         lines.append(f"created      {d.get('created') or '?'} in {trained.get('seconds', '?')} s"
