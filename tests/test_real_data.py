@@ -198,3 +198,60 @@ def test_columns_fix_types_and_keep_leading_zeros(tmp_path):
     rows = list(csv.DictReader(io.StringIO(ok(sqlnb_cli("score", path, "--model", model, "--out", "-")))))
     assert [r["zip"] for r in rows[:2]] == ["1000", "01001"]
     assert all(r["prediction"] == r["y"] for r in rows)
+
+
+# -- provenance and counts users ask for --------------------------------------------------------
+
+
+def test_show_lists_every_batch_after_update(churn, tmp_path):
+    model = f"{tmp_path / 'm.duckdb'}:m"
+    ok(sqlnb_cli("fit", churn / "train.csv", "--label", "churn", "--model", model))
+    ok(sqlnb_cli("update", churn / "test.csv", "--model", model))
+    ok(sqlnb_cli("update", churn / "test.csv", "--model", model, "--decay", "0.5"))
+    shown = json.loads(ok(sqlnb_cli("show", "--model", model, "--format", "json")))
+    batches = shown["trained"]["batches"]
+    assert [(b["rows"], b.get("decay")) for b in batches] == [(3000, None), (1000, None), (1000, 0.5)]
+    assert all(b["source"].endswith(("train.csv'", "test.csv'")) and b["at"] for b in batches)
+    text = ok(sqlnb_cli("show", "--model", model)).splitlines()
+    assert text[2].startswith("trained on   3,000 rows of") and "train.csv" in text[2]
+    assert text[3].startswith("updated with 1,000 rows of") and "test.csv" in text[3]
+    assert text[4].strip().startswith("1,000 rows of") and text[4].endswith("decay 0.5")
+    assert text[5] == "in all       3,000 rows (effective: older rows decayed)"  # (3000 + 1000)·0.5 + 1000
+
+
+def test_evaluate_names_a_label_it_never_saw_and_counts_unseen_categories(churn, tmp_path):
+    model = f"{tmp_path / 'm.duckdb'}:m"
+    ok(sqlnb_cli("fit", churn / "train.csv", "--label", "churn", "--model", model))
+    test = tmp_path / "test.csv"
+    lines = (churn / "test.csv").read_text().splitlines()
+    # adult.test's spelling: a trailing '.' on the label; and a tenth of 'cat' unseen
+    rows = [lines[0]] + [",".join(c[:3] + (["z"] if i % 10 == 0 else c[3:4]) + [c[4] + "."])
+                         for i, c in enumerate(line.split(",") for line in lines[1:])]
+    test.write_text("\n".join(rows) + "\n")
+    r = sqlnb_cli("evaluate", test, "--model", model)
+    out = ok(r)
+    assert "rows have a label the model does not know (e.g. 'no.' (nearest class 'no'), 'yes.' (nearest class " \
+           "'yes'))" in out
+    assert "note: values unseen in training, in the first 10,000 rows (scored as missing): cat 100 of 1,000" \
+        in r.stderr
+    d = json.loads(ok(sqlnb_cli("evaluate", test, "--model", model, "--format", "json")))
+    assert d["unknown_labels"] == ["no.", "yes."]
+    assert d["unseen_categories"] == [{"column": "cat", "values": 1000, "unseen": 100, "examples": ["z"],
+                                       "nearest": ["b"], "rows_read": 10000}]
+    scored = sqlnb_cli("score", test, "--model", model, "--out", "-")
+    assert "cat 100 of 1,000" in scored.stderr and len(ok(scored).splitlines()) == 1001
+
+
+def test_the_fit_summary_counts_rows_without_a_label(tmp_path, monkeypatch):
+    import sqlnb.cli as cli_module
+    from support.cli import invoke
+
+    path = tmp_path / "t.csv"
+    path.write_text("x,y\n" + "".join(f"{i % 7},{'' if i % 10 == 0 else 'ab'[i % 2]}\n" for i in range(100)))
+    model = f"{tmp_path / 'm.duckdb'}:m"
+    monkeypatch.setattr(cli_module, "stderr_is_terminal", lambda: True)  # the summary is for a terminal
+    r = invoke("fit", path, "--label", "y", "--model", model)
+    assert r.exit_code == 0, r.stderr
+    assert "90 rows (10 with a NULL label skipped), 2 classes" in r.stderr
+    shown = ok(sqlnb_cli("show", "--model", model))
+    assert "trained on   90 rows of" in shown and "(10 with a NULL label skipped)" in shown

@@ -24,7 +24,7 @@ from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import _QUERY_START, Query, Source, Table, resolve
 from sqlnb.workflows import export
-from sqlnb.workflows.checks import unseen_categories
+from sqlnb.workflows.checks import unseen_categories, unseen_counts
 from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
 from sqlnb.workflows.generative import novelty_query
 
@@ -123,9 +123,9 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading)
     m = load(settings, model)
     with settings.working(), settings.connect() as con:
         source = data_source(con, spec, types=m.column_types())
-        warn_unseen(m, source, con)
+        unseen = warn_unseen(m, source, con)
         ev = evaluate_model(m, source, con, label)
-    click.echo(dump_json(ev.to_dict()) if fmt == "json" else text_report(ev))
+    click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen}) if fmt == "json" else text_report(ev))
     settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
     if min_accuracy is not None and (ev.accuracy is None or ev.accuracy < min_accuracy):
         got = "n/a (no labelled rows)" if ev.accuracy is None else f"{ev.accuracy:.4f}"
@@ -133,11 +133,14 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading)
         raise click.exceptions.Exit(EXIT_FAIL)
 
 
-def warn_unseen(m, source: Source, con) -> None:
-    """Say on stderr, before any row is written, which categorical columns hold mostly
-    values the model never saw (a leading space, another spelling): they score as missing."""
-    for line in unseen_categories(m, source, con):
+def warn_unseen(m, source: Source, con) -> list[dict]:
+    """Say on stderr, before any row is written, how many values of each categorical
+    column the model never saw, with a warning where they are most of them (a leading
+    space, another spelling): they score as missing. Returns the counts."""
+    counts = unseen_counts(m, source, con)
+    for line in unseen_categories(m, source, con, counts=counts):
         click.echo(line, err=True)
+    return counts
 
 
 @click.command("sql")

@@ -27,15 +27,13 @@ SAMPLE_ROWS = 10_000
 THRESHOLD = 0.5
 
 
-def unseen_categories(model: Any, source: Source, con: duckdb.DuckDBPyConnection,
-                      sample_rows: int = SAMPLE_ROWS, threshold: float = THRESHOLD) -> list[str]:
-    """One warning line per categorical column where more than ``threshold`` of the
-    non-NULL values in the first ``sample_rows`` rows were never seen in training.
-
-    Each line names the column, the share, two unseen values and the nearest values the
-    model knows (by similarity of their text). Models without categorical columns, and
-    sources without the column, give no line.
-    """
+def unseen_counts(model: Any, source: Source, con: duckdb.DuckDBPyConnection,
+                  sample_rows: int = SAMPLE_ROWS) -> list[dict]:
+    """Per categorical column of ``model`` in ``source``: in the first ``sample_rows``
+    rows, how many non-NULL values there are (``values``) and how many of them the model
+    never saw in training (``unseen``), with up to two unseen ``examples`` and the
+    ``nearest`` seen value of each (by similarity of their text). One query, every
+    categorical column at once; models without categorical columns give an empty list."""
     features = [f for f in getattr(model, "features", []) if getattr(f, "kind", None) == "categorical"
                 and f.bag is None and f.name in source.columns]
     if not features:
@@ -64,18 +62,45 @@ def unseen_categories(model: Any, source: Source, con: duckdb.DuckDBPyConnection
     head = exp.select(exp.Star()).from_(source.from_("src")).limit(sample_rows)
     query = exp.select(*columns).from_(exp.Subquery(this=head, alias=exp.TableAlias(this=sql.ident("src"))))
     row = con.execute(sql.render(query)).fetchall()[0]
-    lines = []
+    out = []
     for j, f in enumerate(features):
         n, u, a, b = row[4 * j:4 * j + 4]
-        if not n or u / n <= threshold:
-            continue
         examples = [v for v in dict.fromkeys([a, b]) if v is not None]
         known = [str(v) for v in values[f.name]]
         nearest = [m for e in examples for m in difflib.get_close_matches(e, known, n=1, cutoff=0.0)]
-        treated = "an unseen bucket" if getattr(model.hyper, "unseen", "missing") == "bucket" else "missing"
+        out.append({"column": f.name, "values": int(n), "unseen": int(u), "examples": examples,
+                    "nearest": list(dict.fromkeys(nearest)), "rows_read": sample_rows})
+    return out
+
+
+def unseen_categories(model: Any, source: Source, con: duckdb.DuckDBPyConnection,
+                      sample_rows: int = SAMPLE_ROWS, threshold: float = THRESHOLD,
+                      counts: list[dict] | None = None) -> list[str]:
+    """Lines for stderr about the values of categorical columns the model never saw, in
+    the first ``sample_rows`` rows (:func:`unseen_counts`, or ``counts`` when given):
+
+    * a ``warning:`` per column where more than ``threshold`` of the non-NULL values are
+      unseen (a leading space, another spelling), naming the share, two unseen values and
+      the nearest seen ones;
+    * one ``note:`` counting the unseen values of the other columns that have any.
+    """
+    counts = unseen_counts(model, source, con, sample_rows) if counts is None else counts
+    treated = "an unseen bucket" if getattr(getattr(model, "hyper", None), "unseen", "missing") == "bucket" \
+        else "missing"
+    lines, few = [], []
+    for c in counts:
+        n, u = c["values"], c["unseen"]
+        if not n or not u:
+            continue
+        if u / n <= threshold:
+            few.append(f"{c['column']} {u:,} of {n:,}")
+            continue
         lines.append(
-            f"warning: column {f.name!r}: {u:,} of {n:,} non-NULL values in the first {sample_rows:,} rows "
+            f"warning: column {c['column']!r}: {u:,} of {n:,} non-NULL values in the first {sample_rows:,} rows "
             f"({100.0 * u / n:.0f}%) are unseen in training and score as {treated} "
-            f"(e.g. {', '.join(repr(e) for e in examples)}; nearest seen: "
-            f"{', '.join(repr(m) for m in dict.fromkeys(nearest)) or 'none'})")
+            f"(e.g. {', '.join(repr(e) for e in c['examples'])}; nearest seen: "
+            f"{', '.join(repr(m) for m in c['nearest']) or 'none'})")
+    if few:
+        lines.append(f"note: values unseen in training, in the first {sample_rows:,} rows (scored as {treated}): "
+                     + "; ".join(few))
     return lines

@@ -31,6 +31,7 @@ Two kinds of rows are reported rather than silently dropped:
 
 from __future__ import annotations
 
+import difflib
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -84,6 +85,12 @@ class Evaluation:
     confusion: list[list[int]] = field(default_factory=list)
     seconds: float = 0.0
 
+    @property
+    def unknown_labels(self) -> list:
+        """The labels in the data that are not classes of the model (the extra rows of the
+        confusion matrix), e.g. adult.test's ``'>50K.'`` against adult.data's ``'>50K'``."""
+        return list(self.confusion_true[len(self.classes):])
+
     def to_dict(self) -> dict:
         """Plain data for JSON (labels as they are; dates and decimals need ``default=str``)."""
         d = asdict(self)
@@ -91,6 +98,7 @@ class Evaluation:
         d["confusion"] = {"true": self.confusion_true, "predicted": self.confusion_predicted,
                           "counts": self.confusion}
         del d["confusion_true"], d["confusion_predicted"]
+        d["unknown_labels"] = self.unknown_labels
         return d
 
 
@@ -311,6 +319,18 @@ def evaluate(model, data: Any, con: duckdb.DuckDBPyConnection | None = None, lab
         seconds=round(time.perf_counter() - start, 3))
 
 
+def _unknown_examples(ev: Evaluation, most: int = 2) -> str:
+    """``e.g. '>50K.' (nearest class '>50K')``: a spelling that differs from the
+    training labels is the usual cause, so the nearest class is named beside it."""
+    known = [label_text(c) for c in ev.classes]
+    parts = []
+    for y in ev.unknown_labels[:most]:
+        near = difflib.get_close_matches(label_text(y), known, n=1, cutoff=0.0)
+        parts.append(f"{label_text(y)!r}" + (f" (nearest class {near[0]!r})" if near else ""))
+    more = len(ev.unknown_labels) - most
+    return "e.g. " + ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
 def text_report(ev: Evaluation, digits: int = 4) -> str:
     """A readable report of ``ev``: headline metrics, per-class table, confusion matrix."""
     from sqlnb.workflows.report import format_table, fmt_count
@@ -331,8 +351,9 @@ def text_report(ev: Evaluation, digits: int = 4) -> str:
                      "under every class, or a feature the model cannot score); counted as errors, left out of "
                      "log loss, Brier and AUC")
     if ev.unknown_label_rows:
-        lines.append(f"note: {fmt_count(ev.unknown_label_rows)} rows have a label the model does not know: counted as "
-                     "errors, with probability 0 in log loss and Brier, left out of AUC")
+        lines.append(f"note: {fmt_count(ev.unknown_label_rows)} rows have a label the model does not know "
+                     f"({_unknown_examples(ev)}): counted as errors, with probability 0 in log loss and Brier, "
+                     "left out of AUC")
     lines.append("")
     lines.append(format_table(["class", "precision", "recall", "f1", "support"],
                               [[label_text(m.label), f(m.precision), f(m.recall), f(m.f1), fmt_count(m.support)]

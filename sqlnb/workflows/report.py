@@ -177,12 +177,22 @@ def show_text(d: dict, provenance: bool = True) -> str:
     for f in d["features"]:
         kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
     trained = d["trained"]
+    batches = trained.get("batches") or []
+    first = batches[0] if batches else trained  # after updates: the fit's own rows
     lines = [f"model        {d['name'] if d['name'] is not None else '(unsaved)'} ({d['kind']})",
              f"label        {d['label']} ({d['label_type']}), {len(d['classes'])} classes"
              + (f", weighted by {d['weight']}" if d.get("weight") else ""),
-             f"trained on   {fmt_count(trained.get('rows'))} rows of {trained.get('source', '?')}"
-             + (f" ({fmt_count(trained['null_label_rows'])} with a NULL label skipped)"
-                if trained.get("null_label_rows") else "")]
+             f"trained on   {fmt_count(first.get('rows'))} rows of {first.get('source', '?')}"
+             + (f" ({fmt_count(first['null_label_rows'])} with a NULL label skipped)"
+                if first.get("null_label_rows") else "")]
+    for i, b in enumerate((trained.get("batches") or [])[1:]):  # sqlnb.update, oldest first
+        decay = f", decay {b['decay']:g}" if b.get("decay") not in (None, 1) else ""
+        lines.append(f"{'updated with' if i == 0 else '':<13}{fmt_count(b.get('rows'))} rows of {b.get('source', '?')}"
+                     f" at {b.get('at') or '?'}{decay}")
+    if len(batches) > 1:
+        lines.append(f"{'in all':<13}{fmt_count(trained.get('rows'))} rows"
+                     + (" (effective: older rows decayed)" if any(b.get("decay") not in (None, 1) for b in batches)
+                        else ""))
     for i, s in enumerate(trained.get("screened") or []):  # sqlnb.models.screening
         lines.append(f"{'left out' if i == 0 else '':<13}{s['column']}: {s['reason']}")
     if provenance:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from dataclasses import replace
 from typing import Any
 
@@ -149,4 +150,9 @@ def update(
         "decay": decay,
         "seconds": round(time.perf_counter() - start, 3),
     }
+    # Provenance: every batch the statistics hold, the fit first (what `show` lists).
+    first = {"source": model.report.get("source"), "rows": model.report.get("rows"),
+             "null_label_rows": model.report.get("null_label_rows", 0), "at": getattr(model, "created", None)}
+    report["batches"] = [*(model.report.get("batches") or [first]),
+                         {**report["last_update"], "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}]
     return _with_report(updated, report)
