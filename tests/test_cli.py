@@ -22,6 +22,8 @@ import sqlnb
 from sqlnb import cli as cli_module
 from sqlnb.cli import EXIT_FAIL, EXIT_INTERRUPTED, cli
 from sqlnb.errors import SqlnbError
+from sqlnb.source import resolve
+from sqlnb.workflows.checks import unseen_counts
 from sqlnb.workflows.evaluate import evaluate
 from sqlnb.io.locations import DbObject, FileOut, StdOut, parse_data, parse_out, split_db
 from support.cli import assert_error, invoke, mixed_table, snapshot, write_parquet
@@ -188,6 +190,9 @@ def test_evaluate_text_and_json_match_the_python_api(base):
     model = sqlnb.load(f"{base}/m.duckdb", "nb")
     want = json.loads(json.dumps(evaluate(model, str(base / "test.parquet")).to_dict(), default=str))
     got.pop("seconds"), want.pop("seconds")
+    # the CLI adds the unseen-category counts of its data check (sqlnb.workflows.checks)
+    con = duckdb.connect()
+    assert got.pop("unseen_categories") == unseen_counts(model, resolve(str(base / "test.parquet"), con), con)
     assert got == want
     assert got["rows"] == 80 and got["roc_auc"] is None and len(got["per_class"]) == 3
     text = invoke("evaluate", base / "test.parquet", "--model", f"{base}/m.duckdb:nb").stdout
