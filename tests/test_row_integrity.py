@@ -318,3 +318,26 @@ def test_sql_key_orders_the_exported_select_where_it_runs(tmp_path):
     expected_rows = expected.fetchall()
     assert [row["prediction"] for row in got] == [row[-1] for row in expected_rows]
     assert [row["rid"] for row in got] == [row[expected.columns.index("rid")] for row in expected_rows]
+
+
+def test_score_long_on_the_command_line_keeps_the_first_token_order(tmp_path):
+    """``sqlnb score-long TOKENS`` without ``--docs``: documents in the order of their first
+    token row, as ``Model.score_long`` (it grouped the ids in hash order)."""
+    rng = np.random.default_rng(5)
+    docs = 3_000
+    y = rng.integers(0, 3, docs)
+    order = rng.permutation(docs)
+    words = [f"w{i}" for i in range(9)]
+    rows = [(int(i), words[(3 * y[i] + j) % 9]) for i in order for j in range(3)]
+    pq.write_table(pa.table({"doc": [r[0] for r in rows], "tok": [r[1] for r in rows]}), tmp_path / "tokens.parquet",
+                   row_group_size=1_000)
+    pq.write_table(pa.table({"doc": np.arange(docs), "y": y.astype(np.int64)}), tmp_path / "labels.parquet")
+    model = f"{tmp_path / 'models.duckdb'}:long"
+    r = invoke("fit-long", tmp_path / "tokens.parquet", tmp_path / "labels.parquet", "--id", "doc", "--token", "tok",
+               "--label", "y", "--model", model)
+    assert r.exit_code == 0, r.stderr
+    for threads in ("1", "4"):
+        out = invoke("--threads", threads, "score-long", tmp_path / "tokens.parquet", "--model", model, "--no-proba",
+                     "--out", "-")
+        assert out.exit_code == 0, out.stderr
+        assert [int(r["doc"]) for r in _csv_rows(out.stdout)] == order.tolist(), threads

@@ -6,9 +6,7 @@ such a model.
 from __future__ import annotations
 
 import click
-import sqlglot
 
-from sqlnb import sql
 from sqlnb.api import fit_long
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, load, model_str, save, write_out
@@ -17,7 +15,6 @@ from sqlnb.cli.options import (alpha_option, keep_columns, keep_option, kind_opt
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import data_source, parse_data, parse_model, parse_out
 from sqlnb.models.naive_bayes import text as text_module
-from sqlnb.source import Query
 
 
 @click.command("fit-long")
@@ -88,11 +85,8 @@ def score_long(settings: Settings, tokens, docs, model, out, keep, no_proba, rep
 
     def query(con, own_db):
         tok = text_module.resolve_long(con, data_source(con, tok_spec, own_db), bags[0])
-        if doc_spec is None:
-            key = sql.col(bags[0].bag["id"], "src")
-            doc = Query(sql.render(sqlglot.exp.select(key).from_(tok.from_("src")).group_by(key.copy())))
-        else:
-            doc = data_source(con, doc_spec, own_db)
+        # default: the documents in the order of their first token row, as in Python
+        doc = text_module.first_token_docs(tok, bags[0]) if doc_spec is None else data_source(con, doc_spec, own_db)
         doc_src = text_module.resolve_long(con, doc, bags[0], docs=True)
         return text_module.long_scoring_query(m, tok, doc_src, outputs, keep_cols, con)
     settings.summary(f"scored {write_out(settings, out, replace, query)}")

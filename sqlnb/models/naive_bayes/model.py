@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
@@ -32,7 +31,6 @@ from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.base import Model
 from sqlnb.models.priors import given_prior
 from sqlnb.models.naive_bayes import text
-from sqlnb.source import Query
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
 
@@ -310,12 +308,7 @@ class NaiveBayes(Model):
         con = con if con is not None else duckdb.connect()
         tok = text.resolve_long(con, tokens, bags[0])
         if docs is None:
-            # The documents in the order of their first token row.
-            key, first = sql.col(bags[0].bag["id"], "src"), sql.col("sqlnb_first", "src")
-            numbered = exp.select(key.copy(), exp.alias_(exp.Window(this=exp.RowNumber()), "sqlnb_first", quoted=True)
-                                  ).from_(tok.from_("src"))
-            docs = Query(sql.render(exp.select(key).from_(exp.Subquery(this=numbered, alias=exp.TableAlias(
-                this=sql.ident("src")))).group_by(key.copy()).order_by(exp.Min(this=first))))
+            docs = text.first_token_docs(tok, bags[0])
         doc_src = text.resolve_long(con, docs, bags[0], docs=True)
         return con.sql(sql.render(text.long_scoring_query(self, tok, doc_src, outputs, keep, con)))
 

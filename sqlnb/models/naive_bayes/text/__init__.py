@@ -80,7 +80,7 @@ from sqlnb.models.naive_bayes.families import is_numeric  # noqa: F401  (sqlnb.a
 from sqlnb.models.naive_bayes.text.bags import (BAG, BAG_KINDS, BagFamily, bag_feature, bag_from_tables, bag_layout,
                                                 bag_statistics, bag_tables, collect_bags, family_for, pruned_query,
                                                 wide_counts_query)
-from sqlnb.models.naive_bayes.text.long import long_counts_query, long_scoring_query, resolve_long
+from sqlnb.models.naive_bayes.text.long import first_token_docs, long_counts_query, long_scoring_query, resolve_long
 from sqlnb.models.naive_bayes.text.params import BagParams, bag_sums, parameter_rows, parameter_table, prepare
 from sqlnb.models.naive_bayes.text.terms import mutual_information, top_terms
 from sqlnb.models.naive_bayes.text.tokens import (DEFAULT_TOKEN_PATTERN, SKLEARN_TOKEN_PATTERN, TextOptions,

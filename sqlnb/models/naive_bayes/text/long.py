@@ -14,7 +14,7 @@ from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.text.bags import BAG, _aggregate_columns, _where
 from sqlnb.models.naive_bayes.text.params import bag_sums, parameter_table
 from sqlnb.models.naive_bayes.text.tokens import _duckdb, _sub
-from sqlnb.source import resolve
+from sqlnb.source import Query, resolve
 
 
 def long_counts_query(tokens, labels, feature: Feature, label: str, weight: str | None) -> exp.Select:
@@ -67,6 +67,17 @@ def long_scoring_query(model, tokens, docs, outputs, keep, con=None) -> exp.Sele
     # the documents come back in their source's order (scoring_select's keep_order).
     return scoring_select(docs.from_("src"), model.class_scores(), model.classes, model.label_type,
                           list(docs.columns), outputs, keep, joins=[join], keep_order=True)
+
+
+def first_token_docs(tokens, feature: Feature) -> Query:
+    """The distinct document ids of a token table, in the order of each document's first
+    token row (the default document table of :meth:`NaiveBayes.score_long`): ``GROUP BY``
+    alone returns groups in no fixed order."""
+    key, first = sql.col(feature.bag["id"], "src"), sql.col("sqlnb_first", "src")
+    numbered = exp.select(key.copy(), exp.alias_(exp.Window(this=exp.RowNumber()), "sqlnb_first", quoted=True)
+                          ).from_(tokens.from_("src"))
+    return Query(sql.render(exp.select(key).from_(exp.Subquery(this=numbered, alias=exp.TableAlias(
+        this=sql.ident("src")))).group_by(key.copy()).order_by(exp.Min(this=first))))
 
 
 def resolve_long(con, data: Any, feature: Feature, docs: bool = False):
