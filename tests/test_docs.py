@@ -88,16 +88,16 @@ def _update(results: list[tuple[db.Command, db.Block, list[str]]]) -> None:
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-@pytest.mark.parametrize("key", sorted(SESSIONS), ids=lambda k: f"{k[0]}::{k[1]}")
-def test_documented_session_prints_what_the_docs_show(key, tmp_path):
-    blocks = SESSIONS[key]
-    _require(tuple(sorted({p for b in blocks for p in b.requires})))
+def run_session(blocks: list[db.Block], tmp_path: Path) -> tuple[list[str], list]:
+    """Run one session's blocks in a fresh directory under ``tmp_path``: the messages of the
+    commands whose output differs from the documented one, and (command, block, raw output)
+    for each of them."""
     work, env = _prepare(tmp_path)
     for b in blocks:
         if b.file is not None:
             (work / b.file).write_text("\n".join(b.body) + "\n", encoding="utf-8")
     commands = [(c, b) for b in blocks for c in b.commands]
-    assert commands, f"session {key} has file blocks but no commands"
+    assert commands, "a session with file blocks but no commands"
     script = db.session_script([c for c, _ in commands])
     proc = subprocess.run(["bash", "-c", script + "\nexit 0\n"], cwd=work, env=env,
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -113,11 +113,54 @@ def test_documented_session_prints_what_the_docs_show(key, tmp_path):
         if problem:
             problems.append(problem)
             results.append((c, b, raw))
+    return problems, results
+
+
+@pytest.mark.parametrize("key", sorted(SESSIONS), ids=lambda k: f"{k[0]}::{k[1]}")
+def test_documented_session_prints_what_the_docs_show(key, tmp_path):
+    blocks = SESSIONS[key]
+    _require(tuple(sorted({p for b in blocks for p in b.requires})))
+    problems, results = run_session(blocks, tmp_path)
     if problems and os.environ.get("SQLNB_DOCS_UPDATE"):
         _update(results)
     assert not problems, (f"{len(problems)} documented output(s) of session {key[1]!r} in "
                           f"{key[0]} differ from what the commands print now:\n\n"
                           + "\n\n".join(problems))
+
+
+def test_a_one_character_change_is_caught_and_located(tmp_path):
+    """The runner on a small markdown file: run-dependent text (seconds, a timestamp, the
+    directory) is normalised, exit statuses and pipes behave as in a terminal, files are
+    written, and one wrong character is reported with its file, line and command."""
+    md = tmp_path / "page.md"
+    md.write_text(r"""# page
+
+<!-- doc-test: file hello.txt -->
+```text
+hello
+```
+
+```console
+$ echo "took 0.25 s at $(date '+%Y-%m-%d %H:%M:%S') in $PWD"
+took 12 s at 2001-02-03 04:05:06 in <TMP>/work
+$ cat hello.txt | tr h j
+jello
+$ python -c 'import sys; sys.exit("Error: no")'; echo $?
+Error: no
+1
+$ printf 'a\nb\n' | \
+  head -1
+b
+```
+""", encoding="utf-8")
+    blocks = db.parse_markdown(md)
+    assert [len(b.commands) for b in blocks if b.file is None] == [4]
+    (tmp_path / "run").mkdir()
+    problems, _ = run_session(blocks, tmp_path / "run")
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(r"page.md:18: output of `$ printf 'a\nb\n' | \` (block at line 8, "
+                                  "command at line 16) differs at its output line 1:"), problems[0]
+    assert "docs: 'b'" in problems[0] and "now:  'a'" in problems[0], problems[0]
 
 
 @pytest.mark.parametrize("block", NOT_RUN, ids=lambda b: b.where)
