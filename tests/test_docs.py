@@ -196,3 +196,27 @@ def test_demo_by_hand_commands_run_after_the_demo(tmp_path):
     for line in by_hand:
         done = sh(line.strip())
         assert done.returncode == 0, f"`{line.strip()}` failed: {done.stderr}"
+
+
+def test_the_documented_adult_loader_reads_what_the_test_suite_reads(tmp_path):
+    """docs/cli.md's load_adult.py gives the tables of tests/support/shared_data.py's parser:
+    the same columns, types and rows (as multisets; both keep file order)."""
+    import duckdb
+
+    from support import shared_data as sd
+
+    sd.require_shared_data("adult_train", "adult_test")
+    [loader] = [b for b in BLOCKS if b.file == "load_adult.py"]
+    (tmp_path / "load_adult.py").write_text("\n".join(loader.body) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "load_adult.py", str(sd.DATA_DIR / "adult")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=SESSION_TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect(str(tmp_path / "adult.duckdb"), read_only=True) as con:
+        for table, query in (("adult_train", sd.adult_train_query()), ("adult_test", sd.adult_test_query())):
+            ref = sd.render(query)
+            assert (con.execute(f"DESCRIBE {table}").fetchall()
+                    == con.execute(f"DESCRIBE ({ref})").fetchall())
+            for a, b in ((f"FROM {table}", ref), (ref, f"FROM {table}")):
+                assert con.execute(f"SELECT count(*) FROM (({a}) EXCEPT ALL ({b}))").fetchall() == [(0,)]
+            assert con.execute(f"SELECT count(*) FROM {table}").fetchall() == \
+                con.execute(f"SELECT count(*) FROM ({ref})").fetchall()
