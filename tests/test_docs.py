@@ -6,8 +6,9 @@ bash process per session in a fresh temporary directory, data made by the comman
 show -- ``sqlnb demo`` -- or read from ``../shared/data``, and HTML comments
 ``<!-- doc-test: ... -->`` for the exceptions). Commands run as a user runs them: through
 bash, pipes included, with ``sqlnb`` and ``python`` on PATH being this checkout's (a wrapper
-around ``sys.executable -m sqlnb``), stdout and stderr together. Before comparing, timestamps,
-numbers of seconds and the temporary directory's path are replaced (``doc_blocks.NORMALISE``).
+around ``sys.executable -m sqlnb``), stdout and stderr together, in the C.UTF-8 locale (so
+that ``ls`` sorts the same everywhere). Before comparing, timestamps, numbers of seconds and
+the temporary directory's path are replaced (``doc_blocks.NORMALISE``).
 
 A failure names the file, the line, the block and the command whose output differs. After a
 change to the CLI's output, ``SQLNB_DOCS_UPDATE=1 pytest tests/test_docs.py`` rewrites the
@@ -60,6 +61,7 @@ def _prepare(tmp: Path) -> tuple[Path, dict]:
         script.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SQLNB_")}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["LC_ALL"] = "C.UTF-8"  # `ls` and `sort` order by code point on every machine
     # the checkout under test first (the venv may have another sqlnb installed editable)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     return work, env
@@ -75,16 +77,23 @@ def _require(paths: tuple[str, ...]) -> None:
         pytest.skip(reason)
 
 
+def _file_commands(blocks: list[db.Block], path: Path) -> list[db.Command]:
+    return [c for b in blocks if b.path == path for c in b.commands]
+
+
 def _update(results: list[tuple[db.Command, db.Block, list[str]]]) -> None:
-    """Rewrite the documented outputs with the printed ones (SQLNB_DOCS_UPDATE=1)."""
+    """Rewrite the documented outputs with the printed ones (SQLNB_DOCS_UPDATE=1). The file
+    is parsed again first: another session's update may have moved its lines (a command is
+    found again by its position among the file's commands, which updates do not change)."""
     by_file = defaultdict(list)
     for c, block, raw in results:
-        by_file[block.path].append((c, raw))
+        by_file[block.path].append((_file_commands(BLOCKS, block.path).index(c), raw))
     for path, items in by_file.items():
+        now = _file_commands(db.parse_markdown(path), path)
         lines = path.read_text(encoding="utf-8").splitlines()
-        for c, raw in sorted(items, key=lambda t: -t[0].line):
-            start = c.output_line - 1
-            lines[start:start + len(c.output)] = raw
+        for k, raw in sorted(items, key=lambda t: -t[0]):
+            start = now[k].output_line - 1
+            lines[start:start + len(now[k].output)] = raw
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
