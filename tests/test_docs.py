@@ -1,0 +1,231 @@
+"""Every shell session shown in README.md and docs/*.md is run, and its output compared.
+
+How blocks are found, grouped into sessions and prepared is described in
+``tests/support/doc_blocks.py`` (in short: ``$ command`` lines followed by their output, one
+bash process per session in a fresh temporary directory, data made by the commands the docs
+show -- ``sqlnb demo`` -- or read from ``../shared/data``, and HTML comments
+``<!-- doc-test: ... -->`` for the exceptions). Commands run as a user runs them: through
+bash, pipes included, with ``sqlnb`` and ``python`` on PATH being this checkout's (a wrapper
+around ``sys.executable -m sqlnb``), stdout and stderr together, in the C.UTF-8 locale (so
+that ``ls`` sorts the same everywhere). Before comparing, timestamps, numbers of seconds and
+the temporary directory's path are replaced (``doc_blocks.NORMALISE``).
+
+A failure names the file, the line, the block and the command whose output differs. After a
+change to the CLI's output, ``SQLNB_DOCS_UPDATE=1 pytest tests/test_docs.py`` rewrites the
+documented outputs with what the commands print now (review the diff before committing).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from support import doc_blocks as db
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+MAX_NOT_RUN = 2            # keep the list of blocks the test cannot run short
+SESSION_TIMEOUT = 600
+
+
+def _blocks() -> list[db.Block]:
+    return [b for path in DOCS for b in db.parse_markdown(path)]
+
+
+BLOCKS = _blocks()
+SESSIONS: dict[tuple[str, str], list[db.Block]] = defaultdict(list)
+for _b in BLOCKS:
+    if _b.not_run is None:
+        SESSIONS[(_b.path.name, _b.session)].append(_b)
+NOT_RUN = [b for b in BLOCKS if b.not_run is not None]
+
+
+def _prepare(tmp: Path) -> tuple[Path, dict]:
+    """The session's working directory (empty), with ``../shared`` and a PATH whose
+    ``sqlnb`` and ``python`` are this checkout's."""
+    work = tmp / "work"
+    work.mkdir()
+    shared = REPO.parent / "shared"
+    if shared.exists():
+        (tmp / "shared").symlink_to(shared, target_is_directory=True)
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    for name, args in (("sqlnb", "-m sqlnb "), ("python", "")):
+        script = bin_dir / name
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" {args}"$@"\n')
+        script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SQLNB_")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["LC_ALL"] = "C.UTF-8"  # `ls` and `sort` order by code point on every machine
+    # the checkout under test first (the venv may have another sqlnb installed editable)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    return work, env
+
+
+def _require(paths: tuple[str, ...]) -> None:
+    missing = [p for p in paths if not (REPO / p).exists()]
+    if missing:
+        reason = (f"needs {', '.join(missing)} (relative to the repository root), not found: the "
+                  "UCI files live outside the repository, see ../shared/data/README.md")
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but the shared data is missing -- {reason}", pytrace=False)
+        pytest.skip(reason)
+
+
+def _file_commands(blocks: list[db.Block], path: Path) -> list[db.Command]:
+    return [c for b in blocks if b.path == path for c in b.commands]
+
+
+def _update(results: list[tuple[db.Command, db.Block, list[str]]]) -> None:
+    """Rewrite the documented outputs with the printed ones (SQLNB_DOCS_UPDATE=1). The file
+    is parsed again first: another session's update may have moved its lines (a command is
+    found again by its position among the file's commands, which updates do not change)."""
+    by_file = defaultdict(list)
+    for c, block, raw in results:
+        by_file[block.path].append((_file_commands(BLOCKS, block.path).index(c), raw))
+    for path, items in by_file.items():
+        now = _file_commands(db.parse_markdown(path), path)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for k, raw in sorted(items, key=lambda t: -t[0]):
+            start = now[k].output_line - 1
+            lines[start:start + len(now[k].output)] = raw
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_session(blocks: list[db.Block], tmp_path: Path) -> tuple[list[str], list]:
+    """Run one session's blocks in a fresh directory under ``tmp_path``: the messages of the
+    commands whose output differs from the documented one, and (command, block, raw output)
+    for each of them."""
+    work, env = _prepare(tmp_path)
+    for b in blocks:
+        if b.file is not None:
+            (work / b.file).write_text("\n".join(b.body) + "\n", encoding="utf-8")
+    commands = [(c, b) for b in blocks for c in b.commands]
+    assert commands, "a session with file blocks but no commands"
+    script = db.session_script([c for c, _ in commands])
+    proc = subprocess.run(["bash", "-c", script + "\nexit 0\n"], cwd=work, env=env,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=SESSION_TIMEOUT)
+    outputs = db.split_output(proc.stdout, len(commands))
+    tmps = sorted({str(tmp_path), os.path.realpath(tmp_path)}, key=len, reverse=True)
+    problems, results = [], []
+    for (c, b), raw in zip(commands, outputs):
+        actual = raw
+        for t in tmps:
+            actual = db.normalise(actual, t)
+        problem = db.mismatch(c, db.normalise(c.output), actual, b)
+        if problem:
+            problems.append(problem)
+            results.append((c, b, raw))
+    return problems, results
+
+
+@pytest.mark.parametrize("key", sorted(SESSIONS), ids=lambda k: f"{k[0]}::{k[1]}")
+def test_documented_session_prints_what_the_docs_show(key, tmp_path):
+    blocks = SESSIONS[key]
+    _require(tuple(sorted({p for b in blocks for p in b.requires})))
+    problems, results = run_session(blocks, tmp_path)
+    if problems and os.environ.get("SQLNB_DOCS_UPDATE"):
+        _update(results)
+    assert not problems, (f"{len(problems)} documented output(s) of session {key[1]!r} in "
+                          f"{key[0]} differ from what the commands print now:\n\n"
+                          + "\n\n".join(problems))
+
+
+def test_a_one_character_change_is_caught_and_located(tmp_path):
+    """The runner on a small markdown file: run-dependent text (seconds, a timestamp, the
+    directory) is normalised, exit statuses and pipes behave as in a terminal, files are
+    written, and one wrong character is reported with its file, line and command."""
+    md = tmp_path / "page.md"
+    md.write_text(r"""# page
+
+<!-- doc-test: file hello.txt -->
+```text
+hello
+```
+
+```console
+$ echo "took 0.25 s at $(date '+%Y-%m-%d %H:%M:%S') in $PWD"
+took 12 s at 2001-02-03 04:05:06 in <TMP>/work
+$ cat hello.txt | tr h j
+jello
+$ python -c 'import sys; sys.exit("Error: no")'; echo $?
+Error: no
+1
+$ printf 'a\nb\n' | \
+  head -1
+b
+```
+""", encoding="utf-8")
+    blocks = db.parse_markdown(md)
+    assert [len(b.commands) for b in blocks if b.file is None] == [4]
+    (tmp_path / "run").mkdir()
+    problems, _ = run_session(blocks, tmp_path / "run")
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(r"page.md:18: output of `$ printf 'a\nb\n' | \` (block at line 8, "
+                                  "command at line 16) differs at its output line 1:"), problems[0]
+    assert "docs: 'b'" in problems[0] and "now:  'a'" in problems[0], problems[0]
+
+
+@pytest.mark.parametrize("block", NOT_RUN, ids=lambda b: b.where)
+def test_blocks_marked_not_run(block):
+    pytest.skip(f"not run: {block.not_run} ({block.where})")
+
+
+def test_the_docs_are_run_and_few_blocks_are_not():
+    """The parser finds the sessions (a parser bug must not make the test above vacuous),
+    and the blocks not run are few and each says why."""
+    cli = [c for (name, _), bs in SESSIONS.items() if name == "cli.md" for b in bs for c in b.commands]
+    assert len(cli) >= 40, f"only {len(cli)} commands found in docs/cli.md"
+    assert {s for (name, s) in SESSIONS if name == "cli.md"} >= {"demo", "adult"}
+    listing = "\n".join(f"  {b.where}: {b.not_run}" for b in NOT_RUN)
+    print(f"{len(NOT_RUN)} shell block(s) not run:\n{listing}")
+    assert all(b.not_run for b in NOT_RUN), listing
+    assert len(NOT_RUN) <= MAX_NOT_RUN, f"too many shell blocks not run:\n{listing}"
+
+
+def test_demo_by_hand_commands_run_after_the_demo(tmp_path):
+    """The commands `sqlnb demo --dir DIR` prints under "the same by hand" run, as printed,
+    in the directory it ran in (they overwrite its model and scored rows)."""
+    work, env = _prepare(tmp_path)
+
+    def sh(command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", command], cwd=work, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=SESSION_TIMEOUT)
+
+    demo = sh("sqlnb demo --dir demo --rows 600")
+    assert demo.returncode == 0, demo.stderr
+    by_hand = demo.stdout.split("== the same by hand ==\n", 1)[1].splitlines()
+    assert len(by_hand) == 5 and all(line.startswith("  sqlnb ") for line in by_hand), by_hand
+    for line in by_hand:
+        done = sh(line.strip())
+        assert done.returncode == 0, f"`{line.strip()}` failed: {done.stderr}"
+
+
+def test_the_documented_adult_loader_reads_what_the_test_suite_reads(tmp_path):
+    """docs/cli.md's load_adult.py gives the tables of tests/support/shared_data.py's parser:
+    the same columns, types and rows (as multisets; both keep file order)."""
+    import duckdb
+
+    from support import shared_data as sd
+
+    sd.require_shared_data("adult_train", "adult_test")
+    [loader] = [b for b in BLOCKS if b.file == "load_adult.py"]
+    (tmp_path / "load_adult.py").write_text("\n".join(loader.body) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "load_adult.py", str(sd.DATA_DIR / "adult")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=SESSION_TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect(str(tmp_path / "adult.duckdb"), read_only=True) as con:
+        for table, query in (("adult_train", sd.adult_train_query()), ("adult_test", sd.adult_test_query())):
+            ref = sd.render(query)
+            assert (con.execute(f"DESCRIBE {table}").fetchall()
+                    == con.execute(f"DESCRIBE ({ref})").fetchall())
+            for a, b in ((f"FROM {table}", ref), (ref, f"FROM {table}")):
+                assert con.execute(f"SELECT count(*) FROM (({a}) EXCEPT ALL ({b}))").fetchall() == [(0,)]
+            assert con.execute(f"SELECT count(*) FROM {table}").fetchall() == \
+                con.execute(f"SELECT count(*) FROM ({ref})").fetchall()
