@@ -97,7 +97,23 @@ def plan_features(
         out.append(feature)
     if not out:
         raise SqlnbError(f"{source.description} has no feature column besides the label")
+    if isinstance(binarize, Mapping):
+        _check_thresholds(binarize, out)
     return out
+
+
+def _check_thresholds(binarize: Mapping[str, float], features: Sequence[Feature]) -> None:
+    """Every per-column threshold names a bernoulli feature (one that is not would be
+    ignored silently)."""
+    kinds = {f.name: f.kind for f in features}
+    bernoulli = [n for n, k in kinds.items() if k == "bernoulli"]
+    for name in binarize:
+        if name not in kinds:
+            raise SqlnbError(f"binarize (--binarize) names {name!r}, which is not a feature of this model"
+                             f"{suggest(name, bernoulli or kinds)}")
+        if kinds[name] != "bernoulli":
+            raise SqlnbError(f"binarize (--binarize) gives {name!r} a threshold, but it is a {kinds[name]} feature; "
+                             f"thresholds apply to bernoulli features (--feature-kind {name}=bernoulli)")
 
 
 def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool,
