@@ -64,8 +64,8 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError
-from sqlnb.models.dense import (DenseModel, check_labels, guarded, linear_score, nonfinite_feature_error,
-                                null_feature_error, value)
+from sqlnb.models.dense import (DenseModel, check_labels, guarded, linear_score, null_feature_error,
+                                unsummable_error, value)
 from sqlnb.models.priors import own_prior, priors_from_json, priors_to_json, resolve_priors
 from sqlnb.source import Source
 from sqlnb.stats import _align, sorted_values
@@ -184,7 +184,8 @@ def collect_moments(con: duckdb.DuckDBPyConnection, source: Source, label: str, 
             bad = ~(np.isfinite(mu) & np.isfinite(np.diag(cov)))
             if bad.any() or not np.all(np.isfinite(cov)):
                 j = int(np.argmax(bad)) if bad.any() else int(np.argmax(~np.all(np.isfinite(cov + cov.T), axis=0)))
-                raise nonfinite_feature_error(features[j], where)
+                what = "mean" if not np.isfinite(mu[j]) else "variance"
+                raise unsummable_error(con, source, label, features[j], r[0], what)
             cov = cov + np.triu(cov, 1).T
             mean[k] = mu
             comoment[k] = cov * rows_k
