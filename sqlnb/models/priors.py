@@ -86,7 +86,8 @@ def given_prior(prior: Any, classes: list) -> np.ndarray:
         except (TypeError, ValueError):
             raise SqlnbError(f"the class prior of class {c!r} is {v!r}, not a number") from None
         if isinstance(v, bool) or not math.isfinite(p[k]) or p[k] < 0:
-            raise SqlnbError(f"the class prior of class {c!r} is {v!r}; a probability must be a finite number >= 0")
+            raise SqlnbError(f"the class prior of class {c!r} is {v if isinstance(v, bool) else float(p[k])!r}; "
+                             "a probability must be a finite number >= 0")
     total = float(p.sum())
     if abs(total - 1.0) > SUM_ATOL + SUM_RTOL:
         raise SqlnbError(f"the class prior sums to {total:.10g}, not 1; give probabilities that sum to 1")

@@ -139,9 +139,11 @@ class Gaussian(Family):
             if pn == 0:
                 raise SqlnbError(f"column {f.name!r} has no non-NULL value in the training data; exclude it")
             if np.any(var <= 0):
+                k = int(np.argmax(var <= 0))
+                single = " (one with a single training row)" if s.rows[k] == 1 else ""
                 raise SqlnbError(
-                    f"column {f.name!r} has zero variance in a class and var_smoothing is 0; "
-                    "set var_smoothing > 0"
+                    f"column {f.name!r} has zero variance in a class{single} and var_smoothing is 0; "
+                    "set var_smoothing > 0 (--var-smoothing)"
                 )
             out[f.name] = (mean, var)
         return out
