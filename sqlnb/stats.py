@@ -314,7 +314,7 @@ def census_query(source: "Source", label: str, x: exp.Expression) -> exp.Select:
     and its largest finite ``|x|``. ``ABS(x) < inf`` is false for NaN and ±inf (NaN sorts
     above every number in DuckDB, PostgreSQL and Spark) and NULL for NULL."""
     finite = exp.LT(this=exp.Abs(this=x.copy()), expression=sql.dbl(math.inf))
-    bad = exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=exp.Not(this=finite.copy())))
+    bad = exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=exp.Not(this=sql.paren(finite.copy()))))
     largest = exp.Filter(this=exp.Max(this=exp.Abs(this=x.copy())), expression=exp.Where(this=finite))
     return (exp.select(exp.alias_(sql.col(label, "src"), "k", quoted=True), exp.alias_(bad, "bad", quoted=True),
                        exp.alias_(largest, "largest", quoted=True))

@@ -318,3 +318,15 @@ def test_cli_fit_refuses_in_one_line_and_saves_nothing(work, args, fragments):
     assert_error(invoke("fit", work / f"{data}.parquet", "-y", "y", "-m", f"{work}/m.duckdb:m", *options), *fragments)
     assert not (work / "m.duckdb").exists()
     assert snapshot(work) == before
+
+
+def test_a_model_saved_with_a_stray_feature_alpha_still_loads():
+    # Models saved before feature_alpha was checked may name a column that is no discrete
+    # feature; the key never had an effect, so loading drops it rather than refusing.
+    model = sqlnb.fit(mixed_table(60, nulls=False), "y", exclude=["id"], feature_alpha={"color": 2.0})
+    meta = model.metadata()
+    meta["hyperparameters"]["feature_alpha"] = {"color": 2.0, "gone": 3.0, "x": 4.0}
+    tables = {part: table for part, (table, _) in model.parameter_tables().items()}
+    back = sqlnb.NaiveBayes.from_tables(meta, tables)
+    assert back.hyper.feature_alpha == {"color": 2.0}
+    assert back.to_sql() == model.to_sql()

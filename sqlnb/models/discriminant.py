@@ -48,6 +48,13 @@ class has no more rows than features); sqlnb needs only ``C_k'`` numerically pos
 definite (smallest eigenvalue of the unit-diagonal form above ``d·ε``), so with
 ``reg_param > 0`` every class works.
 
+Checked at fit, not at first use (the solve runs when the model is built): the priors
+(:mod:`sqlnb.models.priors`), a singular pooled or class covariance (named: the constant
+column, or the collinear ones, and ``shrinkage``/``reg_param``), and the classes
+scikit-learn refuses: unregularised QDA with a one-row class ("y has only 1 sample in
+class") and LDA where every class has one row (no within-class covariance). LDA with
+some one-row classes is fitted, as scikit-learn's ``lsqr`` solver does.
+
 Missing values: see :mod:`sqlnb.models.dense` (complete rows at fit; NULL scores otherwise).
 """
 

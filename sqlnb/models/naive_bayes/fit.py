@@ -6,7 +6,10 @@ family contributes its per-class aggregates (counts; for Gaussian columns sums o
 for categorical columns), so all features of a mixed model cost one pass — the "one scan"
 shape of ``MEASURED.md``. The shift comes from a ``LIMIT`` read of the first rows, and a
 Gaussian column whose variance lost too many digits in ``S2 − S1²/n`` (constant in a
-class, say) gets an exact second pass of that column alone (families/gaussian.py).
+class, say), or whose squares overflowed (values near 1e300), gets an exact second pass
+of that column alone (families/gaussian.py); sums that come back NaN or infinite are
+told apart — NaN/inf in the data, or finite values whose mean or variance does not fit
+in a double — by one more query on that error path (:func:`sqlnb.stats.census_query`).
 Weighted data needs one extra statement for categorical counts, by ``GROUPING SETS``
 (DuckDB has no weighted histogram).
 Engines other than DuckDB have no ``histogram()`` at all, so there categorical counts

@@ -9,7 +9,8 @@ Class prior (``class_prior``)::
 
     fitted     ln N_c − ln Σ N                    (−inf for a class with no rows)
     uniform    −ln K
-    {c: p}     ln p_c                              given; must sum to 1
+    {c: p}     ln p_c                              given (or a sequence in class order);
+                                                   checked and copied at fit
     dirichlet  ln (N_c + a) − ln (N + K·a)         a = prior_alpha under the estimator
 
 The prior enters every class score once — unless every feature is ``complement``,
