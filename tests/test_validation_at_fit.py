@@ -272,6 +272,15 @@ def test_an_overflowing_variance_is_named_not_called_nan(fit):
         fit(frame(Xn, y), "y")
 
 
+def test_naive_bayes_names_a_pooled_variance_that_overflows():
+    # Constant within each class (variance 0 there, exact after the second pass), but the
+    # class means are 2e300 apart: the all-class variance, which sets the var_smoothing
+    # floor, is near 1e600. (GaussianNB's floor becomes inf and its probabilities NaN.)
+    Xb = np.c_[np.where(y == 1, 1e300, -1e300), [1.0, 2.0, 1.5, 3.0, 2.5, 4.0]]
+    with pytest.raises(SqlnbError, match="the variance of column 'x0' over all classes overflows a double"):
+        sqlnb.fit(frame(Xb, y), "y")
+
+
 def test_logistic_standardizes_columns_near_1e300_exactly():
     # The standard deviation of values near 1e300 is a double even though their variance
     # is not: standardised logistic regression does not depend on the column's units.
