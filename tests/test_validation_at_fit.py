@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 (pa.compute)
+import pyarrow.compute as pc
 import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
@@ -301,7 +301,7 @@ def test_logistic_standardizes_columns_near_1e300_exactly():
 def work(tmp_path):
     train = mixed_table(80, nulls=False).drop_columns(["id"])
     write_parquet(train, tmp_path / "train.parquet")
-    write_parquet(train.append_column("x2", pa.compute.multiply(train["x"], 2.0)), tmp_path / "collinear.parquet")
+    write_parquet(train.append_column("x2", pc.multiply(train["x"], 2.0)), tmp_path / "collinear.parquet")
     write_parquet(pa.table({"x": [0.1, 0.5, 0.3, 0.9, 1.2, 1.1, 5.0], "z": [1.0, 0.2, 0.5, 0.1, 0.3, 0.8, 2.0],
                             "y": ["a", "a", "a", "b", "b", "b", "c"]}), tmp_path / "one_row.parquet")
     return tmp_path
