@@ -19,10 +19,18 @@ by Chan, Golub & LeVeque, which is stable where the textbook ``Σx², Σx`` form
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+
+if TYPE_CHECKING:
+    from sqlnb.source import Source
 
 
 def _sort_key(v: Any):
@@ -292,3 +300,44 @@ class Statistics:
             {k: pick(v) for k, v in self.features.items()},
             self.null_label_rows,
         )
+
+
+# -- when a sum comes back NaN or infinite -----------------------------------------------------
+#
+# A NaN or ±inf in a column makes its sums NaN or ±inf, and so do finite values whose sums
+# or squares pass the largest double (~1.8e308: a column of values near 1e300 has a
+# variance near 1e600). The training scan cannot tell the two apart; on that error path
+# only, one more query over the column does.
+
+def census_query(source: "Source", label: str, x: exp.Expression) -> exp.Select:
+    """Per class: the number of NaN or ±inf values of ``x`` (an expression over ``src``)
+    and its largest finite ``|x|``. ``ABS(x) < inf`` is false for NaN and ±inf (NaN sorts
+    above every number in DuckDB, PostgreSQL and Spark) and NULL for NULL."""
+    finite = exp.LT(this=exp.Abs(this=x.copy()), expression=sql.dbl(math.inf))
+    bad = exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=exp.Not(this=sql.paren(finite.copy()))))
+    largest = exp.Filter(this=exp.Max(this=exp.Abs(this=x.copy())), expression=exp.Where(this=finite))
+    return (exp.select(exp.alias_(sql.col(label, "src"), "k", quoted=True), exp.alias_(bad, "bad", quoted=True),
+                       exp.alias_(largest, "largest", quoted=True))
+            .from_(source.from_("src"))
+            .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
+            .group_by(sql.col(label, "src")))
+
+
+def nonfinite_values(census: Sequence[Sequence[Any]]) -> tuple[Any, int] | None:
+    """``(class, count)`` of the first class (in class order) holding NaN or ±inf values,
+    from :func:`census_query`'s rows; None when every value is finite."""
+    bad = sorted(((r[0], int(r[1])) for r in census if r[1]), key=lambda kc: _sort_key(kc[0]))
+    return bad[0] if bad else None
+
+
+def overflow_error(name: str, where: str, cls: Any, census: Sequence[Sequence[Any]],
+                   what: str = "variance") -> SqlnbError:
+    """The error for a column whose values are finite but whose ``what`` in class ``cls``
+    does not fit in a double, with the scale that brings the column back to ordinary
+    numbers."""
+    mine = [r for r in census if r[0] == cls and r[2] is not None] or [r for r in census if r[2] is not None]
+    largest = max((float(r[2]) for r in mine), default=math.inf)
+    size = f" (its values reach {largest:.3g})" if math.isfinite(largest) else ""
+    divisor = f"1e{math.floor(math.log10(largest))}" if math.isfinite(largest) and largest >= 1 else "a power of ten"
+    return SqlnbError(f"the {what} of column {name!r} in {where} overflows a double in class {cls!r}{size}; "
+                      f"rescale the column in a source query, e.g. \"{name}\" / {divisor}")

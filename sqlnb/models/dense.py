@@ -32,7 +32,7 @@ from sqlnb.errors import SqlnbError
 from sqlnb.sql.types import is_float, is_numeric
 from sqlnb.models.base import Model
 from sqlnb.source import Source
-from sqlnb.stats import _sort_key
+from sqlnb.stats import _sort_key, census_query, nonfinite_values, overflow_error
 
 
 def plan_features(
@@ -193,6 +193,16 @@ def null_feature_error(name: str, where: str, count: int | None = None) -> Sqlnb
 
 def nonfinite_feature_error(name: str, where: str) -> SqlnbError:
     return SqlnbError(f"column {name!r} in {where} holds NaN or infinite values; {_complete_rows_hint(name)}")
+
+
+def unsummable_error(engine: Any, source: Source, label: str, name: str, cls: Any, what: str) -> SqlnbError:
+    """The error for column ``name`` whose ``what`` (mean or variance) in class ``cls`` came
+    back NaN or infinite: NaN or ±inf values in the data, or finite values whose moments
+    overflowed a double (told apart by :func:`sqlnb.stats.census_query`)."""
+    census = as_engine(engine).execute(census_query(source, label, value(name, source.columns[name])))
+    if nonfinite_values(census) is not None:
+        return nonfinite_feature_error(name, source.description)
+    return overflow_error(name, source.description, cls, census, what)
 
 
 class DenseModel(Model):

@@ -48,6 +48,13 @@ class has no more rows than features); sqlnb needs only ``C_k'`` numerically pos
 definite (smallest eigenvalue of the unit-diagonal form above ``d·ε``), so with
 ``reg_param > 0`` every class works.
 
+Checked at fit, not at first use (the solve runs when the model is built): the priors
+(:mod:`sqlnb.models.priors`), a singular pooled or class covariance (named: the constant
+column, or the collinear ones, and ``shrinkage``/``reg_param``), and the classes
+scikit-learn refuses: unregularised QDA with a one-row class ("y has only 1 sample in
+class") and LDA where every class has one row (no within-class covariance). LDA with
+some one-row classes is fitted, as scikit-learn's ``lsqr`` solver does.
+
 Missing values: see :mod:`sqlnb.models.dense` (complete rows at fit; NULL scores otherwise).
 """
 
@@ -64,9 +71,9 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError
-from sqlnb.models.dense import (DenseModel, check_labels, guarded, linear_score, nonfinite_feature_error,
-                                null_feature_error, value)
-from sqlnb.models.priors import priors_from_json, priors_to_json, resolve_priors
+from sqlnb.models.dense import (DenseModel, check_labels, guarded, linear_score, null_feature_error,
+                                unsummable_error, value)
+from sqlnb.models.priors import own_prior, priors_from_json, priors_to_json, resolve_priors
 from sqlnb.source import Source
 from sqlnb.stats import _align, sorted_values
 from sqlnb.store import register_kind
@@ -184,7 +191,8 @@ def collect_moments(con: duckdb.DuckDBPyConnection, source: Source, label: str, 
             bad = ~(np.isfinite(mu) & np.isfinite(np.diag(cov)))
             if bad.any() or not np.all(np.isfinite(cov)):
                 j = int(np.argmax(bad)) if bad.any() else int(np.argmax(~np.all(np.isfinite(cov + cov.T), axis=0)))
-                raise nonfinite_feature_error(features[j], where)
+                what = "mean" if not np.isfinite(mu[j]) else "variance"
+                raise unsummable_error(con, source, label, features[j], r[0], what)
             cov = cov + np.triu(cov, 1).T
             mean[k] = mu
             comoment[k] = cov * rows_k
@@ -193,20 +201,23 @@ def collect_moments(con: duckdb.DuckDBPyConnection, source: Source, label: str, 
 
 
 # -- numerics --------------------------------------------------------------------------------
-def _equilibrated_cholesky(S: np.ndarray, what: str, fix: str) -> tuple[np.ndarray, np.ndarray]:
+def _equilibrated_cholesky(S: np.ndarray, what: str, fix: str, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``S = D⁻¹ L̃ L̃ᵀ D⁻¹`` with ``D = diag(S)^-½``: returns ``(L̃, D)``.
 
-    Raises a one-line error when S is singular to working precision (a constant or
-    collinear set of columns), naming ``fix``.
+    Raises a one-line error when S is singular to working precision, naming the constant
+    column or the collinear ones (the largest components of the eigenvector of the
+    smallest eigenvalue) and ``fix``.
     """
     diag = np.diag(S).copy()
     if np.any(diag <= 0):
-        raise SqlnbError(f"{what} has zero variance in a feature; {fix}")
+        raise SqlnbError(f"{what} has zero variance in column {names[int(np.argmax(diag <= 0))]!r}; {fix}")
     D = 1.0 / np.sqrt(diag)
     St = S * np.outer(D, D)
-    eig = np.linalg.eigvalsh(St)
+    eig, vec = np.linalg.eigh(St)
     if eig[0] <= len(D) * np.finfo(float).eps * eig[-1]:
-        raise SqlnbError(f"{what} is singular (collinear features); {fix}")
+        v = np.abs(vec[:, 0])
+        cols = ", ".join(repr(names[j]) for j in np.flatnonzero(v >= 0.1 * v.max())[:5])
+        raise SqlnbError(f"{what} is singular (collinear columns {cols}); {fix}")
     return np.linalg.cholesky(St), D
 
 
@@ -227,12 +238,14 @@ class _Discriminant(DenseModel):
         self.label_type = label_type
         self.features = dict(features)
         self.moments = moments
-        self.priors = priors
         self.report = dict(report or {})
         self.params = {k: params.get(k, v) for k, v in self._defaults().items()}
-        self.priors_ = resolve_priors(priors, self.classes, moments.n)
+        # Validated and copied now: the model never keeps (or later reads) the caller's array.
+        self.priors = own_prior(priors, self.classes)
+        self.priors_ = resolve_priors(self.priors, self.classes, moments.n)
         self._check()
         self._fitted: dict | None = None
+        self.fitted()  # solve now: a singular covariance fails at fit, not at first use
 
     @classmethod
     def _defaults(cls) -> dict:
@@ -345,6 +358,10 @@ class LDA(_Discriminant):
 
     def _check(self) -> None:
         super()._check()
+        if np.all(self.moments.n <= 1):
+            # scikit-learn: "The number of samples must be more than the number of classes."
+            raise SqlnbError("every class has a single training row, so LDA has no within-class covariance "
+                             "(shrinkage cannot help); give at least one class two rows or more")
         s = self.params["shrinkage"]
         if isinstance(s, str):
             raise SqlnbError(f"shrinkage {s!r} is not supported (Ledoit-Wolf needs fourth moments); "
@@ -372,7 +389,7 @@ class LDA(_Discriminant):
         if self._fitted is None:
             L, D = _equilibrated_cholesky(
                 self.covariance_, "the pooled covariance",
-                "set shrinkage > 0 or leave out constant or collinear columns")
+                "set shrinkage > 0 (--shrinkage) or leave out constant or collinear columns", self.feature_names)
             n = self.moments.n
             centre = n @ self.moments.mean / n.sum()
             V = (self.moments.mean - centre).T * D[:, None]          # D (μ_k − m), (d, K)
@@ -415,7 +432,12 @@ class QDA(_Discriminant):
 
     def _check(self) -> None:
         super()._check()
-        self.params["reg_param"] = _check_fraction("reg_param", self.params["reg_param"])
+        self.params["reg_param"] = r = _check_fraction("reg_param", self.params["reg_param"])
+        single = [c for c, n in zip(self.classes, self.moments.n) if n == 1]
+        if single and r == 0.0:
+            # scikit-learn: "y has only 1 sample in class ..., covariance is ill defined"
+            raise SqlnbError(f"class {single[0]!r} has a single training row, so its covariance is undefined; "
+                             "QDA needs two rows per class, or set reg_param > 0 (--reg-param)")
 
     def class_covariances(self) -> np.ndarray:
         """``C_k' = (1 − r)·C_k + r·I``."""
@@ -428,10 +450,11 @@ class QDA(_Discriminant):
         if self._fitted is None:
             d = len(self.features)
             whiten, const = [], []
-            for c, C in zip(self.classes, self.class_covariances()):
+            for c, n, C in zip(self.classes, self.moments.n, self.class_covariances()):
+                few = f" ({int(n)} rows for {d} columns)" if n <= d else ""
                 Lt, D = _equilibrated_cholesky(
-                    C, f"the covariance of class {c!r}",
-                    "set reg_param > 0 or leave out constant or collinear columns")
+                    C, f"the covariance of class {c!r}{few}",
+                    "set reg_param > 0 (--reg-param) or leave out constant or collinear columns", self.feature_names)
                 # C = (D⁻¹L̃)(D⁻¹L̃)ᵀ, so L⁻¹ = L̃⁻¹·D and ln|C| = 2 Σ ln diag L̃ − 2 Σ ln D.
                 Linv = np.linalg.solve(Lt, np.eye(d)) * D[None, :]
                 whiten.append(np.tril(Linv))

@@ -197,6 +197,13 @@ def newton(obj: _Objective, beta0: np.ndarray) -> tuple[np.ndarray, int]:
                      "try standardize=True or a smaller C")
 
 
+def _power_of_two_scale(X: np.ndarray) -> np.ndarray:
+    """Per column, 2^e with ``max |x| / 2^e`` in [0.5, 1) for columns whose largest
+    ``|x|`` passes 2^400 (their squares would pass 2^800, near overflow once summed), else 1."""
+    largest = np.max(np.abs(X), axis=0) if len(X) else np.zeros(X.shape[1])
+    return np.where(largest > 2.0 ** 400, np.ldexp(1.0, np.frexp(largest)[1]), 1.0)
+
+
 def fit_arrays(X: np.ndarray, y: np.ndarray, n_classes: int, C: float = 1.0,
                standardize: bool = False) -> dict:
     """Fit on numpy arrays: ``y`` holds class indices 0..K−1 (every class present).
@@ -209,12 +216,18 @@ def fit_arrays(X: np.ndarray, y: np.ndarray, n_classes: int, C: float = 1.0,
         raise SqlnbError(f"C must be a positive number, not {C!r}")
     X = np.asarray(X, dtype=float)
     n, d = X.shape
-    mean = X.mean(axis=0)
-    var = X.var(axis=0)
-    # Constant columns get scale 1, with StandardScaler's test for "constant up to rounding".
+    # Mean and variance of X / p, p a power of two (exact) bringing a column whose values
+    # pass 2^400 back near 1: values near 1e300 are finite, but their squares and
+    # variance are not; the standard deviation is, so it is p·std(X / p).
+    p = _power_of_two_scale(X)
+    mean_p = (X / p).mean(axis=0)
+    var_p = (X / p).var(axis=0)
+    # Constant columns get scale 1, with StandardScaler's test for "constant up to rounding"
+    # (the same for X / p, both sides scale by p²).
     eps = np.finfo(float).eps
-    constant = var <= n * eps * var + (n * mean * eps) ** 2
-    scale = np.where(constant, 1.0, np.sqrt(var))
+    constant = var_p <= n * eps * var_p + (n * mean_p * eps) ** 2
+    mean = mean_p * p
+    scale = np.where(constant, 1.0, np.sqrt(var_p) * p)
     if standardize:
         # sigma_j = s_j: the pipeline's penalty is ½‖θ‖² on exactly these coordinates.
         sigma, offset = scale, mean
@@ -269,12 +282,13 @@ class Logistic(DenseModel):
         self.label_type = label_type
         self.features = dict(features)
         self._classes = list(classes)
-        self.centre = np.asarray(fitted["centre"], dtype=float)
-        self.coef = np.asarray(fitted["coef"], dtype=float)
-        self.intercept = np.asarray(fitted["intercept"], dtype=float)
-        self.mean = np.asarray(fitted["mean"], dtype=float)
-        self.scale = np.asarray(fitted["scale"], dtype=float)
-        self.class_n = np.asarray(class_n, dtype=float)
+        # np.array copies: the model never shares an array with its caller.
+        self.centre = np.array(fitted["centre"], dtype=float)
+        self.coef = np.array(fitted["coef"], dtype=float)
+        self.intercept = np.array(fitted["intercept"], dtype=float)
+        self.mean = np.array(fitted["mean"], dtype=float)
+        self.scale = np.array(fitted["scale"], dtype=float)
+        self.class_n = np.array(class_n, dtype=float)
         self.C = float(C)
         self.standardize = bool(standardize)
         self.report = dict(report or {})

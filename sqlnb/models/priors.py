@@ -1,8 +1,12 @@
 """Class priors: validated, in class order, and as stored in a model's metadata.
 
 Naive Bayes (``class_prior``) and LDA/QDA (``priors``) take the same spellings: the
-fitted class frequencies, ``"uniform"``, a mapping label -> probability, or (LDA/QDA) a
-sequence in sorted class order. A given prior must name every class and sum to 1.
+fitted class frequencies, ``"uniform"``, a mapping label -> probability, or a sequence
+(list, tuple, 1-D array) in sorted class order. A given prior is checked when the model
+is fitted — one probability per class, each finite and >= 0, summing to 1 within
+scikit-learn's tolerance (``np.isclose``: 1e-5 relative, 1e-8 absolute; inside it the
+prior is used as given, as ``GaussianNB`` does) — and the model keeps its own copy, a
+mapping class -> probability, never the caller's object.
 """
 
 from __future__ import annotations
@@ -12,20 +16,81 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, suggest
+
+#: A given prior may sum to 1 ± (SUM_ATOL + SUM_RTOL): scikit-learn's ``np.isclose`` test.
+SUM_RTOL, SUM_ATOL = 1e-5, 1e-8
 
 
-def given_prior(prior: Mapping[Any, float], classes: list) -> np.ndarray:
-    """Validate a given class prior and return it in class order."""
-    lookup = {str(k): v for k, v in prior.items()}
-    missing = [c for c in classes if c not in prior and str(c) not in lookup]
-    extra = [k for k in prior if k not in classes and str(k) not in {str(c) for c in classes}]
-    if missing or extra:
-        raise SqlnbError(
-            f"the given class prior must name every class exactly: missing {missing}, unknown {extra}")
-    p = np.array([float(prior[c]) if c in prior else float(lookup[str(c)]) for c in classes])
-    if np.any(p < 0) or not math.isclose(p.sum(), 1.0, abs_tol=1e-9):
-        raise SqlnbError(f"the given class prior must be >= 0 and sum to 1 (it sums to {p.sum()!r})")
+def _listed(classes: list, limit: int = 10) -> str:
+    shown = ", ".join(repr(c) for c in classes[:limit])
+    return shown + (f", ... ({len(classes)} classes)" if len(classes) > limit else "")
+
+
+_NONE = object()  # "no such class" (None may be a key)
+
+
+def _from_mapping(prior: Mapping[Any, Any], classes: list) -> list:
+    """The mapping's values in class order; a key may be the class or its text (the CLI's
+    ``LABEL=P``)."""
+    by_text = {str(c): c for c in classes}
+    found: dict[Any, Any] = {}
+    for key, p in prior.items():
+        c = key if key in classes else by_text.get(str(key), _NONE)
+        if c is _NONE:
+            raise SqlnbError(f"the class prior names {key!r}, which is not a class of the training data"
+                             f"{suggest(str(key), by_text)}; the classes are {_listed(classes)}")
+        if c in found:
+            raise SqlnbError(f"the class prior names class {c!r} twice; give each class once")
+        found[c] = p
+    missing = [c for c in classes if c not in found]
+    if missing:
+        raise SqlnbError(f"the class prior must name every class: it gives no probability for {missing[0]!r} "
+                         f"(the classes are {_listed(classes)})")
+    return [found[c] for c in classes]
+
+
+
+def given_prior(prior: Any, classes: list) -> np.ndarray:
+    """Validate a given class prior and return it in class order, as a new float array.
+
+    Parameters
+    ----------
+    prior : mapping label -> probability, or a sequence in class order
+    classes : list
+        The model's classes, sorted.
+
+    Raises
+    ------
+    SqlnbError
+        One line naming the class or value at fault: a label that is no class, a class
+        without a probability, the wrong number of probabilities, a negative, NaN or
+        non-numeric probability, or a sum away from 1.
+    """
+    if isinstance(prior, Mapping):
+        values = _from_mapping(prior, classes)
+    elif isinstance(prior, (str, bytes)) or not hasattr(prior, "__iter__"):
+        raise SqlnbError(f"a class prior is 'fitted', 'uniform', a mapping label -> probability or one "
+                         f"probability per class in class order, not {prior!r}")
+    else:
+        if isinstance(prior, np.ndarray) and prior.ndim != 1:
+            raise SqlnbError(f"a class prior array must be 1-D (one probability per class), not of shape {prior.shape}")
+        values = list(prior)
+        if len(values) != len(classes):
+            raise SqlnbError(f"the class prior gives {len(values)} probabilities for {len(classes)} classes "
+                             f"({_listed(classes)}); give one per class, in class order, or a mapping label -> p")
+    p = np.empty(len(classes))
+    for k, (c, v) in enumerate(zip(classes, values)):
+        try:
+            p[k] = float(v)
+        except (TypeError, ValueError):
+            raise SqlnbError(f"the class prior of class {c!r} is {v!r}, not a number") from None
+        if isinstance(v, bool) or not math.isfinite(p[k]) or p[k] < 0:
+            raise SqlnbError(f"the class prior of class {c!r} is {v if isinstance(v, bool) else float(p[k])!r}; "
+                             "a probability must be a finite number >= 0")
+    total = float(p.sum())
+    if abs(total - 1.0) > SUM_ATOL + SUM_RTOL:
+        raise SqlnbError(f"the class prior sums to {total:.10g}, not 1; give probabilities that sum to 1")
     return p
 
 
@@ -38,20 +103,24 @@ def resolve_priors(priors: Any, classes: list, counts: np.ndarray) -> np.ndarray
     if isinstance(priors, str):
         if priors == "uniform":
             return np.full(len(classes), 1.0 / len(classes))
-        raise SqlnbError(f"unknown priors {priors!r}; use fitted, uniform or LABEL=P,...")
-    if isinstance(priors, Mapping):
-        return given_prior(priors, classes)
-    p = np.asarray(list(priors), dtype=float)
-    if p.shape != (len(classes),):
-        raise SqlnbError(f"give one prior per class ({len(classes)}: {classes!r}), not {len(p)}")
-    return given_prior(dict(zip(classes, p)), classes)
+        raise SqlnbError(f"unknown priors {priors!r}{suggest(priors, ('fitted', 'uniform'))}; "
+                         "use fitted, uniform or LABEL=P,...")
+    return given_prior(priors, classes)
+
+
+def own_prior(priors: Any, classes: list) -> Any:
+    """The prior as the model keeps it: a name as given, a given prior as a new mapping
+    class -> probability (validated; never the caller's array or mapping)."""
+    if priors is None or isinstance(priors, str):
+        return priors
+    return dict(zip(classes, given_prior(priors, classes).tolist()))
 
 
 def priors_to_json(priors: Any, classes: list) -> Any:
     """``priors`` as stored in model metadata (a given prior as a list in class order)."""
     if priors is None or isinstance(priors, str):
         return priors
-    return {"given": [float(p) for p in resolve_priors(priors, classes, np.ones(len(classes)))]}
+    return {"given": [float(p) for p in given_prior(priors, classes)]}
 
 
 def priors_from_json(stored: Any, classes: list) -> Any:

@@ -6,7 +6,10 @@ family contributes its per-class aggregates (counts; for Gaussian columns sums o
 for categorical columns), so all features of a mixed model cost one pass — the "one scan"
 shape of ``MEASURED.md``. The shift comes from a ``LIMIT`` read of the first rows, and a
 Gaussian column whose variance lost too many digits in ``S2 − S1²/n`` (constant in a
-class, say) gets an exact second pass of that column alone (families/gaussian.py).
+class, say), or whose squares overflowed (values near 1e300), gets an exact second pass
+of that column alone (families/gaussian.py); sums that come back NaN or infinite are
+told apart — NaN/inf in the data, or finite values whose mean or variance does not fit
+in a double — by one more query on that error path (:func:`sqlnb.stats.census_query`).
 Weighted data needs one extra statement for categorical counts, by ``GROUPING SETS``
 (DuckDB has no weighted histogram).
 Engines other than DuckDB have no ``histogram()`` at all, so there categorical counts
@@ -28,7 +31,7 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
-from sqlnb.stats import Statistics, _sort_key
+from sqlnb.stats import Statistics, _sort_key, census_query, nonfinite_values, overflow_error
 from sqlnb.models.naive_bayes.text import BAG_KINDS, bag_feature, bag_layout, collect_bags, family_for
 
 
@@ -97,7 +100,23 @@ def plan_features(
         out.append(feature)
     if not out:
         raise SqlnbError(f"{source.description} has no feature column besides the label")
+    if isinstance(binarize, Mapping):
+        _check_thresholds(binarize, out)
     return out
+
+
+def _check_thresholds(binarize: Mapping[str, float], features: Sequence[Feature]) -> None:
+    """Every per-column threshold names a bernoulli feature (one that is not would be
+    ignored silently)."""
+    kinds = {f.name: f.kind for f in features}
+    bernoulli = [n for n, k in kinds.items() if k == "bernoulli"]
+    for name in binarize:
+        if name not in kinds:
+            raise SqlnbError(f"binarize (--binarize) names {name!r}, which is not a feature of this model"
+                             f"{suggest(name, bernoulli or kinds)}")
+        if kinds[name] != "bernoulli":
+            raise SqlnbError(f"binarize (--binarize) gives {name!r} a threshold, but it is a {kinds[name]} feature; "
+                             f"thresholds apply to bernoulli features (--feature-kind {name}=bernoulli)")
 
 
 def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool,
@@ -322,6 +341,9 @@ def _statistics_from_rows(engine, source, label, features, weight, min_classes, 
         values = [r[pos:pos + n_aggs] for r in rows]
         pos += n_aggs
         if shifts is not None and f.name in shifts:
+            bad = fam.unsummable(values, classes)
+            if bad is not None:
+                raise _nonfinite_error(engine, source, label, f, bad, "mean")
             feats[f.name], lost = fam.collect_shifted(f, values, classes, where, shifts[f.name])
             if lost:
                 inexact.append(f)
@@ -359,7 +381,7 @@ def _exact_m2_pass(engine, source, label, label_type, weight, gauss, classes, fe
         m = feats[f.name]
 
         def corrected(n, mean, s1, s2):
-            with np.errstate(invalid="ignore", divide="ignore"):
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
                 safe = np.where(n > 0, n, 1.0)
                 return np.where(n > 0, mean + s1 / safe, mean), np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
 
@@ -368,6 +390,22 @@ def _exact_m2_pass(engine, source, label, label_type, weight, gauss, classes, fe
             m.mean, m.m2 = corrected(m.n, m.mean, got[:, 2], got[:, 3])
         else:
             m.mean, m.m2 = m.rows_mean.copy(), m.rows_m2.copy()
+        over = ~(np.isfinite(m.rows_m2) & np.isfinite(m.m2))
+        if over.any():  # finite values (their sums were), so the variance itself is too large
+            raise _nonfinite_error(engine, source, label, f, classes[int(np.argmax(over))], "variance")
+
+
+def _nonfinite_error(engine, source, label, f: Feature, cls, what: str) -> SqlnbError:
+    """The error for Gaussian column ``f`` whose sums in class ``cls`` came back NaN or
+    infinite: NaN or ±inf values in the data (named with their class and count), or
+    finite values whose ``what`` overflowed a double (:func:`sqlnb.stats.overflow_error`)."""
+    census = engine.execute(census_query(source, label, REGISTRY["gaussian"].value(f)))
+    bad = nonfinite_values(census)
+    if bad is not None:
+        return SqlnbError(f"column {f.name!r} in {source.description} holds {bad[1]} NaN or infinite value"
+                          f"{'s' if bad[1] != 1 else ''} (class {bad[0]!r}); replace them with NULL to treat "
+                          "them as missing, or filter those rows")
+    return overflow_error(f.name, source.description, cls, census, what)
 
 
 def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats) -> None:

@@ -9,7 +9,8 @@ Class prior (``class_prior``)::
 
     fitted     ln N_c − ln Σ N                    (−inf for a class with no rows)
     uniform    −ln K
-    {c: p}     ln p_c                              given; must sum to 1
+    {c: p}     ln p_c                              given (or a sequence in class order);
+                                                   checked and copied at fit
     dirichlet  ln (N_c + a) − ln (N + K·a)         a = prior_alpha under the estimator
 
 The prior enters every class score once — unless every feature is ``complement``,
@@ -25,11 +26,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float, is_numeric
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.base import Model
-from sqlnb.models.priors import given_prior
+from sqlnb.models.priors import given_prior, own_prior
 from sqlnb.models.naive_bayes import text
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
@@ -48,13 +49,17 @@ class Hyperparameters:
         Pseudo-count of the Dirichlet/Beta prior on discrete parameters (scikit-learn's
         ``alpha``, default 1: Laplace smoothing).
     feature_alpha : mapping of str to float
-        Per-feature α (vector α for multinomial, bernoulli and complement columns).
+        Per-feature α (vector α for multinomial, bernoulli and complement columns); each
+        key must name a discrete feature of the model (checked at fit).
     beta : (float, float), optional
         Beta(β₁, β₀) prior of Bernoulli features; default (α, α).
     estimator : {"posterior-mean", "map", "mle"}
         Posterior mean (the Bayesian posterior predictive; scikit-learn's rule), the
         posterior mode (pseudo-counts minus one), or plain frequencies.
-    class_prior : "fitted", "uniform", "dirichlet" or mapping of label to probability
+    class_prior : "fitted", "uniform", "dirichlet", mapping of label to probability, or sequence
+        A given prior (a mapping, or one probability per class in sorted class order) is
+        validated at fit and kept as the model's own mapping class -> probability
+        (:func:`sqlnb.models.priors.given_prior`).
     prior_alpha : float
         Dirichlet concentration of the class prior with ``class_prior="dirichlet"``.
     var_smoothing : float
@@ -76,6 +81,15 @@ class Hyperparameters:
     unseen: str = "missing"
 
     def __post_init__(self):
+        # Own copies: a caller mutating its mapping or array later changes nothing here.
+        object.__setattr__(self, "feature_alpha", dict(self.feature_alpha))
+        prior = self.class_prior
+        if isinstance(prior, Mapping):
+            object.__setattr__(self, "class_prior", dict(prior))
+        elif isinstance(prior, np.ndarray):
+            object.__setattr__(self, "class_prior", prior.copy())
+        elif isinstance(prior, (list, tuple)):
+            object.__setattr__(self, "class_prior", tuple(prior))
         if self.estimator not in ESTIMATORS:
             raise SqlnbError(f"unknown estimator {self.estimator!r}; choose one of: {', '.join(ESTIMATORS)}")
         if self.unseen not in UNSEEN:
@@ -146,10 +160,30 @@ class NaiveBayes(Model):
         self.label_type = label_type
         self.features = list(features)
         self.stats = stats
-        self.hyper = hyper or Hyperparameters()
+        self.hyper = self._bound(hyper or Hyperparameters())
         self.report = dict(report or {})
         self.weight = weight
         self._params: dict | None = None
+        # Derive the log-parameters now: a setting these statistics cannot take (a zero
+        # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
+        # not at first use.
+        self.log_parameters()
+
+    def _bound(self, hyper: Hyperparameters) -> Hyperparameters:
+        """``hyper`` checked against this model: every ``feature_alpha`` key names a
+        discrete feature, and a given class prior becomes a validated mapping class -> p."""
+        kinds = {f.name: f.kind for f in self.features}
+        for name in hyper.feature_alpha:
+            if name not in kinds:
+                raise SqlnbError(f"feature_alpha (--feature-alpha) names {name!r}, which is not a feature of this "
+                                 f"model{suggest(name, kinds)}")
+            if kinds[name] == "gaussian":
+                raise SqlnbError(f"feature_alpha (--feature-alpha) gives {name!r} a pseudo-count, but it is a "
+                                 "gaussian feature, which has none; name only categorical, bernoulli, "
+                                 "multinomial or complement features")
+        if isinstance(hyper.class_prior, str):
+            return hyper
+        return replace(hyper, class_prior=own_prior(hyper.class_prior, self.classes))
 
     @property
     def classes(self) -> list:
@@ -416,8 +450,13 @@ class NaiveBayes(Model):
                 *(np.array([r[x] for r in mine], dtype=float) for x in fields))
         stats = Statistics(classes, np.array(ct["n"], dtype=float), np.array(ct["rows"], dtype=float),
                            feats, int(meta["report"].get("null_label_rows", 0)))
+        hyper = dict(meta["hyperparameters"])
+        # Models saved before feature_alpha was checked at fit may name columns that are no
+        # (discrete) feature; such a key never had an effect, so it is dropped, not refused.
+        discrete = {f.name for f in features if f.kind != "gaussian"}
+        hyper["feature_alpha"] = {k: v for k, v in (hyper.get("feature_alpha") or {}).items() if k in discrete}
         return cls(meta["label"], meta["label_type"], features, stats,
-                   Hyperparameters.from_dict(meta["hyperparameters"], classes), meta["report"], meta.get("weight"))
+                   Hyperparameters.from_dict(hyper, classes), meta["report"], meta.get("weight"))
 
 
 register_kind(NaiveBayes.kind, NaiveBayes)

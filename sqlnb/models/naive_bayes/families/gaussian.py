@@ -77,25 +77,37 @@ class Gaussian(Family):
 
     @staticmethod
     def _from_sums(n, s1, s2, shift):
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             safe = np.where(n > 0, n, 1.0)
             mean = np.where(n > 0, shift + s1 / safe, 0.0)
             m2 = np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
         # exact when S2 (= M2 + n(θ − K)²) is at most EXACT_BELOW times M2; S2 = 0 means
-        # every value equals the shift, and M2 = 0 exactly.
-        inexact = bool(np.any((s2 > 0) & ~(s2 <= Gaussian.EXACT_BELOW * m2)))
+        # every value equals the shift, and M2 = 0 exactly. An infinite S2 (the squares of
+        # finite values overflowed: see unsummable) is redone around the class means too,
+        # where the squares are as small as the variance allows.
+        inexact = bool(np.any(~np.isfinite(s2) | ((s2 > 0) & ~(s2 <= Gaussian.EXACT_BELOW * m2))))
         return mean, m2, inexact
+
+    @staticmethod
+    def unsummable(rows, classes):
+        """The first class whose count or sum ``Σ(x − K)`` (weighted too) is NaN or ±inf,
+        or None.
+
+        Such a class holds a NaN or ±inf value, or finite values whose sum overflowed;
+        fit.py tells which. When only ``Σ(x − K)²`` is infinite every value is finite
+        (one NaN or ±inf would make the plain sum NaN or ±inf too): those squares
+        overflowed, and the exact second pass redoes them (:meth:`collect_shifted`)."""
+        for c, r in zip(classes, rows):
+            sums = [v for j, v in enumerate(r) if j % 3 != 2]  # n, S1 (and Σw, Σw·d)
+            if not all(v is None or math.isfinite(float(v)) for v in sums):
+                return c
+        return None
 
     def collect_shifted(self, feature, rows, classes, where, shift: float):
         """Moments from :meth:`shifted_aggregates`' results, and whether any class's M2 lost
-        too many digits (then fit.py reruns it exactly)."""
+        too many digits or overflowed (then fit.py reruns it exactly). The counts and
+        first sums must be finite (:meth:`unsummable`)."""
         cols = np.array([[float(v) if v is not None else 0.0 for v in r] for r in rows]).reshape(len(rows), -1)
-        bad = [c for c, r in zip(classes, cols) if not np.all(np.isfinite(r))]
-        if bad:
-            raise SqlnbError(
-                f"column {feature.name!r} in {where} holds NaN or infinite values (class {bad[0]!r}); "
-                "replace them with NULL to treat them as missing, or filter those rows"
-            )
         rows_n = cols[:, 0]
         rows_mean, rows_m2, inexact = self._from_sums(rows_n, cols[:, 1], cols[:, 2], shift)
         if cols.shape[1] > 3:  # weighted
@@ -105,8 +117,15 @@ class Gaussian(Family):
         return Moments(rows_n.copy(), rows_mean.copy(), rows_m2.copy(), rows_n, rows_mean, rows_m2), inexact
 
     def estimate(self, features, stats, class_n, hp):
-        pooled = {f.name: stats[f.name].pooled() for f in features}
-        max_var = max((m2 / n if n > 0 else 0.0) for n, _, m2 in pooled.values())
+        with np.errstate(over="ignore", invalid="ignore"):
+            pooled = {f.name: stats[f.name].pooled() for f in features}
+        variances = {name: (m2 / n if n > 0 else 0.0) for name, (n, _, m2) in pooled.items()}
+        for name, v in variances.items():
+            if not math.isfinite(v):  # the class means are too far apart: finite per class, not pooled
+                raise SqlnbError(f"the variance of column {name!r} over all classes overflows a double (the "
+                                 "variance floor var_smoothing scales the largest one); rescale the column in a "
+                                 "source query, e.g. divide it by a power of ten")
+        max_var = max(variances.values())
         # scikit-learn: epsilon = var_smoothing * max variance. With every column constant
         # that is 0 and every density degenerate, so the floor falls back to var_smoothing.
         eps = hp.var_smoothing * (max_var if max_var > 0 else 1.0)
@@ -120,9 +139,11 @@ class Gaussian(Family):
             if pn == 0:
                 raise SqlnbError(f"column {f.name!r} has no non-NULL value in the training data; exclude it")
             if np.any(var <= 0):
+                k = int(np.argmax(var <= 0))
+                single = " (one with a single training row)" if s.rows[k] == 1 else ""
                 raise SqlnbError(
-                    f"column {f.name!r} has zero variance in a class and var_smoothing is 0; "
-                    "set var_smoothing > 0"
+                    f"column {f.name!r} has zero variance in a class{single} and var_smoothing is 0; "
+                    "set var_smoothing > 0 (--var-smoothing)"
                 )
             out[f.name] = (mean, var)
         return out
