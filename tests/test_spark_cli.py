@@ -154,3 +154,26 @@ def test_drop_removes_the_model_and_replace_its_old_tables(runs):
 
 def test_a_warehouse_that_lost_its_catalog_is_one_error_line(runs):
     assert_error(runs["orphan"], "has no table sqlnb.models but its directory exists", "another warehouse")
+
+
+def test_engine_errors_are_one_line_without_a_jvm():
+    """What the error boundary prints for exceptions of pyspark, py4j and psycopg (the
+    exception classes themselves; no Java process needed)."""
+    pytest.importorskip("pyspark")
+    from py4j.protocol import Py4JNetworkError
+    from pyspark.errors import AnalysisException
+
+    from sqlnb.engines import engine_error
+
+    locked = AnalysisException(message="org.apache.hadoop.hive.ql.metadata.HiveException: java.lang.RuntimeException: "
+                               "Unable to instantiate org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient")
+    assert engine_error(locked).startswith("Spark: org.apache.hadoop.hive.ql.metadata.HiveException")
+    assert "another process using the same warehouse directory" in engine_error(locked)
+    plan = AnalysisException(message="[UNRESOLVED_COLUMN] cannot resolve `q`. SQLSTATE: 42703;\n'Project ['q]\n+- x")
+    assert engine_error(plan) == "Spark: [UNRESOLVED_COLUMN] cannot resolve `q`. SQLSTATE: 42703;"
+    assert engine_error(Py4JNetworkError("Answer from Java side is empty")) == \
+        "Spark: lost the connection to the Java process (Answer from Java side is empty)"
+    assert engine_error(ValueError("x")) is None
+    psycopg = pytest.importorskip("psycopg")
+    assert engine_error(psycopg.errors.DivisionByZero("division by zero\nCONTEXT: ...")) == \
+        "PostgreSQL: division by zero"

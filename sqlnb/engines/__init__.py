@@ -122,6 +122,9 @@ def engine_error(e: BaseException) -> str | None:
         text = (java or lines or [type(e).__name__])[0]
         if module.startswith("py4j") and not java:  # Py4JNetworkError: the JVM is gone
             text = f"lost the connection to the Java process ({text})"
+        if "SessionHiveMetaStoreClient" in text:  # all Spark says when Derby is locked
+            text += ("; is another process using the same warehouse directory? Its Derby metastore "
+                     "admits one at a time")
         return f"Spark: {text}"
     if module.startswith("psycopg"):
         lines = [line.strip() for line in str(e).splitlines() if line.strip()]
