@@ -53,10 +53,11 @@ def _require_spark() -> None:
 
 
 def spark_cli(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m sqlnb --engine spark --master local[2] ARGS`` in a new process."""
-    full_env = {k: v for k, v in os.environ.items() if k != "SQLNB_WAREHOUSE"}
+    """``python -m sqlnb --engine spark ARGS`` in a new process: a local session (no
+    --master), whose catalog is ./spark-warehouse unless ARGS or ``env`` say otherwise."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("SQLNB_WAREHOUSE", "SQLNB_MASTER", "SPARK_REMOTE")}
     full_env.update(PYSPARK_SUBMIT_ARGS=SUBMIT_ARGS, SPARK_LOCAL_IP="127.0.0.1", **(env or {}))
-    cmd = [sys.executable, "-m", "sqlnb", "--engine", "spark", "--master", "local[2]", *map(str, args)]
+    cmd = [sys.executable, "-m", "sqlnb", "--engine", "spark", *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=300)
 
 
