@@ -62,8 +62,8 @@ class SqlnbGroup(click.Group):
       while scoring, a query that does not parse) -> their first meaningful line;
     * errors of an engine's client library (pyspark, py4j, psycopg) -> ``Spark: ...``
       or ``PostgreSQL: ...`` and their first line (:func:`sqlnb.engines.engine_error`);
-    * click usage errors -> one line with a pointer to ``--help``;
     * a closed stdout (``| head`` has read enough) -> exit 0, quietly;
+    * click usage errors -> one line with a pointer to ``--help``;
     * KeyboardInterrupt and DuckDB's interrupt -> exit 130. Writers clean up on the way
       out (temporary files removed, transactions rolled back), so nothing is left behind.
     """
@@ -85,7 +85,15 @@ class SqlnbGroup(click.Group):
             raise _usage_line(e) from None
         except SqlnbError as e:
             raise CliError(str(e), e.exit_code) from None
+        except engines.engine_error_types() as e:  # pyspark, py4j, psycopg: before RuntimeError
+            raise CliError(engines.engine_error(e)) from None
         except (KeyboardInterrupt, duckdb.InterruptException):
+            raise _interrupted() from None
+        except RuntimeError as e:
+            # Ctrl-C while DuckDB runs a query surfaces as RuntimeError("Query interrupted")
+            # (DuckDB's own SIGINT handling), not as KeyboardInterrupt.
+            if "interrupted" not in str(e).lower():
+                raise
             raise _interrupted() from None
         except duckdb.Error as e:
             raise CliError(f"DuckDB: {_first_line(e)}") from None
@@ -99,15 +107,6 @@ class SqlnbGroup(click.Group):
         except OSError as e:
             where = f" {e.filename!r}" if e.filename else ""
             raise CliError(f"cannot access{where}: {e.strerror or e}") from None
-        except Exception as e:
-            # Ctrl-C while DuckDB runs a query surfaces as RuntimeError("Query interrupted")
-            # (DuckDB's own SIGINT handling), not as KeyboardInterrupt.
-            if isinstance(e, RuntimeError) and "interrupted" in str(e).lower():
-                raise _interrupted() from None
-            line = engines.engine_error(e)  # pyspark, py4j and psycopg errors
-            if line is None:
-                raise
-            raise CliError(line) from None
 
     def main(self, *args, **kwargs) -> Any:
         """Run the command, then flush stdout while a closed pipe can still be caught:

@@ -25,6 +25,7 @@ Models are stored by :mod:`sqlnb.store`, on top of these engines.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 # Not ``import duckdb``: importing the submodule ``duckdb`` of this package binds that
@@ -38,7 +39,7 @@ from sqlnb.engines.spark import SparkEngine
 from sqlnb.errors import SqlnbError, suggest
 
 __all__ = ["Engine", "DuckDBEngine", "PostgresEngine", "SparkEngine", "ENGINES", "as_engine", "connect",
-           "duckdb_type", "engine_error"]
+           "duckdb_type", "engine_error", "engine_error_types"]
 
 
 def as_engine(con: Any = None) -> Engine:
@@ -104,6 +105,16 @@ def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | Non
     if engine == "spark":
         return SparkEngine.start(master, warehouse, quiet)
     raise SqlnbError(f"unknown engine {engine!r}{suggest(engine, ENGINES)}; engines are: {', '.join(ENGINES)}")
+
+
+#: The base exceptions of the engines' client libraries: (module, class name).
+_ENGINE_ERRORS = (("pyspark.errors", "PySparkException"), ("py4j.protocol", "Py4JError"), ("psycopg", "Error"))
+
+
+def engine_error_types() -> tuple[type, ...]:
+    """The base exception classes of the client libraries loaded in this process (one
+    that is not loaded raised nothing; importing it here would slow every command)."""
+    return tuple(getattr(sys.modules[m], name) for m, name in _ENGINE_ERRORS if m in sys.modules)
 
 
 def engine_error(e: BaseException) -> str | None:
