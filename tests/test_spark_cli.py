@@ -178,3 +178,19 @@ def test_engine_errors_are_one_line_without_a_jvm():
     psycopg = pytest.importorskip("psycopg")
     assert engine_error(psycopg.errors.DivisionByZero("division by zero\nCONTEXT: ...")) == \
         "PostgreSQL: division by zero"
+
+
+def test_the_options_of_the_spark_catalog_are_checked_before_spark_starts(tmp_path):
+    """Mistakes about --warehouse and `models` are one line, without starting a JVM."""
+    from support.cli import invoke
+
+    assert_error(invoke("--warehouse", tmp_path, "models", tmp_path / "m.duckdb"),
+                 "--warehouse applies to --engine spark only")
+    assert_error(invoke("--engine", "spark", "models", tmp_path / "m.duckdb"),
+                 "with --engine spark, models lists the engine's catalog; give no DB")
+    assert_error(invoke("models"), "sqlnb models needs DB.duckdb")
+    # SQLNB_WAREHOUSE, exported for Spark, does not get in the way of DuckDB commands.
+    sqlnb.fit(write_parquet(mixed_table(30), tmp_path / "t.parquet"), "y").save(f"{tmp_path}/m.duckdb", "nb")
+    listed = invoke("models", tmp_path / "m.duckdb", env={"SQLNB_WAREHOUSE": str(tmp_path / "wh")})
+    assert listed.exit_code == 0 and listed.stdout.splitlines()[1].startswith("nb ")
+    assert not (tmp_path / "wh").exists()
