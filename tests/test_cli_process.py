@@ -5,6 +5,7 @@ and the terminal checks are the real ones)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -116,3 +117,44 @@ def test_an_interrupted_process_exits_130_and_writes_nothing(files, tmp_path):
     assert stdout == "" and stderr.strip().splitlines()[-1] == "Error: interrupted; nothing was written"
     assert "Traceback" not in stderr
     assert snapshot(tmp_path, tmp_path / "m.duckdb") == before  # no out.csv, no temporary file
+
+
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("head") is None, reason="needs bash and head")
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    # 20,000 scored rows are ~2 MB of CSV, far more than a pipe holds (64 KB on Linux):
+    # `head -1` exits after the first line and the writes that follow hit the closed pipe.
+    data = write_parquet(mixed_table(20_000, seed=3), tmp_path / "big.parquet")
+    sqlnb.fit(data, "y").save(f"{tmp_path}/m.duckdb", "nb")
+
+    def piped(*args: str) -> subprocess.CompletedProcess:
+        script = 'set -o pipefail; "$@" | head -1'
+        return subprocess.run(["bash", "-c", script, "bash", sys.executable, "-m", "sqlnb", *args],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+    result = piped("score", data, "--model", "m.duckdb:nb", "--out", "-")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "id,x,z,color,flag,y,proba_a,proba_b,proba_c,prediction\n"
+    # A failing command keeps its exit code and its one line when piped.
+    failed = piped("score", "nope.parquet", "--model", "m.duckdb:nb", "--out", "-")
+    assert_error(failed, "nope.parquet")
+
+
+def test_an_engine_error_is_one_line(tmp_path):
+    """An error raised by the engine while it runs sqlnb's query (here PostgreSQL's
+    division by zero, in the training statistics) is one line, exit 2, no traceback.
+    Spark's errors: tests/test_spark_cli.py."""
+    from support.postgres import postgres_server
+    try:
+        cm = postgres_server()
+        dsn = cm.__enter__()
+    except Exception as e:  # binaries missing or server failing to start
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is not available: {e} (CI is set: engine tests must run)", pytrace=False)
+        pytest.skip(f"PostgreSQL is not available: {e}")
+    try:
+        result = run_process("--engine", "postgres", "--dsn", dsn, "fit",
+                             "SELECT 1.0 / (g - 3) AS x, (g % 2)::text AS y FROM generate_series(1, 5) g",
+                             "--label", "y", "--model", "m", module=True, cwd=tmp_path)
+    finally:
+        cm.__exit__(None, None, None)
+    assert_error(result, "PostgreSQL: division by zero")

@@ -27,9 +27,11 @@ module per group of commands and are added to it here:
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
+from click.core import ParameterSource
 
 from sqlnb import __version__
 from sqlnb.cli import catalog, demo, generative, predict, text, train, tuning
@@ -68,8 +70,13 @@ def stderr_is_terminal() -> bool:
               help="PostgreSQL connection string, with --engine postgres [env SQLNB_DSN].")
 @click.option("--master", envvar="SQLNB_MASTER", metavar="URL",
               help="Spark master URL (local[*], spark://host:7077), with --engine spark [env SQLNB_MASTER].")
+@click.option("--warehouse", envvar="SQLNB_WAREHOUSE", metavar="DIR",
+              help="With --engine spark: the directory of the catalog (tables and a Derby metastore) "
+                   "that keeps models between commands [env SQLNB_WAREHOUSE; default for a local "
+                   "session: ./spark-warehouse].")
+@click.option("--verbose", "-v", is_flag=True, help="Show the engine's own log (Spark's log lines and progress bars).")
 @click.pass_context
-def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, master):
+def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, master, warehouse, verbose):
     """Train and score naive Bayes classifiers inside DuckDB, in SQL.
 
     DATA is Parquet/CSV/JSON files by path or glob (lake/2026/*.parquet) or a table in a
@@ -89,8 +96,13 @@ def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, 
         raise SqlnbError("--dsn applies to --engine postgres only")
     if master and engine != "spark":
         raise SqlnbError("--master applies to --engine spark only")
+    if warehouse and engine != "spark" and ctx.get_parameter_source("warehouse") != ParameterSource.ENVIRONMENT:
+        raise SqlnbError("--warehouse applies to --engine spark only")
+    local = master.startswith("local") if master else not os.environ.get("SPARK_REMOTE")
+    if engine == "spark" and warehouse is None and local:
+        warehouse = "spark-warehouse"  # a local session keeps its catalog in the working directory
     ctx.obj = Settings(threads, memory_limit, temp_directory, terminal=stderr_is_terminal(),
-                       engine=engine, dsn=dsn, master=master)
+                       engine=engine, dsn=dsn, master=master, warehouse_dir=warehouse, verbose=verbose)
     ctx.call_on_close(ctx.obj.close)
 
 

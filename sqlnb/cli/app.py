@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import select
 import signal
 import sys
 import threading
@@ -60,6 +61,9 @@ class SqlnbGroup(click.Group):
     * :class:`~sqlnb.errors.SqlnbError` (the library's user errors) -> its message;
     * DuckDB and sqlglot errors that reach here (e.g. a value that fails to convert
       while scoring, a query that does not parse) -> their first meaningful line;
+    * errors of an engine's client library (pyspark, py4j, psycopg) -> ``Spark: ...``
+      or ``PostgreSQL: ...`` and their first line (:func:`sqlnb.engines.engine_error`);
+    * a closed stdout (``| head`` has read enough) -> exit 0, quietly;
     * click usage errors -> one line with a pointer to ``--help``;
     * KeyboardInterrupt and DuckDB's interrupt -> exit 130. Writers clean up on the way
       out (temporary files removed, transactions rolled back), so nothing is left behind.
@@ -102,6 +106,8 @@ class SqlnbGroup(click.Group):
             raise _usage_line(e) from None
         except SqlnbError as e:
             raise CliError(str(e), e.exit_code) from None
+        except engines.engine_error_types() as e:  # pyspark, py4j, psycopg: before RuntimeError
+            raise CliError(engines.engine_error(e)) from None
         except (KeyboardInterrupt, duckdb.InterruptException):
             raise _interrupted() from None
         except RuntimeError as e:
@@ -115,10 +121,53 @@ class SqlnbGroup(click.Group):
         except sqlglot.errors.SqlglotError as e:
             raise CliError(f"SQL: {_first_line(e)}") from None
         except BrokenPipeError:
-            raise  # a closed pipe (| head) is click's to handle quietly
+            if not _stdout_closed():
+                raise CliError("cannot write: the pipe was closed") from None
+            _quiet_stdout()
+            raise click.exceptions.Exit(EXIT_OK) from None
         except OSError as e:
             where = f" {e.filename!r}" if e.filename else ""
             raise CliError(f"cannot access{where}: {e.strerror or e}") from None
+
+    def main(self, *args, **kwargs) -> Any:
+        """Run the command, then flush stdout while a closed pipe can still be caught:
+        Python's own flush at exit would print an exception and exit 120. The exit code
+        stays the command's."""
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                _quiet_stdout()
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe or socket whose reader has gone (``| head`` done).
+
+    ``poll`` reports POLLERR on the write end of a pipe without readers. Where it is
+    missing (Windows), a BrokenPipeError is taken to come from stdout."""
+    if not hasattr(select, "poll"):
+        return True
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+
+
+def _quiet_stdout() -> None:
+    """After a reader stopped early (``sqlnb score ... --out - | head``), which is not an
+    error: point stdout at the null device so that later flushes have nowhere to fail."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # not a real file (click's test runner)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 # -- settings shared by all commands --------------------------------------------------------
@@ -136,6 +185,8 @@ class Settings:
     engine: str = "duckdb"
     dsn: str | None = None
     master: str | None = None
+    warehouse_dir: str | None = None
+    verbose: bool = False
     interrupted: threading.Event = dataclasses.field(default_factory=threading.Event)
     connections: list = dataclasses.field(default_factory=list)
 
@@ -159,7 +210,8 @@ class Settings:
     def warehouse(self):
         """The --engine connection (opened once per command, closed by :meth:`close`)."""
         if self._warehouse is None:
-            self._warehouse = engines.connect(self.engine, dsn=self.dsn, master=self.master)
+            self._warehouse = engines.connect(self.engine, dsn=self.dsn, master=self.master,
+                                              warehouse=self.warehouse_dir, quiet=not self.verbose)
         return self._warehouse
 
     def close(self) -> None:

@@ -54,25 +54,33 @@ def show(settings: Settings, model, fmt, top, top_terms_n):
 
 
 @click.command()
-@click.argument("db", metavar="DB.duckdb")
+@click.argument("db", metavar="DB.duckdb", required=False)
 @format_option
 @click.pass_obj
 def models(settings: Settings, db, fmt):
-    """List the models saved in a DuckDB database.
+    """List the models saved in a DuckDB database (with --engine, in the engine's catalog).
 
     \b
     Example:
       sqlnb models models.duckdb
       sqlnb models models.duckdb --format json
+      sqlnb --engine spark models
     """
-    with settings.connect(db, read_only=True) as con:
-        found = list_models(con)
+    if settings.remote:
+        if db is not None:
+            raise SqlnbError(f"with --engine {settings.engine}, models lists the engine's catalog; give no DB")
+        found, where = list_models(settings.warehouse()), f"on {settings.engine}"
+    elif db is None:
+        raise SqlnbError("sqlnb models needs DB.duckdb, the database to list (e.g. sqlnb models models.duckdb)")
+    else:
+        with settings.connect(db, read_only=True) as con:
+            found, where = list_models(con), f"in {db}"
     if fmt == "json":
         click.echo(dump_json(found))
     elif found:
         click.echo(models_text(found))
     else:
-        settings.summary(f"no models in {db}")
+        settings.summary(f"no models {where}")
 
 
 @click.command()

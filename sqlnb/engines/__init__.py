@@ -25,6 +25,7 @@ Models are stored by :mod:`sqlnb.store`, on top of these engines.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 # Not ``import duckdb``: importing the submodule ``duckdb`` of this package binds that
@@ -38,7 +39,7 @@ from sqlnb.engines.spark import SparkEngine
 from sqlnb.errors import SqlnbError, suggest
 
 __all__ = ["Engine", "DuckDBEngine", "PostgresEngine", "SparkEngine", "ENGINES", "as_engine", "connect",
-           "duckdb_type"]
+           "duckdb_type", "engine_error", "engine_error_types"]
 
 
 def as_engine(con: Any = None) -> Engine:
@@ -64,7 +65,7 @@ ENGINES = ("duckdb", "postgres", "spark")
 
 
 def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | None = None,
-            database: str | None = None) -> Engine:
+            database: str | None = None, warehouse: str | None = None, quiet: bool = False) -> Engine:
     """An engine by name, for command lines and configuration files.
 
     Parameters
@@ -77,11 +78,18 @@ def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | Non
         session's own configuration (``spark-submit``, ``SPARK_REMOTE``, or local).
     database : str, optional
         DuckDB database file (default: in memory).
+    warehouse : str, optional
+        Spark only: a directory for a persistent catalog (tables and a Derby metastore),
+        so that saved models outlive the session; default: the session's configuration
+        (a local session's catalog is in memory). See :meth:`SparkEngine.start`.
+    quiet : bool
+        Spark only: keep the Java process's log and progress bars off stderr.
 
     Examples
     --------
     >>> connect("postgres", dsn="host=db dbname=lake")        # doctest: +SKIP
     >>> connect("spark", master="local[4]")                     # doctest: +SKIP
+    >>> connect("spark", warehouse="spark-warehouse")           # doctest: +SKIP
     """
     if engine == "duckdb":
         return DuckDBEngine(duckdb_lib.connect(database or ":memory:"))
@@ -95,12 +103,41 @@ def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | Non
         except Exception as e:  # psycopg.OperationalError: server down, bad credentials
             raise SqlnbError(f"cannot connect to PostgreSQL: {str(e).strip().splitlines()[0]}") from None
     if engine == "spark":
-        try:
-            from pyspark.sql import SparkSession
-        except ImportError:
-            raise SqlnbError("Spark needs pyspark: pip install 'pyspark>=4.1,<5'") from None
-        builder = SparkSession.builder.appName("sqlnb")
-        if master:
-            builder = builder.master(master)
-        return SparkEngine(builder.getOrCreate())
+        return SparkEngine.start(master, warehouse, quiet)
     raise SqlnbError(f"unknown engine {engine!r}{suggest(engine, ENGINES)}; engines are: {', '.join(ENGINES)}")
+
+
+#: The base exceptions of the engines' client libraries: (module, class name).
+_ENGINE_ERRORS = (("pyspark.errors", "PySparkException"), ("py4j.protocol", "Py4JError"), ("psycopg", "Error"))
+
+
+def engine_error_types() -> tuple[type, ...]:
+    """The base exception classes of the client libraries loaded in this process (one
+    that is not loaded raised nothing; importing it here would slow every command)."""
+    return tuple(getattr(sys.modules[m], name) for m, name in _ENGINE_ERRORS if m in sys.modules)
+
+
+def engine_error(e: BaseException) -> str | None:
+    """One line for an error raised inside an engine's client library, or None.
+
+    pyspark's own exceptions (``AnalysisException``, ``SparkRuntimeException``, ...) start
+    with ``[ERROR_CLASS] message``; a raw ``Py4JJavaError`` starts with "An error occurred
+    while calling o42.sql." and names the Java exception on its second line; psycopg's
+    errors start with the server's message. Anything after the first line (a query plan,
+    a Java stack) is left out.
+    """
+    module = type(e).__module__
+    if module.startswith(("pyspark", "py4j")):
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        java = [line[1:].strip() for line in lines if line.startswith(":")]  # ": org.apache...Exception: ..."
+        text = (java or lines or [type(e).__name__])[0]
+        if module.startswith("py4j") and not java:  # Py4JNetworkError: the JVM is gone
+            text = f"lost the connection to the Java process ({text})"
+        if "SessionHiveMetaStoreClient" in text:  # all Spark says when Derby is locked
+            text += ("; is another process using the same warehouse directory? Its Derby metastore "
+                     "admits one at a time")
+        return f"Spark: {text}"
+    if module.startswith("psycopg"):
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        return f"PostgreSQL: {lines[0] if lines else type(e).__name__}"
+    return None

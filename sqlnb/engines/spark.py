@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 import uuid
+from contextlib import contextmanager
+from typing import Iterator
 
 from sqlnb import sql
 from sqlnb.engines.base import ColumnsFromResolve, duckdb_type, probe, source_node
@@ -22,8 +27,61 @@ class SparkEngine(ColumnsFromResolve):
 
     dialect = "spark"
 
-    def __init__(self, session):
+    def __init__(self, session, owned: bool = False):
         self.spark = session
+        self._owned = owned  # started by :meth:`start`: stopped by :meth:`close`
+
+    def close(self) -> None:
+        """Stop the session if this engine started it (so that a persistent metastore is
+        shut down cleanly); a session given by the caller is left running."""
+        if self._owned:
+            self._owned = False
+            self.spark.stop()
+
+    @classmethod
+    def start(cls, master: str | None = None, warehouse: str | None = None, quiet: bool = False) -> "SparkEngine":
+        """An engine on a new ``SparkSession`` (for :func:`sqlnb.engines.connect`), stopped
+        by :meth:`close`; a session already running in this process is used as is.
+
+        Parameters
+        ----------
+        master : str, optional
+            Spark master URL; default: the session's own configuration.
+        warehouse : str, optional
+            A directory holding a persistent catalog: the tables (``spark.sql.warehouse.dir``)
+            and an embedded Derby metastore (``metastore_db``, with its ``derby.log``), so
+            that tables and saved models outlive the process. Derby admits one process at
+            a time. Default: Spark's own configuration (for a local session, a catalog in
+            memory).
+        quiet : bool
+            Send everything the Java process prints (log4j lines, stage progress bars, JVM
+            warnings) to the null device, and silence pyspark's own error loggers;
+            otherwise it goes to stderr (never to stdout, which carries the payload).
+        """
+        try:
+            from pyspark import SparkContext
+            from pyspark.sql import SparkSession
+        except ImportError:
+            raise SqlnbError("Spark needs pyspark: pip install 'pyspark>=4.1,<5'") from None
+        running = SparkContext._active_spark_context is not None
+        builder = SparkSession.builder.appName("sqlnb")
+        if master:
+            builder = builder.master(master)
+        if quiet:
+            builder = builder.config("spark.ui.showConsoleProgress", "false")
+        if warehouse is not None:
+            for key, value in _catalog_settings(warehouse).items():
+                builder = builder.config(key, value)
+            builder = builder.enableHiveSupport()
+        try:
+            with _java_output(quiet and not running):
+                session = builder.getOrCreate()
+        except Exception as e:  # pyspark's JAVA_GATEWAY_EXITED: no Java, a bad option, a port in use
+            hint = " (run with -v to see Spark's own messages)" if quiet else ""
+            raise SqlnbError(f"Spark did not start: {str(e).strip().splitlines()[0]}{hint}") from None
+        if quiet:
+            _quiet_python_loggers()
+        return cls(session, owned=not running)
 
     def execute(self, tree, params=None):
         df = self.spark.sql(sql.render(tree, self.dialect), args=list(params) if params is not None else None)
@@ -93,3 +151,53 @@ class SparkEngine(ColumnsFromResolve):
             if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
                 raise SqlnbNotFound(f"no file matches {files.path!r}; check the path or glob") from None
             raise SqlnbError(f"Spark cannot read {files.path!r}: {text}") from None
+
+
+def _catalog_settings(warehouse: str) -> dict:
+    """Spark settings for a persistent catalog in directory ``warehouse``."""
+    path = os.path.abspath(warehouse)
+    if ";" in path or '"' in path:
+        # ';' separates a Derby URL's attributes; '"' would need quoting in Java options.
+        raise SqlnbError(f"the Spark warehouse directory {path!r} may not contain ';' or '\"'; choose another")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise SqlnbError(f"cannot create the Spark warehouse directory {path!r}: {e.strerror}") from None
+    return {
+        "spark.sql.warehouse.dir": path,
+        "spark.hadoop.javax.jdo.option.ConnectionURL":
+            f"jdbc:derby:;databaseName={os.path.join(path, 'metastore_db')};create=true",
+        # Derby writes derby.log into its home directory (else into the working directory).
+        "spark.driver.extraJavaOptions": f'"-Dderby.system.home={path}"',
+    }
+
+
+@contextmanager
+def _java_output(quiet: bool) -> Iterator[None]:
+    """Point file descriptors 1 and 2 where the Java process, started inside, is to write:
+    nowhere when ``quiet``, else stderr. The JVM inherits them when pyspark starts it and
+    keeps them for its lifetime; Python's own are restored on the way out."""
+    for stream in (sys.stdout, sys.stderr):  # what Python printed before goes where it was meant
+        stream.flush()
+    target = os.open(os.devnull, os.O_WRONLY) if quiet else os.dup(2)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
+def _quiet_python_loggers() -> None:
+    """pyspark 4 logs every SQL error that carries a query context as a JSON dump on
+    stderr, through these two loggers (an error reaches the user as one line anyway)."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pyspark < 4
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)

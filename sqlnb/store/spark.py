@@ -6,9 +6,13 @@ tables under a fresh id, then appends one catalog row (the commit point: a singl
 ``INSERT`` whose files appear together when its job commits), then drops the old model's
 tables. The newest row of a name wins; a drop appends a tombstone row (``kind`` NULL).
 A failure before the append leaves the old model readable and, at worst, orphan
-``m_<id>_*`` tables; a failure after it leaves only the old tables behind. With a local
-session the catalog lives in Spark's in-memory metastore (lost when the session ends);
-on a cluster, use a persistent metastore (Hive, Unity, Glue).
+``m_<id>_*`` tables; a failure after it leaves only the old tables behind.
+
+A local session's catalog lives in memory (lost when the session ends) unless the
+session was started with a persistent one: ``sqlnb.engines.connect("spark",
+warehouse=DIR)`` keeps tables and an embedded Derby metastore in DIR, as the command
+line does by default (``./spark-warehouse``, or ``--warehouse DIR``). On a cluster, use
+its persistent metastore (Hive, Unity, Glue).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines.base import arrow_table
 from sqlnb.engines.spark import SparkEngine
+from sqlnb.errors import SqlnbError
 from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, create_catalog,
                                  catalog_table, insert_catalog_row, new_id, now, part_table)
 
@@ -27,11 +32,30 @@ from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, cast
 class SparkStorage:
     """:class:`~sqlnb.store.catalog.Storage` on a :class:`~sqlnb.engines.SparkEngine`."""
 
-    where = "this Spark catalog"
-
     def __init__(self, engine: SparkEngine):
         self.engine = engine
         self.spark = engine.spark
+
+    @property
+    def where(self) -> str:
+        """The catalog, for messages: a persistent one by its directory."""
+        conf = self.spark.conf
+        if conf.get("spark.sql.catalogImplementation", "in-memory") == "hive":
+            return f"the Spark catalog in {conf.get('spark.sql.warehouse.dir')}"
+        return "this Spark session's catalog (in memory)"
+
+    def _create_catalog(self) -> None:
+        try:
+            for statement in create_catalog(primary_key=False):
+                self.engine.execute(statement)
+        except Exception as e:  # pyspark's AnalysisException
+            if "LOCATION_ALREADY_EXISTS" not in str(e):
+                raise
+            # The table's directory was written by a session whose catalog is gone (an
+            # in-memory one, or a deleted metastore): Spark will not write over it.
+            raise SqlnbError(f"{self.where} has no table {SCHEMA}.{CATALOG} but its directory exists, left "
+                             "by a session whose catalog was lost; move that directory (sqlnb.db) away, "
+                             "or use another warehouse directory") from None
 
     def _tables(self) -> list[str]:
         if not self.spark.catalog.databaseExists(SCHEMA):
@@ -74,8 +98,7 @@ class SparkStorage:
 
     def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool) -> None:
         """Write new part tables, append the catalog row, drop the old tables."""
-        for statement in create_catalog(primary_key=False):
-            self.engine.execute(statement)
+        self._create_catalog()
         old = self._latest().get(name)
         if old is not None and not replace:
             raise already_exists(name, self.where)

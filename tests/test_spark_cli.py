@@ -1,0 +1,196 @@
+"""``sqlnb --engine spark`` as users run it: every command in its own process.
+
+A local Spark session keeps its catalog (tables and a Derby metastore) in
+``./spark-warehouse``, or in ``--warehouse DIR`` / ``SQLNB_WAREHOUSE``, so a model fitted
+by one command is scored, shown, listed, replaced and dropped by the next ones. Spark's
+own log stays off stderr unless ``-v``, and its errors are one ``Error:`` line.
+
+The steps run once, in order, in the module fixture ``runs`` (each one is a new JVM:
+~10-30 s); the tests then check one step each. Without pyspark or Java the tests are
+skipped with the reason; on CI (``CI`` set) that is a failure, as in test_engines.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import sqlnb
+from support.cli import assert_error, mixed_table, write_parquet
+
+pytestmark = pytest.mark.spark
+
+TOL = 1e-9
+ON_CI = bool(os.environ.get("CI"))
+
+#: For the test JVMs only: C1-only JIT and serial GC roughly halve a short session's start
+#: (see tests/support/spark.py), two shuffle partitions for 120 rows, no web UI.
+SUBMIT_ARGS = ('--conf "spark.driver.defaultJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" '
+               "--conf spark.sql.shuffle.partitions=2 --conf spark.ui.enabled=false pyspark-shell")
+
+
+def _require_spark() -> None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as e:
+        reason = f"pyspark is not installed: {e}"
+    else:
+        java_home = os.environ.get("JAVA_HOME")
+        if (java_home and os.access(Path(java_home, "bin", "java"), os.X_OK)) or shutil.which("java"):
+            return
+        reason = "no Java runtime found (need Java 17+; `bash .ci/install-engines.sh`)"
+    if ON_CI:
+        pytest.fail(f"Spark is not available: {reason} (CI is set: engine tests must run, not skip)", pytrace=False)
+    pytest.skip(f"Spark is not available: {reason}")
+
+
+def spark_cli(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m sqlnb --engine spark ARGS`` in a new process: a local session (no
+    --master), whose catalog is ./spark-warehouse unless ARGS or ``env`` say otherwise."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("SQLNB_WAREHOUSE", "SQLNB_MASTER", "SPARK_REMOTE")}
+    full_env.update(PYSPARK_SUBMIT_ARGS=SUBMIT_ARGS, SPARK_LOCAL_IP="127.0.0.1", **(env or {}))
+    cmd = [sys.executable, "-m", "sqlnb", "--engine", "spark", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Fit, a repeated fit, fit --replace, score, show, models, a failing score, drop and a
+    fit into a warehouse that lost its catalog, each in its own process;
+    ``{step: CompletedProcess}`` and the paths."""
+    _require_spark()
+    root = tmp_path_factory.mktemp("spark_cli")
+    work = root / "work"  # the working directory: the catalog goes to ./spark-warehouse
+    work.mkdir()
+    train = write_parquet(mixed_table(120, seed=1), root / "train.parquet")
+    test = write_parquet(mixed_table(40, seed=2), root / "test.parquet")
+    warehouse = work / "spark-warehouse"
+    (root / "orphan" / "sqlnb.db" / "models").mkdir(parents=True)
+    (root / "orphan" / "sqlnb.db" / "models" / "_SUCCESS").touch()  # written by that session's INSERT
+    out = {"root": root, "work": work, "train": train, "test": test, "scored": root / "scored.parquet"}
+    steps = {
+        "fit": (["fit", train, "--label", "y", "--exclude", "id", "--model", "nb"], {}),
+        "fit_again": (["fit", train, "--label", "y", "--exclude", "id", "--model", "nb"], {}),
+        "fit_replace": (["fit", train, "--label", "y", "--features", "x,color", "--model", "nb", "--replace"], {}),
+        "score": (["score", test, "--model", "nb", "--key", "id", "--out", out["scored"]], {}),
+        # The catalog named explicitly, from another working directory.
+        "show": (["--warehouse", warehouse, "show", "--model", "nb", "--format", "json"], {"cwd": root}),
+        "models": (["-v", "models"], {"cwd": root, "env": {"SQLNB_WAREHOUSE": str(warehouse)}}),
+        "bad_cast": (["score", f"SELECT id, CAST(CAST(id AS STRING) || 'x' AS DOUBLE) AS x, color "
+                               f"FROM parquet.`{test}`", "--model", "nb", "--out", root / "bad.csv"], {}),
+        "drop": (["drop", "--model", "nb"], {}),
+        # A warehouse whose catalog was lost (a session with an in-memory catalog wrote it): the
+        # directory of sqlnb.models exists, the metastore does not know the table.
+        "orphan": (["--warehouse", root / "orphan", "fit", train, "--label", "y", "--model", "nb"], {}),
+    }
+    for step, (args, where) in steps.items():
+        out[step] = spark_cli(*args, cwd=where.get("cwd", work), env=where.get("env"))
+    return out
+
+
+def _ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def test_fit_is_quiet_and_keeps_the_model_in_the_working_directory(runs):
+    fit = _ok(runs["fit"])
+    # stderr is not a terminal: no summary, and none of Spark's log4j lines, JVM
+    # warnings or stage progress bars.
+    assert (fit.stdout, fit.stderr) == ("", "")
+    warehouse = runs["work"] / "spark-warehouse"
+    assert (warehouse / "metastore_db").is_dir() and (warehouse / "sqlnb.db").is_dir()
+    assert not (runs["work"] / "derby.log").exists() and not (runs["work"] / "metastore_db").exists()
+
+
+def test_a_second_fit_without_replace_is_one_error_line(runs):
+    assert_error(runs["fit_again"], "model 'nb' already exists", "pass --replace")
+
+
+def test_fit_replace_then_score_gives_the_probabilities_of_duckdb(runs):
+    _ok(runs["fit_replace"])
+    score = _ok(runs["score"])
+    assert score.stdout == "" and score.stderr == ""
+    got = pq.read_table(runs["scored"])
+    assert got["id"].to_pylist() == list(range(40))  # --key id: ordered by it
+    # The replacing model (features x and color), fitted and scored in DuckDB.
+    model = sqlnb.fit(runs["train"], "y", features=["x", "color"])
+    want = model.score(runs["test"], keep=["id"]).to_arrow_table()
+    assert got["prediction"].to_pylist() == want["prediction"].to_pylist()
+    assert model.proba_columns() == [c for c in got.column_names if c.startswith("proba_")]
+    for c in model.proba_columns():
+        np.testing.assert_allclose(got[c].to_numpy(), want[c].to_numpy(), rtol=0, atol=TOL, err_msg=c)
+
+
+def test_show_and_models_read_the_catalog_named_by_option_or_environment(runs):
+    shown = json.loads(_ok(runs["show"]).stdout)
+    assert shown["label"] == "y" and [f["name"] for f in shown["features"]] == ["x", "color"]
+    models = _ok(runs["models"])
+    assert models.stdout.splitlines()[0].split()[:3] == ["name", "kind", "label"]
+    assert models.stdout.splitlines()[1].split()[:3] == ["nb", "naive_bayes", "y"]
+    # -v: Spark's own log is shown, on stderr only.
+    assert "WARN" in models.stderr or "log4j" in models.stderr, models.stderr
+
+
+def test_a_spark_error_is_one_line(runs):
+    assert_error(runs["bad_cast"], "Spark: [CAST_INVALID_INPUT]", "'0x'")
+    assert not (runs["root"] / "bad.csv").exists()
+
+
+def test_drop_removes_the_model_and_replace_its_old_tables(runs):
+    assert _ok(runs["drop"]).stdout == ""
+    # Both models' tables are gone (the first one's when --replace committed); only the
+    # catalog's log table is left.
+    assert sorted(p.name for p in (runs["work"] / "spark-warehouse" / "sqlnb.db").iterdir()) == ["models"]
+
+
+def test_a_warehouse_that_lost_its_catalog_is_one_error_line(runs):
+    assert_error(runs["orphan"], "has no table sqlnb.models but its directory exists", "another warehouse")
+
+
+def test_engine_errors_are_one_line_without_a_jvm():
+    """What the error boundary prints for exceptions of pyspark, py4j and psycopg (the
+    exception classes themselves; no Java process needed)."""
+    pytest.importorskip("pyspark")
+    from py4j.protocol import Py4JNetworkError
+    from pyspark.errors import AnalysisException
+
+    from sqlnb.engines import engine_error
+
+    locked = AnalysisException(message="org.apache.hadoop.hive.ql.metadata.HiveException: java.lang.RuntimeException: "
+                               "Unable to instantiate org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient")
+    assert engine_error(locked).startswith("Spark: org.apache.hadoop.hive.ql.metadata.HiveException")
+    assert "another process using the same warehouse directory" in engine_error(locked)
+    plan = AnalysisException(message="[UNRESOLVED_COLUMN] cannot resolve `q`. SQLSTATE: 42703;\n'Project ['q]\n+- x")
+    assert engine_error(plan) == "Spark: [UNRESOLVED_COLUMN] cannot resolve `q`. SQLSTATE: 42703;"
+    assert engine_error(Py4JNetworkError("Answer from Java side is empty")) == \
+        "Spark: lost the connection to the Java process (Answer from Java side is empty)"
+    assert engine_error(ValueError("x")) is None
+    psycopg = pytest.importorskip("psycopg")
+    assert engine_error(psycopg.errors.DivisionByZero("division by zero\nCONTEXT: ...")) == \
+        "PostgreSQL: division by zero"
+
+
+def test_the_options_of_the_spark_catalog_are_checked_before_spark_starts(tmp_path):
+    """Mistakes about --warehouse and `models` are one line, without starting a JVM."""
+    from support.cli import invoke
+
+    assert_error(invoke("--warehouse", tmp_path, "models", tmp_path / "m.duckdb"),
+                 "--warehouse applies to --engine spark only")
+    assert_error(invoke("--engine", "spark", "models", tmp_path / "m.duckdb"),
+                 "with --engine spark, models lists the engine's catalog; give no DB")
+    assert_error(invoke("models"), "sqlnb models needs DB.duckdb")
+    # SQLNB_WAREHOUSE, exported for Spark, does not get in the way of DuckDB commands.
+    sqlnb.fit(write_parquet(mixed_table(30), tmp_path / "t.parquet"), "y").save(f"{tmp_path}/m.duckdb", "nb")
+    listed = invoke("models", tmp_path / "m.duckdb", env={"SQLNB_WAREHOUSE": str(tmp_path / "wh")})
+    assert listed.exit_code == 0 and listed.stdout.splitlines()[1].startswith("nb ")
+    assert not (tmp_path / "wh").exists()
