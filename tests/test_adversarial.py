@@ -1,0 +1,126 @@
+"""Cases found by an adversarial run (issue 14): each failed before its fix.
+
+1. A categorical column with 100,000 training values: scoring 10 rows took 66 s and 4.3 GB
+   (the vocabulary was inlined as one SQL literal per value and class).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+import duckdb
+import pytest
+
+import sqlnb
+from sqlnb.errors import SqlnbError
+from sqlnb.workflows.checks import unseen_categories
+
+nb_model = importlib.import_module("sqlnb.models.naive_bayes.model")
+
+
+# -- 1. a categorical column with a large vocabulary ---------------------------------------
+
+BIG = 100_000
+
+
+def _vocabulary_model(con, n_values: int, table: str = "train", **params):
+    """A categorical column ``c`` with ``n_values`` values (each on two rows, in two
+    classes) and a Gaussian ``g``; three classes."""
+    con.execute(f"""CREATE OR REPLACE TABLE {table} AS
+        SELECT 'v' || (i % {n_values}) AS c, (i % 3)::VARCHAR AS y, (i % 7)::DOUBLE AS g
+        FROM range({2 * n_values}) r(i)""")
+    return sqlnb.fit(table, "y", con=con, features=["c", "g"], feature_kinds={"c": "categorical"}, **params)
+
+
+@pytest.fixture(scope="module")
+def big():
+    con = duckdb.connect()
+    model = _vocabulary_model(con, BIG)
+    # 10 rows in a scrambled order: seen values, an unseen one and a NULL.
+    con.execute("""CREATE TABLE batch AS SELECT i AS rid,
+        CASE WHEN i = 4 THEN 'never seen' WHEN i = 6 THEN NULL ELSE 'v' || ((i * 7919) % 100000) END AS c,
+        (i % 5)::DOUBLE AS g FROM range(10) r(i) ORDER BY (i * 7) % 10""")
+    return con, model
+
+
+def test_scoring_ten_rows_against_a_100000_value_column_takes_under_a_second(big):
+    con, model = big
+    assert len(model.stats.features["c"].values) == BIG
+    best = float("inf")
+    for _ in range(3):  # best of 3: the machine is shared; before the fix one try took 66 s
+        fresh = model.with_params()  # log-parameters and lookups rebuilt, not cached
+        start = time.perf_counter()
+        rows = fresh.score("batch", con=con, outputs=("proba", "prediction")).fetchall()
+        best = min(best, time.perf_counter() - start)
+    assert best < 1.0, f"scoring 10 rows took {best:.2f} s"
+    want = [r[0] for r in con.execute("SELECT rid FROM batch").fetchall()]
+    assert [r[0] for r in rows] == want  # one row out per row in, in the input's order
+    start = time.perf_counter()
+    query = model.with_params().scoring_query(sqlnb.source.resolve("batch", con))
+    assert time.perf_counter() - start < 1.0
+    assert len(sqlnb.sql.render(query)) < 5_000_000  # not one literal per value and class
+
+
+def test_the_unseen_value_check_is_fast_on_a_large_vocabulary(big):
+    con, model = big
+    seen = sqlnb.source.resolve("SELECT 'v' || (i * 3) AS c FROM range(1000) r(i)", con)
+    start = time.perf_counter()
+    assert unseen_categories(model, seen, con) == []
+    assert time.perf_counter() - start < 1.0  # the ENUM of 100,000 values took 25 s to build
+    unseen = sqlnb.source.resolve("SELECT 'nope' || i AS c FROM range(50) r(i)", con)
+    lines = unseen_categories(model, unseen, con)
+    assert len(lines) == 1 and "'c'" in lines[0] and "50 of 50" in lines[0]
+
+
+def _both_paths(model, data, con, monkeypatch):
+    """The rows scored packed (the default past INLINE_MAX) and in place (forced)."""
+    packed = model.with_params().score(data, con=con).fetchall()
+    monkeypatch.setattr(nb_model, "INLINE_MAX", 10**9)
+    in_place = model.with_params().score(data, con=con).fetchall()
+    monkeypatch.undo()
+    return _same_nan(packed), _same_nan(in_place)
+
+
+def _same_nan(rows):
+    """Rows with NaN spelled out (NaN != NaN would fail equal rows)."""
+    return [tuple("NaN" if isinstance(v, float) and v != v else v for v in r) for r in rows]
+
+
+@pytest.mark.parametrize("unseen", ["missing", "bucket"])
+def test_a_packed_lookup_gives_the_in_place_probabilities_row_for_row(monkeypatch, unseen):
+    con = duckdb.connect()
+    model = _vocabulary_model(con, 3 * nb_model.INLINE_MAX, unseen=unseen)
+    con.execute("""CREATE TABLE batch AS SELECT i AS rid,
+        CASE WHEN i % 11 = 0 THEN 'never seen' WHEN i % 13 = 0 THEN NULL ELSE 'v' || (i % 350) END AS c,
+        (i % 9)::DOUBLE AS g FROM range(5000) r(i) ORDER BY hash(i)""")
+    packed, in_place = _both_paths(model, "batch", con, monkeypatch)
+    assert packed == in_place  # the same doubles, to the last bit, and the same order
+    assert [r[0] for r in packed] == [r[0] for r in con.execute("SELECT rid FROM batch").fetchall()]
+
+
+def test_a_packed_lookup_reads_values_with_the_fitted_type(monkeypatch):
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE train AS SELECT (i % 400)::BIGINT AS code, (i % 2 = 0) AS y
+        FROM range(1600) r(i)""")
+    model = sqlnb.fit("train", "y", con=con, feature_kinds={"code": "categorical"})
+    assert len(model.stats.features["code"].values) > nb_model.INLINE_MAX
+    # Text '07' is the BIGINT 7; 'x' does not cast (missing); a DOUBLE NaN is missing.
+    for data in ("SELECT * FROM (VALUES ('07'), ('x'), (NULL), ('399'), ('400')) t(code)",
+                 "SELECT * FROM (VALUES (7.0), ('nan'::DOUBLE), (3.5), (NULL)) t(code)"):
+        packed, in_place = _both_paths(model, data, con, monkeypatch)
+        assert packed == in_place
+    seven = model.score("SELECT '07' AS code", con=con, outputs=("jll",), keep=[]).fetchall()
+    assert seven == model.score("SELECT 7::BIGINT AS code", con=con, outputs=("jll",), keep=[]).fetchall()
+
+
+def test_exported_sql_of_a_large_vocabulary(big):
+    con, model = big
+    with pytest.raises(SqlnbError, match=r"categorical column 'c' has 100,000 training values; SQL for postgres"):
+        model.to_sql("postgres")
+    # The DuckDB export is self-contained (packed) and scores like model.score.
+    exported = model.to_sql("duckdb", source="batch", con=con)
+    assert con.sql(exported).fetchall() == model.score("batch", con=con, outputs=("prediction", "proba")).fetchall()
+    blind = con.sql(model.to_sql("duckdb", source="batch"))  # columns unknown: passed through with *
+    ids = [r[blind.columns.index("rid")] for r in blind.fetchall()]
+    assert ids == [r[0] for r in con.execute("SELECT rid FROM batch").fetchall()]
