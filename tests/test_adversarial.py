@@ -14,7 +14,9 @@ import pytest
 
 import sqlnb
 from sqlnb.errors import SqlnbError
+from sqlnb.source import parse_query
 from sqlnb.workflows.checks import unseen_categories
+from support.cli import assert_error, invoke
 
 nb_model = importlib.import_module("sqlnb.models.naive_bayes.model")
 
@@ -124,3 +126,52 @@ def test_exported_sql_of_a_large_vocabulary(big):
     blind = con.sql(model.to_sql("duckdb", source="batch"))  # columns unknown: passed through with *
     ids = [r[blind.columns.index("rid")] for r in blind.fetchall()]
     assert ids == [r[0] for r in con.execute("SELECT rid FROM batch").fetchall()]
+
+
+# -- 4. a source query is exactly one SELECT -----------------------------------------------
+
+@pytest.fixture
+def small(tmp_path):
+    """A model saved in model.duckdb (which also holds tables ``base`` and ``sentinel``)."""
+    db = tmp_path / "model.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE base AS SELECT i::DOUBLE AS x, (i % 2)::VARCHAR AS y FROM range(20) r(i)")
+    con.execute("CREATE TABLE sentinel AS SELECT 1 AS still_here")
+    sqlnb.fit("base", "y", con=con).save(con, "m")
+    return con, db
+
+
+TWO_STATEMENTS = "SELECT * FROM base; DROP TABLE sentinel"
+
+
+def _sentinel_stands(con) -> bool:
+    return con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'sentinel'").fetchall() == [(1,)]
+
+
+def test_sql_source_with_a_second_statement_is_one_error_line(small):
+    con, db = small
+    con.close()
+    for dialect in ("duckdb", "postgres"):
+        result = invoke("sql", "--model", f"{db}:m", "--dialect", dialect, "--source", TWO_STATEMENTS)
+        assert_error(result, "the source query must be exactly one SELECT", "2 statements", "DROP TABLE sentinel")
+    # Not a query's first word: a table name, quoted, never a statement.
+    result = invoke("sql", "--model", f"{db}:m", "--source", "DROP TABLE sentinel")
+    assert result.exit_code == 0 and 'FROM "DROP TABLE sentinel" AS "src"' in result.stdout
+    assert invoke("sql", "--model", f"{db}:m", "--source", "SELECT * FROM base;").exit_code == 0
+    assert _sentinel_stands(duckdb.connect(str(db)))
+
+
+def test_a_query_as_data_is_exactly_one_select_everywhere(small):
+    con, _ = small
+    model = sqlnb.load(con, "m")
+    for call in (lambda: model.score(TWO_STATEMENTS, con=con).fetchall(),
+                 lambda: model.to_sql("postgres", source=TWO_STATEMENTS),
+                 lambda: model.to_sql("duckdb", source=TWO_STATEMENTS, con=con),
+                 lambda: sqlnb.fit(TWO_STATEMENTS, "y", con=con)):
+        with pytest.raises(SqlnbError, match="exactly one SELECT"):
+            call()
+        assert _sentinel_stands(con)
+    with pytest.raises(SqlnbError, match=r"^the source query must be one SELECT, not DROP TABLE sentinel$"):
+        parse_query("DROP TABLE sentinel")
+    assert len(model.score("FROM base", con=con).fetchall()) == 20  # DuckDB's FROM-first SELECT
+    assert len(model.score("SELECT * FROM base;", con=con).fetchall()) == 20
