@@ -2,11 +2,18 @@
 
 1. A categorical column with 100,000 training values: scoring 10 rows took 66 s and 4.3 GB
    (the vocabulary was inlined as one SQL literal per value and class).
+2. Labels ``A``, ``a``, ``a_2`` gave ``proba_a_2`` to class ``a``; long labels differing at
+   the end collided in PostgreSQL (63-byte identifiers).
+3. ``score --out FILE --replace`` killed mid-write left ``.sqlnb-*`` temporaries behind.
+4. ``--source 'SELECT …; DROP TABLE sentinel'`` was embedded in the printed SQL.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import random
+import re
 import time
 
 import duckdb
@@ -14,6 +21,7 @@ import pytest
 
 import sqlnb
 from sqlnb.errors import SqlnbError
+from sqlnb.models.finish import class_columns, label_text
 from sqlnb.source import parse_query
 from sqlnb.workflows.checks import unseen_categories
 from support.cli import assert_error, invoke
@@ -175,3 +183,78 @@ def test_a_query_as_data_is_exactly_one_select_everywhere(small):
         parse_query("DROP TABLE sentinel")
     assert len(model.score("FROM base", con=con).fetchall()) == 20  # DuckDB's FROM-first SELECT
     assert len(model.score("SELECT * FROM base;", con=con).fetchall()) == 20
+
+
+# -- 2. class column names never name another class -----------------------------------------
+
+def _check_names(prefix, labels):
+    names = class_columns(prefix, labels)
+    plain = [f"{prefix}{label_text(v)}" for v in labels]
+    folded = [n.casefold() for n in names]
+    assert len(set(folded)) == len(names), names  # one column per class, in any dialect
+    for i, n in enumerate(names):
+        assert len(n.encode()) <= 63, n
+        assert n.startswith(prefix)
+        others = {p.casefold() for j, p in enumerate(plain) if j != i}
+        assert n.casefold() not in others, (labels[i], n)  # never another class's plain name
+        unique = [p.casefold() for p in plain].count(plain[i].casefold()) == 1
+        assert (n == plain[i]) == (unique and len(plain[i].encode()) <= 63), (labels[i], n)
+    return names
+
+
+def test_labels_equal_up_to_case_never_take_another_class_name():
+    names = _check_names("proba_", ["A", "a", "a_2"])
+    assert names[2] == "proba_a_2"  # a_2 keeps its own name; A and a get hashed ones
+    assert names[0].startswith("proba_A_") and names[1].startswith("proba_a_") and "proba_a_2" not in names[:2]
+    # Plain labels keep today's names (stored models, README outputs).
+    assert class_columns("proba_", ["no", "yes"]) == ["proba_no", "proba_yes"]
+    assert class_columns("proba_", [0, 1, 2]) == ["proba_0", "proba_1", "proba_2"]
+    assert class_columns("log_proba_", [False, True]) == ["log_proba_false", "log_proba_true"]
+
+
+def test_class_names_hold_for_random_labels():
+    rng = random.Random(14)
+    for _ in range(300):
+        labels = sorted({"".join(rng.choice("aAbB_2é") for _ in range(rng.randint(0, 4)))
+                         for _ in range(rng.randint(1, 8))})
+        for prefix in ("proba_", "exp_shifted_"):
+            _check_names(prefix, labels)
+    # A label that is another's hashed name pushes the hash longer.
+    first = class_columns("proba_", ["A", "a"])
+    labels = sorted(["A", "a", first[0][len("proba_"):]])
+    _check_names("proba_", labels)
+
+
+def test_long_labels_differing_at_the_end_get_distinct_postgres_columns():
+    con = duckdb.connect()
+    stem = "a very long class label that goes on and on past what postgres keeps "
+    con.execute(f"""CREATE TABLE t AS SELECT i::DOUBLE AS x,
+        CASE WHEN i % 3 = 0 THEN '{stem}one' WHEN i % 3 = 1 THEN '{stem}two' ELSE 'A' END AS y
+        FROM range(30) r(i)""")
+    model = sqlnb.fit("t", "y", con=con)
+    names = _check_names("proba_", model.classes)
+    exported = model.to_sql("postgres", outputs=("proba",))
+    aliases = re.findall(r'AS "((?:jll|exp_shifted|proba)_[^"]*)"', exported)
+    assert {n for n in aliases if n.startswith("proba_")} == set(names)
+    assert len({a.encode()[:63] for a in aliases}) == len(set(aliases))  # distinct after PostgreSQL's cut
+
+
+def test_scored_columns_hold_their_own_class_and_show_the_map(small, tmp_path):
+    con = duckdb.connect(str(tmp_path / "cases.duckdb"))
+    con.execute("""CREATE TABLE t AS SELECT (i % 3) * 10.0 + (i % 7) * 0.1 AS x,
+        (['A', 'a', 'a_2'])[i % 3 + 1] AS y FROM range(60) r(i)""")
+    model = sqlnb.fit("t", "y", con=con)
+    model.save(con, "cases")
+    columns = dict(zip(model.classes, class_columns("proba_", model.classes)))
+    scored = model.score("SELECT 20.0 AS x", con=con, outputs=("proba", "prediction"), keep=[])
+    row = dict(zip(scored.columns, scored.fetchall()[0]))
+    assert row["prediction"] == "a_2" and row["proba_a_2"] == row[columns["a_2"]] > 0.99  # class a_2's
+    con.close()
+    shown = invoke("show", "--model", f"{tmp_path}/cases.duckdb:cases", "--format", "json")
+    assert {c["label"]: c["column"] for c in json.loads(shown.stdout)["classes"]} == columns
+    text = invoke("show", "--model", f"{tmp_path}/cases.duckdb:cases").stdout
+    for label, column in columns.items():
+        assert re.search(rf"^{re.escape(label)}\s+{re.escape(column)}\s", text, re.M), text
+    # A model with plain labels shows the classes as before (no column column).
+    _, db = small
+    assert "column" not in invoke("show", "--model", f"{db}:m").stdout.split("feature")[0]
