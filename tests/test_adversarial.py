@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import random
 import re
+import signal
+import subprocess
+import sys
 import time
 
 import duckdb
@@ -258,3 +262,66 @@ def test_scored_columns_hold_their_own_class_and_show_the_map(small, tmp_path):
     # A model with plain labels shows the classes as before (no column column).
     _, db = small
     assert "column" not in invoke("show", "--model", f"{db}:m").stdout.split("feature")[0]
+
+
+# -- 3. a writer killed mid-write leaves nothing behind for long ---------------------------
+
+@pytest.fixture(scope="module")
+def scoring_job(tmp_path_factory):
+    """A model and an input big enough that writing its scores takes seconds."""
+    d = tmp_path_factory.mktemp("kill")
+    con = duckdb.connect(str(d / "model.duckdb"))
+    con.execute("CREATE TABLE base AS SELECT i::DOUBLE AS x, (i % 3)::DOUBLE AS z, (i % 2)::VARCHAR AS y FROM range(50) r(i)")
+    sqlnb.fit("base", "y", con=con).save(con, "m")
+    con.execute(f"COPY (SELECT random() * 50 AS x, (i % 3)::DOUBLE AS z FROM range(6000000) r(i)) TO '{d / 'big.parquet'}'")
+    con.close()
+    return d
+
+
+def _temporaries(d):
+    return sorted(p.name for p in d.iterdir() if p.name.startswith(".sqlnb-"))
+
+
+def _start_and_kill(d, sig):
+    """Run ``sqlnb score big.parquet --out out.csv --replace`` and send ``sig`` once its
+    temporary file is being written; returns the finished process."""
+    cmd = [sys.executable, "-m", "sqlnb", "--threads", "1", "score", str(d / "big.parquet"),
+           "--model", f"{d}/model.duckdb:m", "--out", str(d / "out.csv"), "--replace"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any((d / t).stat().st_size > 0 for t in _temporaries(d) if (d / t).exists()):
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, ("finished before it could be killed", proc.communicate())
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def test_sigterm_mid_write_cleans_up_and_exits_143(scoring_job):
+    d = scoring_job
+    (d / "out.csv").write_text("old\n")
+    code, out, err = _start_and_kill(d, signal.SIGTERM)
+    assert code == 143, (code, err)
+    assert err.strip() == "Error: terminated; nothing was written"
+    assert _temporaries(d) == [] and (d / "out.csv").read_text() == "old\n"
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write(scoring_job):
+    d = scoring_job
+    (d / "out.csv").write_text("old\n")
+    code, _, _ = _start_and_kill(d, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    stale = _temporaries(d)
+    assert len(stale) == 1 and stale[0].endswith("-out.csv")
+    # A temporary of a live process (this one) and another program's file stay.
+    live = f".sqlnb-{os.getpid()}-{stale[0].split('-')[2]}-{'0' * 12}-other.csv"
+    (d / live).write_text("in progress")
+    (d / ".sqlnb-notes").write_text("not ours")
+    small = d / "small.csv"
+    small.write_text("x,z\n1.0,2.0\n")
+    result = invoke("score", str(small), "--model", f"{d}/model.duckdb:m", "--out", str(d / "small-out.csv"))
+    assert result.exit_code == 0, result.stderr
+    assert _temporaries(d) == sorted([live, ".sqlnb-notes"])
+    assert (d / "out.csv").read_text() == "old\n"
