@@ -164,6 +164,30 @@ class Source:
                 )
 
 
+def parse_query(text: str, dialect: str = "duckdb") -> exp.Expression:
+    """Parse a source query, which must be exactly one query (a SELECT, set operation,
+    ``VALUES`` or ``PIVOT``): a second statement (``SELECT * FROM t; DROP TABLE t``) or
+    any other statement is refused with one line, never embedded in scoring SQL or run
+    while the source's columns are probed."""
+    try:
+        statements = [s for s in sqlglot.parse(text, dialect=dialect) if s is not None]
+    except sqlglot.errors.ParseError as e:
+        raise SqlnbError(f"cannot parse the source query: {str(e).splitlines()[0]}") from None
+    if len(statements) != 1:
+        raise SqlnbError(f"the source query must be exactly one SELECT, but it holds {len(statements)} statements "
+                         f"({'; '.join(_head(s) for s in statements) or 'none'}); remove all but the SELECT")
+    node = statements[0]
+    if not isinstance(node, (exp.Query, exp.Values, exp.Pivot)):
+        raise SqlnbError(f"the source query must be one SELECT, not {_head(node)}")
+    return node
+
+
+def _head(statement: exp.Expression) -> str:
+    """The first words of a statement, for an error line."""
+    words = statement.sql().split()
+    return " ".join(words[:3]) + (" …" if len(words) > 3 else "")
+
+
 def guess(data: Any) -> Table | Query | Files | Any:
     """Interpret a plain string or path: a query, files, or a table name."""
     if isinstance(data, Path):
@@ -259,11 +283,7 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
         node: exp.Expression = sql.table(data.name, data.schema, data.catalog)
         desc = f"table {str(data)!r}"
     elif isinstance(data, Query):
-        try:
-            parsed = sqlglot.parse_one(data.text, dialect="duckdb")
-        except sqlglot.errors.ParseError as e:
-            raise SqlnbError(f"cannot parse the source query: {str(e).splitlines()[0]}") from None
-        node = exp.Subquery(this=parsed)
+        node = exp.Subquery(this=parse_query(data.text))
         desc = "the source query"
     elif isinstance(data, Files):
         node = _reader(data)

@@ -507,7 +507,7 @@ def test_existing_output_needs_replace(base, tmp_path):
     (["sql"], ["give --model"]),
     (["sql", "--fit"], ["needs --label"]),
     (["sql", "--fit", "-y", "y", "--source", "tbl"], ["needs the source's columns"]),
-    (["sql", "-m", "{d}/m.duckdb:nb", "-s", "SELECT * FROM"], ["SQL:"]),
+    (["sql", "-m", "{d}/m.duckdb:nb", "-s", "SELECT * FROM"], ["cannot parse the source query"]),
     (["show", "-m", "{d}/m.duckdb:zz"], ["no model named 'zz'"]),
     (["models", "{d}/nope.duckdb"], ["does not exist"]),
     (["fitt"], ["No such command 'fitt'", "Did you mean", "'fit'"]),

@@ -33,6 +33,8 @@ EXIT_FAIL = 1
 EXIT_USAGE = 2
 #: Interrupted (Ctrl-C); as a shell reports SIGINT.
 EXIT_INTERRUPTED = 130
+#: Terminated (SIGTERM), cleaned up like Ctrl-C; as a shell reports SIGTERM.
+EXIT_TERMINATED = 143
 
 
 # -- errors: the one boundary ---------------------------------------------------------------
@@ -50,7 +52,10 @@ def _usage_line(e: click.UsageError) -> CliError:
     return CliError(f"{e.format_message()} (see '{where} --help')", EXIT_USAGE)
 
 
-def _interrupted() -> click.exceptions.Exit:
+def _interrupted(settings: Any = None) -> click.exceptions.Exit:
+    if getattr(settings, "stopped_by", None) == signal.SIGTERM:
+        click.echo("Error: terminated; nothing was written", err=True)
+        return click.exceptions.Exit(EXIT_TERMINATED)
     click.echo("Error: interrupted; nothing was written", err=True)
     return click.exceptions.Exit(EXIT_INTERRUPTED)
 
@@ -65,8 +70,9 @@ class SqlnbGroup(click.Group):
       or ``PostgreSQL: ...`` and their first line (:func:`sqlnb.engines.engine_error`);
     * a closed stdout (``| head`` has read enough) -> exit 0, quietly;
     * click usage errors -> one line with a pointer to ``--help``;
-    * KeyboardInterrupt and DuckDB's interrupt -> exit 130. Writers clean up on the way
-      out (temporary files removed, transactions rolled back), so nothing is left behind.
+    * KeyboardInterrupt and DuckDB's interrupt -> exit 130 (143 when SIGTERM set them
+      off). Writers clean up on the way out (temporary files removed, transactions
+      rolled back), so nothing is left behind.
     """
 
     def make_context(self, info_name, args, parent=None, **extra):
@@ -109,13 +115,13 @@ class SqlnbGroup(click.Group):
         except engines.engine_error_types() as e:  # pyspark, py4j, psycopg: before RuntimeError
             raise CliError(engines.engine_error(e)) from None
         except (KeyboardInterrupt, duckdb.InterruptException):
-            raise _interrupted() from None
+            raise _interrupted(ctx.obj) from None
         except RuntimeError as e:
             # Ctrl-C while DuckDB runs a query surfaces as RuntimeError("Query interrupted")
             # (DuckDB's own SIGINT handling), not as KeyboardInterrupt.
             if "interrupted" not in str(e).lower():
                 raise
-            raise _interrupted() from None
+            raise _interrupted(ctx.obj) from None
         except duckdb.Error as e:
             raise CliError(f"DuckDB: {_first_line(e)}") from None
         except sqlglot.errors.SqlglotError as e:
@@ -188,6 +194,7 @@ class Settings:
     warehouse_dir: str | None = None
     verbose: bool = False
     interrupted: threading.Event = dataclasses.field(default_factory=threading.Event)
+    stopped_by: int | None = None  # the signal that set ``interrupted``: SIGINT or SIGTERM
     connections: list = dataclasses.field(default_factory=list)
 
     _warehouse: Any = None
@@ -247,6 +254,7 @@ class Settings:
           at once. The Python-level handler only records the interrupt: raising
           KeyboardInterrupt at an arbitrary bytecode could cut short the clean-up that
           the failing statement sets off (removing a temporary file, a rollback).
+          SIGTERM is handled the same way (exit 143 instead of 130).
         * DuckDB prints its progress bar on stdout; while queries run, stdout is pointed
           at stderr so that the payload stays clean (only when the bar is on).
         """
@@ -267,7 +275,12 @@ class Settings:
             os.close(write_fd)
             yield
             return
-        old_handler = signal.signal(signal.SIGINT, lambda signum, frame: self.interrupted.set())
+        def stop(signum: int) -> None:
+            self.stopped_by = self.stopped_by or signum
+            self.interrupted.set()
+
+        stops = (signal.SIGINT, signal.SIGTERM)
+        old_handlers = {s: signal.signal(s, lambda signum, frame: stop(signum)) for s in stops}
         done = threading.Event()
 
         def watch() -> None:
@@ -275,8 +288,9 @@ class Settings:
                 data = os.read(read_fd, 64)
                 if not data or done.is_set():
                     return
-                if signal.SIGINT in data:
-                    self.interrupted.set()
+                for signum in (s for s in stops if s in data):
+                    stop(signum)
+                if self.interrupted.is_set():
                     for con in self.connections:
                         try:
                             con.interrupt()
@@ -292,7 +306,8 @@ class Settings:
             os.write(write_fd, b"\0")  # wake the watcher so that it sees `done`
             watcher.join()
             signal.set_wakeup_fd(old_fd)
-            signal.signal(signal.SIGINT, old_handler)
+            for signum, handler in old_handlers.items():
+                signal.signal(signum, handler)
             os.close(read_fd)
             os.close(write_fd)
 

@@ -14,8 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError
-from sqlnb.source import Query, Source, Table
+from sqlnb.source import Query, Source, Table, parse_query
 
 
 @runtime_checkable
@@ -52,11 +51,7 @@ def source_node(data: Any, dialect: str) -> tuple[exp.Expression, str] | None:
     if isinstance(data, Table):
         return sql.table(data.name, data.schema, data.catalog), f"table {str(data)!r}"
     if isinstance(data, Query):
-        try:
-            parsed = sqlglot.parse_one(data.text, dialect=dialect)
-        except sqlglot.errors.ParseError as e:
-            raise SqlnbError(f"cannot parse the source query: {str(e).splitlines()[0]}") from None
-        return exp.Subquery(this=parsed), "the source query"
+        return exp.Subquery(this=parse_query(data.text, dialect)), "the source query"
     return None
 
 

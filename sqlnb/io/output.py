@@ -4,7 +4,10 @@ A failed or interrupted write must leave the previous output exactly as it was:
 
 * files are written by DuckDB's ``COPY`` to a hidden temporary file in the target's own
   directory and then moved over the target with :func:`os.replace` (atomic on one file
-  system); the temporary file is removed on any failure, KeyboardInterrupt included;
+  system); the temporary file is removed on any failure, KeyboardInterrupt included
+  (and SIGTERM, which the CLI turns into one). A process killed outright (SIGKILL, a
+  crash) cannot clean up: its temporary is named ``.sqlnb-<pid>-<host>-<random>-<name>``,
+  and the next write into that directory removes those whose process is gone;
 * a table is created inside a transaction (``CREATE [OR REPLACE] TABLE ... AS``), so the
   old table stays until the commit;
 * standard output gets the CSV only once it is complete (it is first written to a
@@ -16,8 +19,11 @@ before any work is done.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
+import socket
 import tempfile
 import uuid
 from contextlib import contextmanager
@@ -64,13 +70,59 @@ def _count(result: duckdb.DuckDBPyConnection) -> int | None:
     return int(rows[0][0]) if rows and rows[0] and isinstance(rows[0][0], int) else None
 
 
+#: ``.sqlnb-<pid>-<host>-<random>-<name>``: the temporaries :func:`atomic_path` writes.
+_TEMPORARY = re.compile(r"^\.sqlnb-(\d+)-([0-9a-f]{8})-[0-9a-f]{12}-")
+
+
+def _host() -> str:
+    """This machine, as 8 hex digits (a process id means nothing on another host that
+    shares the directory)."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_stale_temporaries(directory: str) -> list[str]:
+    """Remove the temporaries that writers on this host left in ``directory`` when they
+    were killed (their process is gone); returns their paths. A live writer's, another
+    host's and any other file are left alone."""
+    removed = []
+    host = _host()
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return removed
+    for name in names:
+        m = _TEMPORARY.match(name)
+        if m is None or m.group(2) != host or _alive(int(m.group(1))):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.remove(path)
+                removed.append(path)
+        except FileNotFoundError:  # another writer removed it first
+            pass
+    return removed
+
+
 @contextmanager
 def atomic_path(path: str) -> Iterator[str]:
     """A temporary path next to ``path``, moved over it when the block succeeds and
     removed when it fails. The original name is kept as its suffix, so DuckDB still sees
-    ``.csv.gz`` and compresses accordingly."""
+    ``.csv.gz`` and compresses accordingly; the process id and host in its name let a
+    later write remove it if this process is killed (:func:`remove_stale_temporaries`)."""
     parent, base = os.path.split(path)
-    tmp = os.path.join(parent, f".sqlnb-{uuid.uuid4().hex[:12]}-{base}")
+    remove_stale_temporaries(parent)
+    tmp = os.path.join(parent, f".sqlnb-{os.getpid()}-{_host()}-{uuid.uuid4().hex[:12]}-{base}")
     try:
         yield tmp
         os.replace(tmp, path)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import duckdb
-import sqlglot
 from sqlglot import exp
 
 from sqlnb import sql
@@ -19,7 +18,7 @@ from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric, is_text_type
 from sqlnb.models.finish import OUTPUTS, class_columns, scoring_select
-from sqlnb.source import Query, Source, Table, guess, read_with, resolve
+from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
 
 #: Default source table name of an exported scoring query (``to_sql`` without a source).
@@ -256,7 +255,7 @@ class Model:
             tree = self.scoring_query(resolved, outputs, dialect=dialect, key=key)
         else:
             if isinstance(spec, Query):
-                node: exp.Expression = exp.Subquery(this=sqlglot.parse_one(spec.text, dialect=dialect),
+                node: exp.Expression = exp.Subquery(this=parse_query(spec.text, dialect),
                                                     alias=exp.TableAlias(this=sql.ident("src")))
             elif isinstance(spec, Table):
                 node = exp.alias_(sql.table(spec.name, spec.schema, spec.catalog), "src", table=True, quoted=True)

@@ -23,6 +23,7 @@ gets NULL ``log_evidence``, probabilities and prediction.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Sequence
 
 from sqlglot import exp
@@ -46,18 +47,54 @@ def label_text(v: Any) -> str:
     return str(v)
 
 
+#: Longest column name, in UTF-8 bytes, that every dialect keeps whole (PostgreSQL cuts
+#: identifiers at 63 bytes, so two long names differing only past it would be one column).
+MAX_NAME_BYTES = 63
+#: Hex digits of the label's hash in a column name that cannot be the plain one.
+HASH_DIGITS = 8
+
+
 def class_columns(prefix: str, classes: Sequence[Any]) -> list[str]:
-    """``prefix + label`` for each class, made unique under case folding (DuckDB
-    identifiers are case-insensitive, so ``proba_A`` and ``proba_a`` would collide)."""
-    names, seen = [], set()
-    for v in classes:
-        base = f"{prefix}{label_text(v)}"
-        name, i = base, 2
-        while name.lower() in seen:
-            name, i = f"{base}_{i}", i + 1
-        seen.add(name.lower())
-        names.append(name)
+    """One column name per class: ``prefix + label`` (``proba_yes``, ``proba_0``) when
+    that is unambiguous everywhere, else ``prefix + label`` cut to fit ``_<hash>``.
+
+    The plain name is kept when no other class's plain name equals it up to case (DuckDB
+    and Spark fold case, so ``proba_A`` and ``proba_a`` would be one column; Unicode case
+    folding is used, the strictest) and it fits :data:`MAX_NAME_BYTES`. Otherwise, and
+    for every class of a case-colliding group, the name is the plain one cut to leave
+    room for ``_`` and the first :data:`HASH_DIGITS` hex digits of the SHA-256 of the
+    label's text (more digits if that name is taken): so a name never equals another
+    class's plain name, nor another name, in any dialect. The map is shown by ``sqlnb
+    show``. Labels ``A``, ``a`` and ``a_2`` give ``proba_A_<hash of A>``,
+    ``proba_a_<hash of a>`` and ``proba_a_2``.
+    """
+    plain = [f"{prefix}{label_text(v)}" for v in classes]
+    folded = [p.casefold() for p in plain]
+    count: dict[str, int] = {}
+    for f in folded:
+        count[f] = count.get(f, 0) + 1
+    taken = set(folded)  # no hashed name may be any class's plain name
+    names: list[str] = [""] * len(plain)
+    for i, p in enumerate(plain):
+        if count[folded[i]] == 1 and len(p.encode()) <= MAX_NAME_BYTES:
+            names[i] = p
+    for i, p in enumerate(plain):
+        if not names[i]:
+            names[i] = _hashed_name(p, label_text(classes[i]), taken)
+            taken.add(names[i].casefold())
     return names
+
+
+def _hashed_name(plain: str, text: str, taken: set[str]) -> str:
+    """``plain`` cut (at a character boundary) to leave room for ``_<hash>`` within
+    :data:`MAX_NAME_BYTES`, with as many hash digits as make it a new name."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    for n in range(HASH_DIGITS, len(digest) + 1):
+        suffix = f"_{digest[:n]}"
+        head = plain.encode()[:MAX_NAME_BYTES - len(suffix)].decode(errors="ignore")
+        if (head + suffix).casefold() not in taken:
+            return head + suffix
+    raise SqlnbError(f"cannot name a column for class {text!r}: every name tried is taken")
 
 
 def output_columns(classes: Sequence[Any], outputs: Sequence[str]) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sqlnb.models.finish import label_text
+from sqlnb.models.finish import class_columns, label_text
 
 MEASURES = {
     "categorical": "expected spread of ln p(value | class) across classes, nats",
@@ -113,13 +113,16 @@ def _features(model) -> list[dict]:
 
 
 def _classes(model, tables: dict) -> list[dict]:
+    """Per class: its label, its probability column (``proba_<label>`` unless that would
+    be ambiguous, see :func:`sqlnb.models.finish.class_columns`), rows, weight, prior."""
     out = []
     stats = getattr(model, "stats", None)
+    columns = class_columns("proba_", model.classes)
     prior = np.exp(model.log_parameters()["prior"]) if hasattr(model, "log_parameters") else None
     # Other model kinds keep their training rows per class in the "classes" part.
     part = tables["classes"][0].to_pydict() if "classes" in tables else {}
     for k, c in enumerate(model.classes):
-        d: dict[str, Any] = {"label": c}
+        d: dict[str, Any] = {"label": c, "column": columns[k]}
         if stats is not None:
             d["rows"] = int(round(float(stats.class_rows[k])))
             d["weight"] = float(stats.class_n[k])
@@ -208,10 +211,15 @@ def show_text(d: dict, provenance: bool = True) -> str:
     lines.append("")
     has_rows = any("rows" in c for c in d["classes"])
     has_prior = any("prior" in c for c in d["classes"])
-    header = ["class"] + (["rows"] if has_rows else []) + (["prior"] if has_prior else [])
-    rows = [[label_text(c["label"])] + ([fmt_count(c["rows"])] if has_rows else [])
+    # The probability column of each class, when any is not proba_<label> (labels equal
+    # up to case, or too long for a 63-byte identifier); otherwise the names are plain.
+    renamed = any(c.get("column", f"proba_{label_text(c['label'])}") != f"proba_{label_text(c['label'])}"
+                  for c in d["classes"])
+    header = (["class"] + (["column"] if renamed else []) + (["rows"] if has_rows else [])
+              + (["prior"] if has_prior else []))
+    rows = [[label_text(c["label"])] + ([c["column"]] if renamed else []) + ([fmt_count(c["rows"])] if has_rows else [])
             + ([f"{c['prior']:.4f}"] if has_prior else []) for c in d["classes"]]
-    lines.append(format_table(header, rows, align="lrr"))
+    lines.append(format_table(header, rows, align="llrr" if renamed else "lrr"))
     lines.append("")
 
     def detail(f: dict) -> str:

@@ -29,6 +29,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float, is_numeric
 from sqlnb.models.naive_bayes.families.base import log_ratio
+from sqlnb.models.naive_bayes.families.categorical import EXPORT_MAX, INLINE_MAX
 from sqlnb.models.base import Model
 from sqlnb.models.priors import given_prior, own_prior
 from sqlnb.models.naive_bayes import text
@@ -267,6 +268,14 @@ class NaiveBayes(Model):
                 f"token bag column {bags[0]!r} is scored with DuckDB's regexp_extract_all, lists and "
                 f"maps, which {dialect} lacks; score this model in DuckDB, or fit one without the "
                 "text column to export it")
+        if dialect != "duckdb":
+            for f in self.features:
+                n = len(self.log_parameters()[f.name][0]) if self._lookup(f, dialect) else 0
+                if n > EXPORT_MAX:
+                    raise SqlnbError(
+                        f"categorical column {f.name!r} has {n:,} training values; SQL for {dialect} lists "
+                        f"each one (a VALUES join), which takes minutes past {EXPORT_MAX:,}: score in DuckDB "
+                        "(its lookup is packed), or fit the column with fewer values (group the rare ones)")
 
     def fast_class_scores(self, input_types=None, dialect=None):
         """Class scores whose Gaussian terms skip the per-term NaN guard (see
@@ -278,19 +287,27 @@ class NaiveBayes(Model):
     def uses_prior(self) -> bool:
         return len(self.classes) == 1 or any(f.kind != "complement" for f in self.features)
 
-    @staticmethod
-    def _in_place(f: Feature, dialect: str | None) -> bool:
-        """Whether ``f``'s lookup runs in place (DuckDB, categorical): no join, so the rows
-        keep their order (:meth:`Categorical.in_place_term`)."""
-        return dialect == "duckdb" and f.kind == "categorical" and f.bag is None
+    def _lookup(self, f: Feature, dialect: str | None) -> str | None:
+        """How a categorical ``f`` finds its log-probabilities: ``"in place"`` (DuckDB, no
+        join, so the rows keep their order: :meth:`Categorical.in_place_term`), ``"packed"``
+        (DuckDB, a vocabulary past ``INLINE_MAX``: a join that does not inline one literal
+        per value, :meth:`Categorical.packed_join`), ``"values"`` (other dialects: a
+        ``VALUES`` join); None for other features."""
+        if f.kind != "categorical" or f.bag is not None:
+            return None
+        if dialect != "duckdb":
+            return "values"
+        return "packed" if len(self.log_parameters()[f.name][0]) > INLINE_MAX else "in place"
 
     def score_joins(self, dialect=None):
         params = self.log_parameters()
         joins = []
         for f in self.features:
-            if self._in_place(f, dialect):
+            how = self._lookup(f, dialect)
+            if how == "in place":
                 continue
-            join = getattr(text.family_for(f), "join", None)
+            fam = text.family_for(f)
+            join = fam.packed_join if how == "packed" else getattr(fam, "join", None)
             if join is not None and (j := join(f, params[f.name])) is not None:
                 joins.append(j)
         return joins
@@ -303,8 +320,10 @@ class NaiveBayes(Model):
             terms = []
             for f in features:
                 fam = text.family_for(f)
-                if self._in_place(f, dialect):
-                    terms.append(fam.in_place_term(f, params[f.name], k, (input_types or {}).get(f.name)))
+                how = self._lookup(f, dialect)
+                if how in ("in place", "packed"):
+                    term = fam.in_place_term if how == "in place" else fam.packed_term
+                    terms.append(term(f, params[f.name], k, (input_types or {}).get(f.name)))
                 elif not nan_guard and _unguarded(f):
                     terms.append(fam.term(f, params[f.name], k, nan_guard=False))
                 else:
