@@ -37,7 +37,6 @@ _FORMATS = {
 _COMPRESSED = (".gz", ".zst", ".zstd")
 #: What a SQL query starts with (DATA and sources that read like one are queries).
 QUERY_START = re.compile(r"^\s*(\(|select\b|with\b|from\b|values\b|table\b|pivot\b|unpivot\b)", re.I)
-_QUERY_START = QUERY_START
 
 
 @dataclass(frozen=True)
@@ -194,7 +193,7 @@ def guess(data: Any) -> Table | Query | Files | Any:
         return Files(str(data))
     if not isinstance(data, str):
         return data
-    if _QUERY_START.match(data):
+    if QUERY_START.match(data):
         return Query(data)
     lower = data.lower()
     for ext in _COMPRESSED:

@@ -22,7 +22,7 @@ from sqlnb.io.locations import DbObject, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
-from sqlnb.source import _QUERY_START, Query, Source, Table, parse_query, resolve
+from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, resolve
 from sqlnb.workflows import export
 from sqlnb.workflows.checks import unseen_categories, unseen_counts
 from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
@@ -238,7 +238,7 @@ def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> N
 def _source_node(text: str, dialect: str) -> sqlglot.exp.Expression:
     """--source: a query when it reads like one (parsed in the target dialect), else one
     table name (never parsed)."""
-    if _QUERY_START.match(text):
+    if QUERY_START.match(text):
         return sqlglot.exp.Subquery(this=parse_query(text, dialect))
     return sql.table(text)
 

@@ -14,6 +14,7 @@ import difflib
 from typing import Any
 
 import duckdb
+import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
@@ -66,11 +67,31 @@ def unseen_counts(model: Any, source: Source, con: duckdb.DuckDBPyConnection,
     for j, f in enumerate(features):
         n, u, a, b = row[4 * j:4 * j + 4]
         examples = [v for v in dict.fromkeys([a, b]) if v is not None]
-        known = [str(v) for v in values[f.name]]
+        known = _candidates(values[f.name], model.stats.features[f.name].counts, examples) if examples else []
         nearest = [m for e in examples for m in difflib.get_close_matches(e, known, n=1, cutoff=0.0)]
         out.append({"column": f.name, "values": int(n), "unseen": int(u), "examples": examples,
                     "nearest": list(dict.fromkeys(nearest)), "rows_read": sample_rows})
     return out
+
+
+#: Seen values compared with an unseen one by text similarity (the most frequent ones, plus
+#: any that differ from it only in case, spaces or a trailing '.'): difflib over a 100,000-value
+#: vocabulary would take seconds.
+NEAREST_MAX = 1_000
+
+
+def _norm(text: str) -> str:
+    return text.strip().rstrip(".").casefold()
+
+
+def _candidates(values: list, counts: Any, examples: list[str]) -> list[str]:
+    known = [str(v) for v in values]
+    if len(known) <= NEAREST_MAX:
+        return known
+    frequency = np.asarray(counts, dtype=float).reshape(-1, len(known)).sum(axis=0)
+    top = [known[i] for i in np.argsort(-frequency, kind="stable")[:NEAREST_MAX]]
+    same = {_norm(e) for e in examples}
+    return list(dict.fromkeys([k for k in known if _norm(k) in same] + top))
 
 
 def unseen_categories(model: Any, source: Source, con: duckdb.DuckDBPyConnection,

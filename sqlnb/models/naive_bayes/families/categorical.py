@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.sql.types import is_float
+from sqlnb.sql.types import is_float, is_text_type
 from sqlnb.stats import Counts, sorted_values
 from sqlnb.models.naive_bayes.families.base import Family, log_ratio
 
@@ -267,9 +267,6 @@ def _split(numbers: list, sql_type: str) -> exp.Expression:
     return exp.Cast(this=exp.Anonymous(this="string_split", expressions=[text, exp.Literal.string(",")]),
                     to=exp.DataType.build(f"{sql_type}[]", dialect="duckdb"))
 
-
-def is_text_type(sql_type: str) -> bool:
-    return sql_type.upper().startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR"))
 
 
 @functools.lru_cache(maxsize=256)
