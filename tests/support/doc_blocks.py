@@ -35,11 +35,14 @@ SHELL_FENCES = {"", "text", "console", "bash", "sh", "shell"}
 DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 
-#: (pattern, replacement): a timestamp, a number of seconds. Temporary paths are replaced
-#: separately (the session's own directory becomes <TMP>).
+#: (pattern, replacement): a timestamp, a number of seconds, the versions ``show`` prints
+#: (``with sqlnb 0.1.0, duckdb 2.0.1``: a fresh install may bring a newer DuckDB patch release
+#: than the one the docs were written with). Temporary paths are replaced separately (the
+#: session's own directory becomes <TMP>).
 NORMALISE = (
     (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z?"), "<TIMESTAMP>"),
     (re.compile(r"\b\d+(\.\d+)? s\b"), "<SECONDS> s"),
+    (re.compile(r"\b(sqlnb|duckdb) \d+\.\d+\.\d+[\w.+-]*"), r"\1 <VERSION>"),
 )
 
 
