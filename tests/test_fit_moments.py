@@ -124,3 +124,30 @@ def test_ill_conditioned_weighted_column(second_passes):
     model = sqlnb.fit(t, "y", weight="w")
     assert second_passes == [["x"]]
     check(model, t, "x", weight="w")
+
+
+@pytest.mark.parametrize("kind", ["bernoulli", "multinomial"])
+def test_count_families_count_present_values_with_count_not_a_filter(kind):
+    """Unweighted, the rows where a column is present are ``COUNT(x)``: the same number as
+    ``COUNT(*) FILTER (WHERE x IS NOT NULL)`` at a fraction of the cost in DuckDB (issue 20:
+    a Bernoulli fit of 10M rows x 20 columns took 1.93 s with the filter, 1.26 s without;
+    a bare SUM scan of the same columns 0.54 s). Weighted, the filtered SUM(w) remains."""
+    import duckdb
+    from sqlnb.models.naive_bayes.fit import plan_features, statistics_query
+    from sqlnb.source import resolve
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, 50).astype(float)
+    x[::7] = np.nan
+    t = pa.table({"x": pa.array(x, mask=np.isnan(x)), "w": rng.random(50), "y": rng.integers(0, 2, 50)})
+    con = duckdb.connect()
+    src = resolve(t, con)
+    plain = statistics_query(src, "y", None, plan_features(src, "y", None, kind, exclude=["w"])).sql("duckdb")
+    weighted = statistics_query(src, "y", "w", plan_features(src, "y", "w", kind)).sql("duckdb")
+    # bernoulli keeps one filtered count: the rows where x > threshold (present)
+    assert plain.upper().count("FILTER") == (1 if kind == "bernoulli" else 0)
+    assert "FILTER" in weighted.upper()
+    got = sqlnb.fit(t, "y", kind=kind, exclude=["w"], screen=False)
+    present = (~np.isnan(x)).astype(int)
+    y = t.column("y").to_numpy()
+    np.testing.assert_array_equal(got.stats.features["x"].n, [present[y == c].sum() for c in (0, 1)])

@@ -6,13 +6,13 @@ SELECT
   COUNT(CAST(`src`.`height` AS FLOAT64)) AS `a0`,
   AVG(CAST(`src`.`height` AS FLOAT64)) AS `a1`,
   VAR_POP(CAST(`src`.`height` AS FLOAT64)) AS `a2`,
-  COUNTIF(
-    NOT CASE
+  COUNT(
+    CASE
       WHEN `src`.`smoker`
       THEN CAST(1.0 AS FLOAT64)
       WHEN NOT `src`.`smoker`
       THEN CAST(0.0 AS FLOAT64)
-    END IS NULL
+    END
   ) AS `a3`,
   COUNTIF(
     CASE

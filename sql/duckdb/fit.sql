@@ -7,13 +7,14 @@ SELECT
   AVG(CAST("src"."height" AS DOUBLE)) AS "a1",
   VAR_POP(CAST("src"."height" AS DOUBLE)) AS "a2",
   HISTOGRAM("src"."colour") AS "a3",
-  COUNT(*) FILTER(WHERE
-    NOT CASE
+  COUNT(
+    CASE
       WHEN "src"."smoker"
       THEN CAST(1.0 AS DOUBLE)
       WHEN NOT "src"."smoker"
       THEN CAST(0.0 AS DOUBLE)
-    END IS NULL) AS "a4",
+    END
+  ) AS "a4",
   COUNT(*) FILTER(WHERE
     CASE
       WHEN "src"."smoker"

@@ -6,13 +6,14 @@ SELECT
   COUNT(CAST("src"."height" AS DOUBLE PRECISION)) AS "a0",
   AVG(CAST("src"."height" AS DOUBLE PRECISION)) AS "a1",
   VAR_POP(CAST("src"."height" AS DOUBLE PRECISION)) AS "a2",
-  COUNT(*) FILTER(WHERE
-    NOT CASE
+  COUNT(
+    CASE
       WHEN "src"."smoker"
       THEN CAST(1.0 AS DOUBLE PRECISION)
       WHEN NOT "src"."smoker"
       THEN CAST(0.0 AS DOUBLE PRECISION)
-    END IS NULL) AS "a3",
+    END
+  ) AS "a3",
   COUNT(*) FILTER(WHERE
     CASE
       WHEN "src"."smoker"

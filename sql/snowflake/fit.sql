@@ -6,13 +6,13 @@ SELECT
   COUNT(CAST("src"."height" AS DOUBLE)) AS "a0",
   AVG(CAST("src"."height" AS DOUBLE)) AS "a1",
   VARIANCE_POP(CAST("src"."height" AS DOUBLE)) AS "a2",
-  COUNT_IF(
-    NOT CASE
+  COUNT(
+    CASE
       WHEN "src"."smoker"
       THEN CAST(1.0 AS DOUBLE)
       WHEN NOT "src"."smoker"
       THEN CAST(0.0 AS DOUBLE)
-    END IS NULL
+    END
   ) AS "a3",
   COUNT_IF(
     CASE

@@ -12,13 +12,14 @@ SELECT
       CAST("src"."height" AS REAL) - "src"."sqlnb_mean_0"
     )
   ) AS "a2",
-  COUNT(*) FILTER(WHERE
-    NOT CASE
+  COUNT(
+    CASE
       WHEN "src"."smoker"
       THEN CAST(1.0 AS REAL)
       WHEN NOT "src"."smoker"
       THEN CAST(0.0 AS REAL)
-    END IS NULL) AS "a3",
+    END
+  ) AS "a3",
   COUNT(*) FILTER(WHERE
     CASE
       WHEN "src"."smoker"

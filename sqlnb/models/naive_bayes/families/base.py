@@ -98,6 +98,16 @@ def wcount(weight: exp.Expression | None, cond: exp.Expression) -> exp.Expressio
     return exp.Filter(this=agg, expression=exp.Where(this=cond))
 
 
+def wcount_present(weight: exp.Expression | None, x: exp.Expression) -> exp.Expression:
+    """Weighted count of rows where ``x`` is not NULL: ``COUNT(x)``, or ``SUM(w) FILTER
+    (WHERE x IS NOT NULL)``. ``COUNT(x)`` is the same number as ``COUNT(*) FILTER (WHERE
+    x IS NOT NULL)`` and DuckDB computes it about 5x faster (0.78 s against 4.16 s over 20
+    columns at 10M rows, issue 20): the filter evaluates the cast twice per row."""
+    if weight is None:
+        return exp.Count(this=x)
+    return wcount(weight, exp.Not(this=exp.Is(this=x, expression=exp.Null())))
+
+
 def wsum(weight: exp.Expression | None, x: exp.Expression) -> exp.Expression:
     """``SUM(x)`` or ``SUM(w * x)``."""
     return exp.Sum(this=x if weight is None else exp.Mul(this=weight.copy(), expression=sql.paren(x)))

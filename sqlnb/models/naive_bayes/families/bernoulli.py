@@ -21,7 +21,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.stats import Sums
-from sqlnb.models.naive_bayes.families.base import Family, is_float, log_ratio, wcount
+from sqlnb.models.naive_bayes.families.base import Family, is_float, log_ratio, wcount, wcount_present
 
 
 class Bernoulli(Family):
@@ -32,7 +32,7 @@ class Bernoulli(Family):
 
     def aggregates(self, feature, weight):
         x = self.value(feature)
-        aggs = [wcount(weight, exp.Not(this=exp.Is(this=x, expression=exp.Null()))),
+        aggs = [wcount_present(weight, x),
                 wcount(weight, self.present(feature))]
         if is_float(feature.sql_type):  # NaN / inf detection, for free from a sum
             aggs.append(exp.Sum(this=sql.as_double(sql.col(feature.name, "src"))))

@@ -20,7 +20,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.stats import Sums
-from sqlnb.models.naive_bayes.families.base import Family, log_ratio, stacked, times, wcount, wsum
+from sqlnb.models.naive_bayes.families.base import Family, log_ratio, stacked, times, wcount_present, wsum
 
 
 class Multinomial(Family):
@@ -28,7 +28,7 @@ class Multinomial(Family):
 
     def aggregates(self, feature, weight):
         x = self.value(feature)
-        return [wcount(weight, exp.Not(this=exp.Is(this=x, expression=exp.Null()))),
+        return [wcount_present(weight, x),
                 wsum(weight, x.copy()),
                 exp.Min(this=x.copy()),
                 exp.Sum(this=sql.as_double(sql.col(feature.name, "src")))]
