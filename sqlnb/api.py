@@ -118,10 +118,11 @@ def fit(
     engine = as_engine(con)  # a DuckDB connection, or an engine (sqlnb.engines), or None
     start = time.perf_counter()
     source = engine.resolve(read_with(data, keep_text=(label,)))
-    keep = [*(keep_columns or ()), *(feature_kinds or {})]  # a kind given is a column asked for
-    # Text columns are screened as categories only where they would be categorical (not bags).
-    screened = screening.screen_plan(engine, source, label, weight, features, exclude, keep, screen,
-                                     numeric_only=kind not in ("auto", "categorical"))
+    # Text columns are screened as categories only where they would be categorical (not bags);
+    # a column given a kind is a column asked for.
+    screened = screening.screen_plan(engine, source, label, weight, features, exclude, keep_columns, screen,
+                                     numeric_only=kind not in ("auto", "categorical"),
+                                     asked=list(feature_kinds or {}))
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text)
     stats = collect_statistics(engine, source, label, feats, weight)

@@ -288,9 +288,12 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
         node = _reader(data)
         desc = f"{data.path!r}"
         if data.prefer or data.keep_text:
-            overrides = _overrides(data, resolve(dataclasses.replace(data, prefer={}, keep_text=()), con).columns)
-            if overrides:
-                node = _reader(dataclasses.replace(data, types={**data.types, **overrides}))
+            # Sniff once as the file reads; sniff again only when a type must change.
+            sniffed = resolve(dataclasses.replace(data, prefer={}, keep_text=()), con)
+            overrides = _overrides(data, sniffed.columns)
+            if not overrides:
+                return sniffed
+            node = _reader(dataclasses.replace(data, types={**data.types, **overrides}))
     elif isinstance(data, duckdb.DuckDBPyRelation):
         node = exp.Subquery(this=sqlglot.parse_one(data.sql_query(), dialect="duckdb"))
         desc = "the relation"

@@ -105,7 +105,7 @@ class Reading:
     Attributes
     ----------
     format : str, optional
-        ``csv``, ``parquet`` or ``json`` whatever the file is called (``--format``).
+        ``csv``, ``parquet`` or ``json`` whatever the file is called (``--data-format``).
     types : mapping
         Column types to read with (``--columns 'col=TYPE,...'``).
     csv : mapping

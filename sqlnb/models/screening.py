@@ -75,16 +75,18 @@ def candidates(source: Source, label: str, weight: str | None, exclude: Sequence
 
 def screen_plan(engine: Any, source: Source, label: str, weight: str | None, features: Sequence[str] | None,
                 exclude: Sequence[str] | None, keep: Sequence[str] | None, enabled: bool = True,
-                numeric_only: bool = False) -> list[Screened]:
+                numeric_only: bool = False, asked: Sequence[str] = ()) -> list[Screened]:
     """Screening of an automatic feature plan: none when ``features`` are listed or
     ``enabled`` is false; otherwise :func:`screen` over the :func:`candidates`, each
     column left out said as a :class:`~sqlnb.errors.ScreeningWarning`. Columns in
-    ``keep`` must exist (a typo is an error, not a silent no-op)."""
+    ``keep`` must exist (a typo is an error, not a silent no-op); ``asked`` are columns the
+    caller asked for otherwise (given a kind), checked where they are used."""
     if keep:
         source.require(list(keep), "column to keep")
     if features is not None or not enabled:
         return []
-    found = screen(engine, source, candidates(source, label, weight, exclude, keep, numeric_only))
+    found = screen(engine, source, candidates(source, label, weight, exclude, [*(keep or ()), *asked],
+                                              numeric_only))
     for s in found:
         warnings.warn(s.line(), ScreeningWarning, stacklevel=4)
     return found

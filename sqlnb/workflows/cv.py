@@ -476,13 +476,12 @@ def cross_validate(
         raise SqlnbError("give either the features to use or the ones to exclude, not both")
     source.require(list(features or ()), "feature column")
     source.require(list(exclude or ()), "excluded column")  # checked here: the copy leaves them out
-    keep = [*(keep_columns or ()), *(options.get("feature_kinds") or {})]
+    text_is_categorical = model == "naive_bayes" and options.get("kind", "auto") in ("auto", "categorical")
 
     def screened(src: Source, skip: Sequence[str] | None) -> list[str]:
         # The columns a fit would leave out (sqlnb.models.screening), read from ``src``.
-        found = screen_plan(as_engine(con), src, label, options.get("weight"), features, skip, keep, screen,
-                            numeric_only=model != "naive_bayes" or options.get("kind", "auto") not in ("auto",
-                                                                                                      "categorical"))
+        found = screen_plan(as_engine(con), src, label, options.get("weight"), features, skip, keep_columns, screen,
+                            numeric_only=not text_is_categorical, asked=list(options.get("feature_kinds") or {}))
         return [s.column for s in found]
 
     if not materialize_source:
