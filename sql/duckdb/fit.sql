@@ -15,13 +15,14 @@ SELECT
       THEN CAST(0.0 AS DOUBLE)
     END
   ) AS "a4",
-  COUNT(*) FILTER(WHERE
+  COUNT_IF(
     CASE
       WHEN "src"."smoker"
       THEN CAST(1.0 AS DOUBLE)
       WHEN NOT "src"."smoker"
       THEN CAST(0.0 AS DOUBLE)
-    END > CAST(0.0 AS DOUBLE)) AS "a5"
+    END > CAST(0.0 AS DOUBLE)
+  ) AS "a5"
 FROM "train" AS "src"
 GROUP BY
   "src"."species";

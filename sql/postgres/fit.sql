@@ -14,13 +14,18 @@ SELECT
       THEN CAST(0.0 AS DOUBLE PRECISION)
     END
   ) AS "a3",
-  COUNT(*) FILTER(WHERE
+  SUM(
     CASE
-      WHEN "src"."smoker"
-      THEN CAST(1.0 AS DOUBLE PRECISION)
-      WHEN NOT "src"."smoker"
-      THEN CAST(0.0 AS DOUBLE PRECISION)
-    END > CAST(0.0 AS DOUBLE PRECISION)) AS "a4"
+      WHEN CASE
+        WHEN "src"."smoker"
+        THEN CAST(1.0 AS DOUBLE PRECISION)
+        WHEN NOT "src"."smoker"
+        THEN CAST(0.0 AS DOUBLE PRECISION)
+      END > CAST(0.0 AS DOUBLE PRECISION)
+      THEN 1
+      ELSE 0
+    END
+  ) AS "a4"
 FROM "train" AS "src"
 GROUP BY
   "src"."species";

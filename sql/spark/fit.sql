@@ -14,13 +14,14 @@ SELECT
       THEN CAST(0.0 AS DOUBLE)
     END
   ) AS `a3`,
-  COUNT(*) FILTER(WHERE
+  COUNT_IF(
     CASE
       WHEN `src`.`smoker`
       THEN CAST(1.0 AS DOUBLE)
       WHEN NOT `src`.`smoker`
       THEN CAST(0.0 AS DOUBLE)
-    END > CAST(0.0 AS DOUBLE)) AS `a4`
+    END > CAST(0.0 AS DOUBLE)
+  ) AS `a4`
 FROM `train` AS `src`
 GROUP BY
   `src`.`species`;

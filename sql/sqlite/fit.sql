@@ -20,13 +20,18 @@ SELECT
       THEN CAST(0.0 AS REAL)
     END
   ) AS "a3",
-  COUNT(*) FILTER(WHERE
-    CASE
-      WHEN "src"."smoker"
-      THEN CAST(1.0 AS REAL)
-      WHEN NOT "src"."smoker"
-      THEN CAST(0.0 AS REAL)
-    END > CAST(0.0 AS REAL)) AS "a4"
+  SUM(
+    IIF(
+      CASE
+        WHEN "src"."smoker"
+        THEN CAST(1.0 AS REAL)
+        WHEN NOT "src"."smoker"
+        THEN CAST(0.0 AS REAL)
+      END > CAST(0.0 AS REAL),
+      1,
+      0
+    )
+  ) AS "a4"
 FROM (
   SELECT
     "src".*,
