@@ -88,14 +88,32 @@ def write_out(settings: Settings, out: str, replace: bool, query: RowsQuery) -> 
     if isinstance(target, StdOut):
         with output.spool(settings.temp_directory) as tmp:
             with settings.working(), settings.connect() as con:
+                _bound_write_memory(settings, con)
                 n = output.write(con, query(con, None), tmp, True)
             sys.stdout.flush()
             output.stream(tmp.path, sys.stdout.buffer)
     else:
         with settings.working(), output.new_file_guard(own_db), settings.connect(own_db) as con:
             output.check_target(target, replace, con)
+            if not isinstance(target, DbObject):
+                _bound_write_memory(settings, con)
             n = output.write(con, query(con, own_db), target, replace)
     return f"{'?' if n is None else format(n, ',')} rows into {target}, {time.perf_counter() - start:.2f} s"
+
+
+def _bound_write_memory(settings: Settings, con: duckdb.DuckDBPyConnection) -> None:
+    """Give ``con`` DuckDB's memory limit :data:`~sqlnb.io.output.WRITE_MEMORY_LIMIT`
+    unless the user chose one (``--memory-limit``).
+
+    Writing a file in input order, DuckDB holds every finished row group that is ahead
+    of the one being written, and a memory limit is the only back-pressure its ordered
+    COPY has: scoring 10M rows x 20 columns to Parquet peaked at 1.3-1.4 GB without one,
+    ~0.7 GB with 1 GB (benchmarks/README.md, "Scoring memory").
+    """
+    if settings.memory_limit is None:
+        item = sqlglot.exp.SetItem(this=sqlglot.exp.EQ(this=sql.col("memory_limit"),
+                                                       expression=sqlglot.exp.Literal.string(output.WRITE_MEMORY_LIMIT)))
+        con.execute(sql.render(sqlglot.exp.Set(expressions=[item])))
 
 
 def arrow_rows(table) -> RowsQuery:
