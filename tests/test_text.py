@@ -121,6 +121,34 @@ def test_list_map_and_long_layouts_agree(kind):
         np.testing.assert_allclose(got, ref, atol=TOL, rtol=0, err_msg=table)
 
 
+@pytest.mark.parametrize("kind", ["multinomial", "bernoulli", "complement"])
+def test_integer_token_ids_fit_and_score_like_their_text(kind):
+    """Token ids in a BIGINT column (issue 16: a raw ArrowTypeError traceback before):
+    the same probabilities as scikit-learn on the id counts, and as the ids written as
+    text; an id never seen in training contributes nothing, an id scored as text matches."""
+    rng = np.random.default_rng(4)
+    n_docs, vocab = 40, 12
+    y = np.array(["a", "b"])[rng.integers(0, 2, n_docs)]
+    X = rng.poisson(np.where(y[:, None] == "a", np.linspace(0.2, 2, vocab), np.linspace(2, 0.2, vocab)))
+    ids, toks = np.nonzero(X)
+    con = duckdb.connect()
+    con.register("long", pa.table({"id": ids.astype(np.int64), "token": (toks * 7 + 100).astype(np.int64),
+                                   "n": X[ids, toks].astype(np.int64)}))
+    con.register("doc_labels", pa.table({"id": np.arange(n_docs), "y": y}))
+    con.execute("CREATE TABLE long_text AS SELECT id, CAST(token AS VARCHAR) AS token, n FROM long")
+    sk = SK[kind]().fit(X if kind != "bernoulli" else (X > 0).astype(float), y)
+    ref = sk.predict_proba(X)
+    m = sqlnb.fit_long("long", "doc_labels", id="id", token="token", count="n", label="y", kind=kind, con=con)
+    for table in ("long", "long_text"):
+        rel = m.score_long(table, con.sql("SELECT id FROM doc_labels"), con=con)
+        got = proba(con.sql(f'SELECT * FROM ({rel.sql_query()}) ORDER BY "id"'), m)
+        np.testing.assert_allclose(got, ref, atol=TOL, rtol=0, err_msg=table)
+    as_text = sqlnb.fit_long("long_text", "doc_labels", id="id", token="token", count="n", label="y", kind=kind, con=con)
+    rel = as_text.score_long("long", con.sql("SELECT id FROM doc_labels"), con=con)
+    np.testing.assert_allclose(proba(con.sql(f'SELECT * FROM ({rel.sql_query()}) ORDER BY "id"'), as_text), ref,
+                               atol=TOL, rtol=0)
+
+
 def test_mixed_model_shares_the_multinomial_denominator():
     docs, y = corpus(5)
     vec = CountVectorizer().fit(docs)

@@ -35,15 +35,19 @@ def _long_rows(tokens, feature: Feature, alias: str = "t") -> exp.Subquery:
     """The token table as ``(id, token, n)`` aliased ``alias``. Without a count column every
     row is one occurrence: rows are counted per (id, token)."""
     b = feature.bag
+    # Tokens are terms, compared as text at fit and at scoring alike: integer token ids
+    # (a BIGINT column) are stored and looked up as their decimal text, so a model
+    # fitted on ids scores ids, and its terms table keeps one type.
+    token = exp.cast(sql.col(b["token"], "src"), "VARCHAR")
     if b.get("count"):
         sel = exp.select(exp.alias_(sql.col(b["id"], "src"), "id", quoted=True),
-                         exp.alias_(sql.col(b["token"], "src"), "token", quoted=True),
+                         exp.alias_(token, "token", quoted=True),
                          exp.alias_(sql.col(b["count"], "src"), "n", quoted=True)).from_(tokens.from_("src"))
     else:
         sel = (exp.select(exp.alias_(sql.col(b["id"], "src"), "id", quoted=True),
-                          exp.alias_(sql.col(b["token"], "src"), "token", quoted=True),
+                          exp.alias_(token, "token", quoted=True),
                           exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True))
-               .from_(tokens.from_("src")).group_by(sql.col(b["id"], "src"), sql.col(b["token"], "src")))
+               .from_(tokens.from_("src")).group_by(sql.col(b["id"], "src"), token.copy()))
     return _sub(sel, alias)
 
 
