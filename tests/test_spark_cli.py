@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -56,7 +57,7 @@ def spark_cli(*args, cwd: Path, env: dict | None = None) -> subprocess.Completed
     """``python -m sqlnb --engine spark ARGS`` in a new process: a local session (no
     --master), whose catalog is ./spark-warehouse unless ARGS or ``env`` say otherwise."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("SQLNB_WAREHOUSE", "SQLNB_MASTER", "SPARK_REMOTE")}
-    full_env.update(PYSPARK_SUBMIT_ARGS=SUBMIT_ARGS, SPARK_LOCAL_IP="127.0.0.1", **(env or {}))
+    full_env.update({"PYSPARK_SUBMIT_ARGS": SUBMIT_ARGS, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})})
     cmd = [sys.executable, "-m", "sqlnb", "--engine", "spark", *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=300)
 
@@ -75,12 +76,28 @@ def runs(tmp_path_factory):
     warehouse = work / "spark-warehouse"
     (root / "orphan" / "sqlnb.db" / "models").mkdir(parents=True)
     (root / "orphan" / "sqlnb.db" / "models" / "_SUCCESS").touch()  # written by that session's INSERT
-    out = {"root": root, "work": work, "train": train, "test": test, "scored": root / "scored.parquet"}
+    # 1M rows: their scores (~67 MB as Arrow) are far over the 16 MB the big score allows
+    # the driver, so that run succeeds only if no scored row passes through it.
+    big = write_parquet(mixed_table(1_000_000, seed=3), root / "big.parquet")
+    out = {"root": root, "work": work, "train": train, "test": test, "big": big,
+           "scored": root / "scored.parquet", "scored_big": root / "big_scored.parquet", "csv": root / "s.csv"}
+    small_driver = {"PYSPARK_SUBMIT_ARGS": SUBMIT_ARGS.replace(
+        "pyspark-shell", "--conf spark.driver.maxResultSize=16m pyspark-shell")}
     steps = {
         "fit": (["fit", train, "--label", "y", "--exclude", "id", "--model", "nb"], {}),
         "fit_again": (["fit", train, "--label", "y", "--exclude", "id", "--model", "nb"], {}),
         "fit_replace": (["fit", train, "--label", "y", "--features", "x,color", "--model", "nb", "--replace"], {}),
         "score": (["score", test, "--model", "nb", "--key", "id", "--out", out["scored"]], {}),
+        "score_big": (["score", big, "--model", "nb", "--key", "id", "--out", out["scored_big"]],
+                      {"env": small_driver}),
+        "score_exists": (["score", test, "--model", "nb", "--out", out["scored"]], {}),
+        "score_csv": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--out", out["csv"]], {}),
+        "score_csv_again": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--no-proba",
+                             "--out", out["csv"], "--replace"], {}),
+        "table": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--out-table", "scored_t"], {}),
+        "table_exists": (["score", test, "--model", "nb", "--out-table", "scored_t"], {}),
+        "table_replace": (["score", test, "--model", "nb", "--keep", "id", "--no-proba",
+                           "--out-table", "scored_t", "--replace"], {}),
         # The catalog named explicitly, from another working directory.
         "show": (["--warehouse", warehouse, "show", "--model", "nb", "--format", "json"], {"cwd": root}),
         "models": (["-v", "models"], {"cwd": root, "env": {"SQLNB_WAREHOUSE": str(warehouse)}}),
@@ -131,6 +148,47 @@ def test_fit_replace_then_score_gives_the_probabilities_of_duckdb(runs):
         np.testing.assert_allclose(got[c].to_numpy(), want[c].to_numpy(), rtol=0, atol=TOL, err_msg=c)
 
 
+def test_scores_are_written_by_the_executors_not_the_driver(runs):
+    """1M scored rows to Parquet under spark.driver.maxResultSize=16m: the run succeeds
+    only because Spark's executors write the files (collecting them to the driver, as
+    the CLI did before, fails: 'Total size of serialized results ... is bigger than
+    spark.driver.maxResultSize')."""
+    _ok(runs["score_big"])
+    out = runs["scored_big"]
+    assert out.is_dir() and any(p.name.startswith("part-") for p in out.iterdir())
+    assert not [p for p in runs["root"].iterdir() if p.name.startswith(".sqlnb-")]  # the temporary was moved
+    got = pq.read_table(out)
+    assert got.num_rows == 1_000_000 and got.nbytes > 3 * 16 * 2**20  # 3x the driver's limit
+    assert got["id"].to_pylist() == list(range(1_000_000))  # --key id: ordered by it, over all part files
+    model = sqlnb.fit(runs["train"], "y", features=["x", "color"])
+    want = model.score(runs["big"], keep=["id"]).to_arrow_table()
+    assert got["prediction"].to_pylist() == want["prediction"].to_pylist()
+    for c in model.proba_columns():
+        np.testing.assert_allclose(got[c].to_numpy(), want[c].to_numpy(), rtol=0, atol=TOL, err_msg=c)
+
+
+def test_an_existing_output_is_replaced_only_when_asked(runs):
+    assert_error(runs["score_exists"], "already exists", "pass --replace")
+    assert pq.read_table(runs["scored"]).num_rows == 40  # untouched
+    _ok(runs["score_csv"])
+    _ok(runs["score_csv_again"])
+    parts = sorted(p for p in runs["csv"].iterdir() if p.name.startswith("part-"))
+    header = parts[0].read_text().splitlines()[0]
+    assert header == "id,prediction"  # the replacing run's columns (--no-proba), with a header row
+    import pyarrow.csv as pcsv
+    rows = pa.concat_tables([pcsv.read_csv(p) for p in parts])
+    assert rows["id"].to_pylist() == list(range(40))
+
+
+def test_out_table_is_created_on_spark_and_replaced_only_when_asked(runs):
+    _ok(runs["table"])
+    assert_error(runs["table_exists"], "table 'scored_t' already exists", "pass --replace")
+    _ok(runs["table_replace"])
+    table = pq.read_table(runs["work"] / "spark-warehouse" / "scored_t")
+    assert sorted(table.column_names) == ["id", "prediction"] and table.num_rows == 40
+    assert not [p.name for p in (runs["work"] / "spark-warehouse").iterdir() if p.name.startswith("sqlnb_tmp")]
+
+
 def test_show_and_models_read_the_catalog_named_by_option_or_environment(runs):
     shown = json.loads(_ok(runs["show"]).stdout)
     assert shown["label"] == "y" and [f["name"] for f in shown["features"]] == ["x", "color"]
@@ -144,6 +202,7 @@ def test_show_and_models_read_the_catalog_named_by_option_or_environment(runs):
 def test_a_spark_error_is_one_line(runs):
     assert_error(runs["bad_cast"], "Spark: [CAST_INVALID_INPUT]", "'0x'")
     assert not (runs["root"] / "bad.csv").exists()
+    assert not [p for p in runs["root"].iterdir() if p.name.startswith(".sqlnb-")]  # the temporary is gone
 
 
 def test_drop_removes_the_model_and_replace_its_old_tables(runs):

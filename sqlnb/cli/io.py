@@ -17,10 +17,9 @@ import sqlglot
 from sqlnb import sql
 from sqlnb.cli.app import Settings
 from sqlnb.cli.options import model_location
-from sqlnb.errors import SqlnbError, SqlnbNotFound
+from sqlnb.errors import SqlnbError
 from sqlnb.io import output
 from sqlnb.io.locations import DbObject, StdOut, parse_out
-from sqlnb.source import Table
 from sqlnb.store import load_model, model_names, save_model
 
 #: What ``write_out`` writes: a query given the output connection and database.
@@ -122,27 +121,6 @@ def arrow_rows(table) -> RowsQuery:
         con.register("sqlnb_rows", table)
         return sqlglot.exp.select(sqlglot.exp.Star()).from_(sql.table("sqlnb_rows"))
     return query
-
-
-def to_arrow(result):
-    """A warehouse's scoring result as an Arrow table (Spark gives a DataFrame)."""
-    return result.toArrow() if hasattr(result, "toArrow") else result
-
-
-def write_engine_table(engine, name: str, query: sqlglot.exp.Expression, replace: bool) -> None:
-    """``CREATE TABLE name AS query`` on a PostgreSQL engine, in one transaction (an
-    existing table is dropped in the same transaction, and only with ``replace``)."""
-    try:
-        engine.resolve(Table(name))
-        exists = True
-    except SqlnbNotFound:
-        exists = False
-    if exists and not replace:
-        raise SqlnbError(f"table {name!r} already exists on the engine; pass --replace to overwrite it")
-    with engine.con.transaction():
-        if exists:
-            engine.execute(sqlglot.exp.Drop(tables=[sql.table(name)], kind="TABLE"))
-        engine.execute(sqlglot.exp.Create(this=sql.table(name), kind="TABLE", expression=query))
 
 
 def write_text_file(path: str, text: str) -> None:

@@ -13,12 +13,13 @@ import sqlglot
 
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
-from sqlnb.cli.io import arrow_rows, dump_json, load, to_arrow, write_engine_table, write_out
+from sqlnb.cli.io import dump_json, load, write_out
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
                                no_proba_option, out_option, replace_option, score_outputs)
 from sqlnb.errors import SqlnbError, suggest
-from sqlnb.io.locations import DbObject, data_source, parse_data, parse_out
+from sqlnb.io import engine_output
+from sqlnb.io.locations import DbObject, FileOut, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
@@ -34,7 +35,7 @@ from sqlnb.workflows.generative import novelty_query
 @model_option()
 @out_option(required=False)
 @click.option("--out-table", metavar="NAME",
-              help="With --engine postgres: create table NAME there (one transaction) instead of --out.")
+              help="With --engine postgres|spark: create table NAME there instead of --out (all or nothing).")
 @keep_option("Input columns to keep (default: all; '' for none).")
 @click.option("--key", metavar="COL",
               help="A column carried into every output row and ordered by (engines such as PostgreSQL "
@@ -65,11 +66,13 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
       sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
     """
     if (out is None) == (out_table is None):
-        raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres)")
-    if out_table is not None and settings.engine != "postgres":
-        raise SqlnbError("--out-table writes a table on --engine postgres; with DuckDB use --out DB.duckdb:TABLE")
-    if out is not None:
-        parse_out(out)
+        raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres|spark)")
+    if out_table is not None and not settings.remote:
+        raise SqlnbError("--out-table writes a table on --engine postgres or spark; "
+                         "with DuckDB use --out DB.duckdb:TABLE")
+    target = parse_out(out) if out is not None else None
+    if settings.engine == "spark" and isinstance(target, FileOut):
+        engine_output.check_spark_target(target, replace)  # before Spark starts
     spec = data_spec(settings, data, reading)
     keep_cols = keep_columns(keep)
     m = load(settings, model)
@@ -79,12 +82,18 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     if out_table is not None:
         engine = settings.warehouse()
         scoring = m.scoring_query(engine.resolve(spec), outputs, keep_cols, dialect=engine.dialect, key=key)
-        write_engine_table(engine, out_table, scoring, replace)
+        engine_output.write_table(engine, out_table, scoring, replace)
         settings.summary(f"scored into table {out_table!r} on {settings.engine}")
         return
     if settings.remote:
-        rows = to_arrow(m.score(spec, con=settings.warehouse(), outputs=outputs, keep=keep_cols, key=key))
-        done = write_out(settings, out, replace, arrow_rows(rows))
+        engine = settings.warehouse()
+        result = m.score(spec, con=engine, outputs=outputs, keep=keep_cols, key=key)
+        if engine.dialect == "spark" and isinstance(target, FileOut):
+            # Written by the executors; no scored row passes through this process.
+            engine_output.write_spark_files(engine, result, target, replace)
+            settings.summary(f"scored into {out} on spark")
+            return
+        done = write_out(settings, out, replace, lambda con, own_db: engine_output.rows_query(result, con))
     else:
         def query(con, own_db):
             source = data_source(con, spec, own_db, types=m.column_types())

@@ -88,6 +88,12 @@ def _host() -> str:
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
+def temporary_name(base: str) -> str:
+    """``.sqlnb-<pid>-<host>-<random>-<base>``: a hidden name for a temporary next to
+    ``base``, recognisable as sqlnb's and as whose it was (:func:`remove_stale_temporaries`)."""
+    return f".sqlnb-{os.getpid()}-{_host()}-{uuid.uuid4().hex[:12]}-{base}"
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -130,7 +136,7 @@ def atomic_path(path: str) -> Iterator[str]:
     later write remove it if this process is killed (:func:`remove_stale_temporaries`)."""
     parent, base = os.path.split(path)
     remove_stale_temporaries(parent)
-    tmp = os.path.join(parent, f".sqlnb-{os.getpid()}-{_host()}-{uuid.uuid4().hex[:12]}-{base}")
+    tmp = os.path.join(parent, temporary_name(base))
     try:
         yield tmp
         os.replace(tmp, path)
