@@ -61,3 +61,28 @@ def test_generated_features_are_independent_streams(tmp_path):
     worst = con.execute(f"SELECT max(m) FROM (SELECT greatest({pairs}) AS m FROM {source} GROUP BY label)").fetchone()[0]
     # about 6,700 rows per class: the standard error of a correlation is ~0.012
     assert worst < 0.07, worst
+
+
+def test_small_data_latency_benchmark_runs(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "small_data.py"), "--repeat", "1",
+                          "--datasets", "iris"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = [line for line in out.stdout.splitlines() if line.startswith("| iris |")]
+    assert len(row) == 1 and row[0].count("/") == 5, out.stdout[-2000:]  # first / median in every cell
+
+
+def test_fit_floor_and_peer_benchmarks_run_at_a_tiny_size(tmp_path):
+    """fit_floor.py for two families, and mllib.py's DuckDB column (its Spark columns start a
+    JVM per measurement: run by hand, see benchmarks/README.md)."""
+    floor = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fit_floor.py"), "--rows", "3000", "--repeat", "1",
+                            "--families", "gaussian,multinomial", "--data-dir", str(tmp_path)],
+                           capture_output=True, text=True, timeout=600)
+    assert floor.returncode == 0, floor.stderr[-2000:]
+    assert [line.split("|")[1].strip() for line in floor.stdout.splitlines()
+            if line.startswith(("| gaussian |", "| multinomial |"))] == ["gaussian", "multinomial"], floor.stdout[-2000:]
+    peers = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mllib.py"), "--rows", "3000", "--repeat", "1",
+                            "--tools", "sqlnb-duckdb", "--data-dir", str(tmp_path)],
+                           capture_output=True, text=True, timeout=600)
+    assert peers.returncode == 0, peers.stderr[-2000:]
+    rows = [line for line in peers.stdout.splitlines() if line.startswith(("| gaussian |", "| multinomial |"))]
+    assert len(rows) == 4, peers.stdout[-2000:]
