@@ -27,7 +27,7 @@ from sqlglot import exp
 
 import sqlnb
 from sqlnb.cli import EXIT_USAGE
-from support.cli import assert_error, mixed_table, run_process, write_parquet
+from support.cli import assert_error, invoke, mixed_table, run_process, write_parquet
 from support.spark import SparkNotAvailable, connect_server
 
 pytestmark = pytest.mark.spark
@@ -113,6 +113,8 @@ def runs(server, tmp_path_factory):
     for name, (_, test, _) in MODELS.items():
         steps[f"score_{name}"] = [*remote, "score", root / test, "--model", name, "--key", "id",
                                   "--out", root / f"scored_{name}.parquet"]
+    # evaluate reads the model from the server (and, wherever it computes, DATA by path).
+    steps["evaluate"] = [*remote, "evaluate", root / "test.parquet", "--model", "gauss", "--format", "json"]
     steps["score_missing"] = [*remote, "score", "no_such_table", "--model", "gauss", "--out", root / "none.csv"]
     steps["drop"] = [*remote, "drop", "--model", "multi"]
     steps["models_after_drop"] = [*remote, "models", "--format", "json"]
@@ -169,6 +171,19 @@ def test_scores_over_connect_are_the_probabilities_of_duckdb(runs, name):
     assert model.proba_columns() == [c for c in got.column_names if c.startswith("proba_")]
     for c in model.proba_columns():
         np.testing.assert_allclose(got[c].to_numpy(), want[c].to_numpy(), rtol=0, atol=TOL, err_msg=c)
+
+
+def test_evaluate_with_a_model_on_the_server_gives_the_metrics_of_duckdb(runs, tmp_path):
+    got = json.loads(_ok(runs["evaluate"]).stdout)
+    assert runs["evaluate"].stderr == ""
+    root = runs["root"]
+    sqlnb.fit(str(root / "train.parquet"), "y", kind="gaussian", features=["x", "z"]).save(str(tmp_path / "m.duckdb"),
+                                                                                         "gauss")
+    want = json.loads(invoke("evaluate", root / "test.parquet", "--model", f"{tmp_path}/m.duckdb:gauss",
+                             "--format", "json").stdout)
+    assert (got["rows"], got["accuracy"], got["per_class"]) == (want["rows"], want["accuracy"], want["per_class"])
+    for metric in ("log_loss", "brier", "macro_f1"):
+        assert abs(got[metric] - want[metric]) <= TOL, metric
 
 
 def test_an_engine_error_over_connect_is_one_line(runs):
