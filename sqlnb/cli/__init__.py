@@ -69,14 +69,18 @@ def stderr_is_terminal() -> bool:
 @click.option("--dsn", envvar="SQLNB_DSN", metavar="DSN",
               help="PostgreSQL connection string, with --engine postgres [env SQLNB_DSN].")
 @click.option("--master", envvar="SQLNB_MASTER", metavar="URL",
-              help="Spark master URL (local[*], spark://host:7077), with --engine spark [env SQLNB_MASTER].")
+              help="Spark master URL (local[*], spark://host:7077, yarn, k8s://...), with --engine spark "
+                   "[env SQLNB_MASTER].")
+@click.option("--remote", envvar="SQLNB_REMOTE", metavar="sc://HOST:PORT",
+              help="With --engine spark: a Spark Connect server (how managed Spark services are reached) "
+                   "instead of --master; it keeps the catalog and reads DATA paths itself [env SQLNB_REMOTE].")
 @click.option("--warehouse", envvar="SQLNB_WAREHOUSE", metavar="DIR",
               help="With --engine spark: the directory of the catalog (tables and a Derby metastore) "
                    "that keeps models between commands [env SQLNB_WAREHOUSE; default for a local "
                    "session: ./spark-warehouse].")
 @click.option("--verbose", "-v", is_flag=True, help="Show the engine's own log (Spark's log lines and progress bars).")
 @click.pass_context
-def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, master, warehouse, verbose):
+def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, master, remote, warehouse, verbose):
     """Train and score naive Bayes classifiers inside DuckDB, in SQL.
 
     DATA is Parquet/CSV/JSON files by path or glob (lake/2026/*.parquet) or a table in a
@@ -98,12 +102,33 @@ def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, 
         raise SqlnbError("--master applies to --engine spark only")
     if warehouse and engine != "spark" and ctx.get_parameter_source("warehouse") != ParameterSource.ENVIRONMENT:
         raise SqlnbError("--warehouse applies to --engine spark only")
-    local = master.startswith("local") if master else not os.environ.get("SPARK_REMOTE")
+    remote, warehouse = _spark_remote(ctx, engine, master, remote, warehouse)
+    local = master.startswith("local") if master else not (remote or os.environ.get("SPARK_REMOTE"))
     if engine == "spark" and warehouse is None and local:
         warehouse = "spark-warehouse"  # a local session keeps its catalog in the working directory
     ctx.obj = Settings(threads, memory_limit, temp_directory, terminal=stderr_is_terminal(),
-                       engine=engine, dsn=dsn, master=master, warehouse_dir=warehouse, verbose=verbose)
+                       engine=engine, dsn=dsn, master=master, warehouse_dir=warehouse, verbose=verbose,
+                       spark_remote=remote)
     ctx.call_on_close(ctx.obj.close)
+
+
+def _spark_remote(ctx: click.Context, engine: str, master, remote, warehouse) -> tuple:
+    """(--remote, --warehouse) checked: a Spark Connect URL goes with --engine spark, not
+    with --master, and its server keeps the catalog. Values set in the environment
+    (SQLNB_REMOTE, SQLNB_WAREHOUSE) are left out where they do not apply."""
+    from_env = {name: ctx.get_parameter_source(name) == ParameterSource.ENVIRONMENT for name in ("remote", "warehouse")}
+    if remote and engine != "spark":
+        if from_env["remote"]:
+            return None, warehouse
+        raise SqlnbError("--remote applies to --engine spark only")
+    if remote and master:
+        raise SqlnbError("--master and --remote are two ways to reach Spark; give one")
+    if remote and warehouse:
+        if from_env["warehouse"]:
+            return remote, None
+        raise SqlnbError("--warehouse is the catalog of a Spark session started here; a Spark Connect server "
+                         "(--remote) keeps its own")
+    return remote, warehouse
 
 
 for _command in (train.fit, predict.score, predict.evaluate, predict.sql_command,

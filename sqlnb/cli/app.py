@@ -193,6 +193,7 @@ class Settings:
     master: str | None = None
     warehouse_dir: str | None = None
     verbose: bool = False
+    spark_remote: str | None = None  # --remote: a Spark Connect URL
     interrupted: threading.Event = dataclasses.field(default_factory=threading.Event)
     stopped_by: int | None = None  # the signal that set ``interrupted``: SIGINT or SIGTERM
     connections: list = dataclasses.field(default_factory=list)
@@ -218,7 +219,8 @@ class Settings:
         """The --engine connection (opened once per command, closed by :meth:`close`)."""
         if self._warehouse is None:
             self._warehouse = engines.connect(self.engine, dsn=self.dsn, master=self.master,
-                                              warehouse=self.warehouse_dir, quiet=not self.verbose)
+                                              warehouse=self.warehouse_dir, quiet=not self.verbose,
+                                              remote=self.spark_remote)
         return self._warehouse
 
     def close(self) -> None:

@@ -65,7 +65,8 @@ ENGINES = ("duckdb", "postgres", "spark")
 
 
 def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | None = None,
-            database: str | None = None, warehouse: str | None = None, quiet: bool = False) -> Engine:
+            database: str | None = None, warehouse: str | None = None, quiet: bool = False,
+            remote: str | None = None) -> Engine:
     """An engine by name, for command lines and configuration files.
 
     Parameters
@@ -74,8 +75,8 @@ def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | Non
     dsn : str, optional
         PostgreSQL connection string (required for ``postgres``).
     master : str, optional
-        Spark master URL (``local[*]``, ``spark://host:7077``, ``yarn``); default: the
-        session's own configuration (``spark-submit``, ``SPARK_REMOTE``, or local).
+        Spark master URL (``local[*]``, ``spark://host:7077``, ``yarn``, ``k8s://...``);
+        default: the session's own configuration (``spark-submit``, ``SPARK_REMOTE``, or local).
     database : str, optional
         DuckDB database file (default: in memory).
     warehouse : str, optional
@@ -84,12 +85,17 @@ def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | Non
         (a local session's catalog is in memory). See :meth:`SparkEngine.start`.
     quiet : bool
         Spark only: keep the Java process's log and progress bars off stderr.
+    remote : str, optional
+        Spark only: a Spark Connect server, ``sc://host:port`` (managed Spark services
+        are reached this way), instead of a Java process here; needs pyspark's Connect
+        client (``pip install 'sqlnb[spark-connect]'``). Not with ``master`` or ``warehouse``.
 
     Examples
     --------
     >>> connect("postgres", dsn="host=db dbname=lake")        # doctest: +SKIP
     >>> connect("spark", master="local[4]")                     # doctest: +SKIP
     >>> connect("spark", warehouse="spark-warehouse")           # doctest: +SKIP
+    >>> connect("spark", remote="sc://spark.example.com:15002")   # doctest: +SKIP
     """
     if engine == "duckdb":
         return DuckDBEngine(duckdb_lib.connect(database or ":memory:"))
@@ -103,7 +109,7 @@ def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | Non
         except Exception as e:  # psycopg.OperationalError: server down, bad credentials
             raise SqlnbError(f"cannot connect to PostgreSQL: {str(e).strip().splitlines()[0]}") from None
     if engine == "spark":
-        return SparkEngine.start(master, warehouse, quiet)
+        return SparkEngine.start(master, warehouse, quiet, remote)
     raise SqlnbError(f"unknown engine {engine!r}{suggest(engine, ENGINES)}; engines are: {', '.join(ENGINES)}")
 
 

@@ -1,11 +1,15 @@
-"""Spark SQL through a pyspark ``SparkSession`` (local mode or a cluster)."""
+"""Spark SQL through a pyspark ``SparkSession``: local mode, a cluster's master, or a
+Spark Connect server (``sc://host:port``, how managed Spark services are reached)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
+import threading
 import uuid
+import warnings
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -31,22 +35,32 @@ class SparkEngine(ColumnsFromResolve):
         self.spark = session
         self._owned = owned  # started by :meth:`start`: stopped by :meth:`close`
 
+    @property
+    def connect(self) -> bool:
+        """Whether the session is a Spark Connect client (its driver and catalog live in
+        the server, not in this process)."""
+        return type(self.spark).__module__.startswith("pyspark.sql.connect")
+
     def close(self) -> None:
         """Stop the session if this engine started it (so that a persistent metastore is
-        shut down cleanly); a session given by the caller is left running."""
+        shut down cleanly); a session given by the caller is left running. A Spark Connect
+        session is released on its server, which goes on serving its other clients."""
         if self._owned:
             self._owned = False
             self.spark.stop()
 
     @classmethod
-    def start(cls, master: str | None = None, warehouse: str | None = None, quiet: bool = False) -> "SparkEngine":
+    def start(cls, master: str | None = None, warehouse: str | None = None, quiet: bool = False,
+              remote: str | None = None) -> "SparkEngine":
         """An engine on a new ``SparkSession`` (for :func:`sqlnb.engines.connect`), stopped
         by :meth:`close`; a session already running in this process is used as is.
 
         Parameters
         ----------
         master : str, optional
-            Spark master URL; default: the session's own configuration.
+            Spark master URL, as ``spark-submit --master`` takes it: ``local``, ``local[N]``,
+            ``local[*]``, ``spark://host:7077``, ``yarn`` or ``k8s://https://host:443``;
+            default: the session's own configuration.
         warehouse : str, optional
             A directory holding a persistent catalog: the tables (``spark.sql.warehouse.dir``)
             and an embedded Derby metastore (``metastore_db``, with its ``derby.log``), so
@@ -57,7 +71,28 @@ class SparkEngine(ColumnsFromResolve):
             Send everything the Java process prints (log4j lines, stage progress bars, JVM
             warnings) to the null device, and silence pyspark's own error loggers;
             otherwise it goes to stderr (never to stdout, which carries the payload).
+        remote : str, optional
+            A Spark Connect server, ``sc://host:port`` (with ``/;token=...;use_ssl=true``
+            and the other parameters of the Spark Connect URL), instead of a JVM in this
+            process; default: ``SPARK_REMOTE`` when it holds such a URL and no ``master``
+            is given. Needs pyspark's Connect client (``pip install 'sqlnb[spark-connect]'``).
+            The server keeps the catalog, so ``warehouse`` does not apply, and it reads
+            and writes paths on its own machines. :meth:`close` releases this client's
+            session only.
         """
+        env_remote = os.environ.get("SPARK_REMOTE", "")
+        if remote is None and not master and env_remote.startswith("sc://"):
+            remote = env_remote
+        if remote is not None:
+            if master:
+                raise SqlnbError("give Spark a master URL or a Spark Connect URL (remote), not both")
+            if warehouse is not None:
+                raise SqlnbError("a Spark Connect server keeps its own catalog; the warehouse directory is for "
+                                 "a session started here (leave it out with a remote)")
+            session = _connect_session(remote)
+            if quiet:
+                _quiet_python_loggers()
+            return cls(session, owned=True)
         try:
             from pyspark import SparkContext
             from pyspark.sql import SparkSession
@@ -66,6 +101,8 @@ class SparkEngine(ColumnsFromResolve):
         running = SparkContext._active_spark_context is not None
         builder = SparkSession.builder.appName("sqlnb")
         if master:
+            if not running:
+                check_master(master)
             builder = builder.master(master)
         if quiet:
             builder = builder.config("spark.ui.showConsoleProgress", "false")
@@ -78,7 +115,7 @@ class SparkEngine(ColumnsFromResolve):
                 session = builder.getOrCreate()
         except Exception as e:  # pyspark's JAVA_GATEWAY_EXITED: no Java, a bad option, a port in use
             hint = " (run with -v to see Spark's own messages)" if quiet else ""
-            raise SqlnbError(f"Spark did not start: {str(e).strip().splitlines()[0]}{hint}") from None
+            raise SqlnbError(f"Spark did not start: {_start_failure(e, master)}{hint}") from None
         if quiet:
             _quiet_python_loggers()
         return cls(session, owned=not running)
@@ -151,6 +188,101 @@ class SparkEngine(ColumnsFromResolve):
             if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
                 raise SqlnbNotFound(f"no file matches {files.path!r}; check the path or glob") from None
             raise SqlnbError(f"Spark cannot read {files.path!r}: {text}") from None
+
+
+#: What ``spark-submit`` takes as a master: ``yarn`` or a URL starting with one of these
+#: (SparkSubmit refuses anything else before the JVM is up, and its message then goes
+#: wherever the Java process's stderr goes: nowhere, for a quiet session).
+_MASTER_STARTS = ("local", "spark", "k8s")
+
+
+def check_master(master: str) -> None:
+    """Refuse, before a Java process starts, a master URL that ``spark-submit`` refuses."""
+    if master == "yarn" or master.startswith(_MASTER_STARTS):
+        return
+    hint = ("; a Spark Connect URL (sc://) is a remote, not a master (remote=, --remote)"
+            if master.startswith("sc://") else "")
+    raise SqlnbError(f"{master!r} is not a Spark master URL: use local[*], local[N], spark://HOST:7077, yarn "
+                     f"or k8s://https://HOST:PORT{hint}")
+
+
+def _start_failure(e: BaseException, master: str | None) -> str:
+    """One line for a session that did not start: the Java exception's message when
+    there is one (a raw Py4JJavaError starts with "An error occurred while calling ..."
+    and names it on its second line, after ':')."""
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    java = [line[1:].strip() for line in lines if line.startswith(":")]
+    text = (java or lines or [type(e).__name__])[0]
+    text = re.sub(r"^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ", "", text)  # the Java class
+    if "stopped SparkContext" in text and master:
+        # Spark's own reason ("All masters are unresponsive! Giving up.") is only logged.
+        text = f"the Spark context stopped while starting; is a master running at {master}?"
+    return text
+
+
+#: How long to wait for a Spark Connect server to accept the connection, in seconds. A
+#: refused or failed connection is reported at once; this bounds a silent one (a
+#: firewall that drops packets), where pyspark's own retries would go on for minutes.
+CONNECT_TIMEOUT = 30.0
+
+
+def _connect_session(url: str):
+    """A new Spark Connect session on ``url``, after checking that a server answers."""
+    try:
+        with warnings.catch_warnings():
+            # pyspark warns on import that it does not fully support pandas 3, on stderr.
+            warnings.simplefilter("ignore", FutureWarning)
+            import grpc  # noqa: F401  the first package of the client to be missing, if one is
+            from pyspark.sql.connect.client import DefaultChannelBuilder
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError as e:  # pyspark's PySparkImportError names the missing package
+        missing = re.sub(r"^\[[A-Z_]+\] ", "", str(e).strip().splitlines()[0]) if str(e).strip() else type(e).__name__
+        raise SqlnbError(f"Spark Connect needs pyspark's Connect client: pip install 'sqlnb[spark-connect]' "
+                         f"({missing})") from None
+    shown = url.split(";", 1)[0]  # the parameters may hold a token
+    try:
+        channel = DefaultChannelBuilder(url)
+    except ValueError as e:  # PySparkValueError INVALID_CONNECT_URL, with the reason in "detail"
+        detail = getattr(e, "getMessageParameters", lambda: None)() or {}
+        raise SqlnbError(f"{shown!r} is not a Spark Connect URL: {detail.get('detail', e)}") from None
+    _wait_until_reachable(channel, shown)
+    session = ConnectSession.builder.remote(url).create()
+    try:
+        session.version  # one call: the server speaks Spark Connect and takes this client
+    except Exception as e:
+        session.stop()
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SqlnbError(f"the server at {shown} did not answer as Spark Connect: {text}") from None
+    return session
+
+
+def _wait_until_reachable(builder, shown: str) -> None:
+    """Open a channel to the server (with the URL's TLS and token settings) and wait until
+    it connects or fails, for :data:`CONNECT_TIMEOUT` seconds at most."""
+    import grpc  # importable: checked with the Connect client in _connect_session
+
+    channel = builder.toChannel()
+    settled = threading.Event()
+    outcome = []  # the first state that settles it (gRPC calls back from its own thread)
+
+    def watch(state) -> None:
+        if state in (grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.TRANSIENT_FAILURE,
+                     grpc.ChannelConnectivity.SHUTDOWN) and not settled.is_set():
+            outcome.append(state)
+            settled.set()
+
+    channel.subscribe(watch, try_to_connect=True)
+    try:
+        answered = settled.wait(CONNECT_TIMEOUT)
+    finally:
+        channel.unsubscribe(watch)
+        channel.close()
+    if not answered:
+        raise SqlnbError(f"no Spark Connect server answered at {shown} within {CONNECT_TIMEOUT:.0f} s; "
+                         "check the host and port")
+    if outcome[0] is not grpc.ChannelConnectivity.READY:
+        raise SqlnbError(f"cannot connect to a Spark Connect server at {shown}; check the host and port, "
+                         "and that the server is running")
 
 
 def _catalog_settings(warehouse: str) -> dict:

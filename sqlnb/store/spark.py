@@ -12,7 +12,9 @@ A local session's catalog lives in memory (lost when the session ends) unless th
 session was started with a persistent one: ``sqlnb.engines.connect("spark",
 warehouse=DIR)`` keeps tables and an embedded Derby metastore in DIR, as the command
 line does by default (``./spark-warehouse``, or ``--warehouse DIR``). On a cluster, use
-its persistent metastore (Hive, Unity, Glue).
+its persistent metastore (Hive, Unity, Glue). Through Spark Connect (``remote=``), the
+catalog is the server's: every call here (``spark.catalog``, ``createDataFrame`` of the
+small part tables, SQL) is one the Connect client supports.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class SparkStorage:
         conf = self.spark.conf
         if conf.get("spark.sql.catalogImplementation", "in-memory") == "hive":
             return f"the Spark catalog in {conf.get('spark.sql.warehouse.dir')}"
+        if self.engine.connect:  # the server's catalog, shared by its sessions
+            return "the Spark Connect server's catalog (in memory)"
         return "this Spark session's catalog (in memory)"
 
     def _create_catalog(self) -> None:

@@ -1,5 +1,6 @@
-"""Local Spark SQL session for tests.
+"""A local Spark SQL session, and a local Spark Connect server, for tests.
 
+:func:`connect_server` runs the Spark Connect server that pyspark ships (see there).
 :func:`spark_session` starts a small local SparkSession (pyspark from PyPI,
 ``local[2]``, 1 GB driver, no web UI, no progress bar, logs at ERROR) whose
 scratch and warehouse directories live in a temporary directory removed on
@@ -26,11 +27,15 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
+import socket
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["SparkNotAvailable", "spark_session"]
+__all__ = ["SparkNotAvailable", "connect_server", "spark_session"]
 
 # Everything at ERROR.  The explicit org.apache logger matters: pyspark counts as
 # a shell, and Spark then prints "Setting default log level to WARN" unless the
@@ -67,6 +72,99 @@ class SparkNotAvailable(RuntimeError):
     """Raised when pyspark or a Java runtime is missing."""
 
 
+def _require_java() -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and os.access(Path(java_home, "bin", "java"), os.X_OK)) \
+            and not shutil.which("java"):
+        raise SparkNotAvailable(
+            "no Java runtime found (need Java 17+): `bash .ci/install-engines.sh` or "
+            "`sudo apt-get install -y default-jre-headless`, or set $JAVA_HOME"
+        )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def connect_server(cores: int = 2, timeout: float = 240.0) -> Iterator[str]:
+    """Run a local Spark Connect server (the one pyspark ships in its jars) for the
+    duration of a ``with`` block, and yield its URL ``sc://127.0.0.1:PORT``.
+
+    The server is ``spark-submit --class ...SparkConnectServer`` from the pyspark package
+    (``SPARK_HOME`` pointed at it), ``local[cores]``, listening on loopback only at a free
+    port, with its warehouse, scratch directory and log in a temporary directory removed
+    on exit. Starting takes 10-30 s. The process group is terminated on exit.
+
+    Raises
+    ------
+    SparkNotAvailable
+        If pyspark, its Connect server class or a Java runtime is missing, or the server
+        does not listen within ``timeout`` seconds (the message ends with its log).
+    """
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise SparkNotAvailable("pyspark is not installed: pip install 'pyspark[connect]>=4.1,<5'") from exc
+    _require_java()
+    home = Path(pyspark.__file__).parent
+    if not list((home / "jars").glob("spark-connect_*.jar")):
+        raise SparkNotAvailable(f"pyspark in {home} ships no Spark Connect server jar")
+    tmp = Path(tempfile.mkdtemp(prefix="sqlnb-connect-"))
+    (tmp / "log4j2.properties").write_text(_LOG4J2)
+    port = _free_port()
+    java_opts = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
+                 f"-Dlog4j2.configurationFile=file:{tmp / 'log4j2.properties'}")
+    conf = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": "1g",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": str(cores),
+        "spark.default.parallelism": str(cores),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.ansi.enabled": "true",
+        "spark.local.dir": str(tmp / "local"),
+        "spark.sql.warehouse.dir": str(tmp / "warehouse"),
+    }
+    cmd = [str(home / "bin" / "spark-submit"), "--master", f"local[{cores}]",
+           "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    for key, value in conf.items():
+        cmd += ["--conf", f"{key}={value}"]
+    cmd.append("spark-internal")
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "PYSPARK_SUBMIT_ARGS")}
+    env.update(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
+    log = open(tmp / "server.log", "wb")
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              cwd=tmp, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if server.poll() is not None or time.monotonic() > deadline:
+                tail = (tmp / "server.log").read_text(errors="replace")[-2000:]
+                raise SparkNotAvailable(f"the Spark Connect server did not start (exit {server.returncode}):\n{tail}")
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.5)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def spark_session(ansi: bool = True, cores: int = 2) -> Iterator["pyspark.sql.SparkSession"]:
     """Run a local SparkSession for the duration of a ``with`` block.
@@ -92,13 +190,7 @@ def spark_session(ansi: bool = True, cores: int = 2) -> Iterator["pyspark.sql.Sp
         from pyspark.sql import SparkSession
     except ImportError as exc:
         raise SparkNotAvailable("pyspark is not installed: pip install 'pyspark>=4.1,<5'") from exc
-    java_home = os.environ.get("JAVA_HOME")
-    if not (java_home and os.access(Path(java_home, "bin", "java"), os.X_OK)) \
-            and not shutil.which("java"):
-        raise SparkNotAvailable(
-            "no Java runtime found (need Java 17+): `bash .ci/install-engines.sh` or "
-            "`sudo apt-get install -y default-jre-headless`, or set $JAVA_HOME"
-        )
+    _require_java()
     # Bind to loopback: avoids the "hostname resolves to a loopback address" warning
     # and any dependency on the machine's network setup.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
