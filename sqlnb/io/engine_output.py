@@ -168,12 +168,12 @@ def write_spark_files(engine, df, out: FileOut, replace: bool) -> None:
     if codec:
         writer = writer.option("compression", codec)
     if files is None:  # Spark Connect: Spark's commit protocol is the only guard
-        writer.mode("overwrite" if replace else "errorifexists").save(target)
+        writer.mode("overwrite" if replace else "error").save(target)
         return
     parent, base = target.rstrip("/").rsplit("/", 1)
     tmp = f"{parent}/{temporary_name(base)}"
     try:
-        writer.mode("errorifexists").save(tmp)
+        writer.mode("error").save(tmp)
         if exists:
             files.delete(target)
         files.rename(tmp, target)
