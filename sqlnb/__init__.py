@@ -5,16 +5,67 @@ models, and what is built on fitted models. The layout behind them is in the REA
 "How it works".
 """
 
+import sys
+import types
+
 from sqlnb.version import __version__
 from sqlnb.errors import SqlnbError
-from sqlnb.source import Files, Query, Table
-from sqlnb.api import MODELS, connect, drop, fit, fit_lda, fit_logistic, fit_long, fit_qda, load, models
-from sqlnb.models import LDA, QDA, Hyperparameters, Logistic, NaiveBayes
-from sqlnb.models.naive_bayes.text import TextOptions, mutual_information, top_terms
-from sqlnb.workflows import compare, export  # noqa: F401 (``sqlnb.compare``, ``sqlnb.export`` as the docs use them)
-from sqlnb.workflows.compare import learning_curves
-from sqlnb.workflows.cv import cross_validate
-from sqlnb.workflows.generative import fit_em, flag_novel, novelty_threshold, sample, update
+
+# The public names below are imported on first use (PEP 562), so that ``import sqlnb`` -- which
+# ``sqlnb --version`` does -- costs nothing until the library is used: DuckDB, pyarrow,
+# numpy and sqlglot are most of a cold start (issue 17).
+_LAZY = {
+    "Files": "sqlnb.source", "Query": "sqlnb.source", "Table": "sqlnb.source",
+    **{name: "sqlnb.api" for name in ("MODELS", "connect", "drop", "fit", "fit_lda", "fit_logistic", "fit_long",
+                                      "fit_qda", "load")},
+    **{name: "sqlnb.models" for name in ("LDA", "QDA", "Hyperparameters", "Logistic", "NaiveBayes")},
+    **{name: "sqlnb.models.naive_bayes.text" for name in ("TextOptions", "mutual_information", "top_terms")},
+    "learning_curves": "sqlnb.workflows.compare",
+    "cross_validate": "sqlnb.workflows.cv",
+    **{name: "sqlnb.workflows.generative" for name in ("fit_em", "flag_novel", "novelty_threshold", "sample",
+                                                       "update")},
+}
+#: Modules reachable as attributes (``sqlnb.compare``, ``sqlnb.export``, as the docs use them).
+_LAZY_MODULES = {"compare": "sqlnb.workflows.compare", "export": "sqlnb.workflows.export"}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _LAZY_MODULES:
+        value = importlib.import_module(_LAZY_MODULES[name])
+    else:
+        raise AttributeError(f"module 'sqlnb' has no attribute {name!r}")
+    globals()[name] = value  # once found, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES) | {"models"})
+
+
+class _Package(types.ModuleType):
+    """``sqlnb.models`` is the function listing saved models (:func:`sqlnb.api.models`), while
+    ``sqlnb/models/`` is a subpackage: importing it makes the import system bind the
+    subpackage as the attribute ``models`` of this package. A property (which an instance
+    attribute cannot shadow) keeps the public name the function, as it was when this module
+    imported everything eagerly; ``from sqlnb.models import ...`` is unaffected."""
+
+    @property
+    def models(self):
+        from sqlnb.api import models
+
+        return models
+
+    @models.setter
+    def models(self, value) -> None:
+        pass  # the subpackage, bound by the import system: the public name stays the function
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = ["__version__", "SqlnbError", "Files", "Query", "Table",
            "fit", "fit_lda", "fit_qda", "fit_logistic", "fit_long", "connect", "MODELS",

@@ -33,12 +33,32 @@ import sys
 import click
 from click.core import ParameterSource
 
-from sqlnb import __version__
-from sqlnb.cli import catalog, demo, generative, predict, text, train, tuning
 from sqlnb.cli.app import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError, Settings, SqlnbGroup
-from sqlnb.cli.options import split_list
-from sqlnb.engines import ENGINES
 from sqlnb.errors import SqlnbError
+from sqlnb.version import __version__
+
+#: Where each command lives (``module:function`` in this package). A command's module, and
+#: with it DuckDB, pyarrow and the library, is imported only when that command runs or shows
+#: its help, so ``sqlnb --version`` and ``sqlnb CMD --help`` start fast (issue 17).
+COMMANDS = {
+    "fit": "train:fit", "score": "predict:score", "evaluate": "predict:evaluate", "sql": "predict:sql_command",
+    "show": "catalog:show", "models": "catalog:models", "drop": "catalog:drop", "demo": "demo:demo",
+    "cv": "tuning:cv", "compare": "tuning:compare",
+    "update": "generative:update", "sample": "generative:sample", "novelty": "generative:novelty",
+    "fit-em": "generative:fit_em_command", "fit-long": "text:fit_long_command", "score-long": "text:score_long",
+}
+
+#: :data:`sqlnb.engines.ENGINES`, spelled out so that parsing ``--engine`` imports no engine
+#: (tests/test_cli.py checks that the two agree).
+ENGINES = ("duckdb", "postgres", "spark")
+
+
+def __getattr__(name: str):
+    if name == "split_list":  # re-exported for scripts that took it from here
+        from sqlnb.cli.options import split_list
+
+        return split_list
+    raise AttributeError(f"module 'sqlnb.cli' has no attribute {name!r}")
 
 __all__ = ["main", "cli", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INTERRUPTED", "CliError", "split_list",
            "stderr_is_terminal"]
@@ -55,7 +75,7 @@ def stderr_is_terminal() -> bool:
         return False
 
 
-@click.group("sqlnb", cls=SqlnbGroup, context_settings=CONTEXT)
+@click.group("sqlnb", cls=SqlnbGroup, context_settings=CONTEXT, lazy_commands=COMMANDS)
 @click.version_option(__version__, "--version", prog_name="sqlnb", message="%(prog)s %(version)s")
 @click.option("--threads", type=click.IntRange(min=1), envvar="SQLNB_THREADS", metavar="N",
               help="DuckDB worker threads [env SQLNB_THREADS; default: one per core].")
@@ -129,15 +149,6 @@ def _spark_remote(ctx: click.Context, engine: str, master, remote, warehouse) ->
         raise SqlnbError("--warehouse is the catalog of a Spark session started here; a Spark Connect server "
                          "(--remote) keeps its own")
     return remote, warehouse
-
-
-for _command in (train.fit, predict.score, predict.evaluate, predict.sql_command,
-                 catalog.show, catalog.models, catalog.drop, demo.demo,
-                 tuning.cv, tuning.compare,
-                 generative.update, generative.sample, generative.novelty, generative.fit_em_command,
-                 text.fit_long_command, text.score_long):
-    cli.add_command(_command)
-del _command
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,17 +14,18 @@ import sys
 import threading
 import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
-import duckdb
-import sqlglot
 
-from sqlnb import api
-from sqlnb import engines
-from sqlnb import sql
 from sqlnb.errors import ScreeningWarning, SqlnbError
-from sqlnb.source import _first_line
+
+if TYPE_CHECKING:
+    import duckdb
+
+# DuckDB, sqlglot, pyarrow and the library are imported where a command first needs them
+# (``_invoke_one_line``, ``Settings``), not here: ``sqlnb --version`` and ``sqlnb CMD --help``
+# only parse arguments, and those imports are most of a cold start (issue 17: 0.55 s).
 
 EXIT_OK = 0
 #: The command ran but its check failed (``evaluate --min-accuracy``).
@@ -75,6 +76,22 @@ class SqlnbGroup(click.Group):
       rolled back), so nothing is left behind.
     """
 
+    def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        #: ``{name: "module:function"}`` of commands in :mod:`sqlnb.cli`, imported on first use.
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in self.lazy_commands:
+            import importlib
+
+            module, function = self.lazy_commands[name].split(":")
+            self.add_command(getattr(importlib.import_module(f"sqlnb.cli.{module}"), function), name)
+        return self.commands.get(name)
+
     def make_context(self, info_name, args, parent=None, **extra):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
@@ -104,6 +121,12 @@ class SqlnbGroup(click.Group):
         return result
 
     def _invoke_one_line(self, ctx: click.Context) -> Any:
+        import duckdb
+        import sqlglot
+
+        from sqlnb import engines
+        from sqlnb.source import _first_line
+
         try:
             return super().invoke(ctx)
         except click.exceptions.NoArgsIsHelpError:
@@ -218,6 +241,8 @@ class Settings:
     def warehouse(self):
         """The --engine connection (opened once per command, closed by :meth:`close`)."""
         if self._warehouse is None:
+            from sqlnb import engines
+
             self._warehouse = engines.connect(self.engine, dsn=self.dsn, master=self.master,
                                               warehouse=self.warehouse_dir, quiet=not self.verbose,
                                               remote=self.spark_remote)
@@ -236,6 +261,10 @@ class Settings:
         Opening a connection is where a new step of a command starts, so an interrupt
         that arrived while Python (not DuckDB) was busy stops the command here.
         """
+        import sqlglot
+
+        from sqlnb import api, sql
+
         if self.interrupted.is_set():
             raise KeyboardInterrupt
         con = api.connect(path, self.threads, self.memory_limit, self.temp_directory, read_only=read_only)
@@ -260,6 +289,8 @@ class Settings:
         * DuckDB prints its progress bar on stdout; while queries run, stdout is pointed
           at stderr so that the payload stays clean (only when the bar is on).
         """
+        import duckdb
+
         with self._interruptible(), self._progress_on_stderr():
             yield
 
