@@ -157,14 +157,14 @@ def spark():
     process), with the test tables as temporary views."""
     from sqlnb.engines import SparkEngine
     try:
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
-        running = SparkSession.getActiveSession()
-        if running is None:
+        if SparkContext._active_spark_context is None:
             from support.spark import spark_session
             cm = spark_session()
             session = cm.__enter__()
-        else:
-            cm, session = None, running
+        else:  # test_engines.py's, started in another thread: used, not stopped here
+            cm, session = None, SparkSession.builder.getOrCreate()
     except Exception as e:  # pyspark or Java missing, the JVM failing to start
         _unavailable("Spark", e)
     try:
