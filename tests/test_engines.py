@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
-import os
 import sqlite3
 
 import duckdb
@@ -31,16 +30,9 @@ import pytest
 import sqlnb
 from sqlnb.engines import PostgresEngine, SparkEngine
 from sqlnb.errors import SqlnbNotFound
+from support.engines import unavailable as _unavailable
 
 TOL = 1e-9
-ON_CI = bool(os.environ.get("CI"))
-
-
-def _unavailable(what: str, err: BaseException):
-    msg = f"{what} is not available: {err}"
-    if ON_CI:
-        pytest.fail(f"{msg} (CI is set: engine tests must run, not skip)", pytrace=False)
-    pytest.skip(msg)
 
 
 # -- data -----------------------------------------------------------------------------------

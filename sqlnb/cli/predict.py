@@ -23,7 +23,7 @@ from sqlnb.io.locations import DbObject, FileOut, data_source, parse_data, parse
 from sqlnb.models.base import DEFAULT_SOURCE
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
-from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, resolve
+from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, read_with, resolve
 from sqlnb.workflows import export
 from sqlnb.workflows.checks import unseen_categories, unseen_counts
 from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
@@ -120,20 +120,30 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading)
     """Measure MODEL on labelled DATA: accuracy, log loss, Brier, per-class
     precision/recall/F1, confusion matrix, and ROC AUC for two classes.
 
-    Everything is computed in SQL over the scoring query. Rows without a label are
-    counted and skipped; rows with zero likelihood under every class are reported.
+    Everything is computed in SQL over the scoring query, in one read of the rows;
+    only the figures come back. Rows without a label are counted and skipped; rows with
+    zero likelihood under every class are reported. With --engine postgres|spark, DATA
+    (a table, view or query there, or files Spark reads) is scored and measured on the
+    engine.
 
     \b
     Example:
       sqlnb evaluate test.parquet --model models.duckdb:churn
       sqlnb evaluate db.duckdb:holdout --model db.duckdb:churn --format json --min-accuracy 0.8
+      sqlnb --engine spark evaluate s3a://lake/holdout/ --model churn --min-accuracy 0.8
     """
-    spec = parse_data(data, reading)
+    spec = data_spec(settings, data, reading)
     m = load(settings, model)
-    with settings.working(), settings.connect() as con:
-        source = data_source(con, spec, types=m.column_types())
-        unseen = warn_unseen(m, source, con)
-        ev = evaluate_model(m, source, con, label)
+    if settings.remote:
+        engine = settings.warehouse()
+        source = engine.resolve(read_with(spec, m.column_types()))
+        unseen = warn_unseen(m, source, engine)
+        ev = evaluate_model(m, source, engine, label)
+    else:
+        with settings.working(), settings.connect() as con:
+            source = data_source(con, spec, types=m.column_types())
+            unseen = warn_unseen(m, source, con)
+            ev = evaluate_model(m, source, con, label)
     click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen}) if fmt == "json" else text_report(ev))
     settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
     if min_accuracy is not None and (ev.accuracy is None or ev.accuracy < min_accuracy):

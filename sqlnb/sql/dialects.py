@@ -1,9 +1,9 @@
 """Rendering trees for a dialect: the one place a tree becomes SQL text.
 
 Dialect gaps that can be written as tree rewrites (special float values, GREATEST's NULL
-handling, ``isnan``, PostgreSQL's EXP underflow error, SQLite's unnamed VALUES columns)
-are applied here; anything a target cannot express raises instead of producing SQL that
-fails later on a server.
+handling, ``isnan``, PostgreSQL's EXP underflow error, SQLite's unnamed VALUES columns,
+Spark's lack of ``AS MATERIALIZED``) are applied here; anything a target cannot express
+raises instead of producing SQL that fails later on a server.
 """
 
 from __future__ import annotations
@@ -91,6 +91,17 @@ def _plain_greatest(node: exp.Expression) -> exp.Expression:
     return node
 
 
+#: Dialects whose parser rejects ``WITH name AS MATERIALIZED (...)`` (Spark SQL 4.x; its
+#: optimizer decides itself whether a CTE is inlined): the hint is dropped there.
+_NO_MATERIALIZED_CTE = ("spark",)
+
+
+def _cte_unhinted(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
+        node.set("materialized", None)
+    return node
+
+
 def _values_as_union(node: exp.Expression) -> exp.Expression:
     """SQLite cannot name a VALUES table's columns (``AS t(a, b)``): write the rows as
     ``SELECT … AS a, … AS b UNION ALL SELECT …`` instead."""
@@ -150,6 +161,8 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
         tree = tree.transform(_isnan_as_equality)
     if dialect == "sqlite":
         tree = tree.transform(_values_as_union)
+    if dialect in _NO_MATERIALIZED_CTE:
+        tree = tree.transform(_cte_unhinted)
     tree = tree.transform(_dialect_literals(dialect))
     return tree.sql(
         dialect=dialect,

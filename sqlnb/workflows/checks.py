@@ -5,7 +5,10 @@ never seen: adult.test spells its categories with a leading space (``' Male'``),
 model fitted on adult.data then treats all eight categorical columns as missing — the
 accuracy of the numeric columns alone, with exit 0. The check reads the first
 ``SAMPLE_ROWS`` rows only (one query, every categorical column at once), so it costs the
-same whatever the size of the data.
+same whatever the size of the data. It runs on the engine that holds the data (DuckDB,
+PostgreSQL, Spark), where a value is seen when it equals a training value, as the
+engine's scoring join compares them; on Spark and PostgreSQL "the first rows" are
+whichever the engine reads first.
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-import duckdb
 import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.engines import as_engine
 from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.source import Source
 from sqlnb.sql.types import is_float
@@ -28,18 +31,35 @@ SAMPLE_ROWS = 10_000
 THRESHOLD = 0.5
 
 
-def unseen_counts(model: Any, source: Source, con: duckdb.DuckDBPyConnection,
-                  sample_rows: int = SAMPLE_ROWS) -> list[dict]:
+def _seen(feature, values: list, input_type: str, dialect: str) -> exp.Expression:
+    """Whether the row's value is one of the training ``values``: in DuckDB by the
+    position the in-place scoring looks up (a value read with the fitted type); elsewhere
+    by equality with the value literals, the comparison the engines' scoring join makes."""
+    if not values:
+        return exp.false()
+    if dialect == "duckdb":
+        position = REGISTRY["categorical"].position(feature, values, input_type)
+        return exp.Not(this=exp.Is(this=position, expression=exp.Null()))
+    return exp.In(this=sql.col(feature.name, "src"), expressions=[sql.value(v, feature.sql_type) for v in values])
+
+
+def _count_when(cond: exp.Expression) -> exp.Expression:
+    """``COUNT(CASE WHEN cond THEN 1 END)``: the rows where ``cond`` holds, in any dialect."""
+    return exp.Count(this=exp.Case(ifs=[exp.If(this=cond, true=exp.Literal.number(1))]))
+
+
+def unseen_counts(model: Any, source: Source, con: Any, sample_rows: int = SAMPLE_ROWS) -> list[dict]:
     """Per categorical column of ``model`` in ``source``: in the first ``sample_rows``
     rows, how many non-NULL values there are (``values``) and how many of them the model
     never saw in training (``unseen``), with up to two unseen ``examples`` and the
     ``nearest`` seen value of each (by similarity of their text). One query, every
-    categorical column at once; models without categorical columns give an empty list."""
+    categorical column at once, run by ``con`` (a DuckDB connection or an engine);
+    models without categorical columns give an empty list."""
     features = [f for f in getattr(model, "features", []) if getattr(f, "kind", None) == "categorical"
                 and f.bag is None and f.name in source.columns]
     if not features:
         return []
-    family = REGISTRY["categorical"]
+    engine = as_engine(con)
     values = {f.name: list(model.stats.features[f.name].values) for f in features}
     columns = []
     for j, f in enumerate(features):
@@ -47,22 +67,19 @@ def unseen_counts(model: Any, source: Source, con: duckdb.DuckDBPyConnection,
         present = exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))
         if is_float(source.columns[f.name]):
             present = exp.and_(present, exp.Not(this=exp.IsNan(this=x.copy())))
-        unseen = exp.and_(present.copy(), exp.Is(this=family.position(f, values[f.name], source.columns[f.name]),
-                                                  expression=exp.Null()))
+        seen = _seen(f, values[f.name], source.columns[f.name], engine.dialect)
+        unseen = exp.and_(present.copy(), exp.Not(this=seen))
         text = exp.Cast(this=x.copy(), to=exp.DataType.build("varchar"))
         columns += [
-            exp.alias_(exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=present)), f"n{j}",
+            exp.alias_(_count_when(present), f"n{j}", quoted=True),
+            exp.alias_(_count_when(unseen.copy()), f"u{j}", quoted=True),
+            exp.alias_(exp.Min(this=exp.Case(ifs=[exp.If(this=unseen.copy(), true=text)])), f"a{j}", quoted=True),
+            exp.alias_(exp.Max(this=exp.Case(ifs=[exp.If(this=unseen.copy(), true=text.copy())])), f"b{j}",
                        quoted=True),
-            exp.alias_(exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=unseen.copy())),
-                       f"u{j}", quoted=True),
-            exp.alias_(exp.Filter(this=exp.Min(this=text), expression=exp.Where(this=unseen.copy())), f"a{j}",
-                       quoted=True),
-            exp.alias_(exp.Filter(this=exp.Max(this=text.copy()), expression=exp.Where(this=unseen.copy())),
-                       f"b{j}", quoted=True),
         ]
     head = exp.select(exp.Star()).from_(source.from_("src")).limit(sample_rows)
     query = exp.select(*columns).from_(exp.Subquery(this=head, alias=exp.TableAlias(this=sql.ident("src"))))
-    row = con.execute(sql.render(query)).fetchall()[0]
+    row = engine.execute(query)[0]
     out = []
     for j, f in enumerate(features):
         n, u, a, b = row[4 * j:4 * j + 4]
@@ -94,7 +111,7 @@ def _candidates(values: list, counts: Any, examples: list[str]) -> list[str]:
     return list(dict.fromkeys([k for k in known if _norm(k) in same] + top))
 
 
-def unseen_categories(model: Any, source: Source, con: duckdb.DuckDBPyConnection,
+def unseen_categories(model: Any, source: Source, con: Any,
                       sample_rows: int = SAMPLE_ROWS, threshold: float = THRESHOLD,
                       counts: list[dict] | None = None) -> list[str]:
     """Lines for stderr about the values of categorical columns the model never saw, in

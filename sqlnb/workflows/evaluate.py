@@ -1,9 +1,10 @@
 """Classification metrics, computed in SQL over the model's scoring query.
 
-The rows never leave the database: three queries over the scoring SELECT
-(:meth:`~sqlnb.models.base.Model.scoring_query`, the one ``model.score`` runs) return a handful
-of numbers. Over the labelled rows (label not NULL; unlabelled rows are counted and left
-out)::
+The rows never leave the database: one statement over the scoring SELECT
+(:meth:`~sqlnb.models.base.Model.scoring_query`, the one ``model.score`` runs) reads them
+once and returns a row per confusion cell with every figure beside it, on DuckDB,
+PostgreSQL or Spark alike (:func:`metrics_query`). Over the labelled rows (label not
+NULL; unlabelled rows are counted and left out)::
 
     accuracy   = #(prediction = label) / #labelled
     log loss   = mean −ln clip(p_label, ε, 1 − ε)      ε = 2.22e-16 (float64 machine ε)
@@ -36,13 +37,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-import duckdb
 import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.engines import as_engine
 from sqlnb.models.finish import class_columns, label_text
-from sqlnb.source import read_with, resolve
+from sqlnb.source import read_with
 from sqlnb.stats import _sort_key
 
 #: Probabilities are clipped to [EPS, 1 − EPS] in the log loss (scikit-learn's rule).
@@ -121,6 +122,15 @@ def _not_null(e: exp.Expression) -> exp.Expression:
     return exp.Not(this=exp.Is(this=e, expression=exp.null()))
 
 
+def _is_null(e: exp.Expression) -> exp.Expression:
+    return exp.Is(this=e, expression=exp.null())
+
+
+def _when(cond: exp.Expression, value: exp.Expression) -> exp.Case:
+    """``CASE WHEN cond THEN value END`` (NULL otherwise, which aggregates skip)."""
+    return exp.Case(ifs=[exp.If(this=cond, true=value)])
+
+
 def _from(tree: exp.Expression, alias: str) -> exp.Subquery:
     return exp.Subquery(this=tree, alias=exp.TableAlias(this=sql.ident(alias)))
 
@@ -134,22 +144,21 @@ def over_scored(query: exp.Select, scoring: exp.Select) -> exp.Select:
 
     Materialised because the metrics read each probability several times: inlined,
     DuckDB would copy the whole per-class score expression into every reference
-    (measured: 2.7 s instead of 0.26 s for 600 rows and 3 classes).
+    (measured: 2.7 s instead of 0.26 s for 600 rows and 3 classes). Spark has no such
+    hint (:func:`sqlnb.sql.render` drops it there); it reads ``scored`` once anyway.
     """
     cte = exp.CTE(this=scoring, alias=exp.TableAlias(this=sql.ident(SCORED)), materialized=True)
     query.set("with_", exp.With(expressions=[cte]))  # the queries are built fresh per call
     return query
 
 
-def summary_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
-    """One scan of ``scored``: counts, accuracy, log loss, Brier and per-class
-    precision/recall/F1."""
+def _row_terms(label: str, classes: Sequence, label_type: str) -> dict[str, exp.Expression]:
+    """Per scored row: ``labelled``, ``scored`` (labelled with probabilities), each
+    class's ``is_class`` test, and the row's log loss and Brier terms (module docstring)."""
     K = len(classes)
-    y, pred = sql.col(label), sql.col("prediction")
+    y = sql.col(label)
     probas = [sql.col(c) for c in class_columns("proba_", classes)]
     lits = [sql.value(c, label_type) for c in classes]
-    labelled = _not_null(y.copy())
-    scored_row = exp.and_(labelled.copy(), _not_null(probas[0].copy()))
     is_class = [exp.EQ(this=y.copy(), expression=v.copy()) for v in lits]
     # p of the row's own label; 0 for a label the model does not know.
     p_label = exp.Case(ifs=[exp.If(this=c.copy(), true=p.copy()) for c, p in zip(is_class, probas)],
@@ -161,30 +170,18 @@ def summary_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
                       for p, i in zip(probas, indicator))
     # sqlglot renders trees as built, without precedence parentheses: add them.
     brier = exp.Mul(this=sql.paren(squares), expression=sql.dbl(0.5)) if K == 2 else squares
+    labelled = _not_null(y.copy())
+    return {"labelled": labelled, "scored": exp.and_(labelled.copy(), _not_null(probas[0].copy())),
+            "is_class": is_class, "lits": lits, "log_loss": exp.Neg(this=exp.Ln(this=clipped)), "brier": brier}
 
-    inner: list[exp.Expression] = [
-        exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
-        exp.alias_(_count_if(labelled.copy()), "labelled", quoted=True),
-        exp.alias_(_count_if(exp.and_(labelled.copy(), exp.Is(this=probas[0].copy(), expression=exp.null()))),
-                   "no_proba", quoted=True),
-        exp.alias_(_count_if(exp.and_(labelled.copy(), exp.Not(this=exp.In(this=y.copy(), expressions=[v.copy() for v in lits])))),
-                   "unknown", quoted=True),
-        exp.alias_(_count_if(exp.and_(labelled.copy(), exp.EQ(this=pred.copy(), expression=y.copy()))),
-                   "correct", quoted=True),
-        exp.alias_(exp.Filter(this=exp.Avg(this=exp.Neg(this=exp.Ln(this=clipped))),
-                              expression=exp.Where(this=scored_row.copy())), "log_loss", quoted=True),
-        exp.alias_(exp.Filter(this=exp.Avg(this=brier), expression=exp.Where(this=scored_row.copy())),
-                   "brier", quoted=True),
-    ]
-    for k, (c, v) in enumerate(zip(is_class, lits)):
-        is_pred = exp.and_(labelled.copy(), exp.EQ(this=pred.copy(), expression=v.copy()))
-        inner += [exp.alias_(_count_if(c.copy()), f"support{k}", quoted=True),
-                  exp.alias_(_count_if(is_pred.copy()), f"predicted{k}", quoted=True),
-                  exp.alias_(_count_if(exp.and_(c.copy(), is_pred)), f"tp{k}", quoted=True)]
-    scan = exp.select(*inner).from_(sql.table(SCORED))
 
+def _summary_ratios(K: int, agg: str = "agg") -> list[exp.Expression]:
+    """The figures of a summary row from its counts (columns of ``agg``: ``rows``,
+    ``labelled``, ``no_proba``, ``unknown``, ``correct``, ``log_loss``, ``brier`` and
+    ``support<k>``, ``predicted<k>``, ``tp<k>`` per class): accuracy, per-class
+    precision, recall and F1, macro and weighted F1."""
     def a(name: str) -> exp.Column:
-        return sql.col(name, "agg")
+        return sql.col(name, agg)
 
     outer: list[exp.Expression] = [a(n) for n in ("rows", "labelled", "no_proba", "unknown", "log_loss", "brier")]
     outer.append(exp.alias_(exp.Case(ifs=[exp.If(this=exp.GT(this=a("labelled"), expression=exp.Literal.number(0)),
@@ -202,74 +199,191 @@ def summary_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
     outer.append(exp.alias_(exp.Div(this=sql.paren(sql.add(f1s)), expression=sql.dbl(float(K))), "macro_f1", quoted=True))
     weighted = sql.add(exp.Mul(this=sql.paren(f), expression=sql.as_double(s)) for f, s in zip(f1s, supports))
     outer.append(exp.alias_(_ratio(weighted, sql.paren(sql.add(s.copy() for s in supports))), "weighted_f1", quoted=True))
-    return exp.select(*outer).from_(_from(scan, "agg"))
+    return outer
 
 
-def confusion_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
-    """Row counts per (true class, prediction) over the labelled rows of ``scored``.
-
-    The true class is found by the comparisons the accuracy uses (``y = <class literal>``,
-    so a label spelled ``'1'`` or ``1.0`` for a model whose classes are the integers 0 and
-    1 is class 1, as it is for the accuracy); a label that is no class is kept as it is."""
+def summary_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
+    """One scan of ``scored``: counts, accuracy, log loss, Brier and per-class
+    precision/recall/F1 (what :mod:`sqlnb.workflows.cv` groups by fold; :func:`evaluate`
+    computes the same figures with :func:`metrics_query`)."""
+    t = _row_terms(label, classes, label_type)
     y, pred = sql.col(label), sql.col("prediction")
-    k = exp.Case(ifs=[exp.If(this=exp.EQ(this=y.copy(), expression=sql.value(c, label_type)),
-                             true=exp.Literal.number(i)) for i, c in enumerate(classes)])
-    other = exp.Case(ifs=[exp.If(this=exp.Is(this=k.copy(), expression=exp.null()), true=y.copy())])
-    return (exp.select(exp.alias_(k, "k", quoted=True), exp.alias_(other, "y", quoted=True),
-                       exp.alias_(pred, "p", quoted=True), exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True))
-            .from_(sql.table(SCORED)).where(_not_null(y.copy()))
-            .group_by(sql.col("k"), sql.col("y"), sql.col("p")))
+    labelled, lits = t["labelled"], t["lits"]
+    inner: list[exp.Expression] = [
+        exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
+        exp.alias_(_count_if(labelled.copy()), "labelled", quoted=True),
+        exp.alias_(_count_if(exp.and_(labelled.copy(), _is_null(sql.col(class_columns("proba_", classes)[0])))),
+                   "no_proba", quoted=True),
+        exp.alias_(_count_if(exp.and_(labelled.copy(), exp.Not(this=exp.In(this=y.copy(), expressions=[v.copy() for v in lits])))),
+                   "unknown", quoted=True),
+        exp.alias_(_count_if(exp.and_(labelled.copy(), exp.EQ(this=pred.copy(), expression=y.copy()))),
+                   "correct", quoted=True),
+        exp.alias_(exp.Filter(this=exp.Avg(this=t["log_loss"]), expression=exp.Where(this=t["scored"].copy())),
+                   "log_loss", quoted=True),
+        exp.alias_(exp.Filter(this=exp.Avg(this=t["brier"]), expression=exp.Where(this=t["scored"].copy())),
+                   "brier", quoted=True),
+    ]
+    for k, (c, v) in enumerate(zip(t["is_class"], lits)):
+        is_pred = exp.and_(labelled.copy(), exp.EQ(this=pred.copy(), expression=v.copy()))
+        inner += [exp.alias_(_count_if(c.copy()), f"support{k}", quoted=True),
+                  exp.alias_(_count_if(is_pred.copy()), f"predicted{k}", quoted=True),
+                  exp.alias_(_count_if(exp.and_(c.copy(), is_pred)), f"tp{k}", quoted=True)]
+    scan = exp.select(*inner).from_(sql.table(SCORED))
+    return exp.select(*_summary_ratios(len(classes))).from_(_from(scan, "agg"))
 
 
-def auc_query(label: str, classes: Sequence, label_type: str) -> exp.Select:
-    """Two-class ROC AUC by the rank-sum (Mann–Whitney) statistic, with mid-ranks for ties.
+def _window_sum(e: exp.Expression, order: Sequence[exp.Expression],
+                default: exp.Expression | None = exp.Literal.number(0)) -> exp.Expression:
+    """``SUM(e)`` over every row of the result, added in the order of ``order`` (a sum of
+    doubles depends on its order; this one is the same on every run), ``default`` when NULL."""
+    total = exp.Window(this=exp.Sum(this=e), order=exp.Order(expressions=[exp.Ordered(this=o.copy()) for o in order]),
+                       spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING",
+                                           end="UNBOUNDED", end_side="FOLLOWING"))
+    return total if default is None else exp.Coalesce(this=total, expressions=[default.copy()])
 
-    Rows are grouped by score; a group's mid-rank is the number of rows ranked below it
-    plus (n + 1)/2, so only one window (a running sum over the groups) is needed.
+
+def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
+    """Every figure of an :class:`Evaluation` in one statement that reads the scored rows once.
+
+    Each step reads the one before it once, so no engine scores a row twice (Spark inlines
+    a CTE at every reference, and would score the data once per metric query), and only
+    the last step's rows, one per confusion cell, come back::
+
+        rows    per scored row: k (index of the label among the classes; NULL for a label
+                that is no class, or none), y (such a label), p (the prediction), the log
+                loss and Brier terms, and with two classes the AUC score jll₊ − jll₋
+        groups  GROUP BY k, y, p: n rows, m with probabilities, sums of the terms; with
+                two classes also, in the same aggregate (GROUPING SETS), GROUP BY k, score
+        ranked  two classes: the score groups' mid-ranks (two windows over one order)
+        cells   the confusion cells, and per class the rank sum of its score groups
+        agg     every summary count as a SUM over all cells, next to each cell
+
+    With two classes ``groups`` has a row per distinct score (the AUC ranks them); it
+    stays on the engine. The windows over it have no partition: on Spark they run in one
+    task (an executor's memory, which spills), not on the driver.
     """
-    neg, pos = classes
-    jll_neg, jll_pos = (sql.col(c) for c in class_columns("jll_", classes))
-    y = sql.col(label)
-    rows = (exp.select(exp.alias_(exp.Sub(this=jll_pos, expression=jll_neg), "score", quoted=True),
-                       exp.alias_(exp.EQ(this=y.copy(), expression=sql.value(pos, label_type)), "pos", quoted=True))
-            .from_(sql.table(SCORED))
-            .where(exp.and_(exp.In(this=y.copy(), expressions=[sql.value(neg, label_type), sql.value(pos, label_type)]),
-                            _not_null(sql.col(class_columns("proba_", classes)[0])))))
-    groups = (exp.select(sql.col("score"),
-                         exp.alias_(sql.as_double(_count_if(sql.col("pos"))), "npos", quoted=True),
-                         exp.alias_(sql.as_double(exp.Count(this=exp.Star())), "n", quoted=True))
-              .from_(_from(rows, "r")).group_by(sql.col("score")))
-    below = exp.Coalesce(this=exp.Window(
-        this=exp.Sum(this=sql.col("n")),
-        order=exp.Order(expressions=[exp.Ordered(this=sql.col("score"))]),
-        spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING",
-                            end=exp.Literal.number(1), end_side="PRECEDING")), expressions=[sql.dbl(0.0)])
-    ranked = exp.select(sql.col("npos"), sql.col("n"), exp.alias_(below, "below", quoted=True)).from_(_from(groups, "g"))
-    mid_rank = exp.Add(this=sql.col("below"), expression=exp.Div(
-        this=sql.paren(exp.Add(this=sql.col("n"), expression=sql.dbl(1.0))), expression=sql.dbl(2.0)))
-    P, T = exp.Sum(this=sql.col("npos")), exp.Sum(this=sql.col("n"))
-    N = exp.Sub(this=T, expression=P.copy())
-    rank_sum = exp.Sum(this=exp.Mul(this=sql.col("npos"), expression=sql.paren(mid_rank)))
-    u = exp.Sub(this=rank_sum, expression=exp.Div(
-        this=exp.Mul(this=P.copy(), expression=sql.paren(exp.Add(this=P.copy(), expression=sql.dbl(1.0)))),
-        expression=sql.dbl(2.0)))
-    auc = exp.Case(ifs=[exp.If(this=exp.and_(exp.GT(this=P.copy(), expression=sql.dbl(0.0)),
-                                             exp.GT(this=N.copy(), expression=sql.dbl(0.0))),
-                               true=exp.Div(this=sql.paren(u), expression=sql.paren(exp.Mul(this=P.copy(), expression=sql.paren(N)))))])
-    return exp.select(exp.alias_(auc, "auc", quoted=True)).from_(_from(ranked, "ranked"))
+    K = len(classes)
+    t = _row_terms(label, classes, label_type)
+    y, lits = sql.col(label), t["lits"]
+    proba0 = sql.col(class_columns("proba_", classes)[0])
+    k = exp.Case(ifs=[exp.If(this=c.copy(), true=exp.Literal.number(i)) for i, c in enumerate(t["is_class"])])
+    row_items = [exp.alias_(k, "k", quoted=True),
+                 exp.alias_(_when(_is_null(k.copy()), y.copy()), "y", quoted=True),
+                 exp.alias_(sql.col("prediction"), "p", quoted=True),
+                 exp.alias_(_when(t["scored"].copy(), t["log_loss"]), "loss", quoted=True),
+                 exp.alias_(_when(t["scored"].copy(), t["brier"]), "brier", quoted=True)]
+    sums = [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True),
+            exp.alias_(exp.Count(this=sql.col("loss")), "m", quoted=True),
+            exp.alias_(exp.Sum(this=sql.col("loss")), "loss", quoted=True),
+            exp.alias_(exp.Sum(this=sql.col("brier")), "brier", quoted=True)]
+    cell_keys = [sql.col(c) for c in ("k", "y", "p")]
+    if K != 2:
+        rows = exp.select(*row_items).from_(sql.table(SCORED))
+        cells = exp.select(*cell_keys, *sums).from_(_from(rows, "rows")).group_by(*[c.copy() for c in cell_keys])
+    else:
+        jll_neg, jll_pos = (sql.col(c) for c in class_columns("jll_", classes))
+        row_items.append(exp.alias_(_when(exp.and_(_not_null(k.copy()), _not_null(proba0.copy())),
+                                          exp.Sub(this=jll_pos, expression=jll_neg)), "score", quoted=True))
+        rows = exp.select(*row_items).from_(sql.table(SCORED))
+        # "cell" is 1 on the confusion cells' rows, 0 on the score groups' rows.
+        sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=[c.copy() for c in cell_keys]),
+                                             exp.Tuple(expressions=[sql.col("k"), sql.col("score")])])
+        groups = exp.select(*cell_keys, sql.col("score"),
+                            exp.alias_(exp.Grouping(expressions=[sql.col("score")]), "cell", quoted=True), *sums)
+        groups = groups.from_(_from(rows, "rows")).group_by(sets)
+        n = sql.as_double(sql.col("n"))
+        eligible = exp.Case(ifs=[exp.If(this=exp.and_(exp.EQ(this=sql.col("cell"), expression=exp.Literal.number(0)),
+                                                       _not_null(sql.col("score"))), true=n.copy())],
+                            default=sql.dbl(0.0))
+
+        def window(start: str, start_side: str | None) -> exp.Window:
+            return exp.Window(this=exp.Sum(this=eligible.copy()),
+                              order=exp.Order(expressions=[exp.Ordered(this=sql.col("score"))]),
+                              spec=exp.WindowSpec(kind="RANGE", start=start, start_side=start_side, end="CURRENT ROW"))
+        ranked = exp.select(*[sql.col(c) for c in ("k", "y", "p", "score", "cell", "n", "m", "loss", "brier")],
+                            exp.alias_(window("UNBOUNDED", "PRECEDING"), "upto", quoted=True),
+                            exp.alias_(window("CURRENT ROW", None), "tie", quoted=True)).from_(_from(groups, "groups"))
+        tie = sql.col("tie")
+        mid_rank = exp.Add(this=exp.Sub(this=sql.col("upto"), expression=tie.copy()), expression=exp.Div(
+            this=sql.paren(exp.Add(this=tie.copy(), expression=sql.dbl(1.0))), expression=sql.dbl(2.0)))
+        ranked_row = exp.and_(exp.EQ(this=sql.col("cell"), expression=exp.Literal.number(0)), _not_null(sql.col("score")))
+        # Cells pass through one to one (each cell is one row of "groups"); a class's score
+        # groups fold into one row holding its rank sum and count.
+        cells = (exp.select(*[c.copy() for c in cell_keys], sql.col("cell"),
+                            *[exp.alias_(exp.Sum(this=sql.col(c)), c, quoted=True) for c in ("n", "m", "loss", "brier")],
+                            exp.alias_(exp.Sum(this=_when(ranked_row, exp.Mul(this=n.copy(), expression=sql.paren(mid_rank)))),
+                                       "ranks", quoted=True),
+                            exp.alias_(exp.Sum(this=_when(ranked_row.copy(), n.copy())), "ranked", quoted=True))
+                 .from_(_from(ranked, "ranked")).group_by(sql.col("cell"), *[c.copy() for c in cell_keys]))
+
+    def c(name: str) -> exp.Column:
+        return sql.col(name, "cells")
+
+    order = [c("cell")] * (K == 2) + [c("k"), c("y"), c("p")]
+    is_cell = exp.EQ(this=c("cell"), expression=exp.Literal.number(1)) if K == 2 else None
+
+    def total(cond: exp.Expression | None, name: str, value: exp.Expression | None = None) -> exp.Expression:
+        value = c("n") if value is None else value
+        if is_cell is not None:  # two classes: the score groups' rows are no cells
+            cond = is_cell.copy() if cond is None else exp.and_(is_cell.copy(), cond)
+        return exp.alias_(_window_sum(value if cond is None else _when(cond, value), order), name, quoted=True)
+
+    def mean(column: str, name: str) -> exp.Expression:
+        """The mean of a term over the rows with probabilities (NULL when there are none)."""
+        m = _window_sum(c("m") if is_cell is None else _when(is_cell.copy(), c("m")), order, None)
+        s = _window_sum(c(column) if is_cell is None else _when(is_cell.copy(), c(column)), order, None)
+        return exp.alias_(_when(exp.GT(this=m, expression=exp.Literal.number(0)),
+                                exp.Div(this=s, expression=sql.as_double(m.copy()))), name, quoted=True)
+
+    labelled = exp.or_(_not_null(c("k")), _not_null(c("y")))
+    is_k = [exp.EQ(this=c("k"), expression=exp.Literal.number(i)) for i in range(K)]
+    is_pred = [exp.EQ(this=c("p"), expression=v.copy()) for v in lits]
+    agg_items = [*[exp.alias_(c(name), name, quoted=True) for name in ["k", "y", "p", "n"] + ["cell"] * (K == 2)],
+                 total(None, "rows"), total(labelled, "labelled"),
+                 total(labelled.copy(), "no_proba", exp.Sub(this=c("n"), expression=c("m"))),
+                 total(exp.and_(_is_null(c("k")), _not_null(c("y"))), "unknown"),
+                 total(exp.or_(*[exp.and_(a.copy(), b.copy()) for a, b in zip(is_k, is_pred)]), "correct"),
+                 mean("loss", "log_loss"), mean("brier", "brier")]
+    for i in range(K):
+        agg_items += [total(is_k[i].copy(), f"support{i}"),
+                      total(exp.and_(labelled.copy(), is_pred[i].copy()), f"predicted{i}"),
+                      total(exp.and_(is_k[i].copy(), is_pred[i].copy()), f"tp{i}")]
+    if K == 2:
+        def of_class(i: int, column: str) -> exp.Expression:
+            on_scores = exp.and_(exp.EQ(this=c("cell"), expression=exp.Literal.number(0)), is_k[i].copy())
+            return _window_sum(_when(on_scores, c(column)), order, sql.dbl(0.0))
+        P, N, R = of_class(1, "ranked"), of_class(0, "ranked"), of_class(1, "ranks")
+        u = exp.Sub(this=R, expression=exp.Div(this=exp.Mul(this=P.copy(), expression=sql.paren(
+            exp.Add(this=P.copy(), expression=sql.dbl(1.0)))), expression=sql.dbl(2.0)))
+        agg_items.append(exp.alias_(_when(exp.and_(exp.GT(this=P.copy(), expression=sql.dbl(0.0)),
+                                                   exp.GT(this=N.copy(), expression=sql.dbl(0.0))),
+                                          exp.Div(this=sql.paren(u), expression=sql.paren(exp.Mul(this=P.copy(), expression=N)))),
+                                    "auc", quoted=True))
+    # One row even when there are no rows at all: the totals then come out as 0 (NULL means).
+    one = _from(exp.select(exp.alias_(exp.Literal.number(1), "one", quoted=True)), "one")
+    agg = exp.select(*agg_items).from_(one).join(_from(cells, "cells"), on=exp.true(), join_type="left")
+    figures = [sql.col(name, "agg") for name in ["k", "y", "p", "n"] + ["cell"] * (K == 2)] + _summary_ratios(K)
+    figures += [sql.col("auc", "agg")] if K == 2 else []
+    return over_scored(exp.select(*figures).from_(_from(agg, "agg")), scoring)
 
 
-def evaluate(model, data: Any, con: duckdb.DuckDBPyConnection | None = None, label: str | None = None) -> Evaluation:
-    """Evaluate ``model`` on labelled ``data``, in SQL.
+def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Evaluation:
+    """Evaluate ``model`` on labelled ``data``, in SQL, where the data is.
+
+    One statement (:func:`metrics_query`) reads the scored rows once and returns one row
+    per confusion cell: the rows never reach Python, on DuckDB, PostgreSQL or Spark.
 
     Parameters
     ----------
     model : Model
         Any sqlnb model (naive Bayes, LDA, QDA, logistic).
     data : str, Table, Query, Files, Source, relation or Arrow table
-        The rows to score, holding the model's features and the label.
-    con : duckdb connection, optional
-        A connection that can see ``data`` (default: a new in-memory one).
+        The rows to score, holding the model's features and the label (on an engine:
+        what its ``resolve`` takes, e.g. a table name or a query there).
+    con : duckdb connection or engine, optional
+        A DuckDB connection that can see ``data`` (default: a new in-memory one), or an
+        engine (:class:`~sqlnb.engines.PostgresEngine`, :class:`~sqlnb.engines.SparkEngine`)
+        that scores and aggregates the rows itself.
     label : str, optional
         The label column in ``data`` (default: the model's label).
 
@@ -282,21 +396,26 @@ def evaluate(model, data: Any, con: duckdb.DuckDBPyConnection | None = None, lab
     >>> from sqlnb.workflows.evaluate import evaluate
     >>> evaluate(model, "test.parquet").accuracy          # doctest: +SKIP
     0.8347
+    >>> evaluate(model, "holdout", con=SparkEngine(spark)).roc_auc   # doctest: +SKIP
+    0.9121
     """
     start = time.perf_counter()
-    con = con if con is not None else duckdb.connect()
+    engine = as_engine(con)
     label = label or model.label
-    source = resolve(read_with(data, model.column_types()), con)
+    source = engine.resolve(read_with(data, model.column_types()))
     source.require([label], "label column")
     classes = list(model.classes)
-    scored = model.scoring_query(source, outputs=("jll", "proba", "prediction"), keep=[label])
-
-    rel = con.sql(sql.render(over_scored(summary_query(label, classes, model.label_type), scored)))
-    row = dict(zip(rel.columns, rel.fetchall()[0]))
+    outputs = ("jll", "proba", "prediction") if len(classes) == 2 else ("proba", "prediction")  # jll: AUC only
+    scored = model.scoring_query(source, outputs=outputs, keep=[label], dialect=engine.dialect)
+    query = metrics_query(label, classes, model.label_type, scored)
+    names = [e.alias_or_name for e in query.expressions]
+    cells = [dict(zip(names, r)) for r in engine.execute(query)]
+    row = cells[0]  # every cell carries the totals (one cell, all NULL, when there are no rows)
     per_class = [ClassMetrics(c, float(row[f"precision{k}"]), float(row[f"recall{k}"]), float(row[f"f1_{k}"]),
                               int(row[f"support{k}"]), int(row[f"predicted{k}"])) for k, c in enumerate(classes)]
 
-    found = con.execute(sql.render(over_scored(confusion_query(label, classes, model.label_type), scored))).fetchall()
+    found = [(c["k"], c["y"], c["p"], c["n"]) for c in cells
+             if (c["k"] is not None or c["y"] is not None) and c.get("cell", 1) == 1]
     counts = [(classes[k] if k is not None else y, p, n) for k, y, p, n in found]
     true_labels = classes + sorted({y for k, y, _, _ in found if k is None}, key=_sort_key)
     predicted = classes + ([None] if any(p is None for _, p, _ in counts) else [])
@@ -304,15 +423,11 @@ def evaluate(model, data: Any, con: duckdb.DuckDBPyConnection | None = None, lab
     matrix = [[0] * len(predicted) for _ in true_labels]
     for y, p, n in counts:
         matrix[ti[y]][pi[p]] += int(n)
-
-    auc = None
-    if len(classes) == 2:
-        auc = _num(con.execute(sql.render(over_scored(auc_query(label, classes, model.label_type), scored))).fetchall()[0][0])
     return Evaluation(
         label=label, classes=classes, rows=int(row["rows"]), labelled_rows=int(row["labelled"]),
         unlabelled_rows=int(row["rows"]) - int(row["labelled"]), no_proba_rows=int(row["no_proba"]),
         unknown_label_rows=int(row["unknown"]), accuracy=_num(row["accuracy"]), log_loss=_num(row["log_loss"]),
-        brier=_num(row["brier"]), roc_auc=auc, positive_class=classes[1] if len(classes) == 2 else None,
+        brier=_num(row["brier"]), roc_auc=_num(row.get("auc")), positive_class=classes[1] if len(classes) == 2 else None,
         macro_f1=_num(row["macro_f1"]) if row["labelled"] else None,
         weighted_f1=_num(row["weighted_f1"]) if row["labelled"] else None,
         per_class=per_class, confusion_true=true_labels, confusion_predicted=predicted, confusion=matrix,
