@@ -360,6 +360,8 @@ def pg_dsn(base):
 
 
 def test_postgres_fit_score_show_evaluate(pg_dsn, base, tmp_path):
+    from sqlnb.workflows.evaluate import evaluate
+
     pg = ["--engine", "postgres", "--dsn", pg_dsn]
     r = invoke(*pg, "fit", "train", "-y", "y", "--exclude", "id", "--model", "churn")
     assert r.exit_code == 0, r.stderr
@@ -371,8 +373,13 @@ def test_postgres_fit_score_show_evaluate(pg_dsn, base, tmp_path):
     want = local.score(str(base / "test.parquet"), keep=["id"]).to_arrow_table().sort_by("id")
     assert got["prediction"].to_pylist() == want["prediction"].to_pylist()
     assert "churn (naive_bayes)" in invoke(*pg, "show", "--model", "churn").stdout
-    ev = json.loads(invoke(*pg, "evaluate", base / "test.parquet", "--model", "churn", "--format", "json").stdout)
-    assert ev["rows"] == 80
+    # evaluate reads DATA on the engine (the table there) and computes the figures there
+    r = invoke(*pg, "evaluate", "test", "--model", "churn", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    ev = json.loads(r.stdout)
+    here = evaluate(local, str(base / "test.parquet"))  # the same model and rows in DuckDB
+    assert ev["rows"] == here.rows == 80 and ev["confusion"]["counts"] == here.confusion
+    assert abs(ev["log_loss"] - here.log_loss) < 1e-9
 
 
 def test_postgres_bad_input(pg_dsn, base, tmp_path):

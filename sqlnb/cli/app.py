@@ -289,13 +289,13 @@ class Settings:
         * DuckDB prints its progress bar on stdout; while queries run, stdout is pointed
           at stderr so that the payload stays clean (only when the bar is on).
         """
-        import duckdb
-
         with self._interruptible(), self._progress_on_stderr():
             yield
 
     @contextmanager
     def _interruptible(self) -> Iterator[None]:
+        import duckdb
+
         if threading.current_thread() is not threading.main_thread():
             yield  # signal handlers can only be set from the main thread
             return
