@@ -56,8 +56,8 @@ FROM (
           `src`.`colour`,
           `src`.`smoker`,
           CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
-            CAST(0.35578404114406353 AS FLOAT64) + (
-              CAST(1.375 AS FLOAT64) - NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64))
+            CAST(0.35578404114406353 AS FLOAT64) - (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(1.375 AS FLOAT64)
             ) * (
               NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(1.375 AS FLOAT64)
             ) * CAST(6.399999857740168 AS FLOAT64),
@@ -80,8 +80,8 @@ FROM (
             ELSE CAST(-1.0986122886681096 AS FLOAT64)
           END AS `jll_ash`,
           CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
-            CAST(0.35578404114406353 AS FLOAT64) + (
-              CAST(2.625 AS FLOAT64) - NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64))
+            CAST(0.35578404114406353 AS FLOAT64) - (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(2.625 AS FLOAT64)
             ) * (
               NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(2.625 AS FLOAT64)
             ) * CAST(6.399999857740168 AS FLOAT64),
@@ -104,8 +104,8 @@ FROM (
             ELSE CAST(-0.2231435513142097 AS FLOAT64)
           END AS `jll_birch`,
           CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
-            CAST(-0.2528249665702085 AS FLOAT64) + (
-              CAST(4.583333333333333 AS FLOAT64) - NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64))
+            CAST(-0.2528249665702085 AS FLOAT64) - (
+              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
             ) * (
               NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
             ) * CAST(1.8947368296365943 AS FLOAT64),

@@ -56,8 +56,8 @@ FROM (
         SELECT
           "src".*,
           CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) + (
-              CAST(1.375 AS DOUBLE) - NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE))
+            CAST(0.35578404114406353 AS DOUBLE) - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
             ) * (
               NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
             ) * CAST(6.399999857740168 AS DOUBLE),
@@ -90,8 +90,8 @@ FROM (
             ELSE CAST(-1.0986122886681096 AS DOUBLE)
           END AS "jll_ash",
           CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) + (
-              CAST(2.625 AS DOUBLE) - NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE))
+            CAST(0.35578404114406353 AS DOUBLE) - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
             ) * (
               NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
             ) * CAST(6.399999857740168 AS DOUBLE),
@@ -124,8 +124,8 @@ FROM (
             ELSE CAST(-0.2231435513142097 AS DOUBLE)
           END AS "jll_birch",
           CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(-0.2528249665702085 AS DOUBLE) + (
-              CAST(4.583333333333333 AS DOUBLE) - NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE))
+            CAST(-0.2528249665702085 AS DOUBLE) - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
             ) * (
               NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
             ) * CAST(1.8947368296365943 AS DOUBLE),

@@ -58,8 +58,8 @@ FROM (
           "src"."colour",
           "src"."smoker",
           CAST(-1.0986122886681098 AS REAL) + COALESCE(
-            CAST(0.35578404114406353 AS REAL) + (
-              CAST(1.375 AS REAL) - NULLIF(CAST("src"."height" AS REAL), NULL)
+            CAST(0.35578404114406353 AS REAL) - (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(1.375 AS REAL)
             ) * (
               NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(1.375 AS REAL)
             ) * CAST(6.399999857740168 AS REAL),
@@ -82,8 +82,8 @@ FROM (
             ELSE CAST(-1.0986122886681096 AS REAL)
           END AS "jll_ash",
           CAST(-1.0986122886681098 AS REAL) + COALESCE(
-            CAST(0.35578404114406353 AS REAL) + (
-              CAST(2.625 AS REAL) - NULLIF(CAST("src"."height" AS REAL), NULL)
+            CAST(0.35578404114406353 AS REAL) - (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(2.625 AS REAL)
             ) * (
               NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(2.625 AS REAL)
             ) * CAST(6.399999857740168 AS REAL),
@@ -106,8 +106,8 @@ FROM (
             ELSE CAST(-0.2231435513142097 AS REAL)
           END AS "jll_birch",
           CAST(-1.0986122886681098 AS REAL) + COALESCE(
-            CAST(-0.2528249665702085 AS REAL) + (
-              CAST(4.583333333333333 AS REAL) - NULLIF(CAST("src"."height" AS REAL), NULL)
+            CAST(-0.2528249665702085 AS REAL) - (
+              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
             ) * (
               NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
             ) * CAST(1.8947368296365943 AS REAL),

@@ -31,7 +31,7 @@ from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import EXPORT_MAX, INLINE_MAX
 from sqlnb.models.base import Model
-from sqlnb.models.finish import ClassScore
+from sqlnb.models.finish import ClassScore, shares_subexpressions
 from sqlnb.models.priors import given_prior, own_prior
 from sqlnb.models.naive_bayes import text
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
@@ -325,8 +325,9 @@ class NaiveBayes(Model):
                 if how in ("in place", "packed"):
                     term = fam.in_place_term if how == "in place" else fam.packed_term
                     terms.append(term(f, params[f.name], k, (input_types or {}).get(f.name)))
-                elif not nan_guard and _unguarded(f):
-                    terms.append(fam.term(f, params[f.name], k, nan_guard=False))
+                elif _unguarded(f):
+                    terms.append(fam.term(f, params[f.name], k, nan_guard=nan_guard,
+                                          distinct_factors=shares_subexpressions(dialect)))
                 else:
                     terms.append(fam.term(f, params[f.name], k))
             if self.uses_prior():
