@@ -48,16 +48,39 @@ FROM (
       EXP(`jll_cedar` - `max_jll`) AS `exp_shifted_cedar`
     FROM (
       SELECT
-        *,
-        GREATEST(`jll_ash`, `jll_birch`, `jll_cedar`) AS `max_jll`
-      FROM (
-        SELECT
-          `src`.`height`,
-          `src`.`colour`,
-          `src`.`smoker`,
-          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) - (
-              NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
+        `src`.`height`,
+        `src`.`colour`,
+        `src`.`smoker`,
+        CASE
+          WHEN ISNAN(
+            CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+              CAST(0.35578404114406353 AS DOUBLE) + (
+                CAST(1.375 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+              ) * (
+                CAST(`src`.`height` AS DOUBLE) - CAST(1.375 AS DOUBLE)
+              ) * CAST(6.399999857740168 AS DOUBLE),
+              CAST(0.0 AS DOUBLE)
+            ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
+              WHEN CASE
+                WHEN `src`.`smoker`
+                THEN CAST(1.0 AS DOUBLE)
+                WHEN NOT `src`.`smoker`
+                THEN CAST(0.0 AS DOUBLE)
+              END IS NULL
+              THEN CAST(0.0 AS DOUBLE)
+              WHEN CASE
+                WHEN `src`.`smoker`
+                THEN CAST(1.0 AS DOUBLE)
+                WHEN NOT `src`.`smoker`
+                THEN CAST(0.0 AS DOUBLE)
+              END > CAST(0.0 AS DOUBLE)
+              THEN CAST(-0.4054651081081644 AS DOUBLE)
+              ELSE CAST(-1.0986122886681096 AS DOUBLE)
+            END
+          )
+          THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(0.35578404114406353 AS DOUBLE) + (
+              CAST(1.375 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
             ) * (
               NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
             ) * CAST(6.399999857740168 AS DOUBLE),
@@ -78,10 +101,62 @@ FROM (
             END > CAST(0.0 AS DOUBLE)
             THEN CAST(-0.4054651081081644 AS DOUBLE)
             ELSE CAST(-1.0986122886681096 AS DOUBLE)
-          END AS `jll_ash`,
-          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) - (
-              NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
+          END
+          ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(0.35578404114406353 AS DOUBLE) + (
+              CAST(1.375 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+            ) * (
+              CAST(`src`.`height` AS DOUBLE) - CAST(1.375 AS DOUBLE)
+            ) * CAST(6.399999857740168 AS DOUBLE),
+            CAST(0.0 AS DOUBLE)
+          ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
+            THEN CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
+            THEN CAST(-0.4054651081081644 AS DOUBLE)
+            ELSE CAST(-1.0986122886681096 AS DOUBLE)
+          END
+        END AS `jll_ash`,
+        CASE
+          WHEN ISNAN(
+            CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+              CAST(0.35578404114406353 AS DOUBLE) + (
+                CAST(2.625 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+              ) * (
+                CAST(`src`.`height` AS DOUBLE) - CAST(2.625 AS DOUBLE)
+              ) * CAST(6.399999857740168 AS DOUBLE),
+              CAST(0.0 AS DOUBLE)
+            ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
+              WHEN CASE
+                WHEN `src`.`smoker`
+                THEN CAST(1.0 AS DOUBLE)
+                WHEN NOT `src`.`smoker`
+                THEN CAST(0.0 AS DOUBLE)
+              END IS NULL
+              THEN CAST(0.0 AS DOUBLE)
+              WHEN CASE
+                WHEN `src`.`smoker`
+                THEN CAST(1.0 AS DOUBLE)
+                WHEN NOT `src`.`smoker`
+                THEN CAST(0.0 AS DOUBLE)
+              END > CAST(0.0 AS DOUBLE)
+              THEN CAST(-1.6094379124341003 AS DOUBLE)
+              ELSE CAST(-0.2231435513142097 AS DOUBLE)
+            END
+          )
+          THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(0.35578404114406353 AS DOUBLE) + (
+              CAST(2.625 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
             ) * (
               NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
             ) * CAST(6.399999857740168 AS DOUBLE),
@@ -102,10 +177,62 @@ FROM (
             END > CAST(0.0 AS DOUBLE)
             THEN CAST(-1.6094379124341003 AS DOUBLE)
             ELSE CAST(-0.2231435513142097 AS DOUBLE)
-          END AS `jll_birch`,
-          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(-0.2528249665702085 AS DOUBLE) - (
-              NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
+          END
+          ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(0.35578404114406353 AS DOUBLE) + (
+              CAST(2.625 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+            ) * (
+              CAST(`src`.`height` AS DOUBLE) - CAST(2.625 AS DOUBLE)
+            ) * CAST(6.399999857740168 AS DOUBLE),
+            CAST(0.0 AS DOUBLE)
+          ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
+            THEN CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
+            THEN CAST(-1.6094379124341003 AS DOUBLE)
+            ELSE CAST(-0.2231435513142097 AS DOUBLE)
+          END
+        END AS `jll_birch`,
+        CASE
+          WHEN ISNAN(
+            CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+              CAST(-0.2528249665702085 AS DOUBLE) + (
+                CAST(4.583333333333333 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+              ) * (
+                CAST(`src`.`height` AS DOUBLE) - CAST(4.583333333333333 AS DOUBLE)
+              ) * CAST(1.8947368296365943 AS DOUBLE),
+              CAST(0.0 AS DOUBLE)
+            ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
+              WHEN CASE
+                WHEN `src`.`smoker`
+                THEN CAST(1.0 AS DOUBLE)
+                WHEN NOT `src`.`smoker`
+                THEN CAST(0.0 AS DOUBLE)
+              END IS NULL
+              THEN CAST(0.0 AS DOUBLE)
+              WHEN CASE
+                WHEN `src`.`smoker`
+                THEN CAST(1.0 AS DOUBLE)
+                WHEN NOT `src`.`smoker`
+                THEN CAST(0.0 AS DOUBLE)
+              END > CAST(0.0 AS DOUBLE)
+              THEN CAST(-0.4054651081081644 AS DOUBLE)
+              ELSE CAST(-1.0986122886681096 AS DOUBLE)
+            END
+          )
+          THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(-0.2528249665702085 AS DOUBLE) + (
+              CAST(4.583333333333333 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
             ) * (
               NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
             ) * CAST(1.8947368296365943 AS DOUBLE),
@@ -126,29 +253,289 @@ FROM (
             END > CAST(0.0 AS DOUBLE)
             THEN CAST(-0.4054651081081644 AS DOUBLE)
             ELSE CAST(-1.0986122886681096 AS DOUBLE)
-          END AS `jll_cedar`
-        FROM `input` AS `src`
-        LEFT JOIN VALUES
+          END
+          ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+            CAST(-0.2528249665702085 AS DOUBLE) + (
+              CAST(4.583333333333333 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+            ) * (
+              CAST(`src`.`height` AS DOUBLE) - CAST(4.583333333333333 AS DOUBLE)
+            ) * CAST(1.8947368296365943 AS DOUBLE),
+            CAST(0.0 AS DOUBLE)
+          ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS DOUBLE)
+            END IS NULL
+            THEN CAST(0.0 AS DOUBLE)
+            WHEN CASE
+              WHEN `src`.`smoker`
+              THEN CAST(1.0 AS DOUBLE)
+              WHEN NOT `src`.`smoker`
+              THEN CAST(0.0 AS DOUBLE)
+            END > CAST(0.0 AS DOUBLE)
+            THEN CAST(-0.4054651081081644 AS DOUBLE)
+            ELSE CAST(-1.0986122886681096 AS DOUBLE)
+          END
+        END AS `jll_cedar`,
+        GREATEST(
           (
-            'blue',
-            CAST(-1.0986122886681096 AS DOUBLE),
-            CAST(-0.5596157879354227 AS DOUBLE),
-            CAST(-1.9459101490553132 AS DOUBLE)
+            CASE
+              WHEN ISNAN(
+                CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                  CAST(0.35578404114406353 AS DOUBLE) + (
+                    CAST(1.375 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+                  ) * (
+                    CAST(`src`.`height` AS DOUBLE) - CAST(1.375 AS DOUBLE)
+                  ) * CAST(6.399999857740168 AS DOUBLE),
+                  CAST(0.0 AS DOUBLE)
+                ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
+                  WHEN CASE
+                    WHEN `src`.`smoker`
+                    THEN CAST(1.0 AS DOUBLE)
+                    WHEN NOT `src`.`smoker`
+                    THEN CAST(0.0 AS DOUBLE)
+                  END IS NULL
+                  THEN CAST(0.0 AS DOUBLE)
+                  WHEN CASE
+                    WHEN `src`.`smoker`
+                    THEN CAST(1.0 AS DOUBLE)
+                    WHEN NOT `src`.`smoker`
+                    THEN CAST(0.0 AS DOUBLE)
+                  END > CAST(0.0 AS DOUBLE)
+                  THEN CAST(-0.4054651081081644 AS DOUBLE)
+                  ELSE CAST(-1.0986122886681096 AS DOUBLE)
+                END
+              )
+              THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                CAST(0.35578404114406353 AS DOUBLE) + (
+                  CAST(1.375 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+                ) * (
+                  NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
+                ) * CAST(6.399999857740168 AS DOUBLE),
+                CAST(0.0 AS DOUBLE)
+              ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END IS NULL
+                THEN CAST(0.0 AS DOUBLE)
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END > CAST(0.0 AS DOUBLE)
+                THEN CAST(-0.4054651081081644 AS DOUBLE)
+                ELSE CAST(-1.0986122886681096 AS DOUBLE)
+              END
+              ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                CAST(0.35578404114406353 AS DOUBLE) + (
+                  CAST(1.375 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+                ) * (
+                  CAST(`src`.`height` AS DOUBLE) - CAST(1.375 AS DOUBLE)
+                ) * CAST(6.399999857740168 AS DOUBLE),
+                CAST(0.0 AS DOUBLE)
+              ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END IS NULL
+                THEN CAST(0.0 AS DOUBLE)
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END > CAST(0.0 AS DOUBLE)
+                THEN CAST(-0.4054651081081644 AS DOUBLE)
+                ELSE CAST(-1.0986122886681096 AS DOUBLE)
+              END
+            END
           ),
           (
-            'green',
-            CAST(-1.791759469228055 AS DOUBLE),
-            CAST(-1.252762968495368 AS DOUBLE),
-            CAST(-0.5596157879354227 AS DOUBLE)
+            CASE
+              WHEN ISNAN(
+                CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                  CAST(0.35578404114406353 AS DOUBLE) + (
+                    CAST(2.625 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+                  ) * (
+                    CAST(`src`.`height` AS DOUBLE) - CAST(2.625 AS DOUBLE)
+                  ) * CAST(6.399999857740168 AS DOUBLE),
+                  CAST(0.0 AS DOUBLE)
+                ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
+                  WHEN CASE
+                    WHEN `src`.`smoker`
+                    THEN CAST(1.0 AS DOUBLE)
+                    WHEN NOT `src`.`smoker`
+                    THEN CAST(0.0 AS DOUBLE)
+                  END IS NULL
+                  THEN CAST(0.0 AS DOUBLE)
+                  WHEN CASE
+                    WHEN `src`.`smoker`
+                    THEN CAST(1.0 AS DOUBLE)
+                    WHEN NOT `src`.`smoker`
+                    THEN CAST(0.0 AS DOUBLE)
+                  END > CAST(0.0 AS DOUBLE)
+                  THEN CAST(-1.6094379124341003 AS DOUBLE)
+                  ELSE CAST(-0.2231435513142097 AS DOUBLE)
+                END
+              )
+              THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                CAST(0.35578404114406353 AS DOUBLE) + (
+                  CAST(2.625 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+                ) * (
+                  NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
+                ) * CAST(6.399999857740168 AS DOUBLE),
+                CAST(0.0 AS DOUBLE)
+              ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END IS NULL
+                THEN CAST(0.0 AS DOUBLE)
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END > CAST(0.0 AS DOUBLE)
+                THEN CAST(-1.6094379124341003 AS DOUBLE)
+                ELSE CAST(-0.2231435513142097 AS DOUBLE)
+              END
+              ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                CAST(0.35578404114406353 AS DOUBLE) + (
+                  CAST(2.625 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+                ) * (
+                  CAST(`src`.`height` AS DOUBLE) - CAST(2.625 AS DOUBLE)
+                ) * CAST(6.399999857740168 AS DOUBLE),
+                CAST(0.0 AS DOUBLE)
+              ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END IS NULL
+                THEN CAST(0.0 AS DOUBLE)
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END > CAST(0.0 AS DOUBLE)
+                THEN CAST(-1.6094379124341003 AS DOUBLE)
+                ELSE CAST(-0.2231435513142097 AS DOUBLE)
+              END
+            END
           ),
           (
-            'red',
-            CAST(-0.6931471805599452 AS DOUBLE),
-            CAST(-1.9459101490553132 AS DOUBLE),
-            CAST(-1.252762968495368 AS DOUBLE)
-          ) AS `lookup colour`(`v`, `c0`, `c1`, `c2`)
-          ON `src`.`colour` = `lookup colour`.`v`
-      ) AS `s1`
+            CASE
+              WHEN ISNAN(
+                CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                  CAST(-0.2528249665702085 AS DOUBLE) + (
+                    CAST(4.583333333333333 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+                  ) * (
+                    CAST(`src`.`height` AS DOUBLE) - CAST(4.583333333333333 AS DOUBLE)
+                  ) * CAST(1.8947368296365943 AS DOUBLE),
+                  CAST(0.0 AS DOUBLE)
+                ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
+                  WHEN CASE
+                    WHEN `src`.`smoker`
+                    THEN CAST(1.0 AS DOUBLE)
+                    WHEN NOT `src`.`smoker`
+                    THEN CAST(0.0 AS DOUBLE)
+                  END IS NULL
+                  THEN CAST(0.0 AS DOUBLE)
+                  WHEN CASE
+                    WHEN `src`.`smoker`
+                    THEN CAST(1.0 AS DOUBLE)
+                    WHEN NOT `src`.`smoker`
+                    THEN CAST(0.0 AS DOUBLE)
+                  END > CAST(0.0 AS DOUBLE)
+                  THEN CAST(-0.4054651081081644 AS DOUBLE)
+                  ELSE CAST(-1.0986122886681096 AS DOUBLE)
+                END
+              )
+              THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                CAST(-0.2528249665702085 AS DOUBLE) + (
+                  CAST(4.583333333333333 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+                ) * (
+                  NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
+                ) * CAST(1.8947368296365943 AS DOUBLE),
+                CAST(0.0 AS DOUBLE)
+              ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END IS NULL
+                THEN CAST(0.0 AS DOUBLE)
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END > CAST(0.0 AS DOUBLE)
+                THEN CAST(-0.4054651081081644 AS DOUBLE)
+                ELSE CAST(-1.0986122886681096 AS DOUBLE)
+              END
+              ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
+                CAST(-0.2528249665702085 AS DOUBLE) + (
+                  CAST(4.583333333333333 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
+                ) * (
+                  CAST(`src`.`height` AS DOUBLE) - CAST(4.583333333333333 AS DOUBLE)
+                ) * CAST(1.8947368296365943 AS DOUBLE),
+                CAST(0.0 AS DOUBLE)
+              ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END IS NULL
+                THEN CAST(0.0 AS DOUBLE)
+                WHEN CASE
+                  WHEN `src`.`smoker`
+                  THEN CAST(1.0 AS DOUBLE)
+                  WHEN NOT `src`.`smoker`
+                  THEN CAST(0.0 AS DOUBLE)
+                END > CAST(0.0 AS DOUBLE)
+                THEN CAST(-0.4054651081081644 AS DOUBLE)
+                ELSE CAST(-1.0986122886681096 AS DOUBLE)
+              END
+            END
+          )
+        ) AS `max_jll`
+      FROM `input` AS `src`
+      LEFT JOIN VALUES
+        (
+          'blue',
+          CAST(-1.0986122886681096 AS DOUBLE),
+          CAST(-0.5596157879354227 AS DOUBLE),
+          CAST(-1.9459101490553132 AS DOUBLE)
+        ),
+        (
+          'green',
+          CAST(-1.791759469228055 AS DOUBLE),
+          CAST(-1.252762968495368 AS DOUBLE),
+          CAST(-0.5596157879354227 AS DOUBLE)
+        ),
+        (
+          'red',
+          CAST(-0.6931471805599452 AS DOUBLE),
+          CAST(-1.9459101490553132 AS DOUBLE),
+          CAST(-1.252762968495368 AS DOUBLE)
+        ) AS `lookup colour`(`v`, `c0`, `c1`, `c2`)
+        ON `src`.`colour` = `lookup colour`.`v`
     ) AS `s2`
   ) AS `s3`
 ) AS `s4`;

@@ -2,7 +2,7 @@
 and saving to a DuckDB database.
 
 A model kind (naive Bayes, LDA, QDA, logistic regression) only provides one SQL
-expression per class (:meth:`Model.class_scores`) and its parameter tables; the
+score per class, as a sum of terms (:meth:`Model.class_terms`), and its parameter tables; the
 log-sum-exp, probabilities and argmax come from :mod:`sqlnb.models.finish` for all of them.
 """
 
@@ -17,7 +17,7 @@ from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric, is_text_type
-from sqlnb.models.finish import OUTPUTS, class_columns, scoring_select
+from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select, shares_subexpressions
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
 
@@ -69,10 +69,12 @@ class Model:
         """Features whose scoring needs a numeric (or boolean) column."""
         return list(self.feature_names)
 
-    def class_scores(self, input_types: Mapping[str, str] | None = None,
-                     dialect: str | None = None) -> list[exp.Expression]:
-        """One expression per class (in ``classes`` order) over the source alias ``src``:
-        its log joint probability, or any score equal to it up to a per-row constant.
+    def class_terms(self, input_types: Mapping[str, str] | None = None,
+                    dialect: str | None = None) -> list[ClassScore]:
+        """One score per class (in ``classes`` order) over the source alias ``src``, as a
+        sum of terms: its log joint probability, or any score equal to it up to a per-row
+        constant. The terms let the scoring SELECT cut a long sum into parts where the
+        engine needs that (:func:`sqlnb.models.finish.shares_subexpressions`).
 
         ``input_types`` are the scored source's column types when known (a value is read
         with the type the model was fitted with, and NaN counts as missing whenever the
@@ -80,12 +82,18 @@ class Model:
         keep the row order (no join). Kinds that need neither ignore them."""
         raise NotImplementedError
 
+    def class_scores(self, input_types: Mapping[str, str] | None = None,
+                     dialect: str | None = None) -> list[exp.Expression]:
+        """:meth:`class_terms`, each class score as one expression."""
+        return [t.expression() for t in self.class_terms(input_types, dialect)]
+
     def fast_class_scores(self, input_types: Mapping[str, str] | None = None,
-                          dialect: str | None = None) -> list[exp.Expression] | None:
-        """Optionally, cheaper class scores that equal :meth:`class_scores` on every row
-        where they are not NaN (e.g. without per-term NaN guards); None if there are none.
-        The DuckDB scoring query then evaluates ``CASE WHEN isnan(fast) THEN exact ELSE
-        fast END`` (:func:`sqlnb.models.finish.scoring_select`)."""
+                          dialect: str | None = None) -> list[ClassScore] | None:
+        """Optionally, cheaper class scores that equal :meth:`class_terms` on every row
+        where they are not NaN (e.g. without per-term NaN guards), term by term; None if
+        there are none. The DuckDB scoring query then evaluates ``CASE WHEN isnan(fast)
+        THEN exact ELSE fast END`` per class, the Spark one per part of a class score
+        (:func:`sqlnb.models.finish.scoring_select`)."""
         return None
 
     def score_joins(self, dialect: str | None = None) -> list[exp.Join]:
@@ -165,13 +173,15 @@ class Model:
         else:
             columns = None
         types = dict(source.columns) if source is not None else None
-        exact = self.class_scores(types, dialect)
-        fast = self.fast_class_scores(types, dialect) if nan_gate else None
+        exact = self.class_terms(types, dialect)
+        # Where the SELECT is cut into parts the gate is per part (sqlnb.models.finish), and
+        # the guarded form sits in a CASE branch that Spark compiles only into the part's method.
+        fast = self.fast_class_scores(types, dialect) if nan_gate or shares_subexpressions(dialect) else None
         joins = self.score_joins(dialect)
         return scoring_select(
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
             joins=joins, fallback=None if fast is None else exact,
-            keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key,
+            keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key, dialect=dialect,
         )
 
     def score(

@@ -31,6 +31,7 @@ from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.errors import SqlnbError
 from sqlnb.sql.types import is_float, is_numeric
 from sqlnb.models.base import Model
+from sqlnb.models.finish import ClassScore
 from sqlnb.source import Source
 from sqlnb.stats import _sort_key, census_query, nonfinite_values, overflow_error
 
@@ -99,8 +100,9 @@ def guarded(features: Mapping[str, str], score: exp.Expression) -> exp.Expressio
     return exp.Case(ifs=[exp.If(this=complete(features), true=score)])
 
 
-def linear_score(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarray, intercept: float) -> exp.Expression:
-    """``Σ_j (x_j − centre_j)·coef_j + intercept`` over the source alias ``src``.
+def linear_terms(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarray, intercept: float) -> list[exp.Expression]:
+    """The terms of ``Σ_j (x_j − centre_j)·coef_j + intercept`` over the source alias ``src``:
+    the intercept, then one per feature.
 
     Centring first keeps the products small when a column's values are far from zero
     (``x·a + b`` with a large ``b`` cancels in the log-sum-exp); zero coefficients are
@@ -114,7 +116,13 @@ def linear_score(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarr
         x = value(name, sql_type)
         d = exp.Sub(this=x, expression=sql.dbl(float(centre[j]))) if centre[j] != 0 else x
         terms.append(exp.Mul(this=sql.paren(d), expression=sql.dbl(a)))
-    return sql.add(terms)
+    return terms
+
+
+def linear_class_score(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarray,
+                       intercept: float) -> ClassScore:
+    """:func:`linear_terms` as a class score, NULL for rows that cannot be scored (:func:`guarded`)."""
+    return ClassScore(tuple(linear_terms(features, centre, coef, intercept)), guard=complete(features))
 
 
 def check_labels(rows_by_class: Mapping[Any, Any], label: str, where: str, null_rows: int) -> list:

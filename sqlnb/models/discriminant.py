@@ -71,8 +71,9 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError
-from sqlnb.models.dense import (DenseModel, check_labels, guarded, linear_score, null_feature_error,
-                                unsummable_error, value)
+from sqlnb.models.dense import (DenseModel, check_labels, complete, guarded, linear_class_score,
+                                null_feature_error, unsummable_error, value)
+from sqlnb.models.finish import ClassScore
 from sqlnb.models.priors import own_prior, priors_from_json, priors_to_json, resolve_priors
 from sqlnb.source import Source
 from sqlnb.stats import _align, sorted_values
@@ -411,9 +412,9 @@ class LDA(_Discriminant):
         with np.errstate(divide="ignore"):
             return -0.5 * np.sum(self.means_ * self.coef_, axis=1) + np.log(self.priors_)
 
-    def class_scores(self, input_types=None, dialect=None) -> list[exp.Expression]:
+    def class_terms(self, input_types=None, dialect=None) -> list[ClassScore]:
         f = self.fitted()
-        return [guarded(self.features, linear_score(self.features, f["centre"], f["coef"][k], f["intercept"][k]))
+        return [linear_class_score(self.features, f["centre"], f["coef"][k], f["intercept"][k])
                 for k in range(len(self.classes))]
 
 
@@ -465,7 +466,10 @@ class QDA(_Discriminant):
             self._fitted = {"whiten": np.array(whiten), "constant": constant}
         return self._fitted
 
-    def class_scores(self, input_types=None, dialect=None) -> list[exp.Expression]:
+    def class_terms(self, input_types=None, dialect=None) -> list[ClassScore]:
+        """``constant_k − ½ Σ_m z_m²`` with ``z = L_k⁻¹ (x − μ_k)``; the terms are the
+        constant and each ``−½ z_m²`` (halving is exact, so their sum equals the whole
+        expression up to the order of the additions)."""
         f = self.fitted()
         names = self.feature_names
         scores = []
@@ -479,8 +483,11 @@ class QDA(_Discriminant):
                 z = sql.add(exp.Mul(this=sql.paren(diff[j].copy()), expression=sql.dbl(float(row[j])))
                             for j in range(m + 1) if row[j] != 0.0)
                 squares.append(exp.Pow(this=sql.paren(z), expression=sql.dbl(2.0)))
-            quad = exp.Mul(this=sql.dbl(-0.5), expression=sql.paren(sql.add(squares)))
-            scores.append(guarded(self.features, exp.Add(this=sql.dbl(float(f["constant"][k])), expression=quad)))
+            constant = sql.dbl(float(f["constant"][k]))
+            quad = exp.Mul(this=sql.dbl(-0.5), expression=sql.paren(sql.add([q.copy() for q in squares])))
+            terms = [constant.copy()] + [exp.Mul(this=sql.dbl(-0.5), expression=q) for q in squares]
+            scores.append(ClassScore(tuple(terms), guard=complete(self.features),
+                                     whole=guarded(self.features, exp.Add(this=constant, expression=quad))))
         return scores
 
 

@@ -12,7 +12,21 @@ A model contributes one SQL expression per class: its joint log-likelihood
 
 in five nested SELECTs (a column cannot be used in the SELECT that defines it, so B, e_c
 and Σ e_c need their own stages), giving one SELECT that can be pasted into a query as a
-subquery or CTE. When the source's columns are unknown (SQL exported without a
+subquery or CTE.
+
+For Spark the first stages take another shape (:func:`shares_subexpressions`, the one place
+that decides it). Spark compiles a chain of projections into one generated Java method
+unless an expression occurs twice in one projection: such a common subexpression gets a
+method of its own. A class score of 20 Gaussian columns × 3 classes made a method of
+12,481 bytecodes, past the 8,000 HotSpot compiles, so it ran interpreted (3× slower than
+with the limit respected, issue 20). There, each class score is cut into parts of at most
+:data:`PART_NODES` expression nodes, each part is written twice in the first SELECT (as
+its own column and inside ``B = max_c Σ parts``) and the second SELECT adds the parts up
+twice (``b_c`` and ``e_c = exp(Σ parts − B)``): every part and every sum is a common
+subexpression, so each gets a small method, evaluated once per row. The parts are helper
+columns ``part<i>_<class>`` (:func:`generated_columns`). Engines that do not share
+repeated expressions (PostgreSQL, SQLite, ...) would compute them twice, so they keep
+the plain shape. When the source's columns are unknown (SQL exported without a
 connection) every column is passed through with ``*``, so the helper columns ``jll_*``,
 ``max_jll``, ``exp_shifted_*``, ``sum_exp_shifted`` and ``log_evidence`` stay in the output. A row with ``b_c = −inf`` for every class has probability zero under
 the model (only possible with the MLE estimator): its posterior is undefined, so its
@@ -24,6 +38,7 @@ gets NULL ``log_evidence``, probabilities and prediction.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sqlglot import exp
@@ -36,8 +51,73 @@ OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
 _NEG_INF = float("-inf")
 #: Helper columns of the finish: B = max_c b_c, e_c = exp(b_c − B) and Σ_c e_c.
 MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN = "max_jll", "exp_shifted_", "sum_exp_shifted"
+#: Helper columns of a class score cut into parts: ``part<i>_<class>``.
+PART_PREFIX = "part"
 #: The source row's position, carried through a plan with a join (``keep_order``).
 ROW_COLUMN = "sqlnb_row"
+
+
+#: Largest part of a class score, in sqlglot expression nodes, on engines where
+#: :func:`shares_subexpressions`: Spark generates about 5-8 bytecodes per node, so a part
+#: stays far below HotSpot's 8,000-bytecode limit for compiling a method.
+PART_NODES = 400
+
+
+def shares_subexpressions(dialect: str | None) -> bool:
+    """Whether the scoring SELECT for ``dialect`` writes each part of a class score twice
+    so that the engine compiles it into a method of its own (module docstring). Spark's
+    whole-stage code generation does that for a repeated expression and evaluates it once;
+    PostgreSQL or SQLite would evaluate it twice. DuckDB keeps the plain shape: it runs
+    no JIT-compiled code per query, and its time is unchanged (benchmarks/README.md)."""
+    return dialect == "spark"
+
+
+@dataclass(frozen=True)
+class ClassScore:
+    """A class score as a sum of ``terms`` (a model's prior, one term per feature, ...),
+    NULL on rows where ``guard`` is not true (LDA, QDA and logistic regression need every
+    feature). ``whole``, when given, is the score as one expression if it is written
+    otherwise than ``guard ? Σ terms``; it equals that sum up to rounding."""
+
+    terms: tuple[exp.Expression, ...]
+    guard: exp.Expression | None = None
+    whole: exp.Expression | None = None
+
+    def expression(self) -> exp.Expression:
+        """The score as one expression (the plain shape)."""
+        if self.whole is not None:
+            return self.whole.copy()
+        return self._guarded(sql.add([t.copy() for t in self.terms]))
+
+    def parts(self, limit: int = PART_NODES, fast: "ClassScore | None" = None) -> list[exp.Expression]:
+        """The score cut into sums of consecutive terms of at most ``limit`` nodes each
+        (a larger term is a part of its own), each guarded; their sum is the score.
+
+        With ``fast`` (the same terms in a cheaper form that is NaN where they differ,
+        :meth:`~sqlnb.models.base.Model.fast_class_scores`), each part is
+        ``CASE WHEN isnan(fast part) THEN part ELSE fast part END``."""
+        bounds: list[int] = []
+        size = limit
+        for i, t in enumerate(self.terms):
+            n = sum(1 for _ in t.walk())
+            if size + n > limit:
+                bounds.append(i)
+                size = 0
+            size += n
+        bounds.append(len(self.terms))
+        out = []
+        for a, z in zip(bounds, bounds[1:]):
+            part = self._guarded(sql.add([t.copy() for t in self.terms[a:z]]))
+            if fast is not None:
+                quick = fast._guarded(sql.add([t.copy() for t in fast.terms[a:z]]))
+                part = exp.Case(ifs=[exp.If(this=exp.IsNan(this=quick.copy()), true=part)], default=quick)
+            out.append(part)
+        return out or [self._guarded(sql.dbl(0.0))]
+
+    def _guarded(self, e: exp.Expression) -> exp.Expression:
+        if self.guard is None:
+            return e
+        return exp.Case(ifs=[exp.If(this=self.guard.copy(), true=e)])
 
 
 def label_text(v: Any) -> str:
@@ -110,28 +190,33 @@ def output_columns(classes: Sequence[Any], outputs: Sequence[str]) -> list[str]:
     return cols
 
 
-def generated_columns(classes: Sequence[Any], outputs: Sequence[str], keep_order: bool = False) -> list[str]:
+def generated_columns(classes: Sequence[Any], outputs: Sequence[str], keep_order: bool = False,
+                      parts: int = 0) -> list[str]:
     """Every column name the scoring SELECT makes: the outputs and the helper columns
-    (``jll_*``, ``exp_shifted_*``, ``max_jll``, ``sum_exp_shifted``, ``log_evidence``), which
-    stay in the output when the source passes through with ``*``. A source column of one
-    of these names would appear twice."""
+    (``jll_*``, ``exp_shifted_*``, ``max_jll``, ``sum_exp_shifted``, ``log_evidence``, and
+    ``part<i>_*`` for the first ``parts`` parts of a cut class score), which stay in the
+    output when the source passes through with ``*``. A source column of one of these names
+    would appear twice."""
     helpers = class_columns("jll_", classes) + class_columns(SHIFTED_PREFIX, classes)
     helpers += [MAX_COLUMN, SUM_COLUMN, "log_evidence"] + ([ROW_COLUMN] if keep_order else [])
+    for i in range(parts):
+        helpers += class_columns(f"{PART_PREFIX}{i}_", classes)
     return list(dict.fromkeys(output_columns(classes, outputs) + helpers))
 
 
 def scoring_select(
     source_from: exp.Expression,
-    scores: Sequence[exp.Expression],
+    scores: Sequence[exp.Expression | ClassScore],
     classes: Sequence[Any],
     label_type: str | None,
     source_columns: Sequence[str] | None,
     outputs: Sequence[str] = ("proba", "prediction"),
     keep: Sequence[str] | None = None,
     joins: Sequence[exp.Join] = (),
-    fallback: Sequence[exp.Expression] | None = None,
+    fallback: Sequence[exp.Expression | ClassScore] | None = None,
     keep_order: bool = False,
     order_key: str | None = None,
+    dialect: str | None = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -139,8 +224,9 @@ def scoring_select(
     ----------
     source_from : sqlglot expression
         The source as a FROM item aliased ``src``.
-    scores : list of sqlglot expressions
-        ``b_c`` for each class, in the order of ``classes``; may reference ``src``.
+    scores : list of sqlglot expressions or ClassScore
+        ``b_c`` for each class, in the order of ``classes``; may reference ``src``. A
+        :class:`ClassScore` can be cut into parts where :func:`shares_subexpressions`.
     classes : list
         Class labels in sorted order (ties in the argmax go to the first).
     label_type : str or None
@@ -168,14 +254,24 @@ def scoring_select(
         order. The number is a helper column, not an output.
     order_key : str, optional
         A passed-through column to end with ``ORDER BY`` (instead of ``keep_order``).
+    dialect : str, optional
+        Where the SELECT will run: decides its shape (:func:`shares_subexpressions`).
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
         raise ValueError(f"unknown scoring outputs {unknown}; choose from {OUTPUTS}")
     jll = class_columns("jll_", classes)
+    shared = shares_subexpressions(dialect)
+    if shared:
+        parts = [f.parts(fast=s) if isinstance(f, ClassScore) and isinstance(s, ClassScore)
+                 else s.parts() if isinstance(s, ClassScore) and f is None else [_gate(s, f)]
+                 for s, f in zip(scores, fallback or [None] * len(scores))]
+    else:
+        parts = [[_gate(s, f)] for s, f in zip(scores, fallback or [None] * len(scores))]
+    n_parts = max(len(p) for p in parts) if shared else 0
     passthrough = list(keep) if keep is not None else (list(source_columns) if source_columns is not None else None)
     if passthrough is not None:
-        generated = generated_columns(classes, outputs, keep_order)
+        generated = generated_columns(classes, outputs, keep_order, n_parts if n_parts > 1 else 0)
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
         if clash:
             raise SqlnbError(
@@ -187,37 +283,61 @@ def scoring_select(
     src_cols = [exp.Column(this=exp.Star(), table=sql.ident("src"))]
     if passthrough is not None and source_columns is not None:
         src_cols = [sql.col(c, "src") for c in passthrough]
-    if fallback is not None:
-        # CASE evaluates a branch only for the rows it selects, so the guarded form costs
-        # nothing on rows without NaN; the engine computes the repeated fast score once.
-        scores = [exp.Case(ifs=[exp.If(this=exp.IsNan(this=s.copy()), true=f)], default=s)
-                  for s, f in zip(scores, fallback)]
     if keep_order:
         numbered = exp.select(exp.alias_(exp.Window(this=exp.RowNumber()), ROW_COLUMN, quoted=True),
                               exp.Star()).from_(source_from)
         source_from = exp.Subquery(this=numbered, alias=exp.TableAlias(this=sql.ident("src")))
         if passthrough is not None and source_columns is not None:
             src_cols.append(sql.col(ROW_COLUMN, "src"))
-    stage1 = exp.select(*src_cols, *[exp.alias_(s, n, quoted=True) for s, n in zip(scores, jll)]).from_(source_from)
-    for j in joins:
-        stage1.append("joins", j.copy())
-
     b = [sql.col(n) for n in jll]
-    neg_inf = sql.dbl(_NEG_INF)
+    big_b = sql.col(MAX_COLUMN)
+    shifted = class_columns(SHIFTED_PREFIX, classes)
 
     def stage(select_list: list[exp.Expression], inner: exp.Select, alias: str) -> exp.Select:
         return exp.select(exp.Star(), *select_list).from_(
             exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident(alias))))
 
-    # Stage 2: B = max_c b_c, once per row.
-    big_b = sql.col(MAX_COLUMN)
-    stage2 = stage([exp.alias_(sql.greatest([x.copy() for x in b]), MAX_COLUMN, quoted=True)], stage1, "s1")
-    # Stage 3: e_c = exp(b_c − B), once per row and class: both Σ e_c and p(c|x) = e_c / Σ e_c
-    # read them (recomputing exp(b_c − lse) for the probabilities cost ~0.3 s more per 10M
-    # rows × 3 classes, benchmarks/README.md). 0 ≤ e_c ≤ 1 and the largest is exactly 1.
-    shifted = class_columns(SHIFTED_PREFIX, classes)
-    stage3 = stage([exp.alias_(exp.Exp(this=exp.Sub(this=x.copy(), expression=big_b.copy())), n, quoted=True)
-                    for x, n in zip(b, shifted)], stage2, "s2")
+    if shared:
+        # Stage 1: each part twice, as a column and inside B = max_c Σ parts; stage 2: each
+        # Σ parts twice, as b_c and inside e_c = exp(b_c − B). Every part and sum is then a
+        # common subexpression, which Spark compiles into a small method of its own (module
+        # docstring); both sums are the same tree over the same values, so b_c = B exactly
+        # for the argmax. Referring to B in every e_c also keeps the optimiser from merging
+        # stage 2 into stage 1 (it inlines a column into the next SELECT only when it is read
+        # there once), which would make each whole class score one method again.
+        names = [class_columns(f"{PART_PREFIX}{i}_", classes) for i in range(n_parts)]
+        cols1: list[exp.Expression] = []
+        for c, ps in enumerate(parts):
+            if len(ps) == 1:
+                cols1.append(exp.alias_(ps[0], jll[c], quoted=True))
+            else:
+                cols1 += [exp.alias_(p, names[i][c], quoted=True) for i, p in enumerate(ps)]
+        # Parenthesised: SQL reads a + b + c left to right, so without them the parts would not be
+        # subtrees of the sum (and it would add the terms in another order than stage 2 does).
+        sums = [sql.add([sql.paren(p.copy()) for p in ps]) for ps in parts]
+        stage1 = exp.select(*src_cols, *cols1, exp.alias_(sql.greatest(sums), MAX_COLUMN, quoted=True)
+                            ).from_(source_from)
+        for j in joins:
+            stage1.append("joins", j.copy())
+        score_cols = [sql.add(sql.col(names[i][c]) for i in range(len(ps))) if len(ps) > 1 else sql.col(jll[c])
+                      for c, ps in enumerate(parts)]
+        cols2 = [exp.alias_(score_cols[c].copy(), jll[c], quoted=True) for c, ps in enumerate(parts) if len(ps) > 1]
+        cols2 += [exp.alias_(exp.Exp(this=exp.Sub(this=x.copy(), expression=big_b.copy())), n, quoted=True)
+                  for x, n in zip(score_cols, shifted)]
+        stage3 = stage(cols2, stage1, "s2")
+    else:
+        stage1 = exp.select(*src_cols, *[exp.alias_(ps[0], n, quoted=True) for ps, n in zip(parts, jll)]
+                            ).from_(source_from)
+        for j in joins:
+            stage1.append("joins", j.copy())
+        # Stage 2: B = max_c b_c, once per row.
+        stage2 = stage([exp.alias_(sql.greatest([x.copy() for x in b]), MAX_COLUMN, quoted=True)], stage1, "s1")
+        # Stage 3: e_c = exp(b_c − B), once per row and class: both Σ e_c and p(c|x) = e_c / Σ e_c
+        # read them (recomputing exp(b_c − lse) for the probabilities cost ~0.3 s more per 10M
+        # rows × 3 classes, benchmarks/README.md). 0 ≤ e_c ≤ 1 and the largest is exactly 1.
+        stage3 = stage([exp.alias_(exp.Exp(this=exp.Sub(this=x.copy(), expression=big_b.copy())), n, quoted=True)
+                        for x, n in zip(b, shifted)], stage2, "s2")
+    neg_inf = sql.dbl(_NEG_INF)
     # Stage 4: lse = B + ln Σ e_c. With B = −inf every b_c − B is NaN, so that case is
     # answered directly. B is NaN only when the row's own values make a score undefined
     # (an infinite count times a zero log-probability, +inf − inf): NULL.
@@ -267,3 +387,16 @@ def scoring_select(
     if order_key is not None:
         return out.order_by(sql.col(order_key, "s4"))
     return out.order_by(sql.col(ROW_COLUMN, "s4")) if keep_order else out
+
+
+def _whole(score: exp.Expression | ClassScore) -> exp.Expression:
+    return score.expression() if isinstance(score, ClassScore) else score.copy()
+
+
+def _gate(score: exp.Expression | ClassScore, fallback: exp.Expression | ClassScore | None) -> exp.Expression:
+    """``score``, or with a ``fallback`` ``CASE WHEN isnan(score) THEN fallback ELSE score END``:
+    CASE evaluates a branch only for the rows it selects, so the guarded form costs nothing
+    on rows without NaN; the engine computes the repeated fast score once."""
+    if fallback is None:
+        return _whole(score)
+    return exp.Case(ifs=[exp.If(this=exp.IsNan(this=_whole(score)), true=_whole(fallback))], default=_whole(score))

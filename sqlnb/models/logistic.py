@@ -38,8 +38,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from sqlglot import exp
 
-from sqlnb.models.dense import DenseModel, guarded, linear_score
+from sqlnb.models.dense import DenseModel, linear_class_score
 from sqlnb.errors import SqlnbError
+from sqlnb.models.finish import ClassScore
 from sqlnb.store import register_kind
 
 #: Largest number of parameters for which the Newton system is factorised densely.
@@ -335,8 +336,8 @@ class Logistic(DenseModel):
         return (f"Logistic(label={self.label!r}, classes={self.classes!r}, features={len(self.features)}, "
                 f"rows={int(self.class_n.sum())}, C={self.C!r}, standardize={self.standardize!r})")
 
-    def class_scores(self, input_types=None, dialect=None) -> list[exp.Expression]:
-        return [guarded(self.features, linear_score(self.features, self.centre, self.coef[k], self.intercept[k]))
+    def class_terms(self, input_types=None, dialect=None) -> list[ClassScore]:
+        return [linear_class_score(self.features, self.centre, self.coef[k], self.intercept[k])
                 for k in range(len(self.classes))]
 
     # -- storage ------------------------------------------------------------------------

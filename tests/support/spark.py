@@ -227,3 +227,43 @@ def spark_session(ansi: bool = True, cores: int = 2) -> Iterator["pyspark.sql.Sp
         if session is not None:
             session.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+#: HotSpot compiles no method longer than this many bytecodes (``-XX:-DontCompileHugeMethods``
+#: is the default): a longer generated method runs interpreted, however hot it is.
+JIT_METHOD_LIMIT = 8000
+
+
+def max_method_bytecodes(df) -> int:
+    """The largest method, in bytecodes, of the Java code Spark generates to run ``df``.
+
+    Two sources, because a plan is compiled in two ways:
+
+    * whole-stage code (``WholeStageCodegenExec``): ``debug.codegenStringSeq`` compiles each
+      codegen subtree of the executed plan and returns Janino's ``ByteCodeStats``, whose
+      ``maxMethodCodeSize`` is the largest method of that class (from the code cache when
+      the plan ran before, so the figure does not depend on what ran earlier);
+    * code compiled while the plan runs outside whole-stage codegen (operators with more than
+      ``spark.sql.codegen.maxFields`` = 100 fields, or a stage that fell back): every method
+      of every class ``CodeGenerator`` compiles is recorded in the ``generatedMethodSize``
+      histogram of ``CodegenMetrics``. Its reservoir is replaced by an empty one (through
+      reflection: the histogram has no reset) and ``df`` is run into Spark's ``noop`` sink,
+      so the histogram then holds exactly the methods compiled for this run. A class
+      compiled earlier in the session comes from the cache and is not seen again: measure a
+      plan whose code is new (tests fit a model of their own).
+    """
+    jvm = df.sparkSession._jvm
+    debug = getattr(jvm.org.apache.spark.sql.execution.debug, "package$").__getattr__("MODULE$")
+    stages = debug.codegenStringSeq(df._jdf.queryExecution().executedPlan())
+    sizes = [0]
+    it = stages.iterator()
+    while it.hasNext():
+        sizes.append(int(it.next()._3().maxMethodCodeSize()))
+    metrics = getattr(jvm.org.apache.spark.metrics.source, "CodegenMetrics$").__getattr__("MODULE$")
+    histogram = metrics.METRIC_GENERATED_METHOD_BYTECODE_SIZE()
+    field = histogram.getClass().getDeclaredField("reservoir")
+    field.setAccessible(True)
+    field.set(histogram, jvm.com.codahale.metrics.SlidingWindowReservoir(1 << 20))
+    df.write.format("noop").mode("overwrite").save()
+    sizes += list(histogram.getSnapshot().getValues())
+    return max(int(s) for s in sizes)

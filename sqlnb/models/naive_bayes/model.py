@@ -31,6 +31,7 @@ from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import EXPORT_MAX, INLINE_MAX
 from sqlnb.models.base import Model
+from sqlnb.models.finish import ClassScore, shares_subexpressions
 from sqlnb.models.priors import given_prior, own_prior
 from sqlnb.models.naive_bayes import text
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
@@ -282,7 +283,7 @@ class NaiveBayes(Model):
         :meth:`Model.fast_class_scores`); None when no Gaussian column could hold NaN."""
         if not any(_unguarded(f) and is_float(f.sql_type) for f in self._scoring_features(input_types)):
             return None
-        return self.class_scores(input_types, dialect, nan_guard=False)
+        return self.class_terms(input_types, dialect, nan_guard=False)
 
     def uses_prior(self) -> bool:
         return len(self.classes) == 1 or any(f.kind != "complement" for f in self.features)
@@ -312,7 +313,7 @@ class NaiveBayes(Model):
                 joins.append(j)
         return joins
 
-    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True):
+    def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True):
         params = self.log_parameters()
         features = self._scoring_features(input_types)
         scores = []
@@ -324,14 +325,18 @@ class NaiveBayes(Model):
                 if how in ("in place", "packed"):
                     term = fam.in_place_term if how == "in place" else fam.packed_term
                     terms.append(term(f, params[f.name], k, (input_types or {}).get(f.name)))
-                elif not nan_guard and _unguarded(f):
-                    terms.append(fam.term(f, params[f.name], k, nan_guard=False))
+                elif _unguarded(f):
+                    terms.append(fam.term(f, params[f.name], k, nan_guard=nan_guard,
+                                          distinct_factors=shares_subexpressions(dialect)))
                 else:
                     terms.append(fam.term(f, params[f.name], k))
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
-            scores.append(sql.add(terms))
+            scores.append(ClassScore(tuple(terms)))
         return scores
+
+    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True):
+        return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard)]
 
     def score_long(self, tokens: Any, docs: Any = None, con=None, outputs: Sequence[str] = ("proba", "prediction"),
                    keep: Sequence[str] | None = None):

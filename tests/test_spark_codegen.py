@@ -1,0 +1,93 @@
+"""Spark compiles sqlnb's scoring plans into methods HotSpot will JIT-compile (issue 20).
+
+HotSpot does not compile a method longer than 8,000 bytecodes; Spark's default
+``spark.sql.codegen.hugeMethodLimit`` (65,535) keeps such a generated method, which then
+runs interpreted: Gaussian naive Bayes scoring of 20 columns × 3 classes took 32-35 s per
+1M rows instead of 7-13 s. The scoring SELECT is shaped so that Spark splits it into small
+methods (sqlnb/models/finish.py); these tests measure the largest method Spark generates
+for each model kind's scoring plan, with Spark's default settings, on a Parquet source as a
+user's would be (a plan over an in-memory table is folded away by the optimiser).
+
+40 columns × 5 classes is the wide case: past ``spark.sql.codegen.maxFields`` (100 fields
+in an operator) Spark leaves whole-stage code generation and splits every expression into
+methods of its own, so 100 columns measure small whatever the shape (553 bytecodes for
+Gaussian naive Bayes before the change).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sqlnb
+from sqlnb.engines import SparkEngine
+
+KINDS = ["gaussian", "multinomial", "bernoulli", "categorical", "mixed", "lda", "qda", "logistic"]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from support.spark import SparkNotAvailable, spark_session
+    try:
+        cm = spark_session()
+        session = cm.__enter__()
+    except SparkNotAvailable as e:
+        pytest.fail(f"Spark is needed for this test: {e}")
+    yield session
+    cm.__exit__(None, None, None)
+
+
+def _table(kind: str, n: int, d: int, k: int) -> pa.Table:
+    """``d`` feature columns for ``kind`` and a label of ``k`` classes (``c0``, ``c1``, ...)."""
+    rng = np.random.default_rng(d * 10 + k)
+    cols = {}
+    for j in range(d):
+        if kind == "multinomial":
+            cols[f"x{j}"] = rng.poisson(2.0, n).astype(float)
+        elif kind == "bernoulli":
+            cols[f"x{j}"] = (rng.random(n) < 0.4).astype(float)
+        elif kind == "categorical" or (kind == "mixed" and j % 2):
+            cols[f"c{j}"] = np.array([f"v{v}" for v in rng.integers(0, 5, n)])
+        else:
+            cols[f"x{j}"] = rng.normal(size=n) + (np.arange(n) % k) * 0.3
+    cols["label"] = np.array([f"c{i % k}" for i in range(n)])
+    return pa.table(cols)
+
+
+def _fit(kind: str, t: pa.Table):
+    if kind == "lda":
+        return sqlnb.fit_lda(t, "label")
+    if kind == "qda":
+        return sqlnb.fit_qda(t, "label")
+    if kind == "logistic":
+        return sqlnb.fit_logistic(t, "label")
+    return sqlnb.fit(t, "label", kind="auto" if kind == "mixed" else kind)
+
+
+@pytest.mark.parametrize("columns,classes", [(20, 3), (40, 5)], ids=["20x3", "40x5"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_generated_method_is_short_enough_to_be_jit_compiled(spark, tmp_path, kind, columns, classes):
+    from support.spark import JIT_METHOD_LIMIT, max_method_bytecodes
+    t = _table(kind, 400, columns, classes)
+    model = _fit(kind, t)
+    path = tmp_path / "data.parquet"
+    pq.write_table(t, path)
+    view = f"codegen_{kind}_{columns}"
+    spark.read.parquet(str(path)).createOrReplaceTempView(view)
+    scored = model.score(view, SparkEngine(spark))
+    size = max_method_bytecodes(scored)
+    assert size <= JIT_METHOD_LIMIT, (
+        f"{kind} scoring of {columns} columns x {classes} classes: Spark generates a method of {size:,} "
+        f"bytecodes, which HotSpot runs interpreted (over {JIT_METHOD_LIMIT:,})")
+
+
+def test_the_measure_sees_a_long_method(spark, tmp_path):
+    # The helper must be able to fail: one projection summing many terms is one method.
+    from support.spark import JIT_METHOD_LIMIT, max_method_bytecodes
+    path = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"x": np.arange(10.0)}), path)
+    terms = " + ".join(f"coalesce(x * {j}.5D - {j}.25D, 0D)" for j in range(400))
+    df = spark.read.parquet(str(path)).selectExpr("x", f"{terms} AS s")
+    assert max_method_bytecodes(df) > JIT_METHOD_LIMIT
