@@ -401,6 +401,20 @@ def test_dense_models_fit_and_score_on_engine(request, engine_name, duck, kind):
 
 
 @pytest.mark.spark
+def test_starting_an_engine_beside_a_running_session_keeps_its_settings(spark):
+    """SparkEngine.start sets hugeMethodLimit on the sessions it starts, never on a session
+    the caller already runs in this process (which it reuses)."""
+    from sqlnb.engines.spark import HUGE_METHOD_LIMIT
+
+    before = spark.spark.conf.get("spark.sql.codegen.hugeMethodLimit")
+    engine = SparkEngine.start()
+    assert engine.spark is spark.spark and not engine._owned
+    assert spark.spark.conf.get("spark.sql.codegen.hugeMethodLimit") == before != str(HUGE_METHOD_LIMIT)
+    engine.close()  # not owned: the caller's session goes on
+    assert spark.spark.range(1).count() == 1
+
+
+@pytest.mark.spark
 def test_spark_reads_files_itself(spark, duck, tmp_path):
     """Parquet (a glob and a directory) and CSV files, read by spark.read: the model and
     the scores equal DuckDB's on the same files."""

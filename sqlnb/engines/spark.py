@@ -19,6 +19,11 @@ from sqlnb.errors import SqlnbError, SqlnbNotFound
 from sqlnb.source import Files, Source, Table, file_format, guess
 
 
+#: ``spark.sql.codegen.hugeMethodLimit`` on the sessions sqlnb starts: HotSpot's
+#: ``-XX:HugeMethodLimit`` (8,000 bytecodes), above which the JVM does not JIT a method.
+HUGE_METHOD_LIMIT = 8000
+
+
 class SparkEngine(ColumnsFromResolve):
     """Spark SQL through a pyspark ``SparkSession`` (local mode or a cluster).
 
@@ -106,6 +111,13 @@ class SparkEngine(ColumnsFromResolve):
             builder = builder.master(master)
         if quiet:
             builder = builder.config("spark.ui.showConsoleProgress", "false")
+        # A second line behind the scoring SQL's shape (sqlnb.models.finish: every generated
+        # method stays under HotSpot's 8,000-bytecode JIT limit, tests/test_spark_codegen.py):
+        # should a plan still produce a bigger method, Spark falls back to its non-fused
+        # code for that stage instead of running the method interpreted. Only sessions
+        # sqlnb starts: getOrCreate would apply it to a session already running here too.
+        if not running:
+            builder = builder.config("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT))
         if warehouse is not None:
             for key, value in _catalog_settings(warehouse).items():
                 builder = builder.config(key, value)
