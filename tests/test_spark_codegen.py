@@ -11,7 +11,9 @@ user's would be (a plan over an in-memory table is folded away by the optimiser)
 40 columns × 5 classes is the wide case: past ``spark.sql.codegen.maxFields`` (100 fields
 in an operator) Spark leaves whole-stage code generation and splits every expression into
 methods of its own, so 100 columns measure small whatever the shape (553 bytecodes for
-Gaussian naive Bayes before the change).
+Gaussian naive Bayes before the change). The last test checks that the scores cut into parts
+(several per class at 40 columns) give DuckDB's probabilities and predictions, NULL and NaN
+features included.
 """
 
 from __future__ import annotations
@@ -91,3 +93,34 @@ def test_the_measure_sees_a_long_method(spark, tmp_path):
     terms = " + ".join(f"coalesce(x * {j}.5D - {j}.25D, 0D)" for j in range(400))
     df = spark.read.parquet(str(path)).selectExpr("x", f"{terms} AS s")
     assert max_method_bytecodes(df) > JIT_METHOD_LIMIT
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "mixed", "lda"])
+def test_scores_cut_into_parts_equal_duckdb_with_null_and_nan(spark, tmp_path, kind):
+    # 40 columns x 5 classes: several parts per class, NaN gate per part (naive Bayes).
+    import duckdb
+
+    t = _table(kind, 300, 40, 5)
+    model = _fit(kind, t)
+    cols = {}
+    for name in t.column_names:
+        values = t.column(name).to_pylist()
+        if pa.types.is_floating(t.schema.field(name).type):
+            values = [None if i % 17 == 0 else float("nan") if i % 23 == 5 else v for i, v in enumerate(values)]
+        cols[name] = pa.array(values, type=t.schema.field(name).type)
+    cols["id"] = pa.array(range(len(t)))
+    holes = pa.table(cols)
+    pq.write_table(holes, tmp_path / "holes.parquet")
+    spark.read.parquet(str(tmp_path / "holes.parquet")).createOrReplaceTempView("codegen_holes")
+    got = {r["id"]: r.asDict() for r in model.score("codegen_holes", SparkEngine(spark), key="id").collect()}
+    con = duckdb.connect()
+    con.register("holes", holes)
+    want = model.score("holes", con).to_arrow_table().to_pylist()
+    assert len(got) == len(want)
+    for w in want:
+        g = got[w["id"]]
+        assert g["prediction"] == w["prediction"], w["id"]
+        for c in model.proba_columns():
+            assert (g[c] is None) == (w[c] is None), (w["id"], c)
+            if w[c] is not None:
+                assert abs(g[c] - w[c]) <= 1e-12, (w["id"], c)
