@@ -13,11 +13,12 @@ import click
 from sqlnb import api
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, dump_json, model_str, save, write_text_file
-from sqlnb.cli.options import (DENSE_KINDS, keep_columns_option, source_options, features_options, format_option, label_option,
-                               model_kind_option, model_option, replace_option, seed_option, split_list)
+from sqlnb.cli.options import (DENSE_KINDS, data_spec, keep_columns_option, source_options, features_options, format_option,
+                               label_option, model_kind_option, model_location, model_option, replace_option, seed_option,
+                               split_list)
 from sqlnb.errors import SqlnbError
 from sqlnb.io import output
-from sqlnb.io.locations import FileOut, data_source, parse_data, parse_model
+from sqlnb.io.locations import FileOut, data_source, parse_data
 from sqlnb.workflows import compare as compare_module
 from sqlnb.workflows.cv import cross_validate, fold_expression, fold_source
 
@@ -67,6 +68,9 @@ def cv_text(r) -> str:
 @model_kind_option
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True, help="Number of folds.")
 @seed_option("Seed of the fold hash.", default=0)
+@click.option("--key", metavar="COLUMN",
+              help="An integer column (a row id) hashed into the folds: the same folds on every engine "
+                   "(required with --engine postgres|spark; default: a hash of every column, in DuckDB).")
 @click.option("--grid", multiple=True, metavar="NAME=V1,V2",
               help="Hyperparameter values to try (repeatable: the grid is their product).")
 @click.option("--scoring", type=click.Choice(["accuracy", "log_loss"]), default="accuracy", show_default=True,
@@ -80,36 +84,40 @@ def cv_text(r) -> str:
 @source_options
 @replace_option
 @click.pass_obj
-def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring, refit, features, exclude,
+def cv(settings: Settings, data, label, model, kind, folds, seed, key, grid, scoring, refit, features, exclude,
        keep_columns, copy_source, fmt, reading, replace):
     """Cross-validate on DATA, optionally over a grid of hyperparameters.
 
-    Rows go to folds by a hash of their values (and --seed); one scan collects every
-    fold's statistics. Prints accuracy and log loss per fold and their means; with
-    --refit the best grid point is fitted on all rows and saved as --model.
+    Rows go to folds by a hash of their values, or of --key (and --seed); one scan
+    collects every fold's statistics. Prints accuracy and log loss per fold and their
+    means; with --refit the best grid point is fitted on all rows and saved as --model.
+    With --engine postgres|spark (naive Bayes, LDA, QDA) everything runs on the engine
+    and only aggregates come back; --key is then required.
 
     \b
     Example:
       sqlnb cv train.parquet --label y --grid 'alpha=0.1,0.5,1' --grid 'estimator=map,posterior-mean'
       sqlnb cv train.parquet --label y --kind lda --grid 'shrinkage=0,0.1,0.5' --refit \\
           --model models.duckdb:best --format json
+      sqlnb --engine spark cv s3a://lake/train/ --label y --key id --grid 'alpha=0.1,1'
     """
-    settings.require_duckdb("cv")
     if refit != (model is not None):
         raise SqlnbError("--refit and --model go together: --refit saves the best model as --model")
-    target = parse_model(model) if model else None
-    spec = parse_data(data, reading)
+    target = model_location(settings, model) if model else None
+    spec = data_spec(settings, data, reading)
     points = parse_grid(grid)
     options = {} if kind in DENSE_KINDS else {"kind": kind}
     if target is not None:
         check_new_model(settings, target, replace)
-    with settings.working(), settings.connect() as con:
-        r = cross_validate(data_source(con, spec, keep_text=(label,)), label,
-                           model=kind if kind in DENSE_KINDS else "naive_bayes",
-                           con=con, folds=folds, seed=seed, grid=points, scoring=scoring, refit=refit,
-                           features=split_list(features), exclude=split_list(exclude),
-                           keep_columns=split_list(keep_columns),
-                           materialize_source=copy_source, **options)
+    args = dict(model=kind if kind in DENSE_KINDS else "naive_bayes", folds=folds, seed=seed,
+                key=[key] if key else None, grid=points, scoring=scoring, refit=refit,
+                features=split_list(features), exclude=split_list(exclude), keep_columns=split_list(keep_columns),
+                materialize_source=copy_source, **options)
+    if settings.remote:
+        r = cross_validate(spec, label, con=settings.warehouse(), **args)
+    else:
+        with settings.working(), settings.connect() as con:
+            r = cross_validate(data_source(con, spec, keep_text=(label,)), label, con=con, **args)
     if target is not None:
         save(settings, r.best_model, target, replace)
     if fmt == "json":
