@@ -27,6 +27,7 @@ from sqlglot import exp
 import sqlnb
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.workflows import compare
 from sqlnb.workflows.cv import fold_expression
 from support.cli import mixed_table, write_parquet
 from support.engines import SPARK_ENV, close_to, postgres_engine, run_sqlnb, spark_engine
@@ -91,8 +92,9 @@ def _same_best_model(got, want, case: str, where: str) -> None:
 
 # -- engines ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def postgres():
+def postgres(tmp_path_factory):
     with postgres_engine({f"t_{case}": table for case, (table, _) in CASES.items()}) as engine:
+        engine.tmp = tmp_path_factory.mktemp("postgres_cli")
         yield engine
 
 
@@ -191,3 +193,53 @@ def test_cli_cv_on_spark(tmp_path, expected):
     run = run_sqlnb(["--engine", "spark", "cv", path, *CLI_ARGS], SPARK_ENV, tmp_path)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
     _cli_equal(run.stdout, expected["mixed"], "spark cli")
+
+
+# -- learning curves (sqlnb compare) -------------------------------------------------------------
+#: Training sizes and repeats of the learning curves compared below (mixed columns: naive
+#: Bayes on them as they are, LDA and QDA on the one-hot indicators of ``color``).
+CURVES = {"sizes": [12, 40, 150], "repeats": 2, "seed": 3}
+
+
+def _curves(con) -> list[dict]:
+    train, test_src, options = compare.encode(con, "t_mixed", "t_mixed", "y", exclude=["id", "x"])
+    # "id" is the key: the encoded sources keep it as a column, not as a feature.
+    return compare.learning_curves(train, test_src, "y", con=con, models=["naive_bayes", "lda", "qda"],
+                                   options=options, key="id", **CURVES)
+
+
+@pytest.fixture(scope="module")
+def expected_curves():
+    con = duckdb.connect()
+    con.register("t_mixed", CASES["mixed"][0])
+    return _curves(con)
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_learning_curves_on_an_engine_equal_duckdbs(request, expected_curves, engine_name):
+    engine = request.getfixturevalue(engine_name)
+    got = _curves(engine)
+    assert len(got) == 3 * 3 * 2 and sum(r["error"] is not None for r in got) > 8
+    _close(got, expected_curves, f"{engine_name} learning curves")
+    with pytest.raises(SqlnbError, match="need a key: one integer column"):
+        compare.learning_curves("t_mixed", "t_mixed", "y", con=engine, sizes=[20], exclude=["id"])
+    with pytest.raises(SqlnbError, match="logistic regression is fitted in Python"):
+        compare.learning_curves("t_lda", "t_lda", "y", con=engine, sizes=[20], models=["logistic"], key="id")
+
+
+@pytest.mark.postgres
+def test_cli_compare_on_postgres(postgres, expected_curves):
+    """Without --test, a quarter of the rows by the key's hash are the test rows; the
+    naive Bayes column equals DuckDB's on the same split, and logistic regression is
+    left out with a note."""
+    args = ["--label", "y", "--key", "id", "--exclude", "id,x", "--sizes", "20,60", "--repeats", "2",
+            "--format", "json"]
+    run = run_sqlnb(["--engine", "postgres", "--dsn", postgres.dsn, "compare", "t_mixed", *args])
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    assert "logistic regression is fitted in Python" in run.stderr
+    got = json.loads(run.stdout)
+    assert {r["model"] for r in got} == {"naive_bayes", "lda", "qda"}
+    path = write_parquet(CASES["mixed"][0], postgres.tmp / "mixed.parquet")
+    want = run_sqlnb(["compare", path, *args, "--models", "naive_bayes,lda,qda"])
+    assert want.returncode == 0, want.stderr
+    _close(got, json.loads(want.stdout), "postgres compare cli")

@@ -136,6 +136,12 @@ def is_integer_type(sql_type: str) -> bool:
 def portable_fold(column: exp.Expression, folds: int, seed: int) -> exp.Expression:
     """The fold of an integer ``column`` by the portable hash of the module docstring: the
     same fold on every engine (only BIGINT ``%``, ``*`` and ``+``, no overflow)."""
+    return exp.Mod(this=portable_hash(column, seed), expression=exp.Literal.number(folds))
+
+
+def portable_hash(column: exp.Expression, seed: int) -> exp.Expression:
+    """``h`` of the module docstring for an integer ``column``: in ``[0, 2³¹ − 1)``, the
+    same on every engine."""
     a, b, c, d = fold_constants(seed)
 
     def mod(x: exp.Expression, m: int) -> exp.Expression:
@@ -150,8 +156,7 @@ def portable_fold(column: exp.Expression, folds: int, seed: int) -> exp.Expressi
     x = mod(exp.Add(this=x, expression=lit(FOLD_PRIME)), FOLD_PRIME)
     h = mod(exp.Add(this=exp.Mul(this=x, expression=lit(a)), expression=lit(b)), FOLD_PRIME)
     h = mod(exp.Add(this=exp.Mul(this=h, expression=h.copy()), expression=lit(c)), FOLD_PRIME)
-    h = mod(exp.Add(this=exp.Mul(this=h, expression=lit(d)), expression=lit(b)), FOLD_PRIME)
-    return exp.Mod(this=h, expression=lit(folds))
+    return mod(exp.Add(this=exp.Mul(this=h, expression=lit(d)), expression=lit(b)), FOLD_PRIME)
 
 
 def fold_expression(source: Source, folds: int, seed: int = 0, key: Sequence[str] | None = None,
