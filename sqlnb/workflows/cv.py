@@ -488,9 +488,9 @@ def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fo
     if dialect == "postgres":
         # PostgreSQL pulls subqueries up into the query that reads them, copying a column's
         # expression into every reference: the scoring layers read each class score
-        # several times, and with one CASE branch per model the copies grew past 2 GB of
-        # planner memory (12 models, 300 rows: no plan after 10 minutes). OFFSET 0 keeps
-        # the scores a subquery of their own, computed once per row.
+        # several times, and with one CASE branch per model the copies multiply (12 models,
+        # 300 rows: the backend grew past 2 GB and returned nothing in 10 minutes). OFFSET 0
+        # keeps the scores a subquery of their own, computed once per row (0.6 s).
         names = [_unused_name([label, key], f"cv_score{c}") for c in range(len(scores))]
         inner = (exp.select(sql.col(label, "src"), sql.col(key, "src"),
                             *[exp.alias_(s, n, quoted=True) for s, n in zip(scores, names)])
