@@ -389,7 +389,7 @@ def test_postgres_bad_input(pg_dsn, base, tmp_path):
                  "with --engine postgres, MODEL is a model NAME")
     assert_error(invoke(*pg, "fit", "train", "-y", "y", "--kind", "lda", "--model", "l"), "fitted in DuckDB only")
     assert_error(invoke(*pg, "score", "nope", "--model", "missing", "--out", tmp_path / "s.parquet"), "missing")
-    assert_error(invoke(*pg, "cv", "train", "-y", "y"), "sqlnb cv runs in DuckDB only")
+    assert_error(invoke(*pg, "cv", "train", "-y", "y"), "cross-validation on postgres needs a key")
     assert_error(invoke(*pg, "fit", "train", "-y", "y", "--delimiter", ";", "--model", "x"),
                  "reading options (--data-format, --columns and the CSV ones) apply to files read by DuckDB")
     assert_error(invoke("score", base / "test.parquet", "--model", f"{base}/m.duckdb:nb", "--out-table", "t"),

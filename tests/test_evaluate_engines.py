@@ -32,6 +32,7 @@ from sqlnb.cli import EXIT_FAIL
 from sqlnb.workflows.checks import unseen_counts
 from sqlnb.workflows.evaluate import Evaluation, evaluate
 from support.cli import mixed_table, write_parquet
+from support.engines import SPARK_ENV, close_to, postgres_engine, run_sqlnb, spark_engine
 from support.engines import unavailable as _unavailable
 
 TOL = 1e-9
@@ -116,64 +117,20 @@ def _same(got: Evaluation, want: Evaluation, where: str) -> None:
 
 
 def _close(a, b, where: str) -> None:
-    if isinstance(b, float):
-        assert isinstance(a, float) and abs(a - b) <= TOL, (where, a, b)
-    elif isinstance(b, dict):
-        assert a.keys() == b.keys(), where
-        for k in b:
-            _close(a[k], b[k], f"{where}.{k}")
-    elif isinstance(b, list):
-        assert isinstance(a, list) and len(a) == len(b), (where, a, b)
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{where}[{i}]")
-    else:
-        assert a == b and type(a) is type(b), (where, a, b)
+    close_to(a, b, where, TOL)
 
 
 # -- engines ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def postgres():
-    from sqlnb.engines import PostgresEngine
-    from support.postgres import postgres_server
-    try:
-        cm = postgres_server()
-        dsn = cm.__enter__()
-    except Exception as e:  # binaries missing, or the server failing to start
-        _unavailable("PostgreSQL", e)
-    try:
-        engine = PostgresEngine(dsn)
-        for case, (_, test, _) in CASES.items():
-            engine.write_table(f"test_{case}", test)
-        engine.dsn = dsn
+    with postgres_engine({f"test_{case}": test for case, (_, test, _) in CASES.items()}) as engine:
         yield engine
-        engine.close()
-    finally:
-        cm.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")
 def spark():
-    """A local session (or the one this process already runs: one SparkContext per
-    process), with the test tables as temporary views."""
-    from sqlnb.engines import SparkEngine
-    try:
-        from pyspark import SparkContext
-        from pyspark.sql import SparkSession
-        if SparkContext._active_spark_context is None:
-            from support.spark import spark_session
-            cm = spark_session()
-            session = cm.__enter__()
-        else:  # test_engines.py's, started in another thread: used, not stopped here
-            cm, session = None, SparkSession.builder.getOrCreate()
-    except Exception as e:  # pyspark or Java missing, the JVM failing to start
-        _unavailable("Spark", e)
-    try:
-        for case, (_, test, _) in CASES.items():
-            session.createDataFrame(test).createOrReplaceTempView(f"test_{case}")
-        yield SparkEngine(session)
-    finally:
-        if cm is not None:
-            cm.__exit__(None, None, None)
+    with spark_engine({f"test_{case}": test for case, (_, test, _) in CASES.items()}) as engine:
+        yield engine
 
 
 @pytest.mark.parametrize("engine_name", [pytest.param("postgres", marks=pytest.mark.postgres),
@@ -197,13 +154,6 @@ def test_the_unseen_categories_are_counted_on_the_engine(request, expected, engi
 
 
 # -- the command line, one process per command -----------------------------------------------
-def _run(args, env=None, cwd=None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in ("SQLNB_WAREHOUSE", "SQLNB_MASTER", "SPARK_REMOTE")}
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "sqlnb", *map(str, args)], capture_output=True, text=True,
-                          env=full, cwd=cwd, timeout=600)
-
-
 def _duckdb_unseen(model, data) -> list:
     """What the unseen-categories check finds in ``data`` (a path or a table) with DuckDB."""
     con = duckdb.connect()
@@ -222,22 +172,15 @@ def _json_equal(stdout: str, want: Evaluation, unseen: list, where: str) -> None
 def test_cli_evaluate_on_postgres(postgres, expected):
     model, want = expected["three_class"]
     model.save(postgres, "three")
-    ok = _run(["--engine", "postgres", "--dsn", postgres.dsn, "evaluate", "test_three_class", "--model", "three",
+    ok = run_sqlnb(["--engine", "postgres", "--dsn", postgres.dsn, "evaluate", "test_three_class", "--model", "three",
                "--format", "json", "--min-accuracy", "0.1"])
     assert ok.returncode == 0 and "Traceback" not in ok.stderr, ok.stderr
     _json_equal(ok.stdout, want, _duckdb_unseen(model, CASES["three_class"][1]), "postgres cli")
     query = "SELECT * FROM test_three_class WHERE id < 100"
-    low = _run(["--engine", "postgres", "--dsn", postgres.dsn, "evaluate", query, "--model", "three",
+    low = run_sqlnb(["--engine", "postgres", "--dsn", postgres.dsn, "evaluate", query, "--model", "three",
                 "--min-accuracy", "0.99"])
     assert low.returncode == EXIT_FAIL, low.stderr
     assert "accuracy    " in low.stdout and low.stderr.startswith("Error: accuracy 0.")
-
-
-#: For the test JVMs: C1-only JIT and serial GC (a short session starts faster), two
-#: shuffle partitions, no web UI (as in test_spark_cli.py).
-SUBMIT = ('--conf "spark.driver.defaultJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" '
-          "--conf spark.sql.shuffle.partitions=2 --conf spark.ui.enabled=false")
-SPARK_ENV = {"PYSPARK_SUBMIT_ARGS": SUBMIT + " pyspark-shell", "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
 def _require_spark_process() -> None:
@@ -255,10 +198,10 @@ def test_cli_evaluate_on_spark(tmp_path, expected):
     train, test, _ = CASES["categorical"]
     train_path = write_parquet(train, tmp_path / "train.parquet")
     test_path = write_parquet(test, tmp_path / "test.parquet")
-    fit = _run(["--engine", "spark", "fit", train_path, "--label", "y", "--features", "c1,c2",
+    fit = run_sqlnb(["--engine", "spark", "fit", train_path, "--label", "y", "--features", "c1,c2",
                 "--estimator", "mle", "--model", "cat"], SPARK_ENV, tmp_path)
     assert fit.returncode == 0, fit.stderr
-    ev = _run(["--engine", "spark", "evaluate", test_path, "--model", "cat", "--format", "json",
+    ev = run_sqlnb(["--engine", "spark", "evaluate", test_path, "--model", "cat", "--format", "json",
                "--min-accuracy", "0.99"], SPARK_ENV, tmp_path)
     assert ev.returncode == EXIT_FAIL and "Traceback" not in ev.stderr, ev.stderr
     assert ev.stderr.splitlines()[-1].startswith("Error: accuracy 0."), ev.stderr

@@ -5,6 +5,7 @@ naive Bayes, LDA, QDA and logistic regression), with their option parsing and re
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -13,12 +14,15 @@ import click
 from sqlnb import api
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, dump_json, model_str, save, write_text_file
-from sqlnb.cli.options import (DENSE_KINDS, keep_columns_option, source_options, features_options, format_option, label_option,
-                               model_kind_option, model_option, replace_option, seed_option, split_list)
+from sqlnb.cli.options import (DENSE_KINDS, data_spec, keep_columns_option, source_options, features_options, format_option,
+                               label_option, model_kind_option, model_location, model_option, replace_option, seed_option,
+                               split_list)
 from sqlnb.errors import SqlnbError
+from sqlnb.engines import as_engine
 from sqlnb.io import output
-from sqlnb.io.locations import FileOut, data_source, parse_data, parse_model
+from sqlnb.io.locations import FileOut, data_source
 from sqlnb.workflows import compare as compare_module
+from sqlnb.source import read_with
 from sqlnb.workflows.cv import cross_validate, fold_expression, fold_source
 
 
@@ -67,6 +71,9 @@ def cv_text(r) -> str:
 @model_kind_option
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True, help="Number of folds.")
 @seed_option("Seed of the fold hash.", default=0)
+@click.option("--key", metavar="COLUMN",
+              help="An integer column (a row id) hashed into the folds: the same folds on every engine "
+                   "(required with --engine postgres|spark; default: a hash of every column, in DuckDB).")
 @click.option("--grid", multiple=True, metavar="NAME=V1,V2",
               help="Hyperparameter values to try (repeatable: the grid is their product).")
 @click.option("--scoring", type=click.Choice(["accuracy", "log_loss"]), default="accuracy", show_default=True,
@@ -80,36 +87,40 @@ def cv_text(r) -> str:
 @source_options
 @replace_option
 @click.pass_obj
-def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring, refit, features, exclude,
+def cv(settings: Settings, data, label, model, kind, folds, seed, key, grid, scoring, refit, features, exclude,
        keep_columns, copy_source, fmt, reading, replace):
     """Cross-validate on DATA, optionally over a grid of hyperparameters.
 
-    Rows go to folds by a hash of their values (and --seed); one scan collects every
-    fold's statistics. Prints accuracy and log loss per fold and their means; with
-    --refit the best grid point is fitted on all rows and saved as --model.
+    Rows go to folds by a hash of their values, or of --key (and --seed); one scan
+    collects every fold's statistics. Prints accuracy and log loss per fold and their
+    means; with --refit the best grid point is fitted on all rows and saved as --model.
+    With --engine postgres|spark (naive Bayes, LDA, QDA) everything runs on the engine
+    and only aggregates come back; --key is then required.
 
     \b
     Example:
       sqlnb cv train.parquet --label y --grid 'alpha=0.1,0.5,1' --grid 'estimator=map,posterior-mean'
       sqlnb cv train.parquet --label y --kind lda --grid 'shrinkage=0,0.1,0.5' --refit \\
           --model models.duckdb:best --format json
+      sqlnb --engine spark cv s3a://lake/train/ --label y --key id --grid 'alpha=0.1,1'
     """
-    settings.require_duckdb("cv")
     if refit != (model is not None):
         raise SqlnbError("--refit and --model go together: --refit saves the best model as --model")
-    target = parse_model(model) if model else None
-    spec = parse_data(data, reading)
+    target = model_location(settings, model) if model else None
+    spec = data_spec(settings, data, reading)
     points = parse_grid(grid)
     options = {} if kind in DENSE_KINDS else {"kind": kind}
     if target is not None:
         check_new_model(settings, target, replace)
-    with settings.working(), settings.connect() as con:
-        r = cross_validate(data_source(con, spec, keep_text=(label,)), label,
-                           model=kind if kind in DENSE_KINDS else "naive_bayes",
-                           con=con, folds=folds, seed=seed, grid=points, scoring=scoring, refit=refit,
-                           features=split_list(features), exclude=split_list(exclude),
-                           keep_columns=split_list(keep_columns),
-                           materialize_source=copy_source, **options)
+    args = dict(model=kind if kind in DENSE_KINDS else "naive_bayes", folds=folds, seed=seed,
+                key=[key] if key else None, grid=points, scoring=scoring, refit=refit,
+                features=split_list(features), exclude=split_list(exclude), keep_columns=split_list(keep_columns),
+                materialize_source=copy_source, **options)
+    if settings.remote:
+        r = cross_validate(spec, label, con=settings.warehouse(), **args)
+    else:
+        with settings.working(), settings.connect() as con:
+            r = cross_validate(data_source(con, spec, keep_text=(label,)), label, con=con, **args)
     if target is not None:
         save(settings, r.best_model, target, replace)
     if fmt == "json":
@@ -130,6 +141,9 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring,
 @click.option("--sizes", multiple=True, metavar="N,...", help="Training sizes (default: 8 log-spaced sizes).")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="Random subsets per size.")
 @seed_option("Seed of the subsets (and of the split).", default=0)
+@click.option("--key", metavar="COLUMN",
+              help="An integer column (a row id) whose hash orders the rows: the same subsets on every engine "
+                   "(required with --engine postgres|spark; default: a hash of every column, in DuckDB).")
 @features_options("Feature columns (default: all but the label).")
 @click.option("--plot", metavar="FILE.svg", help="Also draw the learning curves as an SVG file.")
 @click.option("--binarize", type=float, default=None, metavar="T",
@@ -141,7 +155,7 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, grid, scoring,
 @source_options
 @replace_option
 @click.pass_obj
-def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, seed, features, exclude, plot,
+def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, seed, key, features, exclude, plot,
             binarize, C, fmt, reading, replace):
     """Learning curves: test error of naive Bayes, LDA, QDA and logistic regression
     against the number of training rows.
@@ -152,13 +166,14 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
     their one-hot indicators (categories from the training rows). --binarize T turns
     numeric features into indicators x > T for every kind (Bernoulli naive Bayes): with
     a weak penalty (--C 1e4) that is Ng & Jordan's generative-discriminative pair.
+    With --engine postgres|spark (and --key) every fit and test runs on the engine;
+    logistic regression, fitted in Python on the training rows, is left out there.
 
     \b
     Example:
       sqlnb compare train.parquet --label y --test test.parquet --plot curves.svg
       sqlnb compare data.parquet --label y --sizes 20,50,100 --repeats 3 --models naive_bayes,lda
     """
-    settings.require_duckdb("compare")
     if C is not None and not (C > 0 and C < float("inf")):
         raise SqlnbError(f"--C must be a positive finite number, not {C!r}")
     if plot is not None:
@@ -169,23 +184,38 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
         size_list = [int(s) for s in split_list(sizes)] if sizes else None
     except ValueError:
         raise SqlnbError(f"--sizes takes whole numbers, not {','.join(sizes)!r}") from None
-    spec = parse_data(data, reading)
-    test_spec = parse_data(test_data, reading) if test_data else None
-    with settings.working(), settings.connect() as con:
-        train = data_source(con, spec, keep_text=(label,))
+    spec = data_spec(settings, data, reading)
+    test_spec = data_spec(settings, test_data, reading) if test_data else None
+    models = split_list(kinds) or None
+    if settings.remote and models is None:
+        click.echo(f"note: logistic regression is fitted in Python on the training rows, so with --engine "
+                   f"{settings.engine} it is left out; comparing {', '.join(compare_module.ENGINE_MODELS)}", err=True)
+    with contextlib.ExitStack() as stack:
+        if settings.remote:
+            con = settings.warehouse()
+
+            def source(s):
+                return con.resolve(read_with(s, keep_text=(label,)))
+        else:
+            stack.enter_context(settings.working())
+            con = stack.enter_context(settings.connect())
+
+            def source(s):
+                return data_source(con, s, keep_text=(label,))
+        train = source(spec)
         train.require([label], "label column")
         if test_spec is not None:
-            test = data_source(con, test_spec, keep_text=(label,))
+            test = source(test_spec)
         else:
-            fold = fold_expression(train, 4, seed)
+            fold = fold_expression(train, 4, seed, [key] if key else None, as_engine(con).dialect)
             train, test = fold_source(train, fold, 0, held_out=False), fold_source(train, fold, 0)
         train, test, options = compare_module.encode(con, train, test, label, split_list(features),
                                                      split_list(exclude), binarize)
         if C is not None:
             options["logistic"]["C"] = C
         rows = compare_module.learning_curves(
-            train, test, label, con=con, models=split_list(kinds) or api.MODELS, sizes=size_list,
-            repeats=repeats, seed=seed, options=options)
+            train, test, label, con=con, models=models, sizes=size_list,
+            repeats=repeats, seed=seed, options=options, key=key)
     table = compare_module.summarize(rows)
     if plot is not None:
         write_text_file(plot, compare_module.svg_plot(table, f"Learning curves: {label}"))

@@ -24,6 +24,13 @@ Bayes on the same information; ``options[kind]["features"]`` gives each kind its
 Numeric columns: :func:`presence` replaces them by indicators ``x > threshold``, the
 features on which Bernoulli naive Bayes and logistic regression are a pair.
 
+On an engine (``con`` a :class:`~sqlnb.engines.PostgresEngine` or
+:class:`~sqlnb.engines.SparkEngine`) every query runs there and only counts, statistics
+and figures come back: the row order is the portable hash of an integer ``key`` column
+(:func:`sqlnb.workflows.cv.portable_hash`, the same on every engine, so the subsets and the
+curves equal DuckDB's), and logistic regression, which is fitted in Python on the
+training rows, is refused there: naive Bayes, LDA and QDA are compared.
+
 Plots are written as plain SVG text (no plotting dependency).
 """
 
@@ -40,12 +47,13 @@ from sqlglot import exp
 from sqlnb.models import dense
 from sqlnb import sql
 from sqlnb.api import MODELS, fit
-from sqlnb.workflows.cv import evaluate_fold
+from sqlnb.engines import Engine, as_engine
+from sqlnb.workflows.cv import evaluate_fold, is_integer_type, portable_hash
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric
 from sqlnb.models.naive_bayes.fit import plan_features
-from sqlnb.source import Source, read_with, resolve
+from sqlnb.source import Source, read_with
 
 #: Options used unless given: logistic regression on standardised columns (as
 #: ``StandardScaler`` + ``LogisticRegression``).
@@ -54,26 +62,46 @@ LABELS = {"naive_bayes": "naive Bayes", "lda": "LDA", "qda": "QDA", "logistic": 
 COLOURS = {"naive_bayes": "#d62728", "lda": "#2ca02c", "qda": "#9467bd", "logistic": "#1f77b4"}
 
 
-def _order(source: Source, seed: int) -> exp.Expression:
-    """``hash(<all columns>, seed)``: a random, reproducible row order."""
-    return exp.Anonymous(this="hash", expressions=[sql.col(c, "src") for c in source.columns]
-                         + [exp.Literal.number(seed)])
+#: Model kinds an engine compares: logistic regression is fitted in Python, on the rows.
+ENGINE_MODELS = ("naive_bayes", "lda", "qda")
+
+
+def check_key(source: Source, key: str | None, dialect: str) -> None:
+    """Refuse a ``key`` that is not one integer column, or none on an engine."""
+    if key is not None:
+        source.require([key], "key column")
+        if not is_integer_type(source.columns[key]):
+            raise SqlnbError(f"key column {key!r} in {source.description} has type {source.columns[key]}; "
+                             "the key is an integer column (a row id)")
+    elif dialect != "duckdb":
+        raise SqlnbError(f"learning curves on {dialect} need a key: one integer column (a row id) whose hash orders "
+                         "the rows the same way on every engine (key=..., --key)")
+
+
+def _order(source: Source, seed: int, key: str | None = None) -> list[exp.Expression]:
+    """A random, reproducible row order: ``hash(<all columns>, seed)`` (DuckDB), or with an
+    integer ``key`` its portable hash and then the key (the same order on every engine)."""
+    if key is not None:
+        return [portable_hash(sql.col(key, "src"), seed), sql.col(key, "src")]
+    return [exp.Anonymous(this="hash", expressions=[sql.col(c, "src") for c in source.columns]
+                          + [exp.Literal.number(seed)])]
 
 
 def subsample(source: Source, size: int, seed: int, quotas: Mapping[Any, int] | None = None,
-              label: str | None = None) -> Source:
-    """The first ``size`` rows of ``source`` in ``hash(<all columns>, seed)`` order or, with
+              label: str | None = None, key: str | None = None) -> Source:
+    """The first ``size`` rows of ``source`` in ``hash(<all columns>, seed)`` order (or the
+    order of ``key``, :func:`_order`) or, with
     ``quotas`` (label value -> rows, see :func:`class_quotas`), the first ``quotas[c]``
     rows of each class ``c`` of ``label`` in that order (a stratified sample; rows with
     a NULL label are left out, as a fit would skip them)."""
     if quotas is None:
         query = (exp.select(exp.Column(this=exp.Star(), table=sql.ident("src"))).from_(source.from_("src"))
-                 .order_by(_order(source, seed)).limit(exp.Literal.number(size)))
+                 .order_by(*_order(source, seed, key)).limit(exp.Literal.number(size)))
         what = f"sample of {size}, seed {seed}"
     else:
         y = sql.col(label, "src")
         rank = exp.Window(this=exp.RowNumber(), partition_by=[y.copy()],
-                          order=exp.Order(expressions=[exp.Ordered(this=_order(source, seed))]))
+                          order=exp.Order(expressions=[exp.Ordered(this=o) for o in _order(source, seed, key)]))
         ranked = (exp.select(*[sql.col(c, "src") for c in source.columns],
                              exp.alias_(rank, "rank", quoted=True))
                   .from_(source.from_("src")).where(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null()))))
@@ -88,13 +116,13 @@ def subsample(source: Source, size: int, seed: int, quotas: Mapping[Any, int] | 
                   description=f"{source.description} ({what})")
 
 
-def class_counts(con: duckdb.DuckDBPyConnection, source: Source, label: str) -> dict:
+def class_counts(con: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str) -> dict:
     """Rows per class (non-NULL label) of ``source``, in sorted class order."""
     from sqlnb.stats import sorted_values
     y = sql.col(label, "src")
     q = (exp.select(y, exp.Count(this=exp.Star())).from_(source.from_("src"))
          .where(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null()))).group_by(y.copy()))
-    found = dict(con.execute(sql.render(q)).fetchall())
+    found = dict(as_engine(con).execute(q))
     return {c: int(found[c]) for c in sorted_values(found)}
 
 
@@ -119,7 +147,7 @@ def class_quotas(counts: Mapping[Any, int], size: int) -> dict:
     return {c: min(q, counts[c]) for c, q in zip(classes, quota)}
 
 
-def one_hot(con: duckdb.DuckDBPyConnection, data: Any, columns: Sequence[str],
+def one_hot(con: "duckdb.DuckDBPyConnection | Engine", data: Any, columns: Sequence[str],
             categories: Mapping[str, Sequence] | None = None) -> tuple[Source, dict[str, list]]:
     """``data`` plus one DOUBLE indicator column ``"<column>=<value>"`` per category.
 
@@ -133,7 +161,8 @@ def one_hot(con: duckdb.DuckDBPyConnection, data: Any, columns: Sequence[str],
     (Source, dict of column -> list of categories)
     """
     from sqlnb.stats import sorted_values
-    source = resolve(data, con)
+    engine = as_engine(con)
+    source = engine.resolve(data)
     source.require(columns, "column to encode")
     cats: dict[str, list] = {}
     for c in columns:
@@ -142,7 +171,7 @@ def one_hot(con: duckdb.DuckDBPyConnection, data: Any, columns: Sequence[str],
             continue
         q = (exp.select(sql.col(c, "src")).distinct().from_(source.from_("src"))
              .where(exp.Not(this=exp.Is(this=sql.col(c, "src"), expression=exp.Null()))))
-        cats[c] = sorted_values(r[0] for r in con.execute(sql.render(q)).fetchall())
+        cats[c] = sorted_values(r[0] for r in engine.execute(q))
     cols: list[exp.Expression] = [exp.Column(this=exp.Star(), table=sql.ident("src"))]
     for c, values in cats.items():
         for v in values:
@@ -150,10 +179,9 @@ def one_hot(con: duckdb.DuckDBPyConnection, data: Any, columns: Sequence[str],
             cols.append(exp.alias_(exp.Case(ifs=[exp.If(this=hit, true=sql.dbl(1.0))], default=sql.dbl(0.0)),
                                    f"{c}={v}", quoted=True))
     query = exp.select(*cols).from_(source.from_("src"))
-    rel = con.sql(sql.render(exp.select(exp.Star()).from_(exp.Subquery(this=query, alias=exp.TableAlias(
-        this=sql.ident("q")))).limit(0)))
-    names = {str(n): str(t) for n, t in zip(rel.columns, rel.types)}
-    if len(names) != len(rel.columns):
+    names = {**source.columns, **{f"{c}={v}": "DOUBLE" for c, values in cats.items() for v in values}}
+    # Compared case-insensitively: DuckDB and Spark do (PostgreSQL not, for quoted names).
+    if len({n.lower() for n in names}) != len(source.columns) + sum(len(v) for v in cats.values()):
         raise SqlnbError(f"one-hot column names collide with columns of {source.description}; rename them")
     return Source(expr=exp.Subquery(this=query), columns=names,
                   description=f"{source.description} (one-hot {', '.join(columns)})"), cats
@@ -179,7 +207,7 @@ def presence(data: Source, columns: Sequence[str], threshold: float = 0.0) -> So
                   description=f"{data.description} (x > {threshold:g} for {len(columns)} columns)")
 
 
-def encode(con: duckdb.DuckDBPyConnection, train: Any, test: Any, label: str,
+def encode(con: "duckdb.DuckDBPyConnection | Engine", train: Any, test: Any, label: str,
            features: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
            binarize: float | None = None) -> tuple[Source, Source, dict[str, dict]]:
     """Prepare a training and a test set so that every model kind sees the same information.
@@ -197,7 +225,8 @@ def encode(con: duckdb.DuckDBPyConnection, train: Any, test: Any, label: str,
         The sources, and per model kind the ``features`` (and for naive Bayes the
         ``feature_kinds``) to pass to :func:`learning_curves` as ``options``.
     """
-    train_src, test_src = (resolve(read_with(d, keep_text=(label,)), con) for d in (train, test))
+    engine = as_engine(con)
+    train_src, test_src = (engine.resolve(read_with(d, keep_text=(label,))) for d in (train, test))
     feats = plan_features(train_src, label, None, "auto", None, features, exclude)
     names = [f.name for f in feats]
     categorical = [n for n in names if not (is_numeric(train_src.columns[n]) or train_src.columns[n].upper() == "BOOLEAN")]
@@ -227,8 +256,7 @@ def indicator_names(categories: Mapping[str, Sequence]) -> list[str]:
 
 
 def _count(con, source: Source) -> int:
-    return int(con.execute(sql.render(exp.select(exp.Count(this=exp.Star())).from_(source.from_("src"))))
-               .fetchall()[0][0])
+    return int(as_engine(con).execute(exp.select(exp.Count(this=exp.Star())).from_(source.from_("src")))[0][0])
 
 
 def default_sizes(n: int, count: int = 8, smallest: int = 10) -> list[int]:
@@ -243,8 +271,8 @@ def learning_curves(
     test: Any,
     label: str,
     *,
-    con: duckdb.DuckDBPyConnection | None = None,
-    models: Sequence[str] = MODELS,
+    con: "duckdb.DuckDBPyConnection | Engine | None" = None,
+    models: Sequence[str] | None = None,
     sizes: Sequence[int] | None = None,
     repeats: int = 5,
     seed: int = 0,
@@ -252,6 +280,7 @@ def learning_curves(
     exclude: Sequence[str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     stratify: bool = True,
+    key: str | None = None,
 ) -> list[dict]:
     """Test error of each model kind against training-set size.
 
@@ -262,10 +291,11 @@ def learning_curves(
         queries, files, relations or Arrow tables, as for :func:`sqlnb.fit`.
     label : str
         The label column.
-    con : duckdb connection, optional
-        A connection that can see both sources.
-    models : list of str
-        Model kinds (:data:`sqlnb.MODELS`).
+    con : duckdb connection or engine, optional
+        A connection that can see both sources, or a PostgreSQL or Spark engine (module
+        docstring; ``key`` is then required).
+    models : list of str, optional
+        Model kinds (default :data:`sqlnb.MODELS`; on an engine :data:`ENGINE_MODELS`).
     sizes : list of int, optional
         Training sizes (default: :func:`default_sizes` of the training rows).
     repeats : int
@@ -286,6 +316,9 @@ def learning_curves(
         few rows then always holds both classes (every model is defined on it) and the
         spread between subsets comes from which rows were drawn, not from how many of
         each class. False: the first ``size`` rows in hash order, whatever their labels.
+    key : str, optional
+        An integer column (a row id) whose portable hash orders the rows (the same
+        subsets on every engine); default, on DuckDB only: a hash of every column.
 
     Returns
     -------
@@ -293,13 +326,19 @@ def learning_curves(
         One row per (model, size, repeat): ``model``, ``size``, ``repeat``, ``error``
         (1 − accuracy on the test rows, None when undefined), ``log_loss`` and ``reason``.
     """
+    engine = as_engine(con)
+    models = list(models) if models is not None else list(MODELS if engine.dialect == "duckdb" else ENGINE_MODELS)
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         raise SqlnbError(f"unknown model {unknown[0]!r}{suggest(unknown[0], MODELS)}; models are: {', '.join(MODELS)}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise SqlnbError(f"repeats must be a positive integer, not {repeats!r}")
-    con = con if con is not None else duckdb.connect()
-    train_src, test_src = (resolve(read_with(d, keep_text=(label,)), con) for d in (train, test))
+    if engine.dialect != "duckdb" and "logistic" in models:
+        raise SqlnbError(f"logistic regression is fitted in Python on the training rows; on {engine.dialect} "
+                         f"learning curves compare {', '.join(ENGINE_MODELS)} (leave out logistic, or use DuckDB)")
+    con = engine
+    train_src, test_src = (engine.resolve(read_with(d, keep_text=(label,))) for d in (train, test))
+    check_key(train_src, key, engine.dialect)
     n = _count(con, train_src)
     sizes = default_sizes(n) if sizes is None else sorted({int(s) for s in sizes})
     if not sizes or sizes[0] < 1 or sizes[-1] > n:
@@ -310,7 +349,7 @@ def learning_curves(
     for size in sizes:
         quotas = class_quotas(counts, size) if counts is not None else None
         for r in range(repeats):
-            sample = subsample(train_src, size, seed + r, quotas, label)
+            sample = subsample(train_src, size, seed + r, quotas, label, key)
             shared: dict = {}
             for m in models:
                 row = {"model": m, "size": size, "repeat": r, "error": None, "log_loss": None, "reason": None}

@@ -1,13 +1,31 @@
 """k-fold cross-validation and grid search, reading the training data once.
 
-Folds::
+Folds, when ``key`` is one integer column (a row id), the portable hash
+(:func:`portable_fold`)::
+
+    x = ((key mod P) + P) mod P,  P = 2³¹ − 1     (a NULL key counts as 0)
+    h = (x·a + b) mod P;  h = (h·h + c) mod P;  h = (h·d + b) mod P
+    fold(row) = h mod k
+
+in BIGINT arithmetic that never overflows (every product is below 2⁶²), with ``a, b, c,
+d`` drawn from the seed by SplitMix64 in Python. It is integer arithmetic only, so a row
+lands in the same fold on DuckDB, PostgreSQL and Spark; on PostgreSQL and Spark it is the
+only fold assignment (they need ``key``). Otherwise, on DuckDB::
 
     fold(row) = hash(<key columns>, seed) % k
 
 with DuckDB's variadic ``hash()`` (UBIGINT; the seed is one more argument), so folds are
 reproducible for a given seed and DuckDB version and need no row order. The default key
 is every column of the source (identical rows then share a fold); give ``key`` (a row id)
-for exactly balanced folds on data with many duplicate rows.
+for balanced folds on data with many duplicate rows.
+
+On an engine (``con`` a :class:`~sqlnb.engines.PostgresEngine` or
+:class:`~sqlnb.engines.SparkEngine`) every statement below runs there and only aggregates
+come back: the copy is a temporary table on PostgreSQL and a cached temporary view on
+Spark (``CACHE TABLE ... AS``), categorical counts come from the GROUPING SETS query
+grouped by fold as well (no ``histogram()`` there), and the pooled scoring query is the
+same tree rendered for the engine. Logistic regression, fitted in Python on the rows, is
+refused there.
 
 The source is read exactly once: into a temporary table holding the label, the candidate
 features and each row's fold (:func:`materialize`), which every step below reads instead
@@ -68,10 +86,11 @@ from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
-from sqlnb.engines import as_engine
+from sqlnb.engines import Engine, as_engine
+from sqlnb.sql.types import is_float, is_numeric
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
-from sqlnb.source import Source, Table, read_with, resolve
+from sqlnb.source import Source, Table, read_with
 
 #: Model kinds cross-validation knows (as :data:`sqlnb.api.MODELS`).
 MODELS = ("naive_bayes", "lda", "qda", "logistic")
@@ -85,14 +104,78 @@ GRID_PARAMETERS = {
 SCORING = ("accuracy", "log_loss")
 
 
-def fold_expression(source: Source, folds: int, seed: int = 0, key: Sequence[str] | None = None) -> exp.Expression:
-    """``hash(<key columns>, seed) % folds`` over the source alias ``src``."""
+#: The prime modulus of :func:`portable_fold` (2³¹ − 1: products of two residues fit BIGINT).
+FOLD_PRIME = 2147483647
+
+
+def _splitmix64(state: int) -> tuple[int, int]:
+    """One step of SplitMix64: (next state, output)."""
+    mask = (1 << 64) - 1
+    state = (state + 0x9E3779B97F4A7C15) & mask
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return state, z ^ (z >> 31)
+
+
+def fold_constants(seed: int) -> list[int]:
+    """``a, b, c, d`` of :func:`portable_fold`, each in ``[1, P − 1]``, from the seed."""
+    state, out = seed & ((1 << 64) - 1), []
+    for _ in range(4):
+        state, z = _splitmix64(state)
+        out.append(z % (FOLD_PRIME - 1) + 1)
+    return out
+
+
+def is_integer_type(sql_type: str) -> bool:
+    """Whole-number column types (not DECIMAL, whose scale may be > 0)."""
+    base = sql_type.upper().split("(")[0].strip()
+    return is_numeric(sql_type) and not is_float(sql_type) and base not in ("DECIMAL", "NUMERIC")
+
+
+def portable_fold(column: exp.Expression, folds: int, seed: int) -> exp.Expression:
+    """The fold of an integer ``column`` by the portable hash of the module docstring: the
+    same fold on every engine (only BIGINT ``%``, ``*`` and ``+``, no overflow)."""
+    return exp.Mod(this=portable_hash(column, seed), expression=exp.Literal.number(folds))
+
+
+def portable_hash(column: exp.Expression, seed: int) -> exp.Expression:
+    """``h`` of the module docstring for an integer ``column``: in ``[0, 2³¹ − 1)``, the
+    same on every engine."""
+    a, b, c, d = fold_constants(seed)
+
+    def mod(x: exp.Expression, m: int) -> exp.Expression:
+        # sqlglot renders trees as built, without precedence parentheses: add them.
+        return sql.paren(exp.Mod(this=sql.paren(x), expression=exp.Literal.number(m)))
+
+    def lit(v: int) -> exp.Expression:
+        return exp.Literal.number(v)
+
+    key = exp.Coalesce(this=column, expressions=[exp.Literal.number(0)])
+    x = exp.Cast(this=mod(key, FOLD_PRIME), to=exp.DataType.build("bigint"))
+    x = mod(exp.Add(this=x, expression=lit(FOLD_PRIME)), FOLD_PRIME)
+    h = mod(exp.Add(this=exp.Mul(this=x, expression=lit(a)), expression=lit(b)), FOLD_PRIME)
+    h = mod(exp.Add(this=exp.Mul(this=h, expression=h.copy()), expression=lit(c)), FOLD_PRIME)
+    return mod(exp.Add(this=exp.Mul(this=h, expression=lit(d)), expression=lit(b)), FOLD_PRIME)
+
+
+def fold_expression(source: Source, folds: int, seed: int = 0, key: Sequence[str] | None = None,
+                    dialect: str = "duckdb") -> exp.Expression:
+    """Each row's fold over the source alias ``src`` (module docstring): the portable hash
+    of ``key`` when it is one integer column, else (DuckDB only) ``hash(<key columns>,
+    seed) % folds``."""
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise SqlnbError(f"folds must be an integer >= 2, not {folds!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise SqlnbError(f"seed must be an integer, not {seed!r}")
     columns = list(key) if key is not None else list(source.columns)
     source.require(columns, "fold key column")
+    if key is not None and len(columns) == 1 and is_integer_type(source.columns[columns[0]]):
+        return portable_fold(sql.col(columns[0], "src"), folds, seed)
+    if dialect != "duckdb":
+        what = "no key" if key is None else f"key {', '.join(columns)!r} ({', '.join(source.columns[c] for c in columns)})"
+        raise SqlnbError(f"cross-validation on {dialect} needs a key: one integer column (a row id) whose hash puts "
+                         f"each row in the same fold on every engine (key=[...], --key); got {what}")
     args = [sql.col(c, "src") for c in columns] + [exp.Literal.number(seed)]
     return exp.Mod(this=exp.Anonymous(this="hash", expressions=args), expression=exp.Literal.number(folds))
 
@@ -239,6 +322,9 @@ def _discriminant_plan(cls, con, source, label, fold, folds, features, exclude, 
 
 
 def _logistic_plan(con, source, label, fold, folds, features, exclude, options) -> _Plan:
+    if as_engine(con).dialect != "duckdb":
+        raise SqlnbError(f"cross-validation of logistic regression reads the rows into Python; on "
+                         f"{as_engine(con).dialect} cross-validate naive_bayes, lda or qda (or use DuckDB)")
     feats = dense.plan_features(source, label, features, exclude, "logistic regression")
     labels, X, extras, null_rows = dense.read_rows(con, source, label, feats, {"fold": fold})
     classes = dense.check_labels(dict.fromkeys(labels), label, source.description, null_rows)
@@ -257,11 +343,19 @@ def _logistic_plan(con, source, label, fold, folds, features, exclude, options) 
                  [int(np.sum(f == i)) for i in range(folds)])
 
 
-def evaluate_fold(con: duckdb.DuckDBPyConnection, model: Model, held_out: Source, label: str) -> dict:
-    """Accuracy, log loss and labelled rows of ``model`` on ``held_out``: one SQL scan."""
-    scored = model.scoring_query(held_out, outputs=("proba", "prediction"), keep=[label])
-    rel = con.sql(sql.render(over_scored(summary_query(label, list(model.classes), model.label_type), scored)))
-    return _figures(dict(zip(rel.columns, rel.fetchall()[0])), held_out.description)
+def _rows(engine: Engine, query: exp.Select) -> list[dict]:
+    """The rows of ``query`` on ``engine``, as dicts by output name."""
+    names = [e.alias_or_name for e in query.expressions]
+    return [dict(zip(names, r)) for r in engine.execute(query)]
+
+
+def evaluate_fold(con: "duckdb.DuckDBPyConnection | Engine", model: Model, held_out: Source, label: str) -> dict:
+    """Accuracy, log loss and labelled rows of ``model`` on ``held_out``: one SQL scan,
+    on DuckDB or on an engine."""
+    engine = as_engine(con)
+    scored = model.scoring_query(held_out, outputs=("proba", "prediction"), keep=[label], dialect=engine.dialect)
+    query = over_scored(summary_query(label, list(model.classes), model.label_type), scored)
+    return _figures(_rows(engine, query)[0], held_out.description)
 
 
 def _unused_name(columns: Sequence[str], base: str) -> str:
@@ -273,16 +367,19 @@ def _unused_name(columns: Sequence[str], base: str) -> str:
     return base
 
 
-def materialize(con: duckdb.DuckDBPyConnection, source: Source, label: str, fold: exp.Expression,
+def materialize(con: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str, fold: exp.Expression,
                 features: Sequence[str] | None, exclude: Sequence[str] | None) -> tuple[str, Source, exp.Expression]:
-    """Read ``source`` once into a temporary DuckDB table, with each row's fold as a column.
+    """Read ``source`` once into a temporary table, with each row's fold as a column.
 
     Cross-validation then reads only this copy: the statistics scan, the first rows for
     the Gaussian shifts and the scoring scan. The source itself is read exactly once,
     which matters when reading it is the expensive part (CSV parsing, a view with joins,
     remote files), and the fold hash is computed once per row. Only the label, the
     candidate features and the fold are copied. DuckDB spills the copy to its temp
-    directory when it does not fit in memory.
+    directory when it does not fit in memory. On PostgreSQL the copy is a temporary
+    table too; Spark has none, so there it is a cached temporary view (``CACHE TABLE
+    name AS query``: computed at once and kept by the executors, in memory and on disk).
+    :func:`drop_copy` removes it.
 
     Returns
     -------
@@ -292,14 +389,27 @@ def materialize(con: duckdb.DuckDBPyConnection, source: Source, label: str, fold
     dropped = set(exclude or ())
     columns = [c for c in source.columns
                if c == label or (c in features if features is not None else c not in dropped)]
+    engine = as_engine(con)
     table = f"sqlnb_cv_{uuid.uuid4().hex}"
     query = exp.select(*[exp.alias_(sql.col(c, "src"), c, quoted=True) for c in columns],
                        exp.alias_(fold.copy(), name, quoted=True)).from_(source.from_("src"))
-    create = exp.Create(this=sql.table(table), kind="TABLE", expression=query,
-                        properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
-    con.execute(sql.render(create))
-    copy = dataclasses.replace(resolve(Table(table), con), description=source.description)
+    if engine.dialect == "spark":
+        engine.execute(exp.Cache(this=sql.table(table), lazy=False, expression=query))
+    else:
+        engine.execute(exp.Create(this=sql.table(table), kind="TABLE", expression=query,
+                                  properties=exp.Properties(expressions=[exp.TemporaryProperty()])))
+    copy = dataclasses.replace(engine.resolve(Table(table)), description=source.description)
     return table, copy, sql.col(name, "src")
+
+
+def drop_copy(con: "duckdb.DuckDBPyConnection | Engine", table: str) -> None:
+    """Remove the copy :func:`materialize` made."""
+    engine = as_engine(con)
+    if engine.dialect == "spark":
+        engine.execute(exp.Uncache(this=sql.table(table), exists=True))
+        engine.execute(exp.Drop(tables=[sql.table(table)], kind="VIEW", exists=True))
+    else:
+        engine.execute(exp.Drop(tables=[sql.table(table)], kind="TABLE", exists=True))
 
 
 def keyed_source(source: Source, fold: exp.Expression, folds: int, points: int, key: str) -> exp.Subquery:
@@ -350,7 +460,7 @@ def keyed_joins(models: Sequence[Model], key: str) -> list[exp.Join] | None:
 
 
 def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fold: exp.Expression,
-                         folds: int, key: str) -> exp.Select | None:
+                         folds: int, key: str, dialect: str = "duckdb") -> exp.Select | None:
     """Accuracy, log loss and labelled rows of model ``m = g·folds + i`` on fold ``i``, for
     every ``m``, from one read of ``source`` (see the module docstring); one row per ``m``
     with the key in column ``key``. None when a model's lookups cannot be keyed."""
@@ -359,6 +469,7 @@ def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fo
         return None
     first = models[0]
     first.check_source(source)
+    first.check_dialect(dialect)
     m = sql.col(key, "src")
 
     def by_model(per_model: list[list[exp.Expression]]) -> list[exp.Expression]:
@@ -371,10 +482,25 @@ def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fo
     # large. Measured on 1M mixed rows, 5 folds × 4 grid points (20 models): building
     # the tree, rendering it and DuckDB's planning took 4.4 s less without the gate, and
     # execution was no slower (the categorical lookups' joins dominate it).
-    scored = scoring_select(keyed_source(source, fold, folds, len(models) // folds, key),
-                            by_model([model.class_scores() for model in models]), list(first.classes),
-                            first.label_type, [*source.columns, key], outputs=("proba", "prediction"),
-                            keep=[label, key], joins=joins)
+    scores = by_model([model.class_scores() for model in models])
+    keyed = keyed_source(source, fold, folds, len(models) // folds, key)
+    columns = [*source.columns, key]
+    if dialect == "postgres":
+        # PostgreSQL pulls subqueries up into the query that reads them, copying a column's
+        # expression into every reference: the scoring layers read each class score
+        # several times, and with one CASE branch per model the copies multiply (12 models,
+        # 300 rows: the backend grew past 2 GB and returned nothing in 10 minutes). OFFSET 0
+        # keeps the scores a subquery of their own, computed once per row (0.6 s).
+        names = [_unused_name([label, key], f"cv_score{c}") for c in range(len(scores))]
+        inner = (exp.select(sql.col(label, "src"), sql.col(key, "src"),
+                            *[exp.alias_(s, n, quoted=True) for s, n in zip(scores, names)])
+                 .from_(keyed).offset(0))
+        for j in joins:
+            inner = inner.join(j, copy=False)
+        keyed = exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("src")))
+        scores, columns, joins = [sql.col(n, "src") for n in names], [label, key, *names], []
+    scored = scoring_select(keyed, scores, list(first.classes), first.label_type, columns,
+                            outputs=("proba", "prediction"), keep=[label, key], joins=joins)
     # summary_query reduces the whole scored CTE to one row; grouping its aggregating scan
     # by the key (and passing the key out) gives the same figures per model, so accuracy
     # and log loss are defined in one place (sqlnb.workflows.evaluate) for both paths.
@@ -402,7 +528,7 @@ def cross_validate(
     label: str,
     *,
     model: str = "naive_bayes",
-    con: duckdb.DuckDBPyConnection | None = None,
+    con: "duckdb.DuckDBPyConnection | Engine | None" = None,
     folds: int = 5,
     seed: int = 0,
     key: Sequence[str] | None = None,
@@ -422,6 +548,8 @@ def cross_validate(
     ----------
     data, label, con, features, exclude, keep_columns, screen
         As for :func:`sqlnb.fit` (the same columns are screened out as a fit leaves out).
+        With ``con`` a PostgreSQL or Spark engine everything runs there (module
+        docstring), for naive Bayes, LDA and QDA, and ``key`` is required.
     model : {"naive_bayes", "lda", "qda", "logistic"}
         The model kind.
     folds : int
@@ -429,7 +557,9 @@ def cross_validate(
     seed : int
         Seed of the fold hash (see the module docstring).
     key : list of str, optional
-        Columns hashed into the fold (default: every column).
+        Columns hashed into the fold (default: every column, DuckDB only). One integer
+        column (a row id) is hashed portably: the same rows form the same folds on
+        DuckDB, PostgreSQL and Spark.
     grid : mapping of parameter -> list of values, or list of dicts, optional
         Hyperparameters to try: naive Bayes ``alpha``, ``var_smoothing``,
         ``estimator``, ``class_prior``, ...; LDA ``shrinkage``, ``priors``; QDA
@@ -468,10 +598,10 @@ def cross_validate(
         if name not in allowed:
             raise SqlnbError(f"{name!r} is not a parameter of model {model!r}{suggest(name, allowed)}; "
                              f"choose from: {', '.join(allowed)}")
-    con = con if con is not None else duckdb.connect()
-    source = resolve(read_with(data, keep_text=(label,)), con)
+    con = as_engine(con)
+    source = con.resolve(read_with(data, keep_text=(label,)))
     source.require([label], "label column")
-    fold = fold_expression(source, folds, seed, key)
+    fold = fold_expression(source, folds, seed, key, con.dialect)
     if features is not None and exclude:
         raise SqlnbError("give either the features to use or the ones to exclude, not both")
     source.require(list(features or ()), "feature column")
@@ -480,7 +610,7 @@ def cross_validate(
 
     def screened(src: Source, skip: Sequence[str] | None) -> list[str]:
         # The columns a fit would leave out (sqlnb.models.screening), read from ``src``.
-        found = screen_plan(as_engine(con), src, label, options.get("weight"), features, skip, keep_columns, screen,
+        found = screen_plan(con, src, label, options.get("weight"), features, skip, keep_columns, screen,
                             numeric_only=not text_is_categorical, asked=list(options.get("feature_kinds") or {}))
         return [s.column for s in found]
 
@@ -496,7 +626,7 @@ def cross_validate(
                                features, None if features is not None else [fold.name, *screened(copy, [fold.name])],
                                options, start, source_reads=1)
     finally:
-        con.execute(sql.render(exp.Drop(tables=[sql.table(table)], kind="TABLE", exists=True)))
+        drop_copy(con, table)
 
 
 def _cross_validate(con, source, label, fold, model, folds, seed, points, scoring, refit, features, exclude,
@@ -512,10 +642,9 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
 
     models = [plan.fold_model(i, params) for params in points for i in range(folds)]
     key = _unused_name(source.columns, "cv_model")
-    pooled = pooled_summary_query(models, source, label, fold, folds, key)
+    pooled = pooled_summary_query(models, source, label, fold, folds, key, con.dialect)
     if pooled is not None:  # every (grid point, fold) from one scoring scan
-        rel = con.sql(sql.render(pooled))
-        found = {r[key]: r for r in (dict(zip(rel.columns, row)) for row in rel.fetchall())}
+        found = {r[key]: r for r in _rows(con, pooled)}
         figures = [_figures(found.get(m, {"labelled": 0}), f"fold {m % folds} of {source.description}")
                    for m in range(len(models))]
         scoring_scans = 1

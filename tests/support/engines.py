@@ -1,8 +1,14 @@
-"""What engine tests do when an engine cannot start."""
+"""What engine tests share: starting an engine (and what to do when one cannot start),
+comparing results, running the CLI as a process."""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+import subprocess
+import sys
+from typing import Any, Iterator, Mapping
 
 import pytest
 
@@ -16,3 +22,85 @@ def unavailable(what: str, err: BaseException):
     if ON_CI:
         pytest.fail(f"{msg} (CI is set: engine tests must run, not skip)", pytrace=False)
     pytest.skip(msg)
+
+
+@contextlib.contextmanager
+def postgres_engine(tables: Mapping[str, Any]) -> Iterator[Any]:
+    """A :class:`~sqlnb.engines.PostgresEngine` on a throw-away server holding ``tables``
+    (name -> Arrow table), with its DSN as ``engine.dsn``; skipped (or failed on CI)
+    when no server can start."""
+    from sqlnb.engines import PostgresEngine
+    from support.postgres import postgres_server
+    try:
+        cm = postgres_server()
+        dsn = cm.__enter__()
+    except Exception as e:  # binaries missing, or the server failing to start
+        unavailable("PostgreSQL", e)
+    try:
+        engine = PostgresEngine(dsn)
+        for name, table in tables.items():
+            engine.write_table(name, table)
+        engine.dsn = dsn
+        yield engine
+        engine.close()
+    finally:
+        cm.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def spark_engine(tables: Mapping[str, Any]) -> Iterator[Any]:
+    """A :class:`~sqlnb.engines.SparkEngine` on a local session (or the one this process
+    already runs, started by another module in another thread: used, not stopped here; one
+    SparkContext per process), with ``tables`` as temporary views."""
+    from sqlnb.engines import SparkEngine
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+        if SparkContext._active_spark_context is None:
+            from support.spark import spark_session
+            cm = spark_session()
+            session = cm.__enter__()
+        else:
+            cm, session = None, SparkSession.builder.getOrCreate()
+    except Exception as e:  # pyspark or Java missing, the JVM failing to start
+        unavailable("Spark", e)
+    try:
+        for name, table in tables.items():
+            session.createDataFrame(table).createOrReplaceTempView(name)
+        yield SparkEngine(session)
+    finally:
+        if cm is not None:
+            cm.__exit__(None, None, None)
+
+
+def close_to(a: Any, b: Any, where: str, tol: float = 1e-9) -> None:
+    """Assert that ``a`` equals ``b`` (nested dicts and lists), floats within ``tol``
+    (NaN equal to NaN), anything else exactly and of the same type."""
+    if isinstance(b, float):
+        assert isinstance(a, float) and (abs(a - b) <= tol or (math.isnan(a) and math.isnan(b))), (where, a, b)
+    elif isinstance(b, dict):
+        assert isinstance(a, dict) and a.keys() == b.keys(), where
+        for k in b:
+            close_to(a[k], b[k], f"{where}.{k}", tol)
+    elif isinstance(b, list):
+        assert isinstance(a, list) and len(a) == len(b), (where, a, b)
+        for i, (x, y) in enumerate(zip(a, b)):
+            close_to(x, y, f"{where}[{i}]", tol)
+    else:
+        assert a == b and type(a) is type(b), (where, a, b)
+
+
+#: For the test JVMs of CLI processes: C1-only JIT and serial GC (a short session starts
+#: faster), two shuffle partitions, no web UI.
+SPARK_SUBMIT = ('--conf "spark.driver.defaultJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" '
+                "--conf spark.sql.shuffle.partitions=2 --conf spark.ui.enabled=false")
+SPARK_ENV = {"PYSPARK_SUBMIT_ARGS": SPARK_SUBMIT + " pyspark-shell", "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def run_sqlnb(args, env=None, cwd=None) -> subprocess.CompletedProcess:
+    """``python -m sqlnb ARGS`` as a separate process, without the engine settings of the
+    calling environment (``env`` adds some)."""
+    full = {k: v for k, v in os.environ.items() if k not in ("SQLNB_WAREHOUSE", "SQLNB_MASTER", "SPARK_REMOTE")}
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "sqlnb", *map(str, args)], capture_output=True, text=True,
+                          env=full, cwd=cwd, timeout=600)

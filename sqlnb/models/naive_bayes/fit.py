@@ -220,17 +220,21 @@ def statistics_query(source: Source, label: str, weight: str | None, features: S
     return exp.select(*cols).from_(source.from_("src")).group_by(*keys)
 
 
-def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature]) -> exp.Select:
+def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],
+                          group: exp.Expression | None = None) -> exp.Select:
     """(Weighted) per (class, value) counts of categorical columns: one GROUPING SETS query
-    (``COUNT(*)`` when ``weight`` is None)."""
+    (``COUNT(*)`` when ``weight`` is None). ``group`` (e.g. a cross-validation fold) is one
+    more key of every set, returned as the last column."""
     keys = [sql.col(label, "src")] + [sql.col(f.name, "src") for f in features]
-    sets = [exp.Tuple(expressions=[keys[0].copy(), k.copy()]) for k in keys[1:]]
+    extra = [] if group is None else [group.copy()]
+    sets = [exp.Tuple(expressions=[keys[0].copy(), *[e.copy() for e in extra], k.copy()]) for k in keys[1:]]
     cols = [exp.alias_(keys[0].copy(), "k", quoted=True)]
     for j, k in enumerate(keys[1:]):
         cols.append(exp.alias_(k.copy(), f"v{j}", quoted=True))
         cols.append(exp.alias_(exp.Grouping(expressions=[k.copy()]), f"g{j}", quoted=True))
     n = exp.Sum(this=sql.as_double(sql.col(weight, "src"))) if weight else exp.Count(this=exp.Star())
     cols.append(exp.alias_(n, "n", quoted=True))
+    cols += [exp.alias_(e, "g", quoted=True) for e in extra]
     return (
         exp.select(*cols)
         .from_(source.from_("src"))
@@ -270,7 +274,7 @@ def collect_statistics(
 
 
 def collect_statistics_by(
-    con: duckdb.DuckDBPyConnection,
+    con: "duckdb.DuckDBPyConnection | Engine",
     source: Source,
     label: str,
     features: Sequence[Feature],
@@ -278,18 +282,28 @@ def collect_statistics_by(
 ) -> dict[Any, Statistics]:
     """Statistics per value of ``group`` (e.g. a fold number) from ONE scan grouped by
     (label, group), each aligned to the classes of all groups so that any union of them
-    merges (:meth:`Statistics.merge`) to the statistics of those rows. Unweighted, DuckDB."""
+    merges (:meth:`Statistics.merge`) to the statistics of those rows. Unweighted.
+
+    On an engine without ``histogram()`` the categorical counts of every group come from
+    one more statement, the GROUPING SETS counts with the group in every set."""
     engine = as_engine(con)
+    histogram = engine.dialect == "duckdb"
     shifts = gaussian_shifts(engine, source, features)
-    rows = engine.execute(statistics_query(source, label, None, features, True, group, shifts))
+    rows = engine.execute(statistics_query(source, label, None, features, histogram, group, shifts))
     by_group: dict[Any, list] = {}
     for r in rows:
         by_group.setdefault(r[-1], []).append(r[:-1])
+    cats = [f for f in features if f.kind == "categorical"]
+    counts: dict[Any, list] = {}
+    if cats and not histogram:
+        for r in engine.execute(weighted_counts_query(source, label, None, cats, group)):
+            counts.setdefault(r[-1], []).append(r[:-1])
     out = {}
     for g, grows in by_group.items():
         if any(r[0] is not None for r in grows):
             where = exp.EQ(this=group.copy(), expression=sql.value(g))
-            out[g] = _statistics_from_rows(engine, source, label, features, None, 1, True, grows, shifts, where)
+            out[g] = _statistics_from_rows(engine, source, label, features, None, 1, histogram, grows, shifts, where,
+                                           counts.get(g, []) if cats and not histogram else None)
     for g, st in out.items():  # token bags: each group's own GROUP BY label, token
         collect_bags(engine, source, label, None, features, st.classes, st.features,
                      exp.EQ(this=group.copy(), expression=sql.value(g)))
@@ -303,7 +317,7 @@ def collect_statistics_by(
 
 
 def _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows,
-                          shifts=None, group_where=None) -> Statistics:
+                          shifts=None, group_where=None, count_rows=None) -> Statistics:
     label_type = source.columns[label]
     where = source.description
     null_rows = sum(int(r[1]) for r in rows if r[0] is None)
@@ -353,7 +367,7 @@ def _statistics_from_rows(engine, source, label, features, weight, min_classes, 
     if inexact:
         _exact_m2_pass(engine, source, label, label_type, weight, inexact, classes, feats, group_where)
     if weight or not histogram:
-        _weighted_passes(engine, source, label, label_type, weight, features, classes, feats)
+        _weighted_passes(engine, source, label, label_type, weight, features, classes, feats, count_rows)
     return Statistics(classes, class_n, class_rows, {f.name: feats[f.name] for f in features}, null_rows)
 
 
@@ -408,14 +422,17 @@ def _nonfinite_error(engine, source, label, f: Feature, cls, what: str) -> Sqlnb
     return overflow_error(f.name, source.description, cls, census, what)
 
 
-def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats) -> None:
+def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats, rows=None) -> None:
     # Categorical counts come from GROUPING SETS when weighted or when the engine has no
-    # histogram().
+    # histogram(); ``rows``: that query's rows when already read (one group's, by
+    # collect_statistics_by).
     cats = [f for f in features if f.kind == "categorical"]
     if cats:
         hists: dict[str, list[dict]] = {f.name: [dict() for _ in classes] for f in cats}
         index = {c: i for i, c in enumerate(classes)}
-        for r in engine.execute(weighted_counts_query(source, label, weight, cats)):
+        if rows is None:
+            rows = engine.execute(weighted_counts_query(source, label, weight, cats))
+        for r in rows:
             k = index[r[0]]
             for j, f in enumerate(cats):
                 if r[2 + 2 * j] == 0:  # GROUPING(c_j) = 0: this row belongs to (label, c_j)
