@@ -308,6 +308,21 @@ def test_sigterm_mid_write_cleans_up_and_exits_143(scoring_job):
     assert _temporaries(d) == [] and (d / "out.csv").read_text() == "old\n"
 
 
+def test_a_killed_spark_writers_temporary_directory_is_removed_too(tmp_path):
+    """Spark writes a directory of part files under the same kind of name; the sweep takes
+    a dead process's directory, and leaves a live one's, a link and other names."""
+    from sqlnb.io.output import remove_stale_temporaries, temporary_name
+
+    live = temporary_name("scored.parquet")  # this process: alive
+    dead = live.replace(f".sqlnb-{os.getpid()}-", ".sqlnb-999999999-", 1)
+    for name in (live, dead):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "part-00000.parquet").write_bytes(b"x")
+    (tmp_path / dead.replace("scored", "linked")).symlink_to(tmp_path / live)
+    assert remove_stale_temporaries(str(tmp_path)) == [str(tmp_path / dead)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live, dead.replace("scored", "linked")])
+
+
 def test_a_killed_writers_temporary_is_removed_by_the_next_write(scoring_job):
     d = scoring_job
     (d / "out.csv").write_text("old\n")

@@ -37,7 +37,7 @@ import sqlglot
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, SqlnbNotFound
 from sqlnb.io.locations import FileOut
-from sqlnb.io.output import temporary_name
+from sqlnb.io.output import remove_stale_temporaries, temporary_name
 from sqlnb.source import Table
 
 #: Rows per Arrow record batch when an engine's rows stream to a local target.
@@ -171,6 +171,8 @@ def write_spark_files(engine, df, out: FileOut, replace: bool) -> None:
         writer.mode("overwrite" if replace else "error").save(target)
         return
     parent, base = target.rstrip("/").rsplit("/", 1)
+    if not _has_scheme(out.path):
+        remove_stale_temporaries(parent)  # those of sqlnb processes on this host that were killed
     tmp = f"{parent}/{temporary_name(base)}"
     try:
         writer.mode("error").save(tmp)

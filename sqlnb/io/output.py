@@ -106,8 +106,10 @@ def _alive(pid: int) -> bool:
 
 def remove_stale_temporaries(directory: str) -> list[str]:
     """Remove the temporaries that writers on this host left in ``directory`` when they
-    were killed (their process is gone); returns their paths. A live writer's, another
-    host's and any other file are left alone."""
+    were killed (their process is gone); returns their paths. A temporary is a file (a
+    DuckDB ``COPY``) or a directory of part files (Spark's writers,
+    :mod:`sqlnb.io.engine_output`). A live writer's, another host's and any other file
+    are left alone; a symbolic link is never followed."""
     removed = []
     host = _host()
     try:
@@ -120,8 +122,13 @@ def remove_stale_temporaries(directory: str) -> list[str]:
             continue
         path = os.path.join(directory, name)
         try:
-            if os.path.isfile(path) and not os.path.islink(path):
+            if os.path.islink(path):
+                continue
+            if os.path.isfile(path):
                 os.remove(path)
+                removed.append(path)
+            elif os.path.isdir(path):
+                shutil.rmtree(path)
                 removed.append(path)
         except FileNotFoundError:  # another writer removed it first
             pass
