@@ -31,14 +31,12 @@ KINDS = ["gaussian", "multinomial", "bernoulli", "categorical", "mixed", "lda", 
 
 @pytest.fixture(scope="module")
 def spark():
-    from support.spark import SparkNotAvailable, spark_session
-    try:
-        cm = spark_session()
-        session = cm.__enter__()
-    except SparkNotAvailable as e:
-        pytest.fail(f"Spark is needed for this test: {e}")
-    yield session
-    cm.__exit__(None, None, None)
+    """A local session, or the one another module already runs in this process (used, not
+    stopped: stopping it would break that module's later tests)."""
+    from support.engines import spark_engine
+
+    with spark_engine({}) as engine:
+        yield engine.spark
 
 
 def _table(kind: str, n: int, d: int, k: int) -> pa.Table:
