@@ -6,22 +6,8 @@ SELECT
   COUNT(CAST(`src`.`height` AS DOUBLE)) AS `a0`,
   AVG(CAST(`src`.`height` AS DOUBLE)) AS `a1`,
   VAR_POP(CAST(`src`.`height` AS DOUBLE)) AS `a2`,
-  COUNT(
-    CASE
-      WHEN `src`.`smoker`
-      THEN CAST(1.0 AS DOUBLE)
-      WHEN NOT `src`.`smoker`
-      THEN CAST(0.0 AS DOUBLE)
-    END
-  ) AS `a3`,
-  COUNT_IF(
-    CASE
-      WHEN `src`.`smoker`
-      THEN CAST(1.0 AS DOUBLE)
-      WHEN NOT `src`.`smoker`
-      THEN CAST(0.0 AS DOUBLE)
-    END > CAST(0.0 AS DOUBLE)
-  ) AS `a4`
+  COUNT(CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END) AS `a3`,
+  COUNT_IF(CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END > 0.0D) AS `a4`
 FROM `train` AS `src`
 GROUP BY
   `src`.`species`;

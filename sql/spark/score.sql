@@ -51,490 +51,121 @@ FROM (
         `src`.`height`,
         `src`.`colour`,
         `src`.`smoker`,
-        CASE
-          WHEN ISNAN(
-            CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-              CAST(0.35578404114406353 AS DOUBLE) + (
-                CAST(1.375 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-              ) * (
-                CAST(`src`.`height` AS DOUBLE) - CAST(1.375 AS DOUBLE)
-              ) * CAST(6.399999857740168 AS DOUBLE),
-              CAST(0.0 AS DOUBLE)
-            ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
-              WHEN CASE
-                WHEN `src`.`smoker`
-                THEN CAST(1.0 AS DOUBLE)
-                WHEN NOT `src`.`smoker`
-                THEN CAST(0.0 AS DOUBLE)
-              END IS NULL
-              THEN CAST(0.0 AS DOUBLE)
-              WHEN CASE
-                WHEN `src`.`smoker`
-                THEN CAST(1.0 AS DOUBLE)
-                WHEN NOT `src`.`smoker`
-                THEN CAST(0.0 AS DOUBLE)
-              END > CAST(0.0 AS DOUBLE)
-              THEN CAST(-0.4054651081081644 AS DOUBLE)
-              ELSE CAST(-1.0986122886681096 AS DOUBLE)
-            END
-          )
-          THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) + (
-              CAST(1.375 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+        -1.0986122886681098D + COALESCE(
+          NANVL(
+            0.35578404114406353D + (
+              1.375D - CAST(`src`.`height` AS DOUBLE)
             ) * (
-              NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
-            ) * CAST(6.399999857740168 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
-          ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-0.4054651081081644 AS DOUBLE)
-            ELSE CAST(-1.0986122886681096 AS DOUBLE)
-          END
-          ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) + (
-              CAST(1.375 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-            ) * (
-              CAST(`src`.`height` AS DOUBLE) - CAST(1.375 AS DOUBLE)
-            ) * CAST(6.399999857740168 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
-          ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-0.4054651081081644 AS DOUBLE)
-            ELSE CAST(-1.0986122886681096 AS DOUBLE)
-          END
+              CAST(`src`.`height` AS DOUBLE) - 1.375D
+            ) * 6.399999857740168D,
+            0.0D
+          ),
+          0.0D
+        ) + COALESCE(`lookup colour`.`c0`, 0.0D) + CASE
+          WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END IS NULL
+          THEN 0.0D
+          WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END > 0.0D
+          THEN -0.4054651081081644D
+          ELSE -1.0986122886681096D
         END AS `jll_ash`,
-        CASE
-          WHEN ISNAN(
-            CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-              CAST(0.35578404114406353 AS DOUBLE) + (
-                CAST(2.625 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-              ) * (
-                CAST(`src`.`height` AS DOUBLE) - CAST(2.625 AS DOUBLE)
-              ) * CAST(6.399999857740168 AS DOUBLE),
-              CAST(0.0 AS DOUBLE)
-            ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
-              WHEN CASE
-                WHEN `src`.`smoker`
-                THEN CAST(1.0 AS DOUBLE)
-                WHEN NOT `src`.`smoker`
-                THEN CAST(0.0 AS DOUBLE)
-              END IS NULL
-              THEN CAST(0.0 AS DOUBLE)
-              WHEN CASE
-                WHEN `src`.`smoker`
-                THEN CAST(1.0 AS DOUBLE)
-                WHEN NOT `src`.`smoker`
-                THEN CAST(0.0 AS DOUBLE)
-              END > CAST(0.0 AS DOUBLE)
-              THEN CAST(-1.6094379124341003 AS DOUBLE)
-              ELSE CAST(-0.2231435513142097 AS DOUBLE)
-            END
-          )
-          THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) + (
-              CAST(2.625 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+        -1.0986122886681098D + COALESCE(
+          NANVL(
+            0.35578404114406353D + (
+              2.625D - CAST(`src`.`height` AS DOUBLE)
             ) * (
-              NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
-            ) * CAST(6.399999857740168 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
-          ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-1.6094379124341003 AS DOUBLE)
-            ELSE CAST(-0.2231435513142097 AS DOUBLE)
-          END
-          ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) + (
-              CAST(2.625 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-            ) * (
-              CAST(`src`.`height` AS DOUBLE) - CAST(2.625 AS DOUBLE)
-            ) * CAST(6.399999857740168 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
-          ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-1.6094379124341003 AS DOUBLE)
-            ELSE CAST(-0.2231435513142097 AS DOUBLE)
-          END
+              CAST(`src`.`height` AS DOUBLE) - 2.625D
+            ) * 6.399999857740168D,
+            0.0D
+          ),
+          0.0D
+        ) + COALESCE(`lookup colour`.`c1`, 0.0D) + CASE
+          WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END IS NULL
+          THEN 0.0D
+          WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END > 0.0D
+          THEN -1.6094379124341003D
+          ELSE -0.2231435513142097D
         END AS `jll_birch`,
-        CASE
-          WHEN ISNAN(
-            CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-              CAST(-0.2528249665702085 AS DOUBLE) + (
-                CAST(4.583333333333333 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-              ) * (
-                CAST(`src`.`height` AS DOUBLE) - CAST(4.583333333333333 AS DOUBLE)
-              ) * CAST(1.8947368296365943 AS DOUBLE),
-              CAST(0.0 AS DOUBLE)
-            ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
-              WHEN CASE
-                WHEN `src`.`smoker`
-                THEN CAST(1.0 AS DOUBLE)
-                WHEN NOT `src`.`smoker`
-                THEN CAST(0.0 AS DOUBLE)
-              END IS NULL
-              THEN CAST(0.0 AS DOUBLE)
-              WHEN CASE
-                WHEN `src`.`smoker`
-                THEN CAST(1.0 AS DOUBLE)
-                WHEN NOT `src`.`smoker`
-                THEN CAST(0.0 AS DOUBLE)
-              END > CAST(0.0 AS DOUBLE)
-              THEN CAST(-0.4054651081081644 AS DOUBLE)
-              ELSE CAST(-1.0986122886681096 AS DOUBLE)
-            END
-          )
-          THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(-0.2528249665702085 AS DOUBLE) + (
-              CAST(4.583333333333333 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+        -1.0986122886681098D + COALESCE(
+          NANVL(
+            -0.2528249665702085D + (
+              4.583333333333333D - CAST(`src`.`height` AS DOUBLE)
             ) * (
-              NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
-            ) * CAST(1.8947368296365943 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
-          ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-0.4054651081081644 AS DOUBLE)
-            ELSE CAST(-1.0986122886681096 AS DOUBLE)
-          END
-          ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(-0.2528249665702085 AS DOUBLE) + (
-              CAST(4.583333333333333 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-            ) * (
-              CAST(`src`.`height` AS DOUBLE) - CAST(4.583333333333333 AS DOUBLE)
-            ) * CAST(1.8947368296365943 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
-          ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN `src`.`smoker`
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT `src`.`smoker`
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-0.4054651081081644 AS DOUBLE)
-            ELSE CAST(-1.0986122886681096 AS DOUBLE)
-          END
+              CAST(`src`.`height` AS DOUBLE) - 4.583333333333333D
+            ) * 1.8947368296365943D,
+            0.0D
+          ),
+          0.0D
+        ) + COALESCE(`lookup colour`.`c2`, 0.0D) + CASE
+          WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END IS NULL
+          THEN 0.0D
+          WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END > 0.0D
+          THEN -0.4054651081081644D
+          ELSE -1.0986122886681096D
         END AS `jll_cedar`,
         GREATEST(
           (
-            CASE
-              WHEN ISNAN(
-                CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                  CAST(0.35578404114406353 AS DOUBLE) + (
-                    CAST(1.375 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-                  ) * (
-                    CAST(`src`.`height` AS DOUBLE) - CAST(1.375 AS DOUBLE)
-                  ) * CAST(6.399999857740168 AS DOUBLE),
-                  CAST(0.0 AS DOUBLE)
-                ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
-                  WHEN CASE
-                    WHEN `src`.`smoker`
-                    THEN CAST(1.0 AS DOUBLE)
-                    WHEN NOT `src`.`smoker`
-                    THEN CAST(0.0 AS DOUBLE)
-                  END IS NULL
-                  THEN CAST(0.0 AS DOUBLE)
-                  WHEN CASE
-                    WHEN `src`.`smoker`
-                    THEN CAST(1.0 AS DOUBLE)
-                    WHEN NOT `src`.`smoker`
-                    THEN CAST(0.0 AS DOUBLE)
-                  END > CAST(0.0 AS DOUBLE)
-                  THEN CAST(-0.4054651081081644 AS DOUBLE)
-                  ELSE CAST(-1.0986122886681096 AS DOUBLE)
-                END
-              )
-              THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                CAST(0.35578404114406353 AS DOUBLE) + (
-                  CAST(1.375 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+            -1.0986122886681098D + COALESCE(
+              NANVL(
+                0.35578404114406353D + (
+                  1.375D - CAST(`src`.`height` AS DOUBLE)
                 ) * (
-                  NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
-                ) * CAST(6.399999857740168 AS DOUBLE),
-                CAST(0.0 AS DOUBLE)
-              ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END IS NULL
-                THEN CAST(0.0 AS DOUBLE)
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END > CAST(0.0 AS DOUBLE)
-                THEN CAST(-0.4054651081081644 AS DOUBLE)
-                ELSE CAST(-1.0986122886681096 AS DOUBLE)
-              END
-              ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                CAST(0.35578404114406353 AS DOUBLE) + (
-                  CAST(1.375 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-                ) * (
-                  CAST(`src`.`height` AS DOUBLE) - CAST(1.375 AS DOUBLE)
-                ) * CAST(6.399999857740168 AS DOUBLE),
-                CAST(0.0 AS DOUBLE)
-              ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS DOUBLE)) + CASE
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END IS NULL
-                THEN CAST(0.0 AS DOUBLE)
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END > CAST(0.0 AS DOUBLE)
-                THEN CAST(-0.4054651081081644 AS DOUBLE)
-                ELSE CAST(-1.0986122886681096 AS DOUBLE)
-              END
+                  CAST(`src`.`height` AS DOUBLE) - 1.375D
+                ) * 6.399999857740168D,
+                0.0D
+              ),
+              0.0D
+            ) + COALESCE(`lookup colour`.`c0`, 0.0D) + CASE
+              WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END IS NULL
+              THEN 0.0D
+              WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END > 0.0D
+              THEN -0.4054651081081644D
+              ELSE -1.0986122886681096D
             END
           ),
           (
-            CASE
-              WHEN ISNAN(
-                CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                  CAST(0.35578404114406353 AS DOUBLE) + (
-                    CAST(2.625 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-                  ) * (
-                    CAST(`src`.`height` AS DOUBLE) - CAST(2.625 AS DOUBLE)
-                  ) * CAST(6.399999857740168 AS DOUBLE),
-                  CAST(0.0 AS DOUBLE)
-                ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
-                  WHEN CASE
-                    WHEN `src`.`smoker`
-                    THEN CAST(1.0 AS DOUBLE)
-                    WHEN NOT `src`.`smoker`
-                    THEN CAST(0.0 AS DOUBLE)
-                  END IS NULL
-                  THEN CAST(0.0 AS DOUBLE)
-                  WHEN CASE
-                    WHEN `src`.`smoker`
-                    THEN CAST(1.0 AS DOUBLE)
-                    WHEN NOT `src`.`smoker`
-                    THEN CAST(0.0 AS DOUBLE)
-                  END > CAST(0.0 AS DOUBLE)
-                  THEN CAST(-1.6094379124341003 AS DOUBLE)
-                  ELSE CAST(-0.2231435513142097 AS DOUBLE)
-                END
-              )
-              THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                CAST(0.35578404114406353 AS DOUBLE) + (
-                  CAST(2.625 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+            -1.0986122886681098D + COALESCE(
+              NANVL(
+                0.35578404114406353D + (
+                  2.625D - CAST(`src`.`height` AS DOUBLE)
                 ) * (
-                  NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
-                ) * CAST(6.399999857740168 AS DOUBLE),
-                CAST(0.0 AS DOUBLE)
-              ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END IS NULL
-                THEN CAST(0.0 AS DOUBLE)
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END > CAST(0.0 AS DOUBLE)
-                THEN CAST(-1.6094379124341003 AS DOUBLE)
-                ELSE CAST(-0.2231435513142097 AS DOUBLE)
-              END
-              ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                CAST(0.35578404114406353 AS DOUBLE) + (
-                  CAST(2.625 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-                ) * (
-                  CAST(`src`.`height` AS DOUBLE) - CAST(2.625 AS DOUBLE)
-                ) * CAST(6.399999857740168 AS DOUBLE),
-                CAST(0.0 AS DOUBLE)
-              ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS DOUBLE)) + CASE
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END IS NULL
-                THEN CAST(0.0 AS DOUBLE)
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END > CAST(0.0 AS DOUBLE)
-                THEN CAST(-1.6094379124341003 AS DOUBLE)
-                ELSE CAST(-0.2231435513142097 AS DOUBLE)
-              END
+                  CAST(`src`.`height` AS DOUBLE) - 2.625D
+                ) * 6.399999857740168D,
+                0.0D
+              ),
+              0.0D
+            ) + COALESCE(`lookup colour`.`c1`, 0.0D) + CASE
+              WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END IS NULL
+              THEN 0.0D
+              WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END > 0.0D
+              THEN -1.6094379124341003D
+              ELSE -0.2231435513142097D
             END
           ),
           (
-            CASE
-              WHEN ISNAN(
-                CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                  CAST(-0.2528249665702085 AS DOUBLE) + (
-                    CAST(4.583333333333333 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-                  ) * (
-                    CAST(`src`.`height` AS DOUBLE) - CAST(4.583333333333333 AS DOUBLE)
-                  ) * CAST(1.8947368296365943 AS DOUBLE),
-                  CAST(0.0 AS DOUBLE)
-                ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
-                  WHEN CASE
-                    WHEN `src`.`smoker`
-                    THEN CAST(1.0 AS DOUBLE)
-                    WHEN NOT `src`.`smoker`
-                    THEN CAST(0.0 AS DOUBLE)
-                  END IS NULL
-                  THEN CAST(0.0 AS DOUBLE)
-                  WHEN CASE
-                    WHEN `src`.`smoker`
-                    THEN CAST(1.0 AS DOUBLE)
-                    WHEN NOT `src`.`smoker`
-                    THEN CAST(0.0 AS DOUBLE)
-                  END > CAST(0.0 AS DOUBLE)
-                  THEN CAST(-0.4054651081081644 AS DOUBLE)
-                  ELSE CAST(-1.0986122886681096 AS DOUBLE)
-                END
-              )
-              THEN CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                CAST(-0.2528249665702085 AS DOUBLE) + (
-                  CAST(4.583333333333333 AS DOUBLE) - NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE))
+            -1.0986122886681098D + COALESCE(
+              NANVL(
+                -0.2528249665702085D + (
+                  4.583333333333333D - CAST(`src`.`height` AS DOUBLE)
                 ) * (
-                  NULLIF(CAST(`src`.`height` AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
-                ) * CAST(1.8947368296365943 AS DOUBLE),
-                CAST(0.0 AS DOUBLE)
-              ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END IS NULL
-                THEN CAST(0.0 AS DOUBLE)
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END > CAST(0.0 AS DOUBLE)
-                THEN CAST(-0.4054651081081644 AS DOUBLE)
-                ELSE CAST(-1.0986122886681096 AS DOUBLE)
-              END
-              ELSE CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-                CAST(-0.2528249665702085 AS DOUBLE) + (
-                  CAST(4.583333333333333 AS DOUBLE) - CAST(`src`.`height` AS DOUBLE)
-                ) * (
-                  CAST(`src`.`height` AS DOUBLE) - CAST(4.583333333333333 AS DOUBLE)
-                ) * CAST(1.8947368296365943 AS DOUBLE),
-                CAST(0.0 AS DOUBLE)
-              ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS DOUBLE)) + CASE
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END IS NULL
-                THEN CAST(0.0 AS DOUBLE)
-                WHEN CASE
-                  WHEN `src`.`smoker`
-                  THEN CAST(1.0 AS DOUBLE)
-                  WHEN NOT `src`.`smoker`
-                  THEN CAST(0.0 AS DOUBLE)
-                END > CAST(0.0 AS DOUBLE)
-                THEN CAST(-0.4054651081081644 AS DOUBLE)
-                ELSE CAST(-1.0986122886681096 AS DOUBLE)
-              END
+                  CAST(`src`.`height` AS DOUBLE) - 4.583333333333333D
+                ) * 1.8947368296365943D,
+                0.0D
+              ),
+              0.0D
+            ) + COALESCE(`lookup colour`.`c2`, 0.0D) + CASE
+              WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END IS NULL
+              THEN 0.0D
+              WHEN CASE WHEN `src`.`smoker` THEN 1.0D WHEN NOT `src`.`smoker` THEN 0.0D END > 0.0D
+              THEN -0.4054651081081644D
+              ELSE -1.0986122886681096D
             END
           )
         ) AS `max_jll`
       FROM `input` AS `src`
       LEFT JOIN VALUES
-        (
-          'blue',
-          CAST(-1.0986122886681096 AS DOUBLE),
-          CAST(-0.5596157879354227 AS DOUBLE),
-          CAST(-1.9459101490553132 AS DOUBLE)
-        ),
-        (
-          'green',
-          CAST(-1.791759469228055 AS DOUBLE),
-          CAST(-1.252762968495368 AS DOUBLE),
-          CAST(-0.5596157879354227 AS DOUBLE)
-        ),
-        (
-          'red',
-          CAST(-0.6931471805599452 AS DOUBLE),
-          CAST(-1.9459101490553132 AS DOUBLE),
-          CAST(-1.252762968495368 AS DOUBLE)
-        ) AS `lookup colour`(`v`, `c0`, `c1`, `c2`)
+        ('blue', -1.0986122886681096D, -0.5596157879354227D, -1.9459101490553132D),
+        ('green', -1.791759469228055D, -1.252762968495368D, -0.5596157879354227D),
+        ('red', -0.6931471805599452D, -1.9459101490553132D, -1.252762968495368D) AS `lookup colour`(`v`, `c0`, `c1`, `c2`)
         ON `src`.`colour` = `lookup colour`.`v`
     ) AS `s2`
   ) AS `s3`

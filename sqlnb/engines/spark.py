@@ -149,8 +149,10 @@ class SparkEngine(ColumnsFromResolve):
             data, described = self._read_files(data), f"files {data.path!r}"
         if type(data).__module__.startswith(("pyarrow", "pandas")):
             data = self.spark.createDataFrame(data)
+        schema = None
         if type(data).__module__.startswith("pyspark"):  # a DataFrame
             view = f"sqlnb_input_{uuid.uuid4().hex[:12]}"
+            schema = data.schema  # already analysed: no probe query to parse (0.1-0.2 s cold)
             data.createOrReplaceTempView(view)
             data = Table(view)
             found = (sql.table(view), described)
@@ -160,13 +162,14 @@ class SparkEngine(ColumnsFromResolve):
             raise SqlnbError(f"Spark reads tables, views, queries, files and DataFrames, not a "
                              f"{type(data).__name__}")
         node, desc = found
-        try:
-            schema = self.spark.sql(sql.render(probe(node), self.dialect)).schema  # analysed, not run
-        except Exception as e:  # pyspark's AnalysisException and friends
-            text = str(e).splitlines()[0]
-            if "TABLE_OR_VIEW_NOT_FOUND" in text:
-                raise SqlnbNotFound(f"{desc} not found in the Spark catalog") from None
-            raise SqlnbError(f"cannot read {desc}: {text}") from None
+        if schema is None:
+            try:
+                schema = self.spark.sql(sql.render(probe(node), self.dialect)).schema  # analysed, not run
+            except Exception as e:  # pyspark's AnalysisException and friends
+                text = str(e).splitlines()[0]
+                if "TABLE_OR_VIEW_NOT_FOUND" in text:
+                    raise SqlnbNotFound(f"{desc} not found in the Spark catalog") from None
+                raise SqlnbError(f"cannot read {desc}: {text}") from None
         columns = {f.name: duckdb_type(f.dataType.simpleString(), self.dialect) for f in schema.fields}
         return Source(expr=node, columns=columns, description=desc)
 

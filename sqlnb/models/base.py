@@ -17,7 +17,7 @@ from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric, is_text_type
-from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select, shares_subexpressions
+from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
 
@@ -92,8 +92,7 @@ class Model:
         """Optionally, cheaper class scores that equal :meth:`class_terms` on every row
         where they are not NaN (e.g. without per-term NaN guards), term by term; None if
         there are none. The DuckDB scoring query then evaluates ``CASE WHEN isnan(fast)
-        THEN exact ELSE fast END`` per class, the Spark one per part of a class score
-        (:func:`sqlnb.models.finish.scoring_select`)."""
+        THEN exact ELSE fast END`` per class (:func:`sqlnb.models.finish.scoring_select`)."""
         return None
 
     def score_joins(self, dialect: str | None = None) -> list[exp.Join]:
@@ -174,9 +173,7 @@ class Model:
             columns = None
         types = dict(source.columns) if source is not None else None
         exact = self.class_terms(types, dialect)
-        # Where the SELECT is cut into parts the gate is per part (sqlnb.models.finish), and
-        # the guarded form sits in a CASE branch that Spark compiles only into the part's method.
-        fast = self.fast_class_scores(types, dialect) if nan_gate or shares_subexpressions(dialect) else None
+        fast = self.fast_class_scores(types, dialect) if nan_gate else None
         joins = self.score_joins(dialect)
         return scoring_select(
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,

@@ -89,13 +89,9 @@ class ClassScore:
             return self.whole.copy()
         return self._guarded(sql.add([t.copy() for t in self.terms]))
 
-    def parts(self, limit: int = PART_NODES, fast: "ClassScore | None" = None) -> list[exp.Expression]:
+    def parts(self, limit: int = PART_NODES) -> list[exp.Expression]:
         """The score cut into sums of consecutive terms of at most ``limit`` nodes each
-        (a larger term is a part of its own), each guarded; their sum is the score.
-
-        With ``fast`` (the same terms in a cheaper form that is NaN where they differ,
-        :meth:`~sqlnb.models.base.Model.fast_class_scores`), each part is
-        ``CASE WHEN isnan(fast part) THEN part ELSE fast part END``."""
+        (a larger term is a part of its own), each guarded; their sum is the score."""
         bounds: list[int] = []
         size = limit
         for i, t in enumerate(self.terms):
@@ -105,13 +101,7 @@ class ClassScore:
                 size = 0
             size += n
         bounds.append(len(self.terms))
-        out = []
-        for a, z in zip(bounds, bounds[1:]):
-            part = self._guarded(sql.add([t.copy() for t in self.terms[a:z]]))
-            if fast is not None:
-                quick = fast._guarded(sql.add([t.copy() for t in fast.terms[a:z]]))
-                part = exp.Case(ifs=[exp.If(this=exp.IsNan(this=quick.copy()), true=part)], default=quick)
-            out.append(part)
+        out = [self._guarded(sql.add([t.copy() for t in self.terms[a:z]])) for a, z in zip(bounds, bounds[1:])]
         return out or [self._guarded(sql.dbl(0.0))]
 
     def _guarded(self, e: exp.Expression) -> exp.Expression:
@@ -263,8 +253,7 @@ def scoring_select(
     jll = class_columns("jll_", classes)
     shared = shares_subexpressions(dialect)
     if shared:
-        parts = [f.parts(fast=s) if isinstance(f, ClassScore) and isinstance(s, ClassScore)
-                 else s.parts() if isinstance(s, ClassScore) and f is None else [_gate(s, f)]
+        parts = [s.parts() if isinstance(s, ClassScore) and f is None else [_gate(s, f)]
                  for s, f in zip(scores, fallback or [None] * len(scores))]
     else:
         parts = [[_gate(s, f)] for s, f in zip(scores, fallback or [None] * len(scores))]

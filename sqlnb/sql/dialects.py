@@ -47,14 +47,53 @@ def _special_literal(dialect: str, v: float) -> exp.Expression:
     return exp.Cast(this=exp.Literal.string(text), to=_DOUBLE.copy())
 
 
-def _dialect_literals(dialect: str):
-    def fix(node: exp.Expression) -> exp.Expression:
-        if (isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.DOUBLE
-                and isinstance(node.this, exp.Literal) and node.this.is_string
-                and node.this.this in _SPECIAL):
-            return _special_literal(dialect, _SPECIAL[node.this.this])
-        return node
-    return fix
+#: Dialects with a DOUBLE literal of their own, ``1.5D`` (Spark SQL): ``CAST(1.5 AS DOUBLE)``
+#: is written that way there. The same double (Spark parses the digits with Java's
+#: ``Double.parseDouble``, which rounds correctly as Python's ``repr`` does), in a third of
+#: the text: a scoring SELECT holds thousands of literals, and Spark parses, analyses and
+#: compiles all of them for every query (issue 20).
+_DOUBLE_SUFFIX = ("spark",)
+
+
+def _double_literal(dialect: str, node: exp.Cast) -> exp.Expression | None:
+    """How ``dialect`` spells ``node``, a DOUBLE cast, when it is one of :func:`sqlnb.sql.dbl`'s
+    literals spelled otherwise there (None: as it is)."""
+    lit = node.this
+    if isinstance(lit, exp.Literal) and lit.is_string and lit.this in _SPECIAL:
+        return _special_literal(dialect, _SPECIAL[lit.this])
+    if dialect in _DOUBLE_SUFFIX:  # a negative number is Neg(literal)
+        negative = isinstance(lit, exp.Neg)
+        digits = lit.this if negative else lit
+        if isinstance(digits, exp.Literal) and not digits.is_string:
+            out = exp.Literal.number(f"{digits.this}D")
+            return exp.Neg(this=out) if negative else out
+    return None
+
+
+_DIALECT_CLASSES: dict[str, sqlglot.Dialect] = {}
+
+
+def _sqlglot_dialect(dialect: str) -> sqlglot.Dialect:
+    """sqlglot's ``dialect`` whose generator spells DOUBLE literals as :func:`_double_literal`
+    says. Done while generating, not as a rewrite of the tree, because a rewrite has to
+    copy the caller's tree first, and every scoring tree holds such literals (the copy was
+    about a third of rendering a large one)."""
+    if dialect not in _DIALECT_CLASSES:
+        base = type(sqlglot.Dialect.get_or_raise(dialect))
+        gen = base.generator_class
+        parent = gen.TRANSFORMS.get(exp.Cast)
+
+        def cast(g, node: exp.Cast) -> str:
+            out = _double_literal(dialect, node) if node.to.this == exp.DataType.Type.DOUBLE else None
+            if out is None:
+                return parent(g, node) if parent is not None else g.cast_sql(node)
+            if isinstance(out, exp.Cast):  # a special value's string cast: not spelled again
+                return parent(g, out) if parent is not None else g.cast_sql(out)
+            return g.sql(out)
+
+        generator = type("Generator", (gen,), {"TRANSFORMS": {**gen.TRANSFORMS, exp.Cast: cast}})
+        _DIALECT_CLASSES[dialect] = type(f"Sqlnb{base.__name__}", (base,), {"Generator": generator})()
+    return _DIALECT_CLASSES[dialect]
 
 
 def _exp_without_underflow_error(node: exp.Expression) -> exp.Expression:
@@ -130,7 +169,7 @@ _CANNOT_RUN: dict[type, tuple[str, tuple[str, ...]]] = {
     exp.ArgMin: ("ARG_MIN", ("postgres", "sqlite")),
 }
 #: Functions sqlglot does not know (passed through as written), by the dialects having them.
-_ONLY_IN = {"HISTOGRAM": ("duckdb",), "LOG1P": ("spark",)}
+_ONLY_IN = {"HISTOGRAM": ("duckdb",), "LOG1P": ("spark",), "NANVL": ("spark",)}
 
 
 def _check_runs(tree: exp.Expression, dialect: str) -> None:
@@ -158,7 +197,6 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
         (dialect in _NAN_BY_EQUALITY, _isnan_as_equality),
         (dialect == "sqlite", _values_as_union),
         (dialect in _NO_MATERIALIZED_CTE, _cte_unhinted),
-        (True, _dialect_literals(dialect)),
     ) if wanted]
     tree = expression
     # The caller's tree is never changed. It is copied only when a rewrite applies, and then
@@ -170,7 +208,7 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
         for fn in rewrites:
             tree = tree.transform(fn, copy=False)
     return tree.sql(
-        dialect=dialect,
+        dialect=_sqlglot_dialect(dialect),
         pretty=pretty,
         unsupported_level=sqlglot.ErrorLevel.RAISE,
     )

@@ -280,7 +280,10 @@ class NaiveBayes(Model):
 
     def fast_class_scores(self, input_types=None, dialect=None):
         """Class scores whose Gaussian terms skip the per-term NaN guard (see
-        :meth:`Model.fast_class_scores`); None when no Gaussian column could hold NaN."""
+        :meth:`Model.fast_class_scores`); None when no Gaussian column could hold NaN, and
+        for Spark, whose Gaussian terms catch NaN in one copy (``Gaussian.term``)."""
+        if shares_subexpressions(dialect):
+            return None
         if not any(_unguarded(f) and is_float(f.sql_type) for f in self._scoring_features(input_types)):
             return None
         return self.class_terms(input_types, dialect, nan_guard=False)
@@ -327,7 +330,7 @@ class NaiveBayes(Model):
                     terms.append(term(f, params[f.name], k, (input_types or {}).get(f.name)))
                 elif _unguarded(f):
                     terms.append(fam.term(f, params[f.name], k, nan_guard=nan_guard,
-                                          distinct_factors=shares_subexpressions(dialect)))
+                                          compiled=shares_subexpressions(dialect)))
                 else:
                     terms.append(fam.term(f, params[f.name], k))
             if self.uses_prior():

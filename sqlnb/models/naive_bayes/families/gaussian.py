@@ -22,6 +22,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.sql.types import is_float
 from sqlnb.stats import Moments
 from sqlnb.models.naive_bayes.families.base import Family, wcount, wsum
 
@@ -148,7 +149,7 @@ class Gaussian(Family):
             out[f.name] = (mean, var)
         return out
 
-    def term(self, feature, params, k, nan_guard: bool = True, distinct_factors: bool = False):
+    def term(self, feature, params, k, nan_guard: bool = True, compiled: bool = False):
         """``−½ ln(2π var) − (x − θ)² · (1 / (2 var))``, 0 for NULL (COALESCE) and, with
         ``nan_guard``, for NaN (NULLIF on the input). Without the guard a NaN input makes
         the term NaN: pure arithmetic propagates it, which is what lets the scoring query
@@ -160,20 +161,32 @@ class Gaussian(Family):
         10M rows × 20 columns × 3 classes the class scores took 1.2 s instead of 1.5 s
         (benchmarks/README.md).
 
-        With ``distinct_factors`` the square is written ``+ (θ − x)·(x − θ)``: the same
-        double (negating is exact), but no expression twice. Spark compiles an expression
-        that occurs twice into a method of its own, called for every row from the one
-        method that reads the row: one per feature and class (300 at 60 columns × 5
-        classes) made that method too long for the JIT (sqlnb/models/finish.py). DuckDB
-        computes the repeated ``x − θ`` once and keeps ``(x − θ)·(x − θ)``: the other form
-        took 0.29 s against 0.24 s there (1M rows × 20 columns × 3 classes)."""
+        ``compiled`` is the form for an engine that compiles each query to JVM code
+        (Spark, :func:`sqlnb.models.finish.shares_subexpressions`):
+
+        * the square is written ``+ (θ − x)·(x − θ)``: the same double (negating is
+          exact), but no expression twice. Spark compiles an expression that occurs twice
+          into a method of its own, called for every row from the one method that reads
+          the row: one per feature and class (300 at 60 columns × 5 classes) made that
+          method too long for the JIT. DuckDB computes the repeated ``x − θ`` once and
+          keeps ``(x − θ)·(x − θ)``: the other form took 0.29 s against 0.24 s there (1M
+          rows × 20 columns × 3 classes).
+        * NaN is caught on the term, ``NANVL(term, 0)``, whatever ``nan_guard`` says: with
+          a finite mean and variance the term is NaN exactly when x is, so this is the
+          guarded term in one copy. (DuckDB's query writes the term twice, unguarded and
+          guarded, and chooses per row; that tripled Spark's SQL, and parsing, analysing
+          and compiling it was most of the time of scoring 1M rows there, issue 20.)
+        """
         mean, var = params
         const = -0.5 * math.log(2.0 * math.pi * float(var[k]))
-        x, m, half = self.value(feature, scoring=nan_guard), sql.dbl(float(mean[k])), sql.dbl(0.5 / float(var[k]))
-        if distinct_factors:
+        guard_input = nan_guard and not compiled
+        x, m, half = self.value(feature, scoring=guard_input), sql.dbl(float(mean[k])), sql.dbl(0.5 / float(var[k]))
+        if compiled:
             neg = exp.Mul(this=sql.paren(exp.Sub(this=m, expression=x)),
                           expression=sql.paren(exp.Sub(this=x.copy(), expression=m.copy())))
             body = exp.Add(this=sql.dbl(const), expression=exp.Mul(this=neg, expression=half))
+            if is_float(feature.sql_type):
+                body = exp.Anonymous(this="NANVL", expressions=[body, sql.dbl(0.0)])
         else:
             d = exp.Sub(this=x, expression=m)
             quad = exp.Mul(this=exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())), expression=half)
