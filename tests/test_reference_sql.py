@@ -82,3 +82,32 @@ def test_rendering_refuses_what_a_dialect_cannot_run():
     duck_fit = fit_queries("train", "species", model.features, "duckdb")[0]  # uses histogram()
     with pytest.raises(SqlnbError, match="no HISTOGRAM"):
         sql.render(duck_fit, "spark")
+
+
+def _awkward_doubles() -> list[float]:
+    """Doubles whose shortest repr takes every form: plain, exponent, subnormal, signed zero."""
+    rng = np.random.default_rng(7)
+    values = list(rng.uniform(-10, 10, 300)) + list(rng.lognormal(0, 60, 300)) + list(-rng.lognormal(0, 60, 300))
+    return [float(v) for v in values] + [0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
+                                         1e22, 1e-7, 123456789012345.0, 0.1, -2.5]
+
+
+def _bits(values) -> list[bytes]:
+    import struct
+    return [struct.pack("<d", v) for v in values]
+
+
+def test_double_literals_read_back_as_the_same_doubles_in_duckdb():
+    # DuckDB spells sql.dbl's literals with an exponent (0.5e0), not as a cast of a DECIMAL.
+    import duckdb
+    from sqlglot import exp
+
+    values = _awkward_doubles()
+    text = sql.render(exp.select(*[sql.dbl(v) for v in values]), "duckdb")
+    assert "CAST(" not in text and "0.1e0" in text
+    con = duckdb.connect()
+    row = con.execute(text).fetchone()
+    assert _bits(row) == _bits(values)
+    types = con.execute(f"SELECT {', '.join(f'typeof(c{i})' for i in range(3))} FROM ("
+                        f"{sql.render(exp.select(*[exp.alias_(sql.dbl(v), f'c{i}') for i, v in enumerate([0.5, -3.0, 1e300])]), 'duckdb')})").fetchone()
+    assert set(types) == {"DOUBLE"}

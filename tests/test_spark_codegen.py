@@ -122,3 +122,23 @@ def test_scores_cut_into_parts_equal_duckdb_with_null_and_nan(spark, tmp_path, k
             assert (g[c] is None) == (w[c] is None), (w["id"], c)
             if w[c] is not None:
                 assert abs(g[c] - w[c]) <= 1e-12, (w["id"], c)
+
+
+def test_double_literals_read_back_as_the_same_doubles_in_spark(spark):
+    # Spark spells sql.dbl's literals with its DOUBLE suffix (0.5D), not as a cast.
+    import struct
+
+    from sqlglot import exp
+
+    from sqlnb import sql
+
+    rng = np.random.default_rng(7)
+    values = [float(v) for v in list(rng.uniform(-10, 10, 200)) + list(rng.lognormal(0, 60, 200))
+              + list(-rng.lognormal(0, 60, 200))]
+    values += [0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e22, 1e-7, 0.1]
+    text = sql.render(exp.select(*[exp.alias_(sql.dbl(v), f"c{i}") for i, v in enumerate(values)]), "spark")
+    assert "CAST(" not in text and "0.1D" in text
+    df = spark.sql(text)
+    assert {f.dataType.simpleString() for f in df.schema.fields} == {"double"}
+    row = df.collect()[0]
+    assert [struct.pack("<d", v) for v in row] == [struct.pack("<d", v) for v in values]

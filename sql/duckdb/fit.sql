@@ -7,21 +7,9 @@ SELECT
   AVG(CAST("src"."height" AS DOUBLE)) AS "a1",
   VAR_POP(CAST("src"."height" AS DOUBLE)) AS "a2",
   HISTOGRAM("src"."colour") AS "a3",
-  COUNT(
-    CASE
-      WHEN "src"."smoker"
-      THEN CAST(1.0 AS DOUBLE)
-      WHEN NOT "src"."smoker"
-      THEN CAST(0.0 AS DOUBLE)
-    END
-  ) AS "a4",
+  COUNT(CASE WHEN "src"."smoker" THEN 1.0e0 WHEN NOT "src"."smoker" THEN 0.0e0 END) AS "a4",
   COUNT_IF(
-    CASE
-      WHEN "src"."smoker"
-      THEN CAST(1.0 AS DOUBLE)
-      WHEN NOT "src"."smoker"
-      THEN CAST(0.0 AS DOUBLE)
-    END > CAST(0.0 AS DOUBLE)
+    CASE WHEN "src"."smoker" THEN 1.0e0 WHEN NOT "src"."smoker" THEN 0.0e0 END > 0.0e0
   ) AS "a5"
 FROM "train" AS "src"
 GROUP BY

@@ -55,107 +55,65 @@ FROM (
       FROM (
         SELECT
           "src".*,
-          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) - (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
+          -1.0986122886681098e0 + COALESCE(
+            0.35578404114406353e0 - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 1.375e0
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(1.375 AS DOUBLE)
-            ) * CAST(6.399999857740168 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 1.375e0
+            ) * 6.399999857740168e0,
+            0.0e0
           ) + COALESCE(
             LIST_EXTRACT(
-              [
-                CAST(-1.0986122886681096 AS DOUBLE),
-                CAST(-1.791759469228055 AS DOUBLE),
-                CAST(-0.6931471805599452 AS DOUBLE)
-              ],
+              [-1.0986122886681096e0, -1.791759469228055e0, -0.6931471805599452e0],
               ENUM_CODE(TRY_CAST(TRY_CAST("src"."colour" AS TEXT) AS ENUM('blue', 'green', 'red'))) + 1
             ),
-            CAST(0.0 AS DOUBLE)
+            0.0e0
           ) + CASE
-            WHEN CASE
-              WHEN "src"."smoker"
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT "src"."smoker"
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN "src"."smoker"
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT "src"."smoker"
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-0.4054651081081644 AS DOUBLE)
-            ELSE CAST(-1.0986122886681096 AS DOUBLE)
+            WHEN CASE WHEN "src"."smoker" THEN 1.0e0 WHEN NOT "src"."smoker" THEN 0.0e0 END IS NULL
+            THEN 0.0e0
+            WHEN CASE WHEN "src"."smoker" THEN 1.0e0 WHEN NOT "src"."smoker" THEN 0.0e0 END > 0.0e0
+            THEN -0.4054651081081644e0
+            ELSE -1.0986122886681096e0
           END AS "jll_ash",
-          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(0.35578404114406353 AS DOUBLE) - (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
+          -1.0986122886681098e0 + COALESCE(
+            0.35578404114406353e0 - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 2.625e0
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(2.625 AS DOUBLE)
-            ) * CAST(6.399999857740168 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 2.625e0
+            ) * 6.399999857740168e0,
+            0.0e0
           ) + COALESCE(
             LIST_EXTRACT(
-              [
-                CAST(-0.5596157879354227 AS DOUBLE),
-                CAST(-1.252762968495368 AS DOUBLE),
-                CAST(-1.9459101490553132 AS DOUBLE)
-              ],
+              [-0.5596157879354227e0, -1.252762968495368e0, -1.9459101490553132e0],
               ENUM_CODE(TRY_CAST(TRY_CAST("src"."colour" AS TEXT) AS ENUM('blue', 'green', 'red'))) + 1
             ),
-            CAST(0.0 AS DOUBLE)
+            0.0e0
           ) + CASE
-            WHEN CASE
-              WHEN "src"."smoker"
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT "src"."smoker"
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN "src"."smoker"
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT "src"."smoker"
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-1.6094379124341003 AS DOUBLE)
-            ELSE CAST(-0.2231435513142097 AS DOUBLE)
+            WHEN CASE WHEN "src"."smoker" THEN 1.0e0 WHEN NOT "src"."smoker" THEN 0.0e0 END IS NULL
+            THEN 0.0e0
+            WHEN CASE WHEN "src"."smoker" THEN 1.0e0 WHEN NOT "src"."smoker" THEN 0.0e0 END > 0.0e0
+            THEN -1.6094379124341003e0
+            ELSE -0.2231435513142097e0
           END AS "jll_birch",
-          CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(-0.2528249665702085 AS DOUBLE) - (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
+          -1.0986122886681098e0 + COALESCE(
+            -0.2528249665702085e0 - (
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 4.583333333333333e0
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - CAST(4.583333333333333 AS DOUBLE)
-            ) * CAST(1.8947368296365943 AS DOUBLE),
-            CAST(0.0 AS DOUBLE)
+              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 4.583333333333333e0
+            ) * 1.8947368296365943e0,
+            0.0e0
           ) + COALESCE(
             LIST_EXTRACT(
-              [
-                CAST(-1.9459101490553132 AS DOUBLE),
-                CAST(-0.5596157879354227 AS DOUBLE),
-                CAST(-1.252762968495368 AS DOUBLE)
-              ],
+              [-1.9459101490553132e0, -0.5596157879354227e0, -1.252762968495368e0],
               ENUM_CODE(TRY_CAST(TRY_CAST("src"."colour" AS TEXT) AS ENUM('blue', 'green', 'red'))) + 1
             ),
-            CAST(0.0 AS DOUBLE)
+            0.0e0
           ) + CASE
-            WHEN CASE
-              WHEN "src"."smoker"
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT "src"."smoker"
-              THEN CAST(0.0 AS DOUBLE)
-            END IS NULL
-            THEN CAST(0.0 AS DOUBLE)
-            WHEN CASE
-              WHEN "src"."smoker"
-              THEN CAST(1.0 AS DOUBLE)
-              WHEN NOT "src"."smoker"
-              THEN CAST(0.0 AS DOUBLE)
-            END > CAST(0.0 AS DOUBLE)
-            THEN CAST(-0.4054651081081644 AS DOUBLE)
-            ELSE CAST(-1.0986122886681096 AS DOUBLE)
+            WHEN CASE WHEN "src"."smoker" THEN 1.0e0 WHEN NOT "src"."smoker" THEN 0.0e0 END IS NULL
+            THEN 0.0e0
+            WHEN CASE WHEN "src"."smoker" THEN 1.0e0 WHEN NOT "src"."smoker" THEN 0.0e0 END > 0.0e0
+            THEN -0.4054651081081644e0
+            ELSE -1.0986122886681096e0
           END AS "jll_cedar"
         FROM QUERY_TABLE(tbl) AS "src"
       ) AS "s1"

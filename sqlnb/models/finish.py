@@ -83,15 +83,17 @@ class ClassScore:
     guard: exp.Expression | None = None
     whole: exp.Expression | None = None
 
-    def expression(self) -> exp.Expression:
-        """The score as one expression (the plain shape)."""
+    def expression(self, copy: bool = True) -> exp.Expression:
+        """The score as one expression (the plain shape); with ``copy=False`` made of this
+        score's own term nodes, so the score must not be used again."""
         if self.whole is not None:
-            return self.whole.copy()
-        return self._guarded(sql.add([t.copy() for t in self.terms]))
+            return self.whole.copy() if copy else self.whole
+        return self._guarded(sql.add([t.copy() if copy else t for t in self.terms]))
 
     def parts(self, limit: int = PART_NODES) -> list[exp.Expression]:
         """The score cut into sums of consecutive terms of at most ``limit`` nodes each
-        (a larger term is a part of its own), each guarded; their sum is the score."""
+        (a larger term is a part of its own), each guarded; their sum is the score. Made of
+        this score's own term nodes: the score must not be used again."""
         bounds: list[int] = []
         size = limit
         for i, t in enumerate(self.terms):
@@ -101,7 +103,7 @@ class ClassScore:
                 size = 0
             size += n
         bounds.append(len(self.terms))
-        out = [self._guarded(sql.add([t.copy() for t in self.terms[a:z]])) for a, z in zip(bounds, bounds[1:])]
+        out = [self._guarded(sql.add(list(self.terms[a:z]))) for a, z in zip(bounds, bounds[1:])]
         return out or [self._guarded(sql.dbl(0.0))]
 
     def _guarded(self, e: exp.Expression) -> exp.Expression:
@@ -273,8 +275,8 @@ def scoring_select(
     if passthrough is not None and source_columns is not None:
         src_cols = [sql.col(c, "src") for c in passthrough]
     if keep_order:
-        numbered = exp.select(exp.alias_(exp.Window(this=exp.RowNumber()), ROW_COLUMN, quoted=True),
-                              exp.Star()).from_(source_from)
+        numbered = exp.select(_as(exp.Window(this=exp.RowNumber()), ROW_COLUMN),
+                              exp.Star()).from_(source_from, copy=False)
         source_from = exp.Subquery(this=numbered, alias=exp.TableAlias(this=sql.ident("src")))
         if passthrough is not None and source_columns is not None:
             src_cols.append(sql.col(ROW_COLUMN, "src"))
@@ -284,7 +286,7 @@ def scoring_select(
 
     def stage(select_list: list[exp.Expression], inner: exp.Select, alias: str) -> exp.Select:
         return exp.select(exp.Star(), *select_list).from_(
-            exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident(alias))))
+            exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident(alias))), copy=False)
 
     if shared:
         # Stage 1: each part twice, as a column and inside B = max_c Σ parts; stage 2: each
@@ -298,33 +300,33 @@ def scoring_select(
         cols1: list[exp.Expression] = []
         for c, ps in enumerate(parts):
             if len(ps) == 1:
-                cols1.append(exp.alias_(ps[0], jll[c], quoted=True))
+                cols1.append(_as(ps[0], jll[c]))
             else:
-                cols1 += [exp.alias_(p, names[i][c], quoted=True) for i, p in enumerate(ps)]
+                cols1 += [_as(p, names[i][c]) for i, p in enumerate(ps)]
         # Parenthesised: SQL reads a + b + c left to right, so without them the parts would not be
         # subtrees of the sum (and it would add the terms in another order than stage 2 does).
         sums = [sql.add([sql.paren(p.copy()) for p in ps]) for ps in parts]
-        stage1 = exp.select(*src_cols, *cols1, exp.alias_(sql.greatest(sums), MAX_COLUMN, quoted=True)
-                            ).from_(source_from)
+        stage1 = exp.select(*src_cols, *cols1, _as(sql.greatest(sums), MAX_COLUMN)
+                            ).from_(source_from, copy=False)
         for j in joins:
             stage1.append("joins", j.copy())
         score_cols = [sql.add(sql.col(names[i][c]) for i in range(len(ps))) if len(ps) > 1 else sql.col(jll[c])
                       for c, ps in enumerate(parts)]
-        cols2 = [exp.alias_(score_cols[c].copy(), jll[c], quoted=True) for c, ps in enumerate(parts) if len(ps) > 1]
-        cols2 += [exp.alias_(exp.Exp(this=exp.Sub(this=x.copy(), expression=big_b.copy())), n, quoted=True)
+        cols2 = [_as(score_cols[c].copy(), jll[c]) for c, ps in enumerate(parts) if len(ps) > 1]
+        cols2 += [_as(exp.Exp(this=exp.Sub(this=x.copy(), expression=big_b.copy())), n)
                   for x, n in zip(score_cols, shifted)]
         stage3 = stage(cols2, stage1, "s2")
     else:
-        stage1 = exp.select(*src_cols, *[exp.alias_(ps[0], n, quoted=True) for ps, n in zip(parts, jll)]
-                            ).from_(source_from)
+        stage1 = exp.select(*src_cols, *[_as(ps[0], n) for ps, n in zip(parts, jll)]
+                            ).from_(source_from, copy=False)
         for j in joins:
             stage1.append("joins", j.copy())
         # Stage 2: B = max_c b_c, once per row.
-        stage2 = stage([exp.alias_(sql.greatest([x.copy() for x in b]), MAX_COLUMN, quoted=True)], stage1, "s1")
+        stage2 = stage([_as(sql.greatest([x.copy() for x in b]), MAX_COLUMN)], stage1, "s1")
         # Stage 3: e_c = exp(b_c − B), once per row and class: both Σ e_c and p(c|x) = e_c / Σ e_c
         # read them (recomputing exp(b_c − lse) for the probabilities cost ~0.3 s more per 10M
         # rows × 3 classes, benchmarks/README.md). 0 ≤ e_c ≤ 1 and the largest is exactly 1.
-        stage3 = stage([exp.alias_(exp.Exp(this=exp.Sub(this=x.copy(), expression=big_b.copy())), n, quoted=True)
+        stage3 = stage([_as(exp.Exp(this=exp.Sub(this=x.copy(), expression=big_b.copy())), n)
                         for x, n in zip(b, shifted)], stage2, "s2")
     neg_inf = sql.dbl(_NEG_INF)
     # Stage 4: lse = B + ln Σ e_c. With B = −inf every b_c − B is NaN, so that case is
@@ -336,8 +338,8 @@ def scoring_select(
              exp.If(this=exp.IsNan(this=big_b.copy()), true=exp.null())],
         default=exp.Add(this=big_b.copy(), expression=exp.Ln(this=sql.add(sql.col(n) for n in shifted))),
     )
-    stage4 = stage([exp.alias_(sql.add(sql.col(n) for n in shifted), SUM_COLUMN, quoted=True),
-                    exp.alias_(lse, "log_evidence", quoted=True)], stage3, "s3")
+    stage4 = stage([_as(sql.add(sql.col(n) for n in shifted), SUM_COLUMN),
+                    _as(lse, "log_evidence")], stage3, "s3")
 
     # Stage 5: the outputs.
     ev = sql.col("log_evidence")
@@ -360,10 +362,10 @@ def scoring_select(
         if "log_evidence" in outputs:
             final.append(ev.copy())
     if "log_proba" in outputs:
-        final += [exp.alias_(unless_undefined(exp.Sub(this=x.copy(), expression=ev.copy())), n, quoted=True)
+        final += [_as(unless_undefined(exp.Sub(this=x.copy(), expression=ev.copy())), n)
                   for x, n in zip(b, class_columns("log_proba_", classes))]
     if "proba" in outputs:
-        final += [exp.alias_(unless_undefined(exp.Div(this=sql.col(e), expression=total.copy())), n, quoted=True)
+        final += [_as(unless_undefined(exp.Div(this=sql.col(e), expression=total.copy())), n)
                   for e, n in zip(shifted, class_columns("proba_", classes))]
     if "prediction" in outputs:
         pred = exp.Case(
@@ -371,15 +373,24 @@ def scoring_select(
             + [exp.If(this=exp.EQ(this=x.copy(), expression=big_b.copy()), true=sql.value(v, label_type))
                for x, v in zip(b, classes)],
         )
-        final.append(exp.alias_(pred, "prediction", quoted=True))
-    out = exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))))
+        final.append(_as(pred, "prediction"))
+    out = exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))), copy=False)
     if order_key is not None:
-        return out.order_by(sql.col(order_key, "s4"))
-    return out.order_by(sql.col(ROW_COLUMN, "s4")) if keep_order else out
+        return out.order_by(sql.col(order_key, "s4"), copy=False)
+    return out.order_by(sql.col(ROW_COLUMN, "s4"), copy=False) if keep_order else out
 
 
-def _whole(score: exp.Expression | ClassScore) -> exp.Expression:
-    return score.expression() if isinstance(score, ClassScore) else score.copy()
+def _as(e: exp.Expression, name: str) -> exp.Alias:
+    """``e AS "name"``, taking ``e`` itself (sqlglot's ``alias_`` copies it: with the class
+    scores inside, every copy is the size of the whole query; building digits' scoring
+    tree, 64 columns x 10 classes, made 48,000 nodes for one of 10,000)."""
+    return exp.Alias(this=e, alias=sql.ident(name))
+
+
+def _whole(score: exp.Expression | ClassScore, copy: bool = True) -> exp.Expression:
+    if isinstance(score, ClassScore):
+        return score.expression(copy=copy)
+    return score.copy() if copy else score
 
 
 def _gate(score: exp.Expression | ClassScore, fallback: exp.Expression | ClassScore | None) -> exp.Expression:
@@ -387,5 +398,6 @@ def _gate(score: exp.Expression | ClassScore, fallback: exp.Expression | ClassSc
     CASE evaluates a branch only for the rows it selects, so the guarded form costs nothing
     on rows without NaN; the engine computes the repeated fast score once."""
     if fallback is None:
-        return _whole(score)
-    return exp.Case(ifs=[exp.If(this=exp.IsNan(this=_whole(score)), true=_whole(fallback))], default=_whole(score))
+        return _whole(score, copy=False)
+    quick = _whole(score, copy=False)
+    return exp.Case(ifs=[exp.If(this=exp.IsNan(this=quick.copy()), true=_whole(fallback, copy=False))], default=quick)

@@ -53,6 +53,11 @@ def _special_literal(dialect: str, v: float) -> exp.Expression:
 #: the text: a scoring SELECT holds thousands of literals, and Spark parses, analyses and
 #: compiles all of them for every query (issue 20).
 _DOUBLE_SUFFIX = ("spark",)
+#: Dialects where a number with an exponent is a DOUBLE literal (DuckDB: ``0.5e0``; a bare
+#: ``0.5`` is DECIMAL there): ``CAST(0.5 AS DOUBLE)`` is written that way. DuckDB parses it
+#: to the same double (checked for every value in tests/test_reference_sql.py), and binds
+#: one constant instead of folding a cast, for each of a scoring SELECT's literals.
+_DOUBLE_EXPONENT = ("duckdb",)
 
 
 def _double_literal(dialect: str, node: exp.Cast) -> exp.Expression | None:
@@ -61,11 +66,16 @@ def _double_literal(dialect: str, node: exp.Cast) -> exp.Expression | None:
     lit = node.this
     if isinstance(lit, exp.Literal) and lit.is_string and lit.this in _SPECIAL:
         return _special_literal(dialect, _SPECIAL[lit.this])
-    if dialect in _DOUBLE_SUFFIX:  # a negative number is Neg(literal)
+    if dialect in _DOUBLE_SUFFIX or dialect in _DOUBLE_EXPONENT:  # a negative number is Neg(literal)
         negative = isinstance(lit, exp.Neg)
         digits = lit.this if negative else lit
         if isinstance(digits, exp.Literal) and not digits.is_string:
-            out = exp.Literal.number(f"{digits.this}D")
+            text = digits.this
+            if dialect in _DOUBLE_SUFFIX:
+                text += "D"
+            elif "e" not in text.lower():
+                text += "e0"
+            out = exp.Literal.number(text)
             return exp.Neg(this=out) if negative else out
     return None
 
