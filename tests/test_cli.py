@@ -200,6 +200,18 @@ def test_evaluate_text_and_json_match_the_python_api(base):
     assert f"{want['accuracy']:.4f}" in text
 
 
+def test_evaluate_says_at_a_terminal_what_its_one_pass_does(base, monkeypatch):
+    # Issue 17: one read of the rows, and one line naming it above DuckDB's progress bar;
+    # nothing on a pipe.
+    monkeypatch.setattr(cli_module, "stderr_is_terminal", lambda: True)
+    result = invoke("evaluate", base / "test.parquet", "--model", f"{base}/m.duckdb:nb")
+    assert result.exit_code == 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("evaluating ") and "test.parquet" in lines[0] and "one pass" in lines[0]
+    assert lines[1].startswith("evaluated 80 rows in ")
+
+
 def test_evaluate_min_accuracy_sets_the_exit_code(base):
     ok = invoke("evaluate", base / "test.parquet", "-m", f"{base}/m.duckdb:nb", "--min-accuracy", "0.1")
     assert ok.exit_code == 0

@@ -134,15 +134,20 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading)
     """
     spec = data_spec(settings, data, reading)
     m = load(settings, model)
+    # One statement reads the rows: at a terminal, one line says what the one progress bar
+    # below it (DuckDB's, shown for queries past 2 s) is doing.
+    doing = "evaluating {}: scoring each row and computing every figure in one pass"
     if settings.remote:
         engine = settings.warehouse()
         source = engine.resolve(read_with(spec, m.column_types()))
         unseen = warn_unseen(m, source, engine)
+        settings.summary(doing.format(source.description))
         ev = evaluate_model(m, source, engine, label)
     else:
         with settings.working(), settings.connect() as con:
             source = data_source(con, spec, types=m.column_types())
             unseen = warn_unseen(m, source, con)
+            settings.summary(doing.format(source.description))
             ev = evaluate_model(m, source, con, label)
     click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen}) if fmt == "json" else text_report(ev))
     settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
