@@ -95,6 +95,13 @@ class Model:
         THEN exact ELSE fast END`` per class (:func:`sqlnb.models.finish.scoring_select`)."""
         return None
 
+    def score_prelude(self, input_types: Mapping[str, str] | None = None,
+                      dialect: str | None = None) -> list[tuple[str, exp.Expression]]:
+        """Helper columns ``(name, expression over src)`` computed once per row before the
+        class scores, which read them as ``src.name``; none by default. Must match
+        :meth:`class_terms` called with the same arguments."""
+        return []
+
     def score_joins(self, dialect: str | None = None) -> list[exp.Join]:
         """Lookups the class scores read from (LEFT JOINs to the source); none by default.
         Must match :meth:`class_scores` called with the same ``dialect``."""
@@ -177,7 +184,7 @@ class Model:
         joins = self.score_joins(dialect)
         return scoring_select(
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
-            joins=joins, fallback=None if fast is None else exact,
+            joins=joins, fallback=None if fast is None else exact, prelude=self.score_prelude(types, dialect),
             keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key, dialect=dialect,
         )
 

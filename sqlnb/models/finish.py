@@ -55,6 +55,8 @@ MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN = "max_jll", "exp_shifted_", "sum_exp_shi
 PART_PREFIX = "part"
 #: The source row's position, carried through a plan with a join (``keep_order``).
 ROW_COLUMN = "sqlnb_row"
+#: A row's count features as one list, for the class terms' dot products (DuckDB).
+COUNTS_COLUMN = "sqlnb_counts"
 
 
 #: Largest part of a class score, in sqlglot expression nodes, on engines where
@@ -209,6 +211,7 @@ def scoring_select(
     keep_order: bool = False,
     order_key: str | None = None,
     dialect: str | None = None,
+    prelude: Sequence[tuple[str, exp.Expression]] = (),
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -248,6 +251,11 @@ def scoring_select(
         A passed-through column to end with ``ORDER BY`` (instead of ``keep_order``).
     dialect : str, optional
         Where the SELECT will run: decides its shape (:func:`shares_subexpressions`).
+    prelude : list of (name, expression), optional
+        Helper columns computed once per row in a SELECT around the source (still aliased
+        ``src``), which ``scores`` read as ``src.name``. They are never outputs: with
+        the source's columns unknown, stage 1 passes ``src.* EXCLUDE (name, ...)``
+        (DuckDB, the only dialect given a prelude).
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
@@ -263,6 +271,7 @@ def scoring_select(
     passthrough = list(keep) if keep is not None else (list(source_columns) if source_columns is not None else None)
     if passthrough is not None:
         generated = generated_columns(classes, outputs, keep_order, n_parts if n_parts > 1 else 0)
+        generated += [name for name, _ in prelude]
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
         if clash:
             raise SqlnbError(
@@ -271,9 +280,13 @@ def scoring_select(
             )
 
     # Stage 1: the per-class scores next to the source's columns.
-    src_cols = [exp.Column(this=exp.Star(), table=sql.ident("src"))]
+    helpers = [sql.col(name) for name, _ in prelude]
+    src_cols = [exp.Column(this=exp.Star(except_=helpers or None), table=sql.ident("src"))]
     if passthrough is not None and source_columns is not None:
         src_cols = [sql.col(c, "src") for c in passthrough]
+    if prelude:
+        pre = exp.select(exp.Star(), *[_as(e, name) for name, e in prelude]).from_(source_from, copy=False)
+        source_from = exp.Subquery(this=pre, alias=exp.TableAlias(this=sql.ident("src")))
     if keep_order:
         numbered = exp.select(_as(exp.Window(this=exp.RowNumber()), ROW_COLUMN),
                               exp.Star()).from_(source_from, copy=False)

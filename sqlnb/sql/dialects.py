@@ -179,7 +179,7 @@ _CANNOT_RUN: dict[type, tuple[str, tuple[str, ...]]] = {
     exp.ArgMin: ("ARG_MIN", ("postgres", "sqlite")),
 }
 #: Functions sqlglot does not know (passed through as written), by the dialects having them.
-_ONLY_IN = {"HISTOGRAM": ("duckdb",), "LOG1P": ("spark",), "NANVL": ("spark",)}
+_ONLY_IN = {"HISTOGRAM": ("duckdb",), "LOG1P": ("spark",), "NANVL": ("spark",), "LIST_DOT_PRODUCT": ("duckdb",)}
 
 
 def _check_runs(tree: exp.Expression, dialect: str) -> None:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, suggest
@@ -31,11 +32,19 @@ from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import EXPORT_MAX, INLINE_MAX
 from sqlnb.models.base import Model
-from sqlnb.models.finish import ClassScore, shares_subexpressions
+from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import given_prior, own_prior
 from sqlnb.models.naive_bayes import text
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
+
+#: Count columns (multinomial, complement) from which DuckDB's scoring SELECT writes their
+#: class terms as one ``list_dot_product`` per class over one list of the row's values,
+#: instead of a term per column and class. The terms are the same products (summed in
+#: another association, so a score can differ in its last bits); the tree is a fraction of
+#: the size, so building, rendering, binding and DuckDB's common-subexpression pass take a
+#: fraction of the time (digits, 64 columns x 10 classes, benchmarks/README.md).
+DOT_MIN = 8
 
 ESTIMATORS = ("posterior-mean", "map", "mle")
 UNSEEN = ("missing", "bucket")
@@ -316,13 +325,42 @@ class NaiveBayes(Model):
                 joins.append(j)
         return joins
 
+    def _dotted(self, features: Sequence[Feature], dialect: str | None) -> list[Feature]:
+        """The count features (multinomial, complement) whose class terms are one dot product
+        per class over a list of their values (:meth:`score_prelude`): in DuckDB, from
+        :data:`DOT_MIN` such columns on, when every weight is finite (an infinite one needs
+        its ``x > 0`` test, :func:`~sqlnb.models.naive_bayes.families.base.times`)."""
+        if dialect != "duckdb":
+            return []
+        params = self.log_parameters()
+        dotted = [f for f in features if f.kind in ("multinomial", "complement") and f.bag is None
+                  and np.all(np.isfinite(np.asarray(params[f.name], dtype=float)))]
+        return dotted if len(dotted) >= DOT_MIN else []
+
+    def score_prelude(self, input_types=None, dialect=None):
+        dotted = self._dotted(self._scoring_features(input_types), dialect)
+        if not dotted:
+            return []
+        # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
+        values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
+                  for f in dotted]
+        return [(COUNTS_COLUMN, exp.Array(expressions=values))]
+
     def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True):
         params = self.log_parameters()
         features = self._scoring_features(input_types)
+        dotted = self._dotted(features, dialect)
+        skip = {f.name for f in dotted}
         scores = []
         for k in range(len(self.classes)):
             terms = []
+            if dotted:
+                weights = exp.Array(expressions=[sql.dbl(float(params[f.name][k])) for f in dotted])
+                terms.append(exp.Anonymous(this="list_dot_product",
+                                           expressions=[sql.col(COUNTS_COLUMN, "src"), weights]))
             for f in features:
+                if f.name in skip:
+                    continue
                 fam = text.family_for(f)
                 how = self._lookup(f, dialect)
                 if how in ("in place", "packed"):

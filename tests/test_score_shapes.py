@@ -1,0 +1,118 @@
+"""Query shapes DuckDB's scoring SELECT takes for speed, checked against the plain shape.
+
+Many count columns (multinomial, complement) are scored with one ``list_dot_product`` per
+class over a list of the row's values (issue 17: a tree a fraction of the size to build,
+render, bind and optimise). The plain shape, one term per column and class, is what every
+other dialect runs; both must give the same scores, for every row, in the same order.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import sqlnb
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes import model as nb_model
+
+COLUMNS = 12
+
+
+def _counts(n: int, seed: int, holes: bool = True) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    cols = {}
+    for j in range(COLUMNS):
+        x = rng.poisson(1.0 + (y == j % 3) * (j % 4), n).astype(float)
+        values = list(x)
+        if holes:  # NULL and NaN are missing: the term is left out, as in the plain shape
+            values = [None if i % 11 == j % 11 else float("nan") if i % 13 == j % 13 else v
+                      for i, v in enumerate(values)]
+        cols[f"x{j}"] = pa.array(values, type=pa.float64())
+    cols["id"] = pa.array(np.arange(n))
+    cols["y"] = pa.array([f"c{v}" for v in y])
+    return pa.table(cols)
+
+
+def _plain(monkeypatch):
+    monkeypatch.setattr(nb_model, "DOT_MIN", 10**9)
+
+
+def _scored(model, t: pa.Table, **kw) -> pa.Table:
+    con = duckdb.connect()
+    con.register("t", t)
+    return model.score("t", con, **kw).to_arrow_table()
+
+
+def _close(got: pa.Table, want: pa.Table, tol: float = 1e-12) -> None:
+    assert got.column_names == want.column_names
+    assert got.column("id").to_pylist() == want.column("id").to_pylist()  # same rows, same order
+    assert got.column("prediction").to_pylist() == want.column("prediction").to_pylist()
+    for name in got.column_names:
+        if name.startswith(("proba_", "jll_", "log_proba_", "log_evidence")):
+            g = np.array(got.column(name).to_pylist(), dtype=float)
+            w = np.array(want.column(name).to_pylist(), dtype=float)
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["multinomial", "complement"])
+def test_dot_product_scores_equal_the_plain_shape_with_missing_values(kind, monkeypatch):
+    train, test = _counts(400, 1, holes=False), _counts(300, 2)
+    model = sqlnb.fit(train.drop_columns(["id"]), "y", kind=kind, screen=False)
+    assert "LIST_DOT_PRODUCT" in model.to_sql("duckdb")
+    got = _scored(model, test)
+    _plain(monkeypatch)
+    assert "LIST_DOT_PRODUCT" not in model.to_sql("duckdb")
+    _close(got, _scored(model, test))
+
+
+def test_a_mixed_model_adds_its_other_terms_to_the_dot_product(monkeypatch):
+    train, test = _counts(400, 3, holes=False), _counts(200, 4)
+    rng = np.random.default_rng(5)
+    train = train.append_column("g", pa.array(rng.normal(size=len(train)))).append_column(
+        "cat", pa.array(rng.choice(["a", "b", "c"], len(train))))
+    test = test.append_column("g", pa.array([None if i % 7 == 0 else v for i, v in enumerate(rng.normal(size=len(test)))],
+                                            type=pa.float64())).append_column(
+        "cat", pa.array(rng.choice(["a", "b", "z"], len(test))))
+    kinds = {f"x{j}": "multinomial" for j in range(COLUMNS)} | {"g": "gaussian", "cat": "categorical"}
+    model = sqlnb.fit(train.drop_columns(["id"]), "y", feature_kinds=kinds, screen=False)
+    got = _scored(model, test, outputs=("jll", "log_evidence", "proba", "prediction"))
+    _plain(monkeypatch)
+    _close(got, _scored(model, test, outputs=("jll", "log_evidence", "proba", "prediction")))
+
+
+def test_infinite_weights_keep_the_plain_terms(monkeypatch):
+    # MLE (alpha 0) with a count that is zero in a class: log 0 = -inf needs the x > 0 test
+    # of the plain term (0 * -inf is NaN), so those columns stay out of the dot product.
+    train = _counts(60, 6, holes=False)
+    zero = pa.array([0.0] * len(train))
+    train = train.set_column(train.column_names.index("x0"), "x0", zero)
+    model = sqlnb.fit(train.drop_columns(["id"]), "y", kind="multinomial", screen=False, alpha=0.0,
+                      estimator="mle")
+    test = _counts(50, 7)
+    got = _scored(model, test)
+    _plain(monkeypatch)
+    _close(got, _scored(model, test))
+
+
+def test_the_helper_list_is_never_an_output_column():
+    model = sqlnb.fit(_counts(200, 8, holes=False).drop_columns(["id"]), "y", kind="multinomial", screen=False)
+    test = _counts(20, 9)
+    con = duckdb.connect()
+    con.register("input", test)
+    exported = con.sql(model.to_sql("duckdb")).columns  # source columns unknown: src.* EXCLUDE (...)
+    assert "sqlnb_counts" not in exported and exported[:len(test.column_names)] == test.column_names
+    assert "sqlnb_counts" not in _scored(model, test).column_names
+    clash = test.append_column("sqlnb_counts", pa.array(range(len(test))))
+    with pytest.raises(SqlnbError, match="sqlnb_counts"):
+        _scored(model, clash)
+
+
+def test_below_the_threshold_and_off_duckdb_the_plain_shape_is_used():
+    model = sqlnb.fit(_counts(200, 10, holes=False).drop_columns(["id"]), "y", kind="multinomial", screen=False)
+    for dialect in ("postgres", "spark", "sqlite"):
+        assert "LIST_DOT_PRODUCT" not in model.to_sql(dialect).upper()
+    few = sqlnb.fit(_counts(200, 10, holes=False).select(["x0", "x1", "y"]), "y", kind="multinomial", screen=False)
+    assert "LIST_DOT_PRODUCT" not in few.to_sql("duckdb")
