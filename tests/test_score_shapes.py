@@ -20,7 +20,7 @@ from sqlnb.models.naive_bayes import model as nb_model
 COLUMNS = 12
 
 
-def _counts(n: int, seed: int, holes: bool = True) -> pa.Table:
+def _counts(n: int, seed: int, holes: bool = True, nan: bool = True) -> pa.Table:
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, n)
     cols = {}
@@ -28,7 +28,7 @@ def _counts(n: int, seed: int, holes: bool = True) -> pa.Table:
         x = rng.poisson(1.0 + (y == j % 3) * (j % 4), n).astype(float)
         values = list(x)
         if holes:  # NULL and NaN are missing: the term is left out, as in the plain shape
-            values = [None if i % 11 == j % 11 else float("nan") if i % 13 == j % 13 else v
+            values = [None if i % 11 == j % 11 else float("nan") if nan and i % 13 == j % 13 else v
                       for i, v in enumerate(values)]
         cols[f"x{j}"] = pa.array(values, type=pa.float64())
     cols["id"] = pa.array(np.arange(n))
@@ -116,3 +116,28 @@ def test_below_the_threshold_and_off_duckdb_the_plain_shape_is_used():
         assert "LIST_DOT_PRODUCT" not in model.to_sql(dialect).upper()
     few = sqlnb.fit(_counts(200, 10, holes=False).select(["x0", "x1", "y"]), "y", kind="multinomial", screen=False)
     assert "LIST_DOT_PRODUCT" not in few.to_sql("duckdb")
+
+
+def test_cross_validation_pools_the_dot_products_and_measures_the_same(monkeypatch):
+    # The pooled CV query (every fold model x grid point in one read) takes the same shape.
+    from sqlnb.workflows import cv
+
+    t = _counts(500, 11, nan=False).drop_columns(["id"])  # NULLs (missing) in training and held-out rows
+    seen = []
+    real = cv.scoring_select
+
+    def spy(*args, **kw):
+        seen.append(bool(kw.get("prelude")))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(cv, "scoring_select", spy)
+    got = cv.cross_validate(t, "y", kind="multinomial", folds=4, grid={"alpha": [0.5, 1.0]}, screen=False, refit=False)
+    assert seen and all(seen)
+    _plain(monkeypatch)
+    seen.clear()
+    want = cv.cross_validate(t, "y", kind="multinomial", folds=4, grid={"alpha": [0.5, 1.0]}, screen=False, refit=False)
+    assert seen and not any(seen)
+    assert len(got.results) == len(want.results) == 2
+    for g, w in zip(got.results, want.results):
+        assert g["accuracy"] == w["accuracy"]
+        np.testing.assert_allclose(g["log_loss"], w["log_loss"], rtol=1e-12)

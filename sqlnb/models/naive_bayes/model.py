@@ -325,20 +325,21 @@ class NaiveBayes(Model):
                 joins.append(j)
         return joins
 
-    def _dotted(self, features: Sequence[Feature], dialect: str | None) -> list[Feature]:
+    def _dotted(self, features: Sequence[Feature], dialect: str | None, dot: bool | None = None) -> list[Feature]:
         """The count features (multinomial, complement) whose class terms are one dot product
-        per class over a list of their values (:meth:`score_prelude`): in DuckDB, from
-        :data:`DOT_MIN` such columns on, when every weight is finite (an infinite one needs
-        its ``x > 0`` test, :func:`~sqlnb.models.naive_bayes.families.base.times`)."""
-        if dialect != "duckdb":
+        per class over a list of their values (:meth:`score_prelude`): in DuckDB (or where
+        ``dot`` says so), from :data:`DOT_MIN` such columns on, when every weight is finite
+        (an infinite one needs its ``x > 0`` test,
+        :func:`~sqlnb.models.naive_bayes.families.base.times`)."""
+        if not (dialect == "duckdb" if dot is None else dot):
             return []
         params = self.log_parameters()
         dotted = [f for f in features if f.kind in ("multinomial", "complement") and f.bag is None
                   and np.all(np.isfinite(np.asarray(params[f.name], dtype=float)))]
         return dotted if len(dotted) >= DOT_MIN else []
 
-    def score_prelude(self, input_types=None, dialect=None):
-        dotted = self._dotted(self._scoring_features(input_types), dialect)
+    def score_prelude(self, input_types=None, dialect=None, dot: bool | None = None):
+        dotted = self._dotted(self._scoring_features(input_types), dialect, dot)
         if not dotted:
             return []
         # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
@@ -346,10 +347,10 @@ class NaiveBayes(Model):
                   for f in dotted]
         return [(COUNTS_COLUMN, exp.Array(expressions=values))]
 
-    def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True):
+    def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
         params = self.log_parameters()
         features = self._scoring_features(input_types)
-        dotted = self._dotted(features, dialect)
+        dotted = self._dotted(features, dialect, dot)
         skip = {f.name for f in dotted}
         scores = []
         for k in range(len(self.classes)):
@@ -376,8 +377,8 @@ class NaiveBayes(Model):
             scores.append(ClassScore(tuple(terms)))
         return scores
 
-    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True):
-        return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard)]
+    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
+        return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot)]
 
     def score_long(self, tokens: Any, docs: Any = None, con=None, outputs: Sequence[str] = ("proba", "prediction"),
                    keep: Sequence[str] | None = None):
