@@ -10,6 +10,9 @@ pays), the seconds of each call, first call and the median of the next ``--repea
     running it in DuckDB, rows to Arrow;
 ``to_sql``
     ``model.to_sql("duckdb")``: the scoring SELECT rendered as text;
+``plan``
+    of ``score``, DuckDB's planning of the scoring SELECT (binding and optimising, from its
+    profiler, in a run of its own after the timed calls);
 ``sklearn``
     scikit-learn's fit + ``predict_proba`` of the same model on the same rows, numpy
     arrays in memory.
@@ -29,7 +32,10 @@ python benchmarks/small_data.py --repeat 5
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -81,17 +87,39 @@ def _data(name: str):
     return table, "income", {}, sk
 
 
+def _planning(con, text: str) -> float:
+    """Seconds DuckDB spends binding and optimising ``text``, from its JSON profile."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "profile.json")
+        con.execute("PRAGMA enable_profiling = 'json'")
+        con.execute("SET profiling_mode = 'detailed'")
+        con.execute(f"PRAGMA profiling_output = '{path}'")
+        con.execute(text).fetchall()
+        con.execute("PRAGMA disable_profiling")
+        with open(path) as f:
+            prof = json.load(f)
+
+    def get(name: str) -> float:
+        if name in prof:  # flat "planner.total_time" or nested
+            return float(prof[name])
+        head, tail = name.split(".")
+        return float(prof[head][tail])
+    return get("planner.total_time") + get("optimizer.total_time")
+
+
 def measure(name: str, repeat: int) -> dict | None:
     """``{call: [seconds, ...]}`` for one data set, in this (fresh) process."""
     import duckdb
 
     import sqlnb
+    from sqlnb import sql
+    from sqlnb.source import resolve
 
     got = _data(name)
     if got is None:
         return None
     table, label, kwargs, sk = got
-    out: dict = {"fit": [], "score": [], "to_sql": [], "sklearn": []}
+    out: dict = {"fit": [], "score": [], "to_sql": [], "sklearn": [], "plan": []}
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     for _ in range(repeat + 1):
@@ -106,6 +134,8 @@ def measure(name: str, repeat: int) -> dict | None:
         t4 = time.perf_counter()
         for k, s in zip(out, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
             out[k].append(s)
+        text = sql.render(model.scoring_query(resolve(table, con), nan_gate=True), "duckdb")
+        out["plan"].append(_planning(con, text))
     return out
 
 
@@ -119,19 +149,21 @@ def main(argv=None) -> int:
     print(f"`{command}`; {info['cpu']}, {info['memory']}; {info['versions']}\n")
     print("seconds per call, in a fresh process: first call / median of the next "
           f"{args.repeat}\n")
-    print("| data | fit | score (to Arrow) | to_sql | fit + score | scikit-learn fit + predict_proba |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| data | fit | score (to Arrow) | of which DuckDB plans | to_sql | fit + score | "
+          "scikit-learn fit + predict_proba |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name in args.datasets.split(","):
         got = baselines.isolated(measure, name, args.repeat)
         if got is None:
-            print(f"| {name} | (../shared/data not found) | | | | |")
+            print(f"| {name} | (../shared/data not found) | | | | | |")
             continue
         both = [f + s for f, s in zip(got["fit"], got["score"])]
         got["fit+score"] = both
 
         def cell(k):
             return f"{got[k][0]:.3f} / {statistics.median(got[k][1:]):.3f}"
-        print(f"| {name} | {cell('fit')} | {cell('score')} | {cell('to_sql')} | {cell('fit+score')} | {cell('sklearn')} |")
+        print(f"| {name} | {cell('fit')} | {cell('score')} | {cell('plan')} | {cell('to_sql')} | {cell('fit+score')} | "
+              f"{cell('sklearn')} |")
     return 0
 
 

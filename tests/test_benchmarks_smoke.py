@@ -68,7 +68,7 @@ def test_small_data_latency_benchmark_runs(tmp_path):
                           "--datasets", "iris"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     row = [line for line in out.stdout.splitlines() if line.startswith("| iris |")]
-    assert len(row) == 1 and row[0].count("/") == 5, out.stdout[-2000:]  # first / median in every cell
+    assert len(row) == 1 and row[0].count("/") == 6, out.stdout[-2000:]  # first / median in every cell
 
 
 def test_fit_floor_and_peer_benchmarks_run_at_a_tiny_size(tmp_path):
