@@ -137,13 +137,28 @@ def _overrides(spec: Files, columns: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+class EngineTypes(dict):
+    """Column types exactly as the engine that runs a query sees them (a ``dict``).
+
+    A scoring SELECT given these may read a column of the right type without a cast
+    (``Feature.source_type``); given plain types (SQL exported to another dialect, whose
+    source holds whatever types it holds) it casts every value to the type it scores."""
+
+
 @dataclass(frozen=True)
 class Source:
-    """A resolved source: a FROM-able expression, its columns and types."""
+    """A resolved source: a FROM-able expression, its columns and types, and the dialect
+    of the engine that resolved it (``engine``; None for a source built from another),
+    whose types ``columns`` are."""
 
     expr: exp.Expression
     columns: dict[str, str]
     description: str
+    engine: str | None = None
+
+    def types_for(self, dialect: str) -> dict[str, str]:
+        """The column types, as :class:`EngineTypes` when ``dialect`` is the engine's own."""
+        return EngineTypes(self.columns) if self.engine == dialect else dict(self.columns)
 
     def from_(self, alias: str = "src") -> exp.Expression:
         """The source as a FROM item aliased ``alias``."""
@@ -318,7 +333,7 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
     except (duckdb.IOException, duckdb.InvalidInputException, duckdb.BinderException,
             duckdb.ParserException, duckdb.ConversionException) as e:
         raise SqlnbError(f"cannot read {desc}: {_first_line(e)}") from None
-    return Source(expr=node, columns=columns, description=desc)
+    return Source(expr=node, columns=columns, description=desc, engine="duckdb")
 
 
 def _missing_table(spec: Table, con: duckdb.DuckDBPyConnection) -> str:

@@ -141,3 +141,26 @@ def test_cross_validation_pools_the_dot_products_and_measures_the_same(monkeypat
     for g, w in zip(got.results, want.results):
         assert g["accuracy"] == w["accuracy"]
         np.testing.assert_allclose(g["log_loss"], w["log_loss"], rtol=1e-12)
+
+
+def test_a_double_column_is_read_without_a_cast_only_by_the_engine_that_typed_it():
+    # The scored source's DOUBLE columns need no CAST where the engine that resolved them
+    # runs the query; SQL for another dialect keeps every cast (its columns' types are
+    # whatever that warehouse holds).
+    from sqlnb.source import resolve
+
+    train = _counts(200, 12, holes=False).drop_columns(["id"])
+    model = sqlnb.fit(train, "y", kind="gaussian", screen=False)
+    con = duckdb.connect()
+    con.register("input", _counts(30, 13))
+    own = sqlnb.sql.render(model.scoring_query(resolve("input", con), dialect="duckdb"), "duckdb")
+    assert 'CAST("src"."x0" AS DOUBLE)' not in own and '"src"."x0"' in own
+    for dialect in ("postgres", "spark"):
+        exported = model.to_sql(dialect, source="input", con=con)
+        assert "CAST(`src`.`x0` AS DOUBLE)" in exported or 'CAST("src"."x0" AS DOUBLE PRECISION)' in exported, dialect
+    assert 'CAST("src"."x0" AS DOUBLE)' in model.to_sql("duckdb")  # source unknown
+    # and the scores are the same either way
+    want = con.sql(model.to_sql("duckdb")).to_arrow_table()
+    got = con.sql(own).to_arrow_table()
+    names = ["id", *model.proba_columns(), "prediction"]
+    _close(got.select(names), want.select(names))

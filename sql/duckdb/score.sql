@@ -57,9 +57,9 @@ FROM (
           "src"."smoker",
           -1.0986122886681098e0 + COALESCE(
             0.35578404114406353e0 - (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 1.375e0
+              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 1.375e0
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 1.375e0
+              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 1.375e0
             ) * 6.399999857740168e0,
             0.0e0
           ) + COALESCE(
@@ -77,9 +77,9 @@ FROM (
           END AS "jll_ash",
           -1.0986122886681098e0 + COALESCE(
             0.35578404114406353e0 - (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 2.625e0
+              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 2.625e0
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 2.625e0
+              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 2.625e0
             ) * 6.399999857740168e0,
             0.0e0
           ) + COALESCE(
@@ -97,9 +97,9 @@ FROM (
           END AS "jll_birch",
           -1.0986122886681098e0 + COALESCE(
             -0.2528249665702085e0 - (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 4.583333333333333e0
+              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 4.583333333333333e0
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), CAST('NaN' AS DOUBLE)) - 4.583333333333333e0
+              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 4.583333333333333e0
             ) * 1.8947368296365943e0,
             0.0e0
           ) + COALESCE(

@@ -178,7 +178,7 @@ class Model:
             raise ValueError("give a source")
         else:
             columns = None
-        types = dict(source.columns) if source is not None else None
+        types = source.types_for(dialect) if source is not None else None
         exact = self.class_terms(types, dialect)
         fast = self.fast_class_scores(types, dialect) if nan_gate else None
         joins = self.score_joins(dialect)

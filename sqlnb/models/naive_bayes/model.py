@@ -35,6 +35,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import given_prior, own_prior
 from sqlnb.models.naive_bayes import text
+from sqlnb.source import EngineTypes
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
 
@@ -259,15 +260,19 @@ class NaiveBayes(Model):
         """The features as the scored source holds them. A numeric family reads its column
         as DOUBLE whatever the fitted integer or decimal type was, so it takes the input's
         type: then NaN in a column fitted as BIGINT (a CSV's ``nan``) is missing like any
-        NaN. Categorical columns keep the fitted type: their values are cast to it."""
+        NaN. Given the running engine's own types (:class:`~sqlnb.source.EngineTypes`), a
+        DOUBLE column is read without a cast (``Feature.source_type``); SQL exported to
+        another dialect keeps its casts. Categorical columns keep the fitted type: their
+        values are cast to it."""
         if not input_types:
             return list(self.features)
+        exact = isinstance(input_types, EngineTypes)
         out = []
         for f in self.features:
             t = input_types.get(f.name)
             numeric = f.kind in ("gaussian", "bernoulli", "multinomial", "complement") and f.bag is None
-            if numeric and t is not None and t != f.sql_type and (is_numeric(t) or t.upper() == "BOOLEAN"):
-                f = replace(f, sql_type=t)
+            if numeric and t is not None and (is_numeric(t) or t.upper() == "BOOLEAN"):
+                f = replace(f, sql_type=t, source_type=exact)
             out.append(f)
         return out
 

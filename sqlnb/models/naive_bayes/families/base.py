@@ -37,6 +37,10 @@ class Feature:
     bag : dict, optional
         For a token bag (text, LIST, MAP column or long token table): its layout and
         tokenizer options (see :mod:`sqlnb.models.naive_bayes.text`); None for an ordinary column.
+    source_type : bool
+        ``sql_type`` is the type the running engine sees in the scored source (scoring only,
+        never stored): a DOUBLE column is then read as it is, without a cast (20 Gaussian
+        columns x 3 classes: 120 casts fewer in Spark's SQL to parse and analyse).
     """
 
     name: str
@@ -44,6 +48,7 @@ class Feature:
     sql_type: str
     threshold: float = 0.0
     bag: Any = field(default=None, hash=False, compare=False)
+    source_type: bool = field(default=False, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind, "sql_type": self.sql_type,
@@ -73,7 +78,9 @@ class Family:
         are reported. When scoring, NaN counts as missing (DuckDB sorts NaN above every
         number and ``NaN > 0`` is true, so it must never reach a score).
         """
-        x = sql.as_double(sql.col(feature.name, "src"), feature.sql_type)
+        x = sql.col(feature.name, "src")
+        if not (feature.source_type and feature.sql_type.upper() == "DOUBLE"):
+            x = sql.as_double(x, feature.sql_type)
         if scoring and is_float(feature.sql_type):
             x = exp.Nullif(this=x, expression=sql.dbl(float("nan")))
         return x
