@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import duckdb
 
+from sqlnb import sql
 from sqlnb.models import dense
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.engines import as_engine
@@ -30,6 +31,7 @@ from sqlnb.store import drop_model, list_models, load_model
 MODELS = ("naive_bayes", "lda", "qda", "logistic")
 
 
+@sql.trees_collected_by_refcount
 def fit(
     data: Any,
     label: str,

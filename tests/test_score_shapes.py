@@ -164,3 +164,24 @@ def test_a_double_column_is_read_without_a_cast_only_by_the_engine_that_typed_it
     got = con.sql(own).to_arrow_table()
     names = ["id", *model.proba_columns(), "prediction"]
     _close(got.select(names), want.select(names))
+
+
+def test_the_garbage_collector_is_paused_only_inside_the_call_and_restored():
+    # sqlnb pauses Python's cyclic collector while it builds and drops SQL trees
+    # (sql.trees_collected_by_refcount); it must come back on, also after an error, and
+    # stay off for a caller who had switched it off.
+    import gc
+
+    model = sqlnb.fit(_counts(100, 14, holes=False).drop_columns(["id"]), "y", kind="multinomial", screen=False)
+    assert gc.isenabled()
+    model.to_sql("duckdb")
+    assert gc.isenabled()
+    with pytest.raises(SqlnbError):
+        sqlnb.fit(_counts(50, 15, holes=False), "no_such_label")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        model.to_sql("duckdb")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

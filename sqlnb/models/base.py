@@ -188,6 +188,7 @@ class Model:
             keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key, dialect=dialect,
         )
 
+    @sql.trees_collected_by_refcount
     def score(
         self,
         data: Any,
@@ -228,6 +229,7 @@ class Model:
     def proba_columns(self) -> list[str]:
         return class_columns("proba_", self.classes)
 
+    @sql.trees_collected_by_refcount
     def to_sql(
         self,
         dialect: str = "duckdb",

@@ -8,8 +8,10 @@
 one namespace.
 """
 
-from sqlnb.sql.build import EXP_UNDERFLOW, add, as_double, col, dbl, greatest, ident, paren, table, value
+from sqlnb.sql.build import (EXP_UNDERFLOW, add, as_double, col, dbl, greatest, ident, paren, table,
+                             trees_collected_by_refcount, value)
 from sqlnb.sql.dialects import DIALECTS, NO_GROUPING_SETS, NO_VAR_POP, render
 
-__all__ = ["EXP_UNDERFLOW", "add", "as_double", "col", "dbl", "greatest", "ident", "paren", "table", "value",
+__all__ = ["EXP_UNDERFLOW", "add", "as_double", "col", "dbl", "greatest", "ident", "paren", "table",
+           "trees_collected_by_refcount", "value",
            "DIALECTS", "NO_GROUPING_SETS", "NO_VAR_POP", "render"]

@@ -538,6 +538,7 @@ def _figures(row: Mapping[str, Any], where: str) -> dict:
             "rows": int(row["labelled"])}
 
 
+@sql.trees_collected_by_refcount
 def cross_validate(
     data: Any,
     label: str,

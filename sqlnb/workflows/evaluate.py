@@ -367,6 +367,7 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
     return over_scored(exp.select(*figures).from_(_from(agg, "agg")), scoring)
 
 
+@sql.trees_collected_by_refcount
 def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Evaluation:
     """Evaluate ``model`` on labelled ``data``, in SQL, where the data is.
 
