@@ -185,3 +185,26 @@ def test_the_garbage_collector_is_paused_only_inside_the_call_and_restored():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_class_score_of_over_a_thousand_columns_stays_within_the_parsers_depth():
+    # A chain a + b + c ... nests one level per term, and DuckDB refuses SQL nested past
+    # 1,000 levels: a model of 1,000 Gaussian columns could be fitted but not scored.
+    # sql.add writes long sums as parenthesised runs (issue 16, the wide models).
+    from sklearn.naive_bayes import GaussianNB
+
+    from sqlnb.sql import build
+
+    rng = np.random.default_rng(16)
+    n, d = 60, 1050
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, d)) + y[:, None] * 0.1
+    t = pa.table({**{f"x{j}": X[:, j] for j in range(d)}, "y": y})
+    model = sqlnb.fit(t, "y", kind="gaussian", screen=False)
+    text = sqlnb.sql.render(sqlnb.sql.add([sqlnb.sql.col(f"x{j}") for j in range(d)]), "duckdb")
+    assert text.count("(") == -(-d // build.ADD_RUN)  # one run per 64 terms
+    got = model.score(t, outputs=("proba", "prediction")).to_arrow_table()
+    want = GaussianNB().fit(X, y)
+    np.testing.assert_allclose(np.column_stack([got.column("proba_0").to_numpy(), got.column("proba_1").to_numpy()]),
+                               want.predict_proba(X), rtol=0, atol=1e-9)
+    assert got.column("prediction").to_pylist() == list(want.predict(X))

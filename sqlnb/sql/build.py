@@ -123,18 +123,34 @@ def _is_text(sql_type: str) -> bool:
     return t.startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "ENUM", "BPCHAR"))
 
 
+#: Longest run of terms :func:`add` writes as one ``a + b + c ...`` chain.
+ADD_RUN = 64
+
+
 def add(terms: Iterable[exp.Expression]) -> exp.Expression:
-    """The sum of ``terms`` as a balanced tree (a long left-deep chain of ``+`` can hit
-    recursion limits in parsers and optimisers; a balanced one is log-depth)."""
+    """The sum of ``terms``: ``a + b + c``, added left to right as SQL reads it; past
+    :data:`ADD_RUN` terms, parenthesised runs of that many, ``(a + … + z) + (… ) + …``
+    (and runs of runs past ``ADD_RUN``² terms).
+
+    A chain of ``+`` nests one level per term: DuckDB refuses an expression nested past
+    ``max_expression_depth`` (1000), which a class score of 1,000 columns reached, and
+    Spark's parser gives up on a few thousand terms. Runs keep the depth near
+    ``ADD_RUN`` x levels, and a sum of up to ``ADD_RUN`` terms (every model of up to 63
+    columns) is the same chain, added in the same order, as before."""
     items = list(terms)
     if not items:
         return dbl(0.0)
-    while len(items) > 1:
-        paired = [exp.Add(this=items[i], expression=items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        if len(items) % 2:
-            paired.append(items[-1])
-        items = paired
-    return items[0]
+    while len(items) > ADD_RUN:
+        runs = [items[i:i + ADD_RUN] for i in range(0, len(items), ADD_RUN)]
+        items = [exp.Paren(this=_chain(run)) if len(run) > 1 else run[0] for run in runs]
+    return _chain(items)
+
+
+def _chain(items: list[exp.Expression]) -> exp.Expression:
+    out = items[0]
+    for term in items[1:]:
+        out = exp.Add(this=out, expression=term)
+    return out
 
 
 def paren(e: exp.Expression) -> exp.Expression:
