@@ -145,3 +145,35 @@ def test_complement_norm_single_feature():
     m = sqlnb.fit(frame(X, [0, 0, 1, 1]), "y", screen=False, kind="complement", norm=True)
     p = scores(m, X)["proba"]
     np.testing.assert_allclose(p, 0.5, atol=1e-15)
+
+
+def test_gaussian_features_of_magnitude_1e_160_score_as_scikit_learn_does():
+    # Issue 16: variances of ~1e-320 are subnormal and 1 / (2 var) overflows; the term then
+    # divides by var instead, as scikit-learn does, so the probabilities are not NULL. The
+    # export to another dialect (SQLite, through Python's float arithmetic) agrees too.
+    import sqlite3
+
+    import pyarrow as pa
+
+    rng = np.random.default_rng(160)
+    n = 200
+    y = rng.integers(0, 2, n)
+    X = (rng.normal(size=(n, 3)) + y[:, None]) * 1e-160
+    t = pa.table({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y})
+    model = sqlnb.fit(t, "y", kind="gaussian", screen=False)
+    want = GaussianNB().fit(X, y)
+    assert np.all(want.var_ < 2.2250738585072014e-308)  # subnormal: the case itself
+    got = model.score(t, outputs=("proba", "prediction")).to_arrow_table()
+    proba = np.column_stack([got.column("proba_0").to_numpy(), got.column("proba_1").to_numpy()])
+    np.testing.assert_allclose(proba, want.predict_proba(X), rtol=0, atol=1e-9)
+    assert got.column("prediction").to_pylist() == list(want.predict(X))
+    con = sqlite3.connect(":memory:")
+    con.create_function("exp", 1, np.exp)
+    con.create_function("ln", 1, np.log)
+    con.execute("CREATE TABLE input (a REAL, b REAL, c REAL)")
+    con.executemany("INSERT INTO input VALUES (?, ?, ?)", X.tolist())
+    cur = con.execute(model.to_sql("sqlite", outputs=("proba",)))
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    lite = np.array([[r[names.index("proba_0")], r[names.index("proba_1")]] for r in rows], dtype=float)
+    np.testing.assert_allclose(lite, want.predict_proba(X), rtol=0, atol=1e-9)

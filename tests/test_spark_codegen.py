@@ -142,3 +142,21 @@ def test_double_literals_read_back_as_the_same_doubles_in_spark(spark):
     assert {f.dataType.simpleString() for f in df.schema.fields} == {"double"}
     row = df.collect()[0]
     assert [struct.pack("<d", v) for v in row] == [struct.pack("<d", v) for v in values]
+
+
+def test_subnormal_variances_score_on_spark_as_scikit_learn_does(spark, tmp_path):
+    # The Spark form of a Gaussian term (sqlnb.models.naive_bayes.families.gaussian) divides
+    # by a subnormal variance as the DuckDB form does (issue 16).
+    from sklearn.naive_bayes import GaussianNB
+
+    rng = np.random.default_rng(161)
+    n = 120
+    y = rng.integers(0, 2, n)
+    X = (rng.normal(size=(n, 3)) + y[:, None]) * 1e-160
+    t = pa.table({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y, "id": np.arange(n)})
+    model = sqlnb.fit(t.drop_columns(["id"]), "y", kind="gaussian", screen=False)
+    pq.write_table(t, tmp_path / "tiny.parquet")
+    spark.read.parquet(str(tmp_path / "tiny.parquet")).createOrReplaceTempView("codegen_tiny")
+    rows = model.score("codegen_tiny", SparkEngine(spark), key="id", outputs=("proba",)).collect()
+    got = np.array([[r["proba_0"], r["proba_1"]] for r in rows], dtype=float)
+    np.testing.assert_allclose(got, GaussianNB().fit(X, y).predict_proba(X), rtol=0, atol=1e-9)

@@ -180,15 +180,26 @@ class Gaussian(Family):
         mean, var = params
         const = -0.5 * math.log(2.0 * math.pi * float(var[k]))
         guard_input = nan_guard and not compiled
-        x, m, half = self.value(feature, scoring=guard_input), sql.dbl(float(mean[k])), sql.dbl(0.5 / float(var[k]))
+        x, m = self.value(feature, scoring=guard_input), sql.dbl(float(mean[k]))
+
+        def scaled(square: exp.Expression) -> exp.Expression:
+            # square · (1 / (2 var)); for a subnormal variance (values of magnitude 1e-160)
+            # 1 / (2 var) overflows to inf, and inf · a square that underflowed to 0 is NaN:
+            # there the square is divided by var and halved, as scikit-learn computes it.
+            half = 0.5 / float(var[k])
+            if math.isfinite(half):
+                return exp.Mul(this=square, expression=sql.dbl(half))
+            return exp.Mul(this=sql.paren(exp.Div(this=square, expression=sql.dbl(float(var[k])))),
+                           expression=sql.dbl(0.5))
+
         if compiled:
             neg = exp.Mul(this=sql.paren(exp.Sub(this=m, expression=x)),
                           expression=sql.paren(exp.Sub(this=x.copy(), expression=m.copy())))
-            body = exp.Add(this=sql.dbl(const), expression=exp.Mul(this=neg, expression=half))
+            body = exp.Add(this=sql.dbl(const), expression=scaled(neg))
             if is_float(feature.sql_type):
                 body = exp.Anonymous(this="NANVL", expressions=[body, sql.dbl(0.0)])
         else:
             d = exp.Sub(this=x, expression=m)
-            quad = exp.Mul(this=exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())), expression=half)
+            quad = scaled(exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())))
             body = exp.Sub(this=sql.dbl(const), expression=quad)
         return exp.Coalesce(this=body, expressions=[sql.dbl(0.0)])
