@@ -427,3 +427,40 @@ def test_postgres_drop(pg_dsn, base):
 def test_new_help_examples_are_laid_out(command):
     out = invoke(command, "--help").stdout
     assert "\n  Example:\n    sqlnb " in out and "\\b" not in out
+
+
+def test_fit_takes_an_asymmetric_beta_prior_for_bernoulli_features(tmp_path):
+    # Issue 16 point 6: Beta(β1, β0) on the command line; log p(on | c) is
+    # ln((N_on + β1) / (N_c + β1 + β0)) under the posterior mean, from the stored counts.
+    import math
+
+    import numpy as np
+
+    rng = np.random.default_rng(6)
+    n = 300
+    y = rng.integers(0, 2, n)
+    t = pa.table({"a": (rng.random(n) < 0.2 + 0.5 * y).astype(float), "b": (rng.random(n) < 0.6).astype(float),
+                  "y": y})
+    pq.write_table(t, tmp_path / "bits.parquet")
+    db = f"{tmp_path}/m.duckdb"
+    result = invoke("fit", tmp_path / "bits.parquet", "--label", "y", "--kind", "bernoulli", "--beta", "2,0.5",
+                    "--model", f"{db}:beta")
+    assert result.exit_code == 0, result.stderr
+    model = sqlnb.load(db, "beta")
+    assert model.hyper.beta == (2.0, 0.5)
+    want = sqlnb.fit(t, "y", kind="bernoulli", beta=(2, 0.5), screen=False)
+    got = model.score(t).to_arrow_table()
+    assert got.column("proba_1").to_pylist() == want.score(t).to_arrow_table().column("proba_1").to_pylist()
+    a, y1 = t.column("a").to_numpy(), y == 1
+    on, total = float(a[y1].sum()), float(y1.sum())
+    log_on = math.log((on + 2.0) / (total + 2.5))
+    terms = np.asarray(model.log_parameters()["a"][0], dtype=float)  # log p(on) per class
+    assert abs(terms[1] - log_on) < 1e-12
+    assert "beta" in invoke("show", "--model", f"{db}:beta", "--format", "json").stdout
+    for bad in ("2", "2,x", "1,2,3"):
+        assert_error(invoke("fit", tmp_path / "bits.parquet", "--label", "y", "--beta", bad, "--model", f"{db}:bad"),
+                     "--beta takes two numbers")
+    assert_error(invoke("fit", tmp_path / "bits.parquet", "--label", "y", "--beta", "-1,2", "--model", f"{db}:bad"),
+                 "beta must be two finite numbers >= 0")
+    with pytest.raises(sqlnb.SqlnbError, match="beta must be two"):
+        sqlnb.fit(t, "y", kind="bernoulli", beta=(float("nan"), 1.0))

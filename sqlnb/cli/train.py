@@ -20,6 +20,20 @@ from sqlnb.io.locations import data_source
 from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
 
 
+def parse_beta(text: str | None) -> tuple[float, float] | None:
+    """``--beta B1,B0`` as a pair of numbers (checked further by the model)."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 2:
+        raise SqlnbError(f"--beta takes two numbers B1,B0 (e.g. --beta 2,1), not {text!r}")
+    return values
+
+
 @click.command()
 @click.argument("data")
 @label_option("The label column (NULL labels are skipped).")
@@ -28,6 +42,8 @@ from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
 @column_options
 @alpha_option("Pseudo-count of discrete features (default 1: Laplace).")
 @click.option("--feature-alpha", multiple=True, metavar="COL=A", help="Pseudo-count of columns: COL=A, repeatable or comma-separated.")
+@click.option("--beta", metavar="B1,B0", help="Beta(B1, B0) prior of Bernoulli features: pseudo-counts of a "
+              "present and of an absent value (default: --alpha for both).")
 @click.option("--estimator", type=click.Choice(ESTIMATORS), help="posterior-mean (default), map or mle.")
 @click.option("--var-smoothing", type=float, help="Gaussian variance floor, fraction of the largest variance (1e-9).")
 @click.option("--class-prior", metavar="fitted|uniform|dirichlet|LABEL=P,...", help="Class prior (default fitted).")
@@ -41,7 +57,7 @@ from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
 @replace_option
 @click.pass_obj
 def fit(settings: Settings, data, label, model, kind, feature_kind, features, exclude, weight, binarize,
-        keep_columns, alpha, feature_alpha, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
+        keep_columns, alpha, feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
         shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
         max_features, select_k, reading, replace):
     """Fit a model on DATA and save it as MODEL: naive Bayes (--kind auto or a family),
@@ -66,7 +82,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
     target = model_location(settings, model)
     spec = data_spec(settings, data, reading)
     text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k)
-    nb_only = {"--alpha": alpha, "--feature-alpha": feature_alpha or None, "--estimator": estimator,
+    nb_only = {"--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
                "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
                "--norm": norm, "--unseen": unseen, "--feature-kind": feature_kind or None, "--weight": weight,
                "--binarize": binarize or None, "text options": text}
@@ -74,7 +90,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
                                                "--C": C, "--standardize": standardize})
     if model_kind == "naive_bayes":
         params = {k: v for k, v in {
-            "alpha": alpha, "estimator": estimator, "var_smoothing": var_smoothing,
+            "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
             "class_prior": parse_class_prior(class_prior), "prior_alpha": prior_alpha, "norm": norm,
             "unseen": unseen, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
         }.items() if v is not None}

@@ -109,6 +109,13 @@ class Hyperparameters:
         for name, a in [("alpha", self.alpha), *self.feature_alpha.items(), ("prior_alpha", self.prior_alpha)]:
             if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 0):
                 raise SqlnbError(f"alpha for {name!r} must be a finite number >= 0, not {a!r}")
+        if self.beta is not None:
+            pair = tuple(self.beta) if isinstance(self.beta, (list, tuple, np.ndarray)) else (self.beta,)
+            if len(pair) != 2 or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                                         and math.isfinite(b) and b >= 0 for b in pair):
+                raise SqlnbError(f"beta must be two finite numbers >= 0, (β1, β0): the pseudo-counts of a "
+                                 f"present and of an absent Bernoulli value, not {self.beta!r}")
+            object.__setattr__(self, "beta", (float(pair[0]), float(pair[1])))
         if not (math.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
             raise SqlnbError(f"var_smoothing must be >= 0, not {self.var_smoothing!r}")
         if isinstance(self.class_prior, str) and self.class_prior not in ("fitted", "uniform", "dirichlet"):
