@@ -111,3 +111,26 @@ def test_double_literals_read_back_as_the_same_doubles_in_duckdb():
     types = con.execute(f"SELECT {', '.join(f'typeof(c{i})' for i in range(3))} FROM ("
                         f"{sql.render(exp.select(*[exp.alias_(sql.dbl(v), f'c{i}') for i, v in enumerate([0.5, -3.0, 1e300])]), 'duckdb')})").fetchone()
     assert set(types) == {"DOUBLE"}
+
+
+def test_rendering_for_any_dialect_leaves_the_callers_tree_as_it_was():
+    # sql.render rewrites a copy, and only when a rewrite applies; the test for "applies"
+    # must not itself change the tree (it once set GREATEST's NULL handling for SQLite and
+    # dropped a CTE's MATERIALIZED for Spark in the caller's own tree, and re-parented the
+    # argument of isnan for PostgreSQL).
+    from sqlglot import exp
+
+    def tree():
+        scores = exp.select(sql.greatest([sql.col("a"), sql.col("b")]).as_("m"),
+                            exp.IsNan(this=sql.col("a")).as_("n"), exp.Exp(this=sql.col("b")).as_("e")).from_("t")
+        return exp.select("*").from_("s").with_("s", as_=scores, materialized=True)
+
+    def parents_ok(t) -> bool:
+        return all(child.parent is node for node in t.walk() for child in node.iter_expressions())
+
+    for dialect in sql.DIALECTS:
+        t = tree()
+        before = sql.render(t, "duckdb")
+        sql.render(t, dialect)
+        assert sql.render(t, "duckdb") == before, dialect
+        assert t == tree() and parents_ok(t), dialect

@@ -201,21 +201,28 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
     if dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {dialect!r}")
     _check_runs(expression, dialect)
-    rewrites = [fn for wanted, fn in (
-        (dialect in _PLAIN_GREATEST_IS_NULL_PROPAGATING, _plain_greatest),
-        (dialect == "postgres", _exp_without_underflow_error),
-        (dialect in _NAN_BY_EQUALITY, _isnan_as_equality),
-        (dialect == "sqlite", _values_as_union),
-        (dialect in _NO_MATERIALIZED_CTE, _cte_unhinted),
+    # (wanted for this dialect, does it apply to a node, the rewrite). The tests look at a
+    # node without touching it: some rewrites change the node they are given, or take its
+    # children into a new one.
+    rewrites = [(applies, fn) for wanted, applies, fn in (
+        (dialect in _PLAIN_GREATEST_IS_NULL_PROPAGATING,
+         lambda n: isinstance(n, exp.Greatest) and n.args.get("ignore_nulls") is not False, _plain_greatest),
+        (dialect == "postgres",
+         lambda n: isinstance(n, exp.Exp) and not n.meta.get("sqlnb_guarded"), _exp_without_underflow_error),
+        (dialect in _NAN_BY_EQUALITY, lambda n: isinstance(n, exp.IsNan), _isnan_as_equality),
+        (dialect == "sqlite", lambda n: isinstance(n, exp.Values) and n.args.get("alias") is not None,
+         _values_as_union),
+        (dialect in _NO_MATERIALIZED_CTE,
+         lambda n: isinstance(n, exp.CTE) and n.args.get("materialized") is not None, _cte_unhinted),
     ) if wanted]
     tree = expression
     # The caller's tree is never changed. It is copied only when a rewrite applies, and then
     # once, rewritten in place: each transform() would copy the whole tree, and a scoring
     # tree of many classes x features is large (digits, 64 features x 10 classes: copying
     # was most of its 0.5 s render).
-    if any(fn(node) is not node for node in tree.walk() for fn in rewrites):
+    if any(applies(node) for node in tree.walk() for applies, _ in rewrites):
         tree = tree.copy()
-        for fn in rewrites:
+        for _, fn in rewrites:
             tree = tree.transform(fn, copy=False)
     return tree.sql(
         dialect=_sqlglot_dialect(dialect),
