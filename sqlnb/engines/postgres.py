@@ -70,7 +70,7 @@ class PostgresEngine(ColumnsFromResolve):
         except pgerr.Error as e:
             raise SqlnbError(f"cannot read {desc}: {str(e).splitlines()[0]}") from None
         columns = {name: duckdb_type(self._type_name(oid), self.dialect) for name, oid in described}
-        return Source(expr=node, columns=columns, description=desc, engine='postgres')
+        return Source(expr=node, columns=columns, description=desc, engine="postgres")
 
     def _type_name(self, oid: int) -> str:
         # Built-in types are known to psycopg without a round trip; others (domains,

@@ -171,7 +171,7 @@ class SparkEngine(ColumnsFromResolve):
                     raise SqlnbNotFound(f"{desc} not found in the Spark catalog") from None
                 raise SqlnbError(f"cannot read {desc}: {text}") from None
         columns = {f.name: duckdb_type(f.dataType.simpleString(), self.dialect) for f in schema.fields}
-        return Source(expr=node, columns=columns, description=desc, engine='spark')
+        return Source(expr=node, columns=columns, description=desc, engine="spark")
 
     #: DuckDB reader options (what the CLI's CSV options set) and their Spark names.
     _CSV_OPTIONS = {"delim": "sep", "sep": "sep", "header": "header", "nullstr": "nullValue"}
