@@ -37,6 +37,8 @@ def show(settings: Settings, model, fmt, top, top_terms_n):
     """
     m = load(settings, model)
     d = describe(m, top)
+    if m.decision is not None and not m.decision.is_default:  # sqlnb decide
+        d["decision"] = m.decision.to_dict() | {"rule": m.decision.describe()}
     terms = {}
     if top_terms_n is not None:
         bags = [f.name for f in getattr(m, "features", []) if getattr(f, "bag", None) is not None]
@@ -47,6 +49,8 @@ def show(settings: Settings, model, fmt, top, top_terms_n):
         click.echo(dump_json(d | ({"top_terms": terms} if terms else {})))
         return
     click.echo(show_text(d))
+    if "decision" in d:
+        click.echo(f"\ndecision     {d['decision']['rule']}")
     for bag, rows in terms.items():
         click.echo(f"\ntop terms of {bag}")
         for cls in dict.fromkeys(r["class"] for r in rows):

@@ -13,6 +13,7 @@ import sqlglot
 
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
+from sqlnb.cli.decide import override_options, use_rule
 from sqlnb.cli.io import dump_json, load, write_out
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
@@ -43,10 +44,12 @@ from sqlnb.workflows.generative import novelty_query
 @no_proba_option
 @click.option("--flag-novel", is_flag=True,
               help="Add log_evidence and a BOOLEAN novel column (below the threshold of 'sqlnb novelty').")
+@override_options
 @source_options
 @replace_option
 @click.pass_obj
-def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, flag_novel, reading, replace):
+def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, flag_novel, costs, threshold, reject,
+          reading, replace):
     """Score DATA with MODEL and write the rows to OUT.
 
     Each output row holds the kept input columns, one proba_<class> column per class
@@ -64,6 +67,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
       sqlnb score new.csv --model models.duckdb:churn --no-proba --out - | head
       sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
       sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
+      sqlnb score test.parquet --model models.duckdb:churn --costs costs.csv --reject 0.3 --out -
     """
     if (out is None) == (out_table is None):
         raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres|spark)")
@@ -75,7 +79,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
         engine_output.check_spark_target(target, replace)  # before Spark starts
     spec = data_spec(settings, data, reading)
     keep_cols = keep_columns(keep)
-    m = load(settings, model)
+    m = use_rule(load(settings, model), costs, threshold, reject)
     outputs = score_outputs(no_proba)
     if flag_novel and settings.remote:
         raise SqlnbError("--flag-novel scores in DuckDB only; use --engine duckdb")
@@ -114,9 +118,10 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
 @format_option
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), metavar="A",
               help=f"Exit with code {EXIT_FAIL} when accuracy is below A (for CI).")
+@override_options
 @source_options
 @click.pass_obj
-def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading):
+def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, costs, threshold, reject, reading):
     """Measure MODEL on labelled DATA: accuracy, log loss, Brier, per-class
     precision/recall/F1, confusion matrix, and ROC AUC for two classes.
 
@@ -133,7 +138,7 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading)
       sqlnb --engine spark evaluate s3a://lake/holdout/ --model churn --min-accuracy 0.8
     """
     spec = data_spec(settings, data, reading)
-    m = load(settings, model)
+    m = use_rule(load(settings, model), costs, threshold, reject)
     # One statement reads the rows: at a terminal, one line says what the one progress bar
     # below it (DuckDB's, shown for queries past 2 s) is doing.
     doing = "evaluating {}: scoring each row and computing every figure in one pass"
@@ -181,10 +186,11 @@ def warn_unseen(m, source: Source, con) -> list[dict]:
 @label_option("With --fit and no --model: the label column.", required=False)
 @feature_options
 @click.option("--pretty/--compact", default=True, help="One clause per line (default) or one line.")
+@override_options
 @source_options
 @click.pass_obj
 def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, label, kind,
-                feature_kind, features, exclude, weight, binarize, pretty, reading):
+                feature_kind, features, exclude, weight, binarize, pretty, costs, threshold, reject, reading):
     """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
 
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
@@ -212,11 +218,16 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
                              "--source, --key and --dialect")
         if not macro:
             raise SqlnbError("--macro needs a NAME for the macro score_NAME")
-        click.echo(export.duckdb_macro(load(settings, model), macro, pretty=pretty), nl=False)
+        click.echo(export.duckdb_macro(use_rule(load(settings, model), costs, threshold, reject), macro,
+                                       pretty=pretty), nl=False)
         return
+    if training and (costs is not None or threshold is not None or reject is not None):
+        raise SqlnbError("--costs, --threshold and --reject decide in the scoring SELECT; leave them out with --fit")
     if key is not None and training:
         raise SqlnbError("--key orders the scoring SELECT; leave it out with --fit")
     m = load(settings, model) if model else None
+    if m is not None:
+        use_rule(m, costs, threshold, reject)
     node = _source_node(source_text, dialect) if source_text else None
     with settings.connect() as con:
         spec = parse_data(data, reading) if data else None
@@ -252,7 +263,7 @@ def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> N
             columns = resolve(Table(name), con).columns
         except SqlnbError:
             return  # not a table here: its columns are unknown
-    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"))}
+    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"), decision=m.decision)}
     clash = [c for c in columns if c.lower() in generated]
     if clash:
         raise SqlnbError(f"--source {name!r} (a table in {loc.db!r}) already has a column named {clash[0]!r}, "

@@ -17,6 +17,7 @@ from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric, is_text_type
+from sqlnb.models.decision import DecisionRule
 from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
@@ -38,9 +39,14 @@ class Model:
         Class labels in sorted order.
     report : dict
         How the model was fitted (rows, skipped rows, source, seconds, versions).
+    decision : DecisionRule or None
+        How the prediction is chosen from the probabilities (costs, a threshold, a reject
+        option; :mod:`sqlnb.models.decision`); None for the most probable class. Stored
+        with the model and used by every scoring query.
     """
 
     kind: str = ""
+    decision: DecisionRule | None = None
     label: str
     label_type: str
     classes: list
@@ -186,6 +192,7 @@ class Model:
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
             joins=joins, fallback=None if fast is None else exact, prelude=self.score_prelude(types, dialect),
             keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key, dialect=dialect,
+            decision=self.decision,
         )
 
     @sql.trees_collected_by_refcount
@@ -204,7 +211,9 @@ class Model:
 
         The relation holds the source's columns (or ``keep``), the per-class joint
         log-likelihoods ``jll_<class>``, ``log_evidence`` (ln p(x)), ``log_proba_<class>``,
-        ``proba_<class>`` and ``prediction`` — or the subset named in ``outputs``.
+        ``proba_<class>`` and ``prediction`` — or the subset named in ``outputs``. Under a
+        :attr:`decision` rule ``prediction`` is the rule's, followed by ``expected_cost``
+        (and ``rejected``).
 
         In DuckDB the rows come back once each, in the source's order. PostgreSQL and
         Spark keep no order: give ``key``, a column carried into the result and sorted on.

@@ -45,6 +45,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.models.decision import DecisionRule
 
 #: Output groups a scoring query can produce.
 OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
@@ -185,16 +186,19 @@ def output_columns(classes: Sequence[Any], outputs: Sequence[str]) -> list[str]:
 
 
 def generated_columns(classes: Sequence[Any], outputs: Sequence[str], keep_order: bool = False,
-                      parts: int = 0) -> list[str]:
+                      parts: int = 0, decision: DecisionRule | None = None) -> list[str]:
     """Every column name the scoring SELECT makes: the outputs and the helper columns
     (``jll_*``, ``exp_shifted_*``, ``max_jll``, ``sum_exp_shifted``, ``log_evidence``, and
     ``part<i>_*`` for the first ``parts`` parts of a cut class score), which stay in the
-    output when the source passes through with ``*``. A source column of one of these names
-    would appear twice."""
+    output when the source passes through with ``*``; with a ``decision`` rule also its
+    columns (:mod:`sqlnb.models.decision`). A source column of one of these names would
+    appear twice."""
     helpers = class_columns("jll_", classes) + class_columns(SHIFTED_PREFIX, classes)
     helpers += [MAX_COLUMN, SUM_COLUMN, "log_evidence"] + ([ROW_COLUMN] if keep_order else [])
     for i in range(parts):
         helpers += class_columns(f"{PART_PREFIX}{i}_", classes)
+    if decision is not None and not decision.is_default and "prediction" in outputs:
+        helpers += decision.output_columns() + decision.helper_columns()
     return list(dict.fromkeys(output_columns(classes, outputs) + helpers))
 
 
@@ -212,6 +216,7 @@ def scoring_select(
     order_key: str | None = None,
     dialect: str | None = None,
     prelude: Sequence[tuple[str, exp.Expression]] = (),
+    decision: DecisionRule | None = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -256,6 +261,10 @@ def scoring_select(
         ``src``), which ``scores`` read as ``src.name``. They are never outputs: with
         the source's columns unknown, stage 1 passes ``src.* EXCLUDE (name, ...)``
         (DuckDB, the only dialect given a prelude).
+    decision : DecisionRule, optional
+        How ``prediction`` is chosen from the probabilities, when not the argmax
+        (:mod:`sqlnb.models.decision`): its stages go between stage 4 and the outputs,
+        and ``expected_cost`` (and ``rejected``) follow ``prediction``.
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
@@ -270,7 +279,7 @@ def scoring_select(
     n_parts = max(len(p) for p in parts) if shared else 0
     passthrough = list(keep) if keep is not None else (list(source_columns) if source_columns is not None else None)
     if passthrough is not None:
-        generated = generated_columns(classes, outputs, keep_order, n_parts if n_parts > 1 else 0)
+        generated = generated_columns(classes, outputs, keep_order, n_parts if n_parts > 1 else 0, decision)
         generated += [name for name, _ in prelude]
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
         if clash:
@@ -354,6 +363,13 @@ def scoring_select(
     stage4 = stage([_as(sql.add(sql.col(n) for n in shifted), SUM_COLUMN),
                     _as(lse, "log_evidence")], stage3, "s3")
 
+    # A decision rule's stages (after the probabilities are known, before the outputs).
+    decide = decision is not None and not decision.is_default and "prediction" in outputs
+    if decide:
+        if len(decision.classes) != len(classes):
+            raise ValueError("the decision rule is for another model's classes")
+        stage4 = decision.stages(stage4, [exp.Div(this=sql.col(e), expression=total.copy()) for e in shifted])
+
     # Stage 5: the outputs.
     ev = sql.col("log_evidence")
     # No posterior: p(x) = 0 (−inf), or no score at all (NULL: an undefined score, or a
@@ -381,12 +397,13 @@ def scoring_select(
         final += [_as(unless_undefined(exp.Div(this=sql.col(e), expression=total.copy())), n)
                   for e, n in zip(shifted, class_columns("proba_", classes))]
     if "prediction" in outputs:
-        pred = exp.Case(
-            ifs=[exp.If(this=undefined.copy(), true=exp.null())]
-            + [exp.If(this=exp.EQ(this=x.copy(), expression=big_b.copy()), true=sql.value(v, label_type))
-               for x, v in zip(b, classes)],
-        )
-        final.append(_as(pred, "prediction"))
+        argmax = [exp.If(this=exp.EQ(this=x.copy(), expression=big_b.copy()), true=sql.value(v, label_type))
+                  for x, v in zip(b, classes)]
+        if decide:
+            final += decision.columns(undefined, argmax, [exp.Div(this=sql.col(e), expression=total.copy())
+                                                          for e in shifted], label_type)
+        else:
+            final.append(_as(exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())] + argmax), "prediction"))
     out = exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))), copy=False)
     if order_key is not None:
         return out.order_by(sql.col(order_key, "s4"), copy=False)

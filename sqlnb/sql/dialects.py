@@ -135,7 +135,7 @@ def _isnan_as_equality(node: exp.Expression) -> exp.Expression:
 
 
 def _plain_greatest(node: exp.Expression) -> exp.Expression:
-    if isinstance(node, exp.Greatest):
+    if isinstance(node, (exp.Greatest, exp.Least)):
         node.set("ignore_nulls", False)
     return node
 
@@ -206,7 +206,8 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
     # children into a new one.
     rewrites = [(applies, fn) for wanted, applies, fn in (
         (dialect in _PLAIN_GREATEST_IS_NULL_PROPAGATING,
-         lambda n: isinstance(n, exp.Greatest) and n.args.get("ignore_nulls") is not False, _plain_greatest),
+         lambda n: isinstance(n, (exp.Greatest, exp.Least)) and n.args.get("ignore_nulls") is not False,
+         _plain_greatest),
         (dialect == "postgres",
          lambda n: isinstance(n, exp.Exp) and not n.meta.get("sqlnb_guarded"), _exp_without_underflow_error),
         (dialect in _NAN_BY_EQUALITY, lambda n: isinstance(n, exp.IsNan), _isnan_as_equality),

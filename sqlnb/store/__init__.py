@@ -110,8 +110,11 @@ def save_model(model, target: Any, name: str, replace: bool = False) -> None:
     if not isinstance(name, str) or not name:
         raise SqlnbError("a model needs a non-empty name")
 
+    rule = getattr(model, "decision", None)  # any kind's decision rule (sqlnb.models.decision)
+    decision = {} if rule is None or rule.is_default else {"decision": rule.to_dict()}
+
     def meta(created) -> str:
-        return json.dumps(dict(model.metadata(), format=FORMAT, kind=model.kind, versions=versions(),
+        return json.dumps(dict(model.metadata(), format=FORMAT, kind=model.kind, versions=versions(), **decision,
                                created=created.isoformat(timespec="seconds") + "Z"), default=str)
 
     with storage(target) as st:
@@ -130,6 +133,9 @@ def load_model(target: Any, name: str):
         meta = json.loads(meta_text)
         model = _KINDS[kind].from_tables(meta, st.read_parts(model_id))
     model.name = name
+    if meta.get("decision") is not None:
+        from sqlnb.models.decision import DecisionRule
+        model.decision = DecisionRule.from_dict(meta["decision"], model.classes)
     model.created = meta.get("created")
     model.versions = meta.get("versions", {})
     return model

@@ -42,6 +42,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import as_engine
+from sqlnb.models.decision import DecisionMetrics, decision_metrics, report_lines
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.source import read_with
 from sqlnb.stats import _sort_key
@@ -85,6 +86,8 @@ class Evaluation:
     confusion_predicted: list = field(default_factory=list)
     confusion: list[list[int]] = field(default_factory=list)
     seconds: float = 0.0
+    #: Under a decision rule (sqlnb.models.decision): rejection and expected cost.
+    decision: DecisionMetrics | None = None
 
     @property
     def unknown_labels(self) -> list:
@@ -432,7 +435,8 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Eva
         macro_f1=_num(row["macro_f1"]) if row["labelled"] else None,
         weighted_f1=_num(row["weighted_f1"]) if row["labelled"] else None,
         per_class=per_class, confusion_true=true_labels, confusion_predicted=predicted, confusion=matrix,
-        seconds=round(time.perf_counter() - start, 3))
+        seconds=round(time.perf_counter() - start, 3),
+        decision=decision_metrics(model.decision, found, int(row["no_proba"])))
 
 
 def _unknown_examples(ev: Evaluation, most: int = 2) -> str:
@@ -462,6 +466,8 @@ def text_report(ev: Evaluation, digits: int = 4) -> str:
     if ev.roc_auc is not None or len(ev.classes) == 2:
         lines.append(f"ROC AUC     {f(ev.roc_auc)}  (positive class {label_text(ev.positive_class)!r})")
     lines.append(f"macro F1    {f(ev.macro_f1)}")
+    if ev.decision is not None:
+        lines += report_lines(ev.decision, digits)
     if ev.no_proba_rows:
         lines.append(f"note: {fmt_count(ev.no_proba_rows)} rows have no probabilities or prediction (zero likelihood "
                      "under every class, or a feature the model cannot score); counted as errors, left out of "
