@@ -139,8 +139,15 @@ def read_costs(path: str, classes: Sequence, label_type: str | None) -> dict[tup
         k = as_class(row[1].strip(), classes, label_type, f"{where}, predicted")
         if (j, k) in pairs:
             raise SqlnbError(f"{where}: the pair {row[0].strip()!r},{row[1].strip()!r} is given twice; give it once")
-        pairs[(j, k)] = _number(row[2].strip(), f"{where}: the cost")
+        pairs[(j, k)] = _cost(row[2].strip(), f"{where}: the cost")
     return pairs
+
+
+def _cost(value: Any, what: str) -> float:
+    c = _number(value, what)
+    if c < 0:
+        raise SqlnbError(f"{what} must be a finite number >= 0 (a loss), not {value!r}")
+    return c
 
 
 def parse_threshold(text: str) -> tuple[str, float]:
@@ -220,7 +227,7 @@ class DecisionRule:
             if isinstance(costs, (str, Mapping)):
                 pairs = read_costs(costs, classes, label_type) if isinstance(costs, str) else {
                     (as_class(a, classes, label_type, "costs, actual"),
-                     as_class(p, classes, label_type, "costs, predicted")): _number(c, "a cost")
+                     as_class(p, classes, label_type, "costs, predicted")): _cost(c, "a cost")
                     for (a, p), c in costs.items()}
                 L = 1.0 - np.eye(K)
                 for (j, k), c in pairs.items():
