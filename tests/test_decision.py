@@ -485,3 +485,32 @@ def test_adult_expected_cost_and_reject_equal_numpy(tmp_path):
     assert ev["rejected_rows"] == rejected.sum() and ev["decided_rows"] == 16281
     correct = np.array(got["prediction"], dtype=object) == np.array(got["income"], dtype=object)
     assert ev["accepted_accuracy"] == pytest.approx(correct[~rejected].mean(), abs=1e-15)
+
+
+def test_token_bags_and_the_long_layout_decide_too():
+    """A text column (token bag) and a model of long token rows (``score_long``)."""
+    rng = np.random.default_rng(3)
+    words = np.array(["alpha", "beta", "gamma", "delta"])
+    y = np.array(["ham", "spam"])[rng.integers(0, 2, 60)]
+    docs = [" ".join(rng.choice(words[:3] if c == "ham" else words[1:], 4)) for c in y]
+    con = duckdb.connect()
+    con.register("corpus", pa.table({"id": np.arange(60), "text": docs, "y": y}))
+    con.execute("CREATE TABLE long AS SELECT id, unnest(string_split(text, ' ')) AS token FROM corpus")
+    bag = sqlnb.fit("corpus", "y", con=con, features=["text"], feature_kinds={"text": "multinomial"})
+    long = sqlnb.fit_long("long", "corpus", id="id", token="token", label="y", kind="multinomial", con=con)
+    for m, score in ((bag, lambda: m.score("corpus", con, keep=["id"])),
+                     (long, lambda: m.score_long("long", con.sql("SELECT id FROM corpus"), con=con, keep=["id"]))):
+        rule = m.decision = DecisionRule.for_model(m, threshold=("spam", 0.8), reject=0.1)
+        got = score().to_arrow_table().to_pydict()
+        assert got["id"] == list(range(60))
+        _check(got, m, rule, [None] * 60, m.kind)
+        assert 0 < sum(got["rejected"]) < 60 and got["prediction"].count("spam") < int((y == "spam").sum())
+
+
+def test_least_renders_plainly_and_leaves_the_callers_tree():
+    from sqlnb.models.decision import _least
+    t = exp.select(_least([sql.col("a"), sql.col("b")]))
+    before = t.copy()
+    assert sql.render(t, "sqlite") == 'SELECT MIN("a", "b")'
+    assert sql.render(t, "duckdb") == 'SELECT LEAST("a", "b")'
+    assert t == before and t.expressions[0].args["ignore_nulls"] is True

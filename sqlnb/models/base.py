@@ -300,6 +300,10 @@ class Model:
         save_model(self, target, name, replace)
 
     # -- hooks for the store ------------------------------------------------------------
+    def decision_from_dict(self, stored: dict) -> DecisionRule:
+        """The :attr:`decision` rule stored in the metadata (``DecisionRule.to_dict``)."""
+        return DecisionRule.from_dict(stored, self.classes)
+
     def metadata(self) -> dict:
         raise NotImplementedError
 

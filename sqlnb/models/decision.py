@@ -46,6 +46,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, suggest
+from sqlnb.models.finish import class_columns, label_text
 
 #: Output columns of a rule (``rejected`` only with a reject option).
 EXPECTED_COST, REJECTED = "expected_cost", "rejected"
@@ -55,13 +56,8 @@ COST_PREFIX, MIN_COST, MAX_PROBA = "expected_cost_", "min_expected_cost", "max_p
 COSTS_HEADER = ("actual", "predicted", "cost")
 
 
-def _label_text(v: Any) -> str:
-    from sqlnb.models.finish import label_text  # finish imports this module
-    return label_text(v)
-
-
 def _listed(classes: Sequence) -> str:
-    shown = ", ".join(repr(_label_text(c)) for c in list(classes)[:10])
+    shown = ", ".join(repr(label_text(c)) for c in list(classes)[:10])
     return shown + (f", ... ({len(classes)} classes)" if len(classes) > 10 else "")
 
 
@@ -74,8 +70,8 @@ def as_class(value: Any, classes: Sequence, label_type: str | None, where: str) 
         for i, c in enumerate(classes):
             if type(c) is type(value) and c == value:
                 return i
-    text = value if isinstance(value, str) else _label_text(value)
-    by_text = {_label_text(c): i for i, c in enumerate(classes)}
+    text = value if isinstance(value, str) else label_text(value)
+    by_text = {label_text(c): i for i, c in enumerate(classes)}
     if text in by_text:
         return by_text[text]
     if label_type is not None and not sql.build._is_text(label_type):
@@ -189,8 +185,8 @@ class DecisionRule:
             for j, row in enumerate(self.costs):
                 for k, c in enumerate(row):
                     if not (isinstance(c, float) and math.isfinite(c) and c >= 0):
-                        raise SqlnbError(f"the cost of predicting {_label_text(self.classes[k])!r} when the class is "
-                                         f"{_label_text(self.classes[j])!r} must be a finite number >= 0, not {c!r}")
+                        raise SqlnbError(f"the cost of predicting {label_text(self.classes[k])!r} when the class is "
+                                         f"{label_text(self.classes[j])!r} must be a finite number >= 0, not {c!r}")
         if self.threshold is not None:
             if self.costs is not None:
                 raise SqlnbError("give a cost matrix or a threshold, not both (a threshold is the rule of one "
@@ -268,14 +264,14 @@ class DecisionRule:
     @classmethod
     def from_dict(cls, d: Mapping, classes: Sequence) -> "DecisionRule":
         """The rule :meth:`to_dict` stored, for a model of ``classes``."""
-        stored = [_label_text(c) for c in d.get("classes", [])]
-        if stored != [_label_text(c) for c in classes]:
+        stored = [label_text(c) for c in d.get("classes", [])]
+        if stored != [label_text(c) for c in classes]:
             raise SqlnbError(f"the stored decision rule is for the classes {stored}, not the model's; "
                              "set it again with sqlnb decide")
         costs = d.get("costs")
         t = d.get("threshold")
         return cls(tuple(classes), None if costs is None else tuple(tuple(float(c) for c in r) for r in costs),
-                   None if t is None else (stored.index(_label_text(t["class"])), float(t["p"])),
+                   None if t is None else (stored.index(label_text(t["class"])), float(t["p"])),
                    None if d.get("reject") is None else float(d["reject"]))
 
     def describe(self) -> str:
@@ -283,13 +279,13 @@ class DecisionRule:
         parts = []
         if self.costs is not None:
             zero_one = _zero_one(len(self.classes))
-            changed = [f"{_label_text(self.classes[j])}->{_label_text(self.classes[k])} {c:g}"
+            changed = [f"{label_text(self.classes[j])}->{label_text(self.classes[k])} {c:g}"
                        for j, row in enumerate(self.costs) for k, c in enumerate(row) if c != zero_one[j][k]]
             parts.append("minimum expected cost (actual->predicted: " + ", ".join(changed)
                          + "; other pairs 0 on the diagonal, 1 off it)")
         elif self.threshold is not None:
             i, p = self.threshold
-            parts.append(f"predict {_label_text(self.classes[i])!r} when p({_label_text(self.classes[i])}|x) >= {p:g}")
+            parts.append(f"predict {label_text(self.classes[i])!r} when p({label_text(self.classes[i])}|x) >= {p:g}")
         else:
             parts.append("most probable class")
         if self.reject is not None:
@@ -301,7 +297,6 @@ class DecisionRule:
     def helper_columns(self) -> list[str]:
         """The helper columns its stages add (they stay in an output that passes the
         source through with ``*``)."""
-        from sqlnb.models.finish import class_columns
         out = class_columns(COST_PREFIX, self.classes) + [MIN_COST] if self.costs is not None else []
         return out + ([MAX_PROBA] if self.costs is None and self.reject is not None else [])
 
@@ -316,7 +311,6 @@ class DecisionRule:
                 exp.Subquery(this=below, alias=exp.TableAlias(this=sql.ident(alias))), copy=False)
 
         if self.costs is not None:
-            from sqlnb.models.finish import class_columns
             names = class_columns(COST_PREFIX, self.classes)
             risks = [_alias(self._risk(k, probas), n) for k, n in enumerate(names)]
             return stage([_alias(_least([sql.col(n) for n in names]), MIN_COST)], stage(risks, inner, "d1"), "d2")
@@ -337,7 +331,6 @@ class DecisionRule:
         probabilities; ``argmax`` the finish's WHEN b_c = B THEN c branches."""
         one = sql.dbl(1.0)
         if self.costs is not None:
-            from sqlnb.models.finish import class_columns
             least = sql.col(MIN_COST)
             choose = [exp.If(this=exp.EQ(this=sql.col(n), expression=least.copy()), true=sql.value(v, label_type))
                       for n, v in zip(class_columns(COST_PREFIX, self.classes), self.classes)]

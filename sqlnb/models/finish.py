@@ -45,7 +45,6 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.models.decision import DecisionRule
 
 #: Output groups a scoring query can produce.
 OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
@@ -186,7 +185,7 @@ def output_columns(classes: Sequence[Any], outputs: Sequence[str]) -> list[str]:
 
 
 def generated_columns(classes: Sequence[Any], outputs: Sequence[str], keep_order: bool = False,
-                      parts: int = 0, decision: DecisionRule | None = None) -> list[str]:
+                      parts: int = 0, decision: Any = None) -> list[str]:
     """Every column name the scoring SELECT makes: the outputs and the helper columns
     (``jll_*``, ``exp_shifted_*``, ``max_jll``, ``sum_exp_shifted``, ``log_evidence``, and
     ``part<i>_*`` for the first ``parts`` parts of a cut class score), which stay in the
@@ -216,7 +215,7 @@ def scoring_select(
     order_key: str | None = None,
     dialect: str | None = None,
     prelude: Sequence[tuple[str, exp.Expression]] = (),
-    decision: DecisionRule | None = None,
+    decision: Any = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -261,7 +260,7 @@ def scoring_select(
         ``src``), which ``scores`` read as ``src.name``. They are never outputs: with
         the source's columns unknown, stage 1 passes ``src.* EXCLUDE (name, ...)``
         (DuckDB, the only dialect given a prelude).
-    decision : DecisionRule, optional
+    decision : sqlnb.models.decision.DecisionRule, optional
         How ``prediction`` is chosen from the probabilities, when not the argmax
         (:mod:`sqlnb.models.decision`): its stages go between stage 4 and the outputs,
         and ``expected_cost`` (and ``rejected``) follow ``prediction``.

@@ -133,9 +133,8 @@ def load_model(target: Any, name: str):
         meta = json.loads(meta_text)
         model = _KINDS[kind].from_tables(meta, st.read_parts(model_id))
     model.name = name
-    if meta.get("decision") is not None:
-        from sqlnb.models.decision import DecisionRule
-        model.decision = DecisionRule.from_dict(meta["decision"], model.classes)
+    if meta.get("decision") is not None:  # a decision rule, stored with any kind
+        model.decision = model.decision_from_dict(meta["decision"])
     model.created = meta.get("created")
     model.versions = meta.get("versions", {})
     return model

@@ -70,7 +70,7 @@ def long_scoring_query(model, tokens, docs, outputs, keep, con=None) -> exp.Sele
     # The grouped sums are joined to the documents: number them and sort at the end, so
     # the documents come back in their source's order (scoring_select's keep_order).
     return scoring_select(docs.from_("src"), model.class_scores(), model.classes, model.label_type,
-                          list(docs.columns), outputs, keep, joins=[join], keep_order=True)
+                          list(docs.columns), outputs, keep, joins=[join], keep_order=True, decision=model.decision)
 
 
 def first_token_docs(tokens, feature: Feature) -> Query:
