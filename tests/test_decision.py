@@ -514,3 +514,12 @@ def test_least_renders_plainly_and_leaves_the_callers_tree():
     assert sql.render(t, "sqlite") == 'SELECT MIN("a", "b")'
     assert sql.render(t, "duckdb") == 'SELECT LEAST("a", "b")'
     assert t == before and t.expressions[0].args["ignore_nulls"] is True
+
+
+def test_an_update_keeps_the_rule_while_the_classes_stay(duck):
+    from sqlnb.workflows.generative.updating import update
+    m = sqlnb.fit("three", "y", con=duck, exclude=["id"])
+    m.decision = DecisionRule.for_model(m, costs={("a", "c"): 4.0}, reject=0.3)
+    assert update(m, "three", con=duck).decision == m.decision
+    duck.register("four", mixed_table(40, seed=9, classes=("a", "b", "c", "d")))
+    assert update(m, "four", con=duck).decision is None  # a new class: the 3x3 costs no longer fit

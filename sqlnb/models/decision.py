@@ -46,6 +46,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, suggest
+from sqlnb.sql.types import is_text_type
 from sqlnb.models.finish import class_columns, label_text
 
 #: Output columns of a rule (``rejected`` only with a reject option).
@@ -74,7 +75,7 @@ def as_class(value: Any, classes: Sequence, label_type: str | None, where: str) 
     by_text = {label_text(c): i for i, c in enumerate(classes)}
     if text in by_text:
         return by_text[text]
-    if label_type is not None and not sql.build._is_text(label_type):
+    if label_type is not None and not is_text_type(label_type):
         cast = _cast(text, label_type)
         if cast is not None and cast in classes:
             return classes.index(cast)
@@ -377,12 +378,6 @@ def _least(items: list[exp.Expression]) -> exp.Expression:
     if len(items) == 1:
         return items[0]
     return exp.Least(this=items[0], expressions=items[1:], ignore_nulls=True)
-
-
-def rule_of(model: Any) -> DecisionRule | None:
-    """The model's rule when it is not the default one (None otherwise)."""
-    rule = getattr(model, "decision", None)
-    return None if rule is None or rule.is_default else rule
 
 
 # -- evaluation ------------------------------------------------------------------------------------

@@ -155,4 +155,7 @@ def update(
              "null_label_rows": model.report.get("null_label_rows", 0), "at": getattr(model, "created", None)}
     report["batches"] = [*(model.report.get("batches") or [first]),
                          {**report["last_update"], "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}]
-    return _with_report(updated, report)
+    out = _with_report(updated, report)
+    if list(out.classes) == list(model.classes):  # a decision rule is kept while the classes are (sqlnb decide)
+        out.decision = model.decision
+    return out
