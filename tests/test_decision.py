@@ -266,11 +266,12 @@ def _rows(names, rows) -> dict:
 
 
 def _export_cases(models):
-    """One rule per model: costs with a reject option (three classes), a threshold with
-    one (two classes); rows sorted by id."""
+    """Costs with a reject option and a reject option alone (three classes), a threshold
+    with a reject option (two classes)."""
     for (kind, name), m in models.items():
         rules = (_rules3 if len(m.classes) == 3 else _rules2)(list(m.classes))
-        yield kind, name, m, rules[1]
+        for rule in rules[1:3] if len(m.classes) == 3 else rules[1:2]:
+            yield kind, name, m, rule
 
 
 def _check_exported(duck, m, name, kw, got: dict, where: str) -> None:
@@ -314,6 +315,13 @@ def test_postgres_runs_the_exported_rule_for_every_kind(duck, models):
         m.decision = DecisionRule.for_model(m, threshold=("yes", 0.3), reject=0.1)
         got = m.score("two", con=pg, keep=["id"], key="id").to_pydict()
         _check_exported(duck, m, "two", dict(threshold=("yes", 0.3), reject=0.1), got, "postgres score")
+        rule = m.decision = DecisionRule.for_model(m, threshold=("yes", 0.3), reject=0.1)  # evaluate there
+        there, here = evaluate(m, "two", pg).decision, evaluate(m, "two", duck).decision
+        m.save(pg, "decided")  # and the rule stored in PostgreSQL's catalog
+        m.decision = None
+        assert sqlnb.load(pg, "decided").decision == rule
+        assert there.rejected_rows == here.rejected_rows > 0 and there.accepted_rows == here.accepted_rows
+        assert there.expected_cost == pytest.approx(here.expected_cost, abs=1e-15)
 
 
 @pytest.mark.spark

@@ -73,10 +73,11 @@ def as_class(value: Any, classes: Sequence, label_type: str | None, where: str) 
                 return i
     text = value if isinstance(value, str) else label_text(value)
     by_text = {label_text(c): i for i, c in enumerate(classes)}
-    if text in by_text:
-        return by_text[text]
+    for t in (text, text.strip()):  # a CSV field as written, then without surrounding spaces
+        if t in by_text:
+            return by_text[t]
     if label_type is not None and not is_text_type(label_type):
-        cast = _cast(text, label_type)
+        cast = _cast(text.strip(), label_type)
         if cast is not None and cast in classes:
             return classes.index(cast)
     raise SqlnbError(f"{where}: {text!r} is not a class of the model{suggest(text, by_text)}; "
@@ -88,12 +89,12 @@ def _cast(text: str, label_type: str) -> Any:
     model's label column was read."""
     import duckdb
 
-    query = exp.select(exp.TryCast(this=exp.Placeholder(), to=exp.DataType.build(label_type, dialect="duckdb")))
-    with duckdb.connect() as con:
-        try:
+    try:
+        query = exp.select(exp.TryCast(this=exp.Placeholder(), to=exp.DataType.build(label_type, dialect="duckdb")))
+        with duckdb.connect() as con:
             return con.execute(sql.render(query), [text]).fetchone()[0]
-        except duckdb.Error:
-            return None
+    except Exception:  # a type sqlglot or DuckDB cannot cast to: the label matches no class
+        return None
 
 
 def _number(value: Any, what: str) -> float:
@@ -132,8 +133,8 @@ def read_costs(path: str, classes: Sequence, label_type: str | None) -> dict[tup
         where = f"costs file {path!r} line {line}"
         if len(row) != 3:
             raise SqlnbError(f"{where}: expected 3 fields actual,predicted,cost, found {len(row)}")
-        j = as_class(row[0].strip(), classes, label_type, f"{where}, actual")
-        k = as_class(row[1].strip(), classes, label_type, f"{where}, predicted")
+        j = as_class(row[0], classes, label_type, f"{where}, actual")
+        k = as_class(row[1], classes, label_type, f"{where}, predicted")
         if (j, k) in pairs:
             raise SqlnbError(f"{where}: the pair {row[0].strip()!r},{row[1].strip()!r} is given twice; give it once")
         pairs[(j, k)] = _cost(row[2].strip(), f"{where}: the cost")
