@@ -23,9 +23,9 @@ _REJECT_HELP = ("Chow's reject option: no prediction (NULL, rejected = true) whe
 def decision_options(scope: str):
     """--costs, --threshold and --reject; ``scope`` ends each help text (what the rule is for)."""
     return _options(
-        click.option("--costs", metavar="FILE", help=f"{_COSTS_HELP} {scope}"),
-        click.option("--threshold", metavar="CLASS=P", help=f"{_THRESHOLD_HELP} {scope}"),
-        click.option("--reject", type=float, metavar="R", help=f"{_REJECT_HELP} {scope}"),
+        click.option("--costs", metavar="FILE", help=f"{_COSTS_HELP} {scope}".rstrip()),
+        click.option("--threshold", metavar="CLASS=P", help=f"{_THRESHOLD_HELP} {scope}".rstrip()),
+        click.option("--reject", type=float, metavar="R", help=f"{_REJECT_HELP} {scope}".rstrip()),
     )
 
 

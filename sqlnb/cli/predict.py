@@ -54,8 +54,9 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
 
     Each output row holds the kept input columns, one proba_<class> column per class
     and the prediction; under a decision rule (sqlnb decide, or --costs, --threshold,
-    --reject for this call) the rule's prediction, expected_cost (and rejected). One row comes out per input row, in the input's order (DuckDB),
-    or ordered by --key COL (any engine); a categorical value is read with the type the
+    --reject for this call) the rule's prediction, expected_cost (and rejected). One
+    row comes out per input row, in the input's order (DuckDB), or ordered by --key
+    COL (any engine); a categorical value is read with the type the
     model was fitted with, and a column whose values the model mostly never saw is
     named on stderr. The output appears only when complete: files are written next
     to the target and moved over it, tables are created in a transaction. With
@@ -132,9 +133,9 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, costs, t
     predictions are the rule's, and the report adds the expected cost of the decisions
     (the mean L(label, prediction) over the accepted rows whose label is a class) and,
     with a reject option, the rejected rows and the accuracy on the accepted ones (rows
-    with probabilities but no prediction count as errors in accuracy). With --engine postgres|spark, DATA
-    (a table, view or query there, or files Spark reads) is scored and measured on the
-    engine.
+    with probabilities but no prediction count as errors in accuracy). With --engine
+    postgres|spark, DATA (a table, view or query there, or files Spark reads) is scored
+    and measured on the engine.
 
     \b
     Example:
@@ -205,8 +206,8 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     max_jll, exp_shifted_*, sum_exp_shifted and log_evidence then stay in the output, and
     under a decision rule expected_cost_*, min_expected_cost or max_proba). The model's
     decision rule (sqlnb decide) is in the SELECT: prediction, expected_cost (and
-    rejected). --source names what the SQL reads in the
-    target warehouse; a qualified name goes in a query: --source 'SELECT * FROM a.b'.
+    rejected). --source names what the SQL reads in the target warehouse; a qualified
+    name goes in a query: --source 'SELECT * FROM a.b'.
 
     \b
     Example:
