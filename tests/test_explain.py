@@ -23,7 +23,7 @@ import pytest
 
 import sqlnb
 from sqlnb.errors import SqlnbError
-from sqlnb.models.explain import MAX_FEATURES, reason_columns
+from sqlnb.models.explain import MAX_REASONS, reason_columns
 from sqlnb.models.finish import class_columns
 from support.cli import assert_error, invoke, write_parquet
 from support.engines import postgres_engine, spark_engine
@@ -292,12 +292,26 @@ def test_qda_has_no_explanations(duck):
         model.to_sql("sqlite", explain=1)
 
 
-def test_too_many_features_is_refused(duck):
-    t = pa.table({**{f"x{j}": np.arange(4.0) + j for j in range(MAX_FEATURES + 1)}, "y": ["a", "b", "a", "b"]})
+def test_most_reasons_run_in_sqlite_and_more_are_refused(duck):
+    """K = MAX_REASONS makes the longest chain of CTEs: SQLite runs it (nested subqueries
+    overflowed its parser from about 20 reasons on) and gives DuckDB's reasons."""
+    F = MAX_REASONS + 1
+    rng = np.random.RandomState(2)
+    t = pa.table({"id": np.arange(12), **{f"x{j}": rng.normal(np.arange(12) % 2 * (j % 4) * 0.3, 1.0)
+                                           for j in range(F)}, "y": np.array(["a", "b"])[np.arange(12) % 2]})
     duck.register("wide", t)
-    model = sqlnb.fit("wide", "y", con=duck, screen=False)
-    with pytest.raises(SqlnbError, match=f"past the limit of {MAX_FEATURES}"):
-        model.to_sql("duckdb", explain=1)
+    model = sqlnb.fit("wide", "y", con=duck, exclude=["id"], screen=False)
+    with pytest.raises(SqlnbError, match=f"past the limit of {MAX_REASONS}"):
+        model.to_sql("duckdb", explain=F)
+    db = sqlite_connection()
+    _sqlite_table(db, "wide", t)
+    cur = db.execute(model.to_sql("sqlite", source="wide", outputs=("prediction",), key="id", explain=MAX_REASONS))
+    names = [c[0] for c in cur.description]
+    got = [[row[names.index(c)] for c in reason_columns(MAX_REASONS)] for row in cur.fetchall()]
+    want = model.score("wide", con=duck, outputs=("prediction",), keep=[], explain=MAX_REASONS).fetchall()
+    for g, w in zip(got, want, strict=True):
+        assert g[:MAX_REASONS] == list(w[1:MAX_REASONS + 1])
+        np.testing.assert_allclose(g[MAX_REASONS:], w[MAX_REASONS + 1:], rtol=0, atol=TOL)
 
 
 def test_source_column_named_like_a_reason_is_refused(models, duck):
