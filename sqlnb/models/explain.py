@@ -44,16 +44,13 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import Any, Mapping
 
 from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.finish import MAX_COLUMN, Extension, class_columns
-
-if TYPE_CHECKING:
-    from sqlnb.models.base import Model
 
 #: Most reasons per row: each is two SELECTs of O(F) expressions in the chain.
 MAX_REASONS = 16
@@ -84,7 +81,7 @@ def reason_columns(k: int) -> list[str]:
     return [f"reason_{i}" for i in range(1, k + 1)] + [f"reason_{i}_weight" for i in range(1, k + 1)]
 
 
-def check_explain(model: "Model", k: object) -> int:
+def check_explain(model: Any, k: object) -> int:
     """``k`` as the number of reasons, or a one-line error. (QDA's comes from
     :meth:`~sqlnb.models.base.Model.feature_terms`, when the SELECT is built.)"""
     n = len(model.feature_names)
@@ -106,10 +103,11 @@ def check_explain(model: "Model", k: object) -> int:
     return k
 
 
-def explanation(model: "Model", k: int, input_types: Mapping[str, str] | None = None,
+def explanation(model: Any, k: int, input_types: Mapping[str, str] | None = None,
                 dialect: str | None = None) -> Extension:
-    """The stages that add ``reason_*`` columns to ``model``'s scoring SELECT (module
-    docstring); ``input_types`` and ``dialect`` as for :meth:`Model.class_terms`."""
+    """The stages that add ``reason_*`` columns to the scoring SELECT of ``model`` (a
+    :class:`~sqlnb.models.base.Model`; module docstring); ``input_types`` and ``dialect``
+    as for :meth:`~sqlnb.models.base.Model.class_terms`."""
     k = check_explain(model, k)
     names = model.feature_names
     classes = model.classes
@@ -178,8 +176,7 @@ def explanation(model: "Model", k: int, input_types: Mapping[str, str] | None = 
             weight = sql.col(WEIGHT.format(i=i))
             hit = [eq(c[j], weight) if cond is None else exp.and_(cond.copy(), eq(c[j], weight))
                    for j, cond in enumerate(left)]
-            stage([(TAKEN.format(i=i), exp.Case(ifs=[exp.If(this=h, true=index(j))
-                                                                      for j, h in enumerate(hit)]))])
+            stage([(TAKEN.format(i=i), exp.Case(ifs=[exp.If(this=h, true=index(j)) for j, h in enumerate(hit)]))])
             taken = sql.col(TAKEN.format(i=i))
         no_reason = exp.Is(this=r.copy(), expression=exp.Null())
         reasons, weights = [], []
