@@ -343,6 +343,10 @@ def test_cli_score_and_sql_explain(models, tmp_path):
     assert_error(invoke("score", pq, "--model", where, "--out", tmp_path / "x.parquet", "--explain", "0"),
                  "at least 1")
     assert not (tmp_path / "x.parquet").exists()
+    with duckdb.connect(str(tmp_path / "m.duckdb")) as con:  # a table the SQL would read, next to the model
+        con.execute('CREATE TABLE clash AS SELECT 1 AS "reason_2"')
+    assert_error(invoke("sql", "--model", where, "--source", "clash", "--explain", "2"),
+                 "already has a column named 'reason_2'")
 
 
 # -- PostgreSQL and Spark ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io import engine_output
 from sqlnb.io.locations import DbObject, FileOut, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
-from sqlnb.models.explain import check_explain
+from sqlnb.models.explain import check_explain, reason_columns
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, read_with, resolve
@@ -251,7 +251,7 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
                                  feature_plan_args(kind, feature_kind, features, exclude, weight, binarize), con)
         else:
             if source is None and node is not None and not isinstance(node, sqlglot.exp.Subquery):
-                _refuse_clash_in_model_db(settings, model, source_text, m)
+                _refuse_clash_in_model_db(settings, model, source_text, m, explain)
             target = source if source is not None else (
                 Query(source_text) if node is not None and isinstance(node, sqlglot.exp.Subquery)
                 else Table(source_text or DEFAULT_SOURCE))
@@ -259,7 +259,7 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     click.echo(text)
 
 
-def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> None:
+def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m, explain: int | None = None) -> None:
     """``--source NAME`` without DATA: the SELECT passes the source through with ``*``, so
     a source column named like a generated one would come out twice. When the model's
     database holds a table or view NAME, check its columns (the rule: an explicit error
@@ -272,7 +272,8 @@ def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> N
             columns = resolve(Table(name), con).columns
         except SqlnbError:
             return  # not a table here: its columns are unknown
-    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"))}
+    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"))
+                 + (reason_columns(explain) if explain else [])}
     clash = [c for c in columns if c.lower() in generated]
     if clash:
         raise SqlnbError(f"--source {name!r} (a table in {loc.db!r}) already has a column named {clash[0]!r}, "
