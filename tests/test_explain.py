@@ -241,18 +241,19 @@ def test_text_bag_is_one_feature(duck):
     assert got["reason_2_weight"][4] == 0.0 or got["reason_1_weight"][4] == 0.0  # NULL text: no term
 
 
-def test_dot_product_shape_still_gives_one_term_per_feature(duck):
+@pytest.mark.parametrize("kind", ["multinomial", "complement"])
+def test_dot_product_shape_still_gives_one_term_per_feature(duck, kind):
     """Eight count columns or more are one dot product per class in DuckDB's scoring SELECT;
-    the explanations still see each column."""
+    the explanations still see each column. (Complement naive Bayes has no prior term.)"""
     rng = np.random.RandomState(3)
     k = np.arange(40) % 2
     t = pa.table({"id": np.arange(40), **{f"w{j}": rng.poisson(1 + 2 * (k == j % 2)) for j in range(9)},
                   "y": np.array(["no", "yes"])[k]})
     duck.register("counts", t)
-    model = sqlnb.fit("counts", "y", con=duck, exclude=["id"], kind="multinomial")
+    model = sqlnb.fit("counts", "y", con=duck, exclude=["id"], kind=kind)
     assert "list_dot_product" in model.to_sql("duckdb", explain=9).lower()
     got = _duckdb_rows(model, duck, "counts", 9)
-    base = model.log_parameters()["prior"]
+    base = model.log_parameters()["prior"] if kind == "multinomial" else np.zeros(2)
     flp = np.array([model.log_parameters()[f"w{j}"] for j in range(9)])  # (F, K)
     X = np.column_stack([t.column(f"w{j}").to_numpy() for j in range(9)])
     for i in range(40):
@@ -261,6 +262,7 @@ def test_dot_product_shape_still_gives_one_term_per_feature(duck):
         weights = [got[f"reason_{r}_weight"][i] for r in range(1, 10)]
         names = [got[f"reason_{r}"][i] for r in range(1, 10)]
         assert [abs(w - contrib[int(n[1:])]) < TOL for w, n in zip(weights, names)] == [True] * 9
+        assert weights == sorted(weights, reverse=True) and sorted(names) == [f"w{j}" for j in range(9)]
         jll = [got[c][i] for c in class_columns("jll_", model.classes)]
         assert abs(sum(weights) + base[p] - base[1 - p] - (jll[p] - jll[1 - p])) < TOL
 
