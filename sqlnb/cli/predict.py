@@ -22,6 +22,7 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io import engine_output
 from sqlnb.io.locations import DbObject, FileOut, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
+from sqlnb.models.explain import check_explain, reason_columns
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, read_with, resolve
@@ -29,6 +30,13 @@ from sqlnb.workflows import export
 from sqlnb.workflows.checks import unseen_categories, unseen_counts
 from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
 from sqlnb.workflows.generative import novelty_query
+
+#: ``--explain K`` of ``score`` and ``sql`` (sqlnb.models.explain).
+explain_option = click.option(
+    "--explain", type=int, metavar="K",
+    help="Add the K features that most moved each row's decision: reason_1..reason_K (names) and "
+         "reason_1_weight.. (their contributions, in nats, to the log-odds of the prediction against the "
+         "runner-up class). Naive Bayes, LDA and logistic regression.")
 
 
 @click.command()
@@ -45,11 +53,12 @@ from sqlnb.workflows.generative import novelty_query
 @click.option("--flag-novel", is_flag=True,
               help="Add log_evidence and a BOOLEAN novel column (below the threshold of 'sqlnb novelty').")
 @override_options
+@explain_option
 @source_options
 @replace_option
 @click.pass_obj
 def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, flag_novel, costs, threshold, reject,
-          reading, replace):
+          explain, reading, replace):
     """Score DATA with MODEL and write the rows to OUT.
 
     Each output row holds the kept input columns, one proba_<class> column per class
@@ -68,6 +77,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
       sqlnb score db.duckdb:customers --model db.duckdb:churn --keep id --out db.duckdb:scores --replace
       sqlnb score new.csv --model models.duckdb:churn --no-proba --out - | head
       sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
+      sqlnb score new.parquet --model models.duckdb:churn --explain 3 --out explained.parquet
       sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
       sqlnb score test.parquet --model models.duckdb:churn --costs costs.csv --reject 0.3 --out -
     """
@@ -85,15 +95,20 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     outputs = score_outputs(no_proba)
     if flag_novel and settings.remote:
         raise SqlnbError("--flag-novel scores in DuckDB only; use --engine duckdb")
+    if flag_novel and explain is not None:
+        raise SqlnbError("--flag-novel and --explain do not go together yet; score twice")
+    if explain is not None:
+        check_explain(m, explain)
     if out_table is not None:
         engine = settings.warehouse()
-        scoring = m.scoring_query(engine.resolve(spec), outputs, keep_cols, dialect=engine.dialect, key=key)
+        scoring = m.scoring_query(engine.resolve(spec), outputs, keep_cols, dialect=engine.dialect, key=key,
+                                  explain=explain)
         engine_output.write_table(engine, out_table, scoring, replace)
         settings.summary(f"scored into table {out_table!r} on {settings.engine}")
         return
     if settings.remote:
         engine = settings.warehouse()
-        result = m.score(spec, con=engine, outputs=outputs, keep=keep_cols, key=key)
+        result = m.score(spec, con=engine, outputs=outputs, keep=keep_cols, key=key, explain=explain)
         if engine.dialect == "spark" and isinstance(target, FileOut):
             # Written by the executors; no scored row passes through this process.
             engine_output.write_spark_files(engine, result, target, replace)
@@ -108,7 +123,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
                 if key is not None:
                     raise SqlnbError("--flag-novel keeps the input's order in DuckDB; leave out --key")
                 return novelty_query(m, source, None, outputs, keep_cols)
-            return m.scoring_query(source, outputs, keep_cols, key=key)
+            return m.scoring_query(source, outputs, keep_cols, key=key, explain=explain)
         done = write_out(settings, out, replace, query)
     settings.summary(f"scored {done}")
 
@@ -193,10 +208,11 @@ def warn_unseen(m, source: Source, con) -> list[dict]:
 @feature_options
 @click.option("--pretty/--compact", default=True, help="One clause per line (default) or one line.")
 @override_options
+@explain_option
 @source_options
 @click.pass_obj
 def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, label, kind,
-                feature_kind, features, exclude, weight, binarize, pretty, costs, threshold, reject, reading):
+                feature_kind, features, exclude, weight, binarize, pretty, costs, threshold, reject, explain, reading):
     """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
 
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
@@ -215,12 +231,15 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
       sqlnb sql test.parquet --model models.duckdb:churn > score.sql
       sqlnb sql --fit train.parquet --label churned --dialect snowflake
       sqlnb sql --model models.duckdb:churn --macro churn > macro.sql
+      sqlnb sql --model models.duckdb:churn --dialect postgres --source customers --explain 3
     """
     if dialect not in sql.DIALECTS:
         raise SqlnbError(f"unknown dialect {dialect!r}{suggest(dialect, sql.DIALECTS)}; "
                          f"choose one of: {', '.join(sql.DIALECTS)}")
     if model is None and not training:
         raise SqlnbError("give --model MODEL (or --fit with --label to print the training SQL)")
+    if explain is not None and (training or macro is not None):
+        raise SqlnbError("--explain adds reasons to the scoring SELECT; leave it out with --fit and --macro")
     if macro is not None:
         if model is None or training or data or source_text or key or dialect != "duckdb":
             raise SqlnbError("--macro prints a DuckDB macro of --model only; leave out --fit, DATA, "
@@ -251,15 +270,15 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
                                  feature_plan_args(kind, feature_kind, features, exclude, weight, binarize), con)
         else:
             if source is None and node is not None and not isinstance(node, sqlglot.exp.Subquery):
-                _refuse_clash_in_model_db(settings, model, source_text, m)
+                _refuse_clash_in_model_db(settings, model, source_text, m, explain)
             target = source if source is not None else (
                 Query(source_text) if node is not None and isinstance(node, sqlglot.exp.Subquery)
                 else Table(source_text or DEFAULT_SOURCE))
-            text = m.to_sql(dialect, source=target, con=con, pretty=pretty, key=key) + ";"
+            text = m.to_sql(dialect, source=target, con=con, pretty=pretty, key=key, explain=explain) + ";"
     click.echo(text)
 
 
-def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> None:
+def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m, explain: int | None = None) -> None:
     """``--source NAME`` without DATA: the SELECT passes the source through with ``*``, so
     a source column named like a generated one would come out twice. When the model's
     database holds a table or view NAME, check its columns (the rule: an explicit error
@@ -272,7 +291,8 @@ def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> N
             columns = resolve(Table(name), con).columns
         except SqlnbError:
             return  # not a table here: its columns are unknown
-    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"), decision=m.decision)}
+    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"), decision=m.decision)
+                 + (reason_columns(explain) if explain else [])}
     clash = [c for c in columns if c.lower() in generated]
     if clash:
         raise SqlnbError(f"--source {name!r} (a table in {loc.db!r}) already has a column named {clash[0]!r}, "

@@ -18,6 +18,7 @@ from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric, is_text_type
 from sqlnb.models.decision import DecisionRule
+from sqlnb.models.explain import check_explain, explanation
 from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
@@ -93,6 +94,14 @@ class Model:
         """:meth:`class_terms`, each class score as one expression."""
         return [t.expression() for t in self.class_terms(input_types, dialect)]
 
+    def feature_terms(self, input_types: Mapping[str, str] | None = None,
+                      dialect: str | None = None) -> list:
+        """Per class, its score as a base term plus one term per feature (in
+        ``feature_names`` order), each built as in :meth:`class_terms`: what explanations
+        rank (:mod:`sqlnb.models.explain`). A list of
+        :class:`~sqlnb.models.explain.FeatureTerms`."""
+        raise SqlnbError(f"explanations (--explain) are not defined for {self.kind} models")
+
     def fast_class_scores(self, input_types: Mapping[str, str] | None = None,
                           dialect: str | None = None) -> list[ClassScore] | None:
         """Optionally, cheaper class scores that equal :meth:`class_terms` on every row
@@ -139,6 +148,7 @@ class Model:
         nan_gate: bool = False,
         dialect: str = "duckdb",
         key: str | None = None,
+        explain: int | None = None,
     ) -> exp.Select:
         """The scoring SELECT as a sqlglot tree.
 
@@ -168,8 +178,13 @@ class Model:
             A source column carried into the output (whatever ``keep`` says) and ordered by
             at the end: what joins predictions back to their rows where the engine, or a
             query the SELECT is pasted into, keeps no order.
+        explain : int, optional
+            Add the ``explain`` features that most moved each row's decision, as columns
+            ``reason_1 ..`` and ``reason_1_weight ..`` (:mod:`sqlnb.models.explain`).
         """
         self.check_dialect(dialect)
+        if explain is not None:
+            check_explain(self, explain)
         if key is not None and keep is not None and key not in keep:
             keep = [key, *keep]
         if source is not None:
@@ -188,11 +203,13 @@ class Model:
         exact = self.class_terms(types, dialect)
         fast = self.fast_class_scores(types, dialect) if nan_gate else None
         joins = self.score_joins(dialect)
+        extension = explanation(self, explain, types, dialect) if explain is not None else None
         return scoring_select(
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
             joins=joins, fallback=None if fast is None else exact, prelude=self.score_prelude(types, dialect),
             keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key, dialect=dialect,
             decision=self.decision,
+            extension=extension,
         )
 
     @sql.trees_collected_by_refcount
@@ -203,6 +220,7 @@ class Model:
         outputs: Sequence[str] = OUTPUTS,
         keep: Sequence[str] | None = None,
         key: str | None = None,
+        explain: int | None = None,
     ) -> duckdb.DuckDBPyRelation:
         """Score ``data`` in DuckDB (or on the engine ``con``) and return the result.
 
@@ -217,11 +235,13 @@ class Model:
 
         In DuckDB the rows come back once each, in the source's order. PostgreSQL and
         Spark keep no order: give ``key``, a column carried into the result and sorted on.
+        ``explain=K`` adds ``reason_1 .. reason_K`` and their ``reason_<i>_weight``
+        (:mod:`sqlnb.models.explain`).
         """
         engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
         source = engine.resolve(read_with(data, self.column_types()))
         return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb",
-                                                  dialect=engine.dialect, key=key))
+                                                  dialect=engine.dialect, key=key, explain=explain))
 
     def predict(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
         """Source columns plus ``prediction``."""
@@ -247,6 +267,7 @@ class Model:
         outputs: Sequence[str] = ("prediction", "proba"),
         pretty: bool = True,
         key: str | None = None,
+        explain: int | None = None,
     ) -> str:
         """The self-contained scoring SELECT (parameters inlined as DOUBLE literals).
 
@@ -263,6 +284,8 @@ class Model:
         key : str, optional
             A source column to carry and order by (see :meth:`scoring_query`): join the
             predictions back on it where the engine keeps no row order.
+        explain : int, optional
+            Add the ``explain`` reasons per row (see :meth:`scoring_query`).
         """
         if dialect not in sql.DIALECTS:
             raise SqlnbError(
@@ -277,7 +300,7 @@ class Model:
             except SqlnbError:
                 resolved = None
         if resolved is not None:
-            tree = self.scoring_query(resolved, outputs, dialect=dialect, key=key)
+            tree = self.scoring_query(resolved, outputs, dialect=dialect, key=key, explain=explain)
         else:
             if isinstance(spec, Query):
                 node: exp.Expression = exp.Subquery(this=parse_query(spec.text, dialect),
@@ -286,7 +309,7 @@ class Model:
                 node = exp.alias_(sql.table(spec.name, spec.schema, spec.catalog), "src", table=True, quoted=True)
             else:
                 raise SqlnbError(f"cannot export a scoring query over {spec!r}; give a table name or a query")
-            tree = self.scoring_query(None, outputs, source_from=node, dialect=dialect, key=key)
+            tree = self.scoring_query(None, outputs, source_from=node, dialect=dialect, key=key, explain=explain)
         return sql.render(tree, dialect, pretty=pretty)
 
     # -- storage ------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.errors import SqlnbError
 from sqlnb.sql.types import is_float, is_numeric
 from sqlnb.models.base import Model
+from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import ClassScore
 from sqlnb.source import Source
 from sqlnb.stats import _sort_key, census_query, nonfinite_values, overflow_error
@@ -108,15 +109,24 @@ def linear_terms(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarr
     (``x·a + b`` with a large ``b`` cancels in the log-sum-exp); zero coefficients are
     skipped.
     """
-    terms: list[exp.Expression] = [sql.dbl(float(intercept))]
+    terms = linear_feature_terms(features, centre, coef, intercept)
+    return [terms.base, *(t for t, a in zip(terms.terms, coef) if a != 0.0)]
+
+
+def linear_feature_terms(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarray,
+                         intercept: float) -> FeatureTerms:
+    """:func:`linear_terms` with one term per feature (``0.0`` for a zero coefficient), for
+    explanations: feature ``j`` contributes ``(x_j − centre_j)·coef_j``."""
+    terms: list[exp.Expression] = []
     for j, (name, sql_type) in enumerate(features.items()):
         a = float(coef[j])
         if a == 0.0:
+            terms.append(sql.dbl(0.0))
             continue
         x = value(name, sql_type)
         d = exp.Sub(this=x, expression=sql.dbl(float(centre[j]))) if centre[j] != 0 else x
         terms.append(exp.Mul(this=sql.paren(d), expression=sql.dbl(a)))
-    return terms
+    return FeatureTerms(sql.dbl(float(intercept)), tuple(terms))
 
 
 def linear_class_score(features: Mapping[str, str], centre: np.ndarray, coef: np.ndarray,

@@ -71,7 +71,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError
-from sqlnb.models.dense import (DenseModel, check_labels, complete, guarded, linear_class_score,
+from sqlnb.models.dense import (DenseModel, check_labels, complete, guarded, linear_class_score, linear_feature_terms,
                                 null_feature_error, unsummable_error, value)
 from sqlnb.models.finish import ClassScore
 from sqlnb.models.priors import own_prior, priors_from_json, priors_to_json, resolve_priors
@@ -417,6 +417,11 @@ class LDA(_Discriminant):
         return [linear_class_score(self.features, f["centre"], f["coef"][k], f["intercept"][k])
                 for k in range(len(self.classes))]
 
+    def feature_terms(self, input_types=None, dialect=None):
+        f = self.fitted()
+        return [linear_feature_terms(self.features, f["centre"], f["coef"][k], f["intercept"][k])
+                for k in range(len(self.classes))]
+
 
 class QDA(_Discriminant):
     """Quadratic discriminant analysis: a covariance per class.
@@ -465,6 +470,11 @@ class QDA(_Discriminant):
                 constant = np.array(const) + np.log(self.priors_)
             self._fitted = {"whiten": np.array(whiten), "constant": constant}
         return self._fitted
+
+    def feature_terms(self, input_types=None, dialect=None):
+        raise SqlnbError("explanations (--explain) are not defined for QDA: its score is a quadratic form in all "
+                         "features together, with no per-feature share; explain an LDA, logistic regression or "
+                         "naive Bayes model instead")
 
     def class_terms(self, input_types=None, dialect=None) -> list[ClassScore]:
         """``constant_k − ½ Σ_m z_m²`` with ``z = L_k⁻¹ (x − μ_k)``; the terms are the

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from sqlglot import exp
 
@@ -112,6 +112,24 @@ class ClassScore:
         if self.guard is None:
             return e
         return exp.Case(ifs=[exp.If(this=self.guard.copy(), true=e)])
+
+
+@dataclass(frozen=True)
+class Extension:
+    """Stages added after the finish (e.g. explanations, :mod:`sqlnb.models.explain`).
+
+    ``inputs`` are ``(name, expression over src)`` computed in stage 1 next to the class
+    scores (they may read the lookups joined there) and carried through every stage;
+    ``wrap`` takes stage 4 (every column so far, ``jll_*``, ``max_jll`` and
+    ``log_evidence`` included) and returns the SELECT(s) around it, passing them on with
+    ``*``; ``outputs`` are the columns it adds that the final SELECT keeps, ``helpers``
+    the other names it adds (refused as source column names like the finish's own).
+    """
+
+    inputs: tuple[tuple[str, exp.Expression], ...]
+    wrap: Callable[[exp.Select], exp.Select]
+    outputs: tuple[str, ...]
+    helpers: tuple[str, ...] = ()
 
 
 def label_text(v: Any) -> str:
@@ -216,6 +234,7 @@ def scoring_select(
     dialect: str | None = None,
     prelude: Sequence[tuple[str, exp.Expression]] = (),
     decision: Any = None,
+    extension: Extension | None = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -280,6 +299,8 @@ def scoring_select(
     if passthrough is not None:
         generated = generated_columns(classes, outputs, keep_order, n_parts if n_parts > 1 else 0, decision)
         generated += [name for name, _ in prelude]
+        if extension is not None:
+            generated += [*extension.outputs, *extension.helpers, *(name for name, _ in extension.inputs)]
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
         if clash:
             raise SqlnbError(
@@ -301,6 +322,7 @@ def scoring_select(
         source_from = exp.Subquery(this=numbered, alias=exp.TableAlias(this=sql.ident("src")))
         if passthrough is not None and source_columns is not None:
             src_cols.append(sql.col(ROW_COLUMN, "src"))
+    carried = [_as(e, name) for name, e in extension.inputs] if extension is not None else []
     b = [sql.col(n) for n in jll]
     big_b = sql.col(MAX_COLUMN)
     shifted = class_columns(SHIFTED_PREFIX, classes)
@@ -327,7 +349,7 @@ def scoring_select(
         # Parenthesised: SQL reads a + b + c left to right, so without them the parts would not be
         # subtrees of the sum (and it would add the terms in another order than stage 2 does).
         sums = [sql.add([sql.paren(p.copy()) for p in ps]) for ps in parts]
-        stage1 = exp.select(*src_cols, *cols1, _as(sql.greatest(sums), MAX_COLUMN)
+        stage1 = exp.select(*src_cols, *cols1, _as(sql.greatest(sums), MAX_COLUMN), *carried
                             ).from_(source_from, copy=False)
         for j in joins:
             stage1.append("joins", j.copy())
@@ -338,7 +360,7 @@ def scoring_select(
                   for x, n in zip(score_cols, shifted)]
         stage3 = stage(cols2, stage1, "s2")
     else:
-        stage1 = exp.select(*src_cols, *[_as(ps[0], n) for ps, n in zip(parts, jll)]
+        stage1 = exp.select(*src_cols, *[_as(ps[0], n) for ps, n in zip(parts, jll)], *carried
                             ).from_(source_from, copy=False)
         for j in joins:
             stage1.append("joins", j.copy())
@@ -361,6 +383,8 @@ def scoring_select(
     )
     stage4 = stage([_as(sql.add(sql.col(n) for n in shifted), SUM_COLUMN),
                     _as(lse, "log_evidence")], stage3, "s3")
+    if extension is not None:
+        stage4 = extension.wrap(stage4)
 
     # A decision rule's stages (after the probabilities are known, before the outputs).
     decide = decision is not None and not decision.is_default and "prediction" in outputs
@@ -403,6 +427,8 @@ def scoring_select(
                                                           for e in shifted], label_type)
         else:
             final.append(_as(exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())] + argmax), "prediction"))
+    if extension is not None and passthrough is not None:
+        final += [sql.col(n) for n in extension.outputs]
     out = exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))), copy=False)
     if order_key is not None:
         return out.order_by(sql.col(order_key, "s4"), copy=False)

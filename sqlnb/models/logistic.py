@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from sqlglot import exp
 
-from sqlnb.models.dense import DenseModel, linear_class_score
+from sqlnb.models.dense import DenseModel, linear_class_score, linear_feature_terms
 from sqlnb.errors import SqlnbError
 from sqlnb.models.finish import ClassScore
 from sqlnb.store import register_kind
@@ -338,6 +338,10 @@ class Logistic(DenseModel):
 
     def class_terms(self, input_types=None, dialect=None) -> list[ClassScore]:
         return [linear_class_score(self.features, self.centre, self.coef[k], self.intercept[k])
+                for k in range(len(self.classes))]
+
+    def feature_terms(self, input_types=None, dialect=None):
+        return [linear_feature_terms(self.features, self.centre, self.coef[k], self.intercept[k])
                 for k in range(len(self.classes))]
 
     # -- storage ------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import EXPORT_MAX, INLINE_MAX
 from sqlnb.models.base import Model
+from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import given_prior, own_prior
 from sqlnb.models.naive_bayes import text
@@ -388,6 +389,16 @@ class NaiveBayes(Model):
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
             scores.append(ClassScore(tuple(terms)))
         return scores
+
+    def feature_terms(self, input_types=None, dialect=None):
+        """:meth:`class_terms` with one term per feature (no dot product over the count
+        columns); the base is the class log-prior (0 when the score has none)."""
+        out = []
+        for score in self.class_terms(input_types, dialect, dot=False):
+            terms = list(score.terms)
+            base = terms.pop(0) if self.uses_prior() else sql.dbl(0.0)
+            out.append(FeatureTerms(base, tuple(terms)))
+        return out
 
     def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
         return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot)]
