@@ -16,7 +16,7 @@ from sqlnb.cli.app import EXIT_FAIL, Settings
 from sqlnb.cli.io import dump_json, load, write_out
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
-                               no_proba_option, out_option, replace_option, score_outputs)
+                               no_proba_option, out_option, outputs_option, replace_option, score_outputs)
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io import engine_output
 from sqlnb.io.locations import DbObject, FileOut, data_source, parse_data, parse_out
@@ -41,16 +41,20 @@ from sqlnb.workflows.generative import novelty_query
               help="A column carried into every output row and ordered by (engines such as PostgreSQL "
                    "and Spark keep no row order; DuckDB keeps the input's without it).")
 @no_proba_option
+@outputs_option
 @click.option("--flag-novel", is_flag=True,
               help="Add log_evidence and a BOOLEAN novel column (below the threshold of 'sqlnb novelty').")
 @source_options
 @replace_option
 @click.pass_obj
-def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, flag_novel, reading, replace):
+def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, outputs, flag_novel, reading,
+          replace):
     """Score DATA with MODEL and write the rows to OUT.
 
     Each output row holds the kept input columns, one proba_<class> column per class
-    and the prediction. One row comes out per input row, in the input's order (DuckDB),
+    and the prediction (--outputs chooses among proba, prediction, jll_<class>,
+    log_proba_<class> and log_evidence; they come out in that order: jll, log_evidence,
+    log_proba, proba, prediction). One row comes out per input row, in the input's order (DuckDB),
     or ordered by --key COL (any engine); a categorical value is read with the type the
     model was fitted with, and a column whose values the model mostly never saw is
     named on stderr. The output appears only when complete: files are written next
@@ -62,6 +66,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
       sqlnb score test.parquet --model models.duckdb:churn --out scored.parquet
       sqlnb score db.duckdb:customers --model db.duckdb:churn --keep id --out db.duckdb:scores --replace
       sqlnb score new.csv --model models.duckdb:churn --no-proba --out - | head
+      sqlnb score new.csv --model models.duckdb:churn --outputs jll,log_evidence,prediction --out - | head
       sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
       sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
     """
@@ -75,8 +80,8 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
         engine_output.check_spark_target(target, replace)  # before Spark starts
     spec = data_spec(settings, data, reading)
     keep_cols = keep_columns(keep)
+    outputs = score_outputs(no_proba, outputs)
     m = load(settings, model)
-    outputs = score_outputs(no_proba)
     if flag_novel and settings.remote:
         raise SqlnbError("--flag-novel scores in DuckDB only; use --engine duckdb")
     if out_table is not None:
@@ -178,17 +183,19 @@ def warn_unseen(m, source: Source, con) -> list[dict]:
               help="A column of the source carried into the output and ordered by (for engines without a row order).")
 @click.option("--fit", "training", is_flag=True, help="Print the training (statistics) SQL instead.")
 @click.option("--macro", metavar="NAME", help="Print a DuckDB table macro score_NAME(tbl) instead.")
+@outputs_option
 @label_option("With --fit and no --model: the label column.", required=False)
 @feature_options
 @click.option("--pretty/--compact", default=True, help="One clause per line (default) or one line.")
 @source_options
 @click.pass_obj
-def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, label, kind,
+def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, outputs, label, kind,
                 feature_kind, features, exclude, weight, binarize, pretty, reading):
     """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
 
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
-    does. Its output is the source's columns, proba_<class> per class and prediction.
+    does. Its output is the source's columns, proba_<class> per class and prediction
+    (or the scores --outputs names, as for sqlnb score).
     Give DATA (files or db.duckdb:TABLE) to list the source's columns explicitly;
     without it, columns are passed through with * (the helper columns jll_*,
     max_jll, exp_shifted_*, sum_exp_shifted and log_evidence then stay in the output). --source names what the SQL reads in the
@@ -200,19 +207,23 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
       sqlnb sql test.parquet --model models.duckdb:churn > score.sql
       sqlnb sql --fit train.parquet --label churned --dialect snowflake
       sqlnb sql --model models.duckdb:churn --macro churn > macro.sql
+      sqlnb sql --model models.duckdb:churn --outputs log_proba,prediction --source customers
     """
     if dialect not in sql.DIALECTS:
         raise SqlnbError(f"unknown dialect {dialect!r}{suggest(dialect, sql.DIALECTS)}; "
                          f"choose one of: {', '.join(sql.DIALECTS)}")
     if model is None and not training:
         raise SqlnbError("give --model MODEL (or --fit with --label to print the training SQL)")
+    if outputs and training:
+        raise SqlnbError("--outputs chooses the scores of the scoring SELECT; leave it out with --fit")
+    outputs = score_outputs(False, outputs)
     if macro is not None:
         if model is None or training or data or source_text or key or dialect != "duckdb":
             raise SqlnbError("--macro prints a DuckDB macro of --model only; leave out --fit, DATA, "
                              "--source, --key and --dialect")
         if not macro:
             raise SqlnbError("--macro needs a NAME for the macro score_NAME")
-        click.echo(export.duckdb_macro(load(settings, model), macro, pretty=pretty), nl=False)
+        click.echo(export.duckdb_macro(load(settings, model), macro, outputs, pretty=pretty), nl=False)
         return
     if key is not None and training:
         raise SqlnbError("--key orders the scoring SELECT; leave it out with --fit")
@@ -231,15 +242,15 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
                                  feature_plan_args(kind, feature_kind, features, exclude, weight, binarize), con)
         else:
             if source is None and node is not None and not isinstance(node, sqlglot.exp.Subquery):
-                _refuse_clash_in_model_db(settings, model, source_text, m)
+                _refuse_clash_in_model_db(settings, model, source_text, m, outputs)
             target = source if source is not None else (
                 Query(source_text) if node is not None and isinstance(node, sqlglot.exp.Subquery)
                 else Table(source_text or DEFAULT_SOURCE))
-            text = m.to_sql(dialect, source=target, con=con, pretty=pretty, key=key) + ";"
+            text = m.to_sql(dialect, source=target, con=con, outputs=outputs, pretty=pretty, key=key) + ";"
     click.echo(text)
 
 
-def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> None:
+def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m, outputs) -> None:
     """``--source NAME`` without DATA: the SELECT passes the source through with ``*``, so
     a source column named like a generated one would come out twice. When the model's
     database holds a table or view NAME, check its columns (the rule: an explicit error
@@ -252,7 +263,7 @@ def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m) -> N
             columns = resolve(Table(name), con).columns
         except SqlnbError:
             return  # not a table here: its columns are unknown
-    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"))}
+    generated = {c.lower() for c in generated_columns(m.classes, outputs)}
     clash = [c for c in columns if c.lower() in generated]
     if clash:
         raise SqlnbError(f"--source {name!r} (a table in {loc.db!r}) already has a column named {clash[0]!r}, "
