@@ -11,16 +11,12 @@ import pytest
 
 import sqlnb
 from sqlnb.models.finish import OUTPUTS
-from support.cli import assert_error, invoke, mixed_table, snapshot, write_parquet
+from support.cli import assert_error, fitted_dir, invoke, snapshot
 
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
-    d = tmp_path_factory.mktemp("outputs")
-    write_parquet(mixed_table(200, seed=1), d / "train.parquet")
-    write_parquet(mixed_table(60, seed=2), d / "test.parquet")
-    assert invoke("fit", d / "train.parquet", "-y", "y", "--exclude", "id", "-m", f"{d}/m.duckdb:nb").exit_code == 0
-    return d
+    return fitted_dir(tmp_path_factory.mktemp("outputs"), 200, 60)
 
 
 def _columns(classes, group):

@@ -13,7 +13,7 @@ import sqlglot
 
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
-from sqlnb.cli.io import dump_json, load, write_out
+from sqlnb.cli.io import dump_json, load, write_out, write_text_file
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
                                no_proba_option, out_option, outputs_option, replace_option, score_outputs)
@@ -24,7 +24,8 @@ from sqlnb.models.base import DEFAULT_SOURCE
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, read_with, resolve
-from sqlnb.workflows import export
+from sqlnb.workflows import export, plots
+from sqlnb.workflows.curves import curve_points
 from sqlnb.workflows.checks import unseen_categories, unseen_counts
 from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
 from sqlnb.workflows.generative import novelty_query
@@ -119,9 +120,13 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
 @format_option
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), metavar="A",
               help=f"Exit with code {EXIT_FAIL} when accuracy is below A (for CI).")
+@click.option("--plots", "plots_dir", metavar="DIR",
+              help="Also write confusion_matrix.svg, reliability.svg, roc.svg and precision_recall.svg "
+                   "into DIR (created when missing).")
+@replace_option
 @source_options
 @click.pass_obj
-def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading):
+def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_dir, replace, reading):
     """Measure MODEL on labelled DATA: accuracy, log loss, Brier, per-class
     precision/recall/F1, confusion matrix, and ROC AUC for two classes.
 
@@ -129,16 +134,39 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading)
     only the figures come back. Rows without a label are counted and skipped; rows with
     zero likelihood under every class are reported. With --engine postgres|spark, DATA
     (a table, view or query there, or files Spark reads) is scored and measured on the
-    engine.
+    engine. --plots DIR draws the confusion matrix, the reliability diagram and the
+    one-vs-rest ROC and precision-recall curves as SVG files, from figures aggregated in
+    SQL (a second pass over the rows).
 
     \b
     Example:
       sqlnb evaluate test.parquet --model models.duckdb:churn
+      sqlnb evaluate test.parquet --model models.duckdb:churn --plots plots/
       sqlnb evaluate db.duckdb:holdout --model db.duckdb:churn --format json --min-accuracy 0.8
       sqlnb --engine spark evaluate s3a://lake/holdout/ --model churn --min-accuracy 0.8
     """
     spec = data_spec(settings, data, reading)
+    files = plot_targets(plots_dir, replace) if plots_dir is not None else None
     m = load(settings, model)
+    ev, unseen, points, _ = measure(settings, m, spec, label, curves=files is not None)
+    if files:
+        os.makedirs(plots_dir, exist_ok=True)
+        for stem, svg in plots.evaluation_plots(ev, points).items():
+            write_text_file(files[stem], svg)
+        settings.summary(f"plots in {plots_dir}: {', '.join(os.path.basename(f) for f in files.values())}")
+    click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen}) if fmt == "json" else text_report(ev))
+    settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
+    if min_accuracy is not None and (ev.accuracy is None or ev.accuracy < min_accuracy):
+        got = "n/a (no labelled rows)" if ev.accuracy is None else f"{ev.accuracy:.4f}"
+        click.echo(f"Error: accuracy {got} is below --min-accuracy {min_accuracy}", err=True)
+        raise click.exceptions.Exit(EXIT_FAIL)
+
+
+def measure(settings: Settings, m, spec, label: str | None, curves: bool) -> tuple:
+    """Evaluate ``m`` on DATA ``spec`` in DuckDB or on the engine: ``(evaluation, unseen
+    category counts, curve points or None, the data's description)``. With ``curves``, a
+    second statement aggregates the ROC and precision-recall points and the reliability
+    table (:func:`~sqlnb.workflows.curves.curve_points`)."""
     # One statement reads the rows: at a terminal, one line says what the one progress bar
     # below it (DuckDB's, shown for queries past 2 s) is doing.
     doing = "evaluating {}: scoring each row and computing every figure in one pass"
@@ -148,18 +176,28 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, reading)
         unseen = warn_unseen(m, source, engine)
         settings.summary(doing.format(source.description))
         ev = evaluate_model(m, source, engine, label)
+        points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
     else:
         with settings.working(), settings.connect() as con:
             source = data_source(con, spec, types=m.column_types())
             unseen = warn_unseen(m, source, con)
             settings.summary(doing.format(source.description))
             ev = evaluate_model(m, source, con, label)
-    click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen}) if fmt == "json" else text_report(ev))
-    settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
-    if min_accuracy is not None and (ev.accuracy is None or ev.accuracy < min_accuracy):
-        got = "n/a (no labelled rows)" if ev.accuracy is None else f"{ev.accuracy:.4f}"
-        click.echo(f"Error: accuracy {got} is below --min-accuracy {min_accuracy}", err=True)
-        raise click.exceptions.Exit(EXIT_FAIL)
+            points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
+    return ev, unseen, points, source.description
+
+
+def plot_targets(directory: str, replace: bool) -> dict[str, str]:
+    """The SVG files ``evaluate --plots DIR`` writes, checked before any row is read: DIR
+    is a directory or will be created (when the plots are written, after the figures), and an
+    existing plot is overwritten only with --replace."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise SqlnbError(f"--plots {directory!r} is a file; give a directory for the SVG files")
+    files = plots.plot_files(directory)
+    there = [f for f in files.values() if os.path.exists(f)]
+    if there and not replace:
+        raise SqlnbError(f"{there[0]!r} exists; add --replace to overwrite the plots in {directory!r}")
+    return files
 
 
 def warn_unseen(m, source: Source, con) -> list[dict]:
