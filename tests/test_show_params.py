@@ -212,3 +212,11 @@ def test_multinomial_rules_out_a_class_first():
     text = show_text(describe(m))
     assert "good    inf  a count rules out 'spam'" in text
     json.dumps(describe(m), allow_nan=False)  # no Infinity in the JSON
+
+
+def test_a_token_bag_is_counted_not_listed():
+    t = pa.table({"body": ["buy cheap now", "hello friend", "cheap offer buy", "see you friend"],
+                  "n": [1.0, 2.0, 1.5, 3.0], "y": ["spam", "ham", "spam", "ham"]})
+    p = parameters(sqlnb.fit(t, "y", feature_kinds={"body": "multinomial"}))
+    assert {"name": "body", "kind": "multinomial", "terms": 8} in p["features"]
+    assert "token bag body (multinomial): 8 terms; sqlnb show --top-terms N" in parameters_text(p)
