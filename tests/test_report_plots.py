@@ -21,6 +21,7 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from scipy.integrate import quad
 from scipy.stats import norm
@@ -32,6 +33,7 @@ from sqlnb.workflows.evaluate import evaluate
 from sqlnb.workflows.html_report import DEFAULT_DECISION, render
 from sqlnb.workflows.importance import _gaussian_divergence, top_features, top_features_per_class
 from support.cli import assert_error, fitted_dir, invoke, mixed_table, snapshot, write_parquet
+from support.engines import postgres_engine, run_sqlnb
 
 SVG = "{http://www.w3.org/2000/svg}"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -295,3 +297,35 @@ def test_gaussian_divergence_equals_adaptive_quadrature(mean, var, prior):
         inside = [mu for mu in mean if abs(mu - mean[c]) < 15 * s]
         want = quad(f, mean[c] - 15 * s, mean[c] + 15 * s, points=inside, epsabs=1e-14, epsrel=1e-12, limit=1000)[0]
         assert ours[c] == pytest.approx(want, abs=1e-11)
+
+
+# -- on PostgreSQL -------------------------------------------------------------------------
+
+@pytest.mark.postgres
+def test_report_and_plots_and_outputs_on_postgres(job, tmp_path):
+    test = pq.read_table(job / "test.parquet")
+    m = sqlnb.load(str(job / "m.duckdb"), "nb")
+    want = evaluate(m, str(job / "test.parquet"))
+    with postgres_engine({"holdout": test}) as engine:
+        m.save(engine, "nb")
+        pg = ["--engine", "postgres", "--dsn", engine.dsn]
+        out = tmp_path / "report.html"
+        done = run_sqlnb([*pg, "report", "holdout", "--model", "nb", "--out", out])
+        assert done.returncode == 0, done.stderr
+        text = out.read_text(encoding="utf-8")
+        assert external_references(parse_page(text)) == [] and set(svgs(text)) == set(plots.TITLES)
+        done = run_sqlnb([*pg, "evaluate", "holdout", "--model", "nb", "--plots", tmp_path / "plots"])
+        assert done.returncode == 0, done.stderr
+        cm = ET.parse(tmp_path / "plots" / "confusion_matrix.svg").getroot()
+        cells = [int(t.text) for t in cm.iter(f"{SVG}text") if (t.text or "").isdigit()]
+        assert cells == [v for row in want.confusion for v in row]
+        done = run_sqlnb([*pg, "score", "holdout", "--model", "nb", "--key", "id", "--keep", "",
+                          "--outputs", "jll,log_evidence", "--out", "-"])
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert lines[0] == "id,jll_a,jll_b,jll_c,log_evidence" and len(lines) == 121
+        local = m.score(str(job / "test.parquet"), outputs=("jll", "log_evidence"), keep=["id"]).arrow().read_all()
+        got = np.array([[float(v) for v in line.split(",")] for line in lines[1:]])
+        assert got[:, 0].tolist() == local["id"].to_pylist()
+        np.testing.assert_allclose(got[:, 1:], np.column_stack([local[c].to_pylist() for c in local.column_names[1:]]),
+                                   rtol=1e-12)
