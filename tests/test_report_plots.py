@@ -200,13 +200,15 @@ def test_report_of_other_kinds_and_a_decision_rule_of_the_model(job):
         assert ("coefficients" in body) == (kind != "qda") and "class a" in body
     m = sqlnb.load(str(job / "m.duckdb"), "nb")
     m.decision = "cost-sensitive: costs <b>given</b>"  # Model.decision, where a model has one
-    page = parse_page(render(m, evaluate(m, str(job / "test.parquet")), curve_points(m, str(job / "test.parquet")), "t"))
+    data = str(job / "test.parquet")
+    page = parse_page(render(m, evaluate(m, data), curve_points(m, data), "t"))
     assert "cost-sensitive: costs <b>given</b>" in " ".join(page.text) and DEFAULT_DECISION not in " ".join(page.text)
 
 
 def test_report_refuses_a_bad_target_before_reading(job, tmp_path):
     model = f"{job}/m.duckdb:nb"
-    assert_error(invoke("report", job / "test.parquet", "-m", model, "-o", tmp_path / "r.svg"), "give a .html file name")
+    assert_error(invoke("report", job / "test.parquet", "-m", model, "-o", tmp_path / "r.svg"),
+                 "give a .html file name")
     (tmp_path / "r.html").write_text("mine")
     before = snapshot(tmp_path / "r.html")
     assert_error(invoke("report", job / "test.parquet", "-m", model, "-o", tmp_path / "r.html"), "--replace")

@@ -113,6 +113,44 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     settings.summary(f"scored {done}")
 
 
+def measure(settings: Settings, m, spec, label: str | None, curves: bool) -> tuple:
+    """Evaluate ``m`` on DATA ``spec`` in DuckDB or on the engine: ``(evaluation, unseen
+    category counts, curve points or None, the data's description)``. With ``curves``, a
+    second statement aggregates the ROC and precision-recall points and the reliability
+    table (:func:`~sqlnb.workflows.curves.curve_points`)."""
+    # One statement reads the rows: at a terminal, one line says what the one progress bar
+    # below it (DuckDB's, shown for queries past 2 s) is doing.
+    doing = "evaluating {}: scoring each row and computing every figure in one pass"
+    if settings.remote:
+        engine = settings.warehouse()
+        source = engine.resolve(read_with(spec, m.column_types()))
+        unseen = warn_unseen(m, source, engine)
+        settings.summary(doing.format(source.description))
+        ev = evaluate_model(m, source, engine, label)
+        points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
+    else:
+        with settings.working(), settings.connect() as con:
+            source = data_source(con, spec, types=m.column_types())
+            unseen = warn_unseen(m, source, con)
+            settings.summary(doing.format(source.description))
+            ev = evaluate_model(m, source, con, label)
+            points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
+    return ev, unseen, points, source.description
+
+
+def plot_targets(directory: str, replace: bool) -> dict[str, str]:
+    """The SVG files ``evaluate --plots DIR`` writes, checked before any row is read: DIR
+    is a directory or will be created (when the plots are written, after the figures), and an
+    existing plot is overwritten only with --replace."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise SqlnbError(f"--plots {directory!r} is a file; give a directory for the SVG files")
+    files = plots.plot_files(directory)
+    there = [f for f in files.values() if os.path.exists(f)]
+    if there and not replace:
+        raise SqlnbError(f"{there[0]!r} exists; add --replace to overwrite the plots in {directory!r}")
+    return files
+
+
 @click.command()
 @click.argument("data")
 @model_option()
@@ -160,44 +198,6 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_di
         got = "n/a (no labelled rows)" if ev.accuracy is None else f"{ev.accuracy:.4f}"
         click.echo(f"Error: accuracy {got} is below --min-accuracy {min_accuracy}", err=True)
         raise click.exceptions.Exit(EXIT_FAIL)
-
-
-def measure(settings: Settings, m, spec, label: str | None, curves: bool) -> tuple:
-    """Evaluate ``m`` on DATA ``spec`` in DuckDB or on the engine: ``(evaluation, unseen
-    category counts, curve points or None, the data's description)``. With ``curves``, a
-    second statement aggregates the ROC and precision-recall points and the reliability
-    table (:func:`~sqlnb.workflows.curves.curve_points`)."""
-    # One statement reads the rows: at a terminal, one line says what the one progress bar
-    # below it (DuckDB's, shown for queries past 2 s) is doing.
-    doing = "evaluating {}: scoring each row and computing every figure in one pass"
-    if settings.remote:
-        engine = settings.warehouse()
-        source = engine.resolve(read_with(spec, m.column_types()))
-        unseen = warn_unseen(m, source, engine)
-        settings.summary(doing.format(source.description))
-        ev = evaluate_model(m, source, engine, label)
-        points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
-    else:
-        with settings.working(), settings.connect() as con:
-            source = data_source(con, spec, types=m.column_types())
-            unseen = warn_unseen(m, source, con)
-            settings.summary(doing.format(source.description))
-            ev = evaluate_model(m, source, con, label)
-            points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
-    return ev, unseen, points, source.description
-
-
-def plot_targets(directory: str, replace: bool) -> dict[str, str]:
-    """The SVG files ``evaluate --plots DIR`` writes, checked before any row is read: DIR
-    is a directory or will be created (when the plots are written, after the figures), and an
-    existing plot is overwritten only with --replace."""
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise SqlnbError(f"--plots {directory!r} is a file; give a directory for the SVG files")
-    files = plots.plot_files(directory)
-    there = [f for f in files.values() if os.path.exists(f)]
-    if there and not replace:
-        raise SqlnbError(f"{there[0]!r} exists; add --replace to overwrite the plots in {directory!r}")
-    return files
 
 
 def warn_unseen(m, source: Source, con) -> list[dict]:

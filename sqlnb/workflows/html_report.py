@@ -158,6 +158,8 @@ def render(model, evaluation, points: Mapping[str, Any], data: str, top: int = 5
         What the data is, as the page names it (e.g. ``test.parquet``).
     top : int
         Features listed per class.
+    title : str, optional
+        The page's title (default: ``sqlnb report: <model name> on <data>``).
     """
     name = getattr(model, "name", None) or "(unsaved)"
     title = title or f"sqlnb report: {name} on {data}"

@@ -240,7 +240,8 @@ def _per_class_dense(model, n: int) -> dict[Any, list[dict]]:
     out = {}
     for k, c in enumerate(model.classes):
         entries = [{"name": name, "kind": "numeric", "score": float(abs(v)),
-                    "detail": f"{'higher' if v > 0 else 'lower'} ({v:+.3g} {unit})"} for name, v in zip(names, score[k])]
+                    "detail": f"{'higher' if v > 0 else 'lower'} ({v:+.3g} {unit})"}
+                   for name, v in zip(names, score[k])]
         out[c] = [e for e in sorted(entries, key=rank_key)[:n] if e["score"] > 0]
     return out
 

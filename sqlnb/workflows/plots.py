@@ -200,9 +200,9 @@ def confusion_matrix_svg(true: Sequence[Any], predicted: Sequence[Any], counts: 
             share = v / n
             x, y = left + j * cell, top + i * cell
             fill = f"rgba(78, 121, 167, {0.08 + 0.92 * share:.3f})" if v else "#fafafa"
+            tip = f"true {names_t[i]}, predicted {names_p[j]}: {v:,} ({share:.1%} of the row)"
             parts.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}" stroke="#ccc">'
-                         f"<title>{escape(f'true {names_t[i]}, predicted {names_p[j]}: {v:,} ({share:.1%} of the row)')}"
-                         "</title></rect>")
+                         f"<title>{escape(tip)}</title></rect>")
             parts.append(_text(x + cell / 2, y + cell / 2 + 4, f"{v:,}", fill="white" if share > 0.6 else "#222"))
     for i, name in enumerate(names_t):
         parts.append(_text(left - 6, top + i * cell + cell / 2 + 4, _cut(name), anchor="end"))

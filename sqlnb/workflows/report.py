@@ -19,6 +19,7 @@ import numpy as np
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.workflows.importance import MEASURES, top_features
 
+
 def fmt_count(n: Any) -> str:
     return f"{int(n):,}" if n is not None else "n/a"
 
