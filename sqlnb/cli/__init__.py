@@ -22,7 +22,8 @@ module per group of commands and are added to it here:
 * :mod:`sqlnb.cli.train` (fit), :mod:`sqlnb.cli.predict` (score, evaluate, sql),
   :mod:`sqlnb.cli.catalog` (show, models, drop), :mod:`sqlnb.cli.generative` (update,
   sample, novelty, fit-em), :mod:`sqlnb.cli.tuning` (cv, compare), :mod:`sqlnb.cli.text`
-  (fit-long, score-long), :mod:`sqlnb.cli.demo` (demo), :mod:`sqlnb.cli.decide` (decide).
+  (fit-long, score-long), :mod:`sqlnb.cli.demo` (demo), :mod:`sqlnb.cli.decide` (decide),
+  :mod:`sqlnb.cli.report_cmd` (report).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ COMMANDS = {
     "update": "generative:update", "sample": "generative:sample", "novelty": "generative:novelty",
     "fit-em": "generative:fit_em_command", "fit-long": "text:fit_long_command", "score-long": "text:score_long",
     "decide": "decide:decide",
+    "report": "report_cmd:report",
 }
 
 #: :data:`sqlnb.engines.ENGINES`, spelled out so that parsing ``--engine`` imports no engine

@@ -14,6 +14,7 @@ from sqlnb.cli.options import format_option, model_location, model_option
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.text import top_terms
 from sqlnb.store import drop_model, list_models
+from sqlnb.workflows.parameters import parameters, parameters_text
 from sqlnb.workflows.report import describe, models_text, show_text
 
 
@@ -24,16 +25,24 @@ from sqlnb.workflows.report import describe, models_text, show_text
               help="Top features listed per family.")
 @click.option("--top-terms", "top_terms_n", type=click.IntRange(min=1), metavar="N",
               help="Also the N terms that most indicate each class, per token bag.")
+@click.option("--params", "with_params", is_flag=True,
+              help="Also every parameter: naive Bayes means, variances and probabilities per class, "
+                   "LDA/QDA means, coefficients and covariances, logistic coefficients.")
 @click.pass_obj
-def show(settings: Settings, model, fmt, top, top_terms_n):
+def show(settings: Settings, model, fmt, top, top_terms_n, with_params):
     """Describe MODEL: label and classes, features and their families,
-    hyperparameters, sizes, and the features that separate the classes most.
+    hyperparameters, sizes, and the features that tell most about the class
+    (per family: mutual information with the class for categorical and bernoulli
+    features, so a perfect separator ranks first; the spread of the class means or of
+    the per-count weight for the others). --params adds the parameters themselves,
+    derived from the stored statistics under the model's hyperparameters.
 
     \b
     Example:
       sqlnb show --model models.duckdb:churn
       sqlnb show --model models.duckdb:churn --format json --top 10
       sqlnb show --model models.duckdb:spam --top-terms 5
+      sqlnb show --model models.duckdb:churn --params --format json
     """
     m = load(settings, model)
     d = describe(m, top)
@@ -45,12 +54,16 @@ def show(settings: Settings, model, fmt, top, top_terms_n):
         if not bags:
             raise SqlnbError("--top-terms lists the terms of token bags; this model has none")
         terms = {b: top_terms(m, b, top_terms_n).to_pylist() for b in bags}
+    params = parameters(m) if with_params else None
     if fmt == "json":
-        click.echo(dump_json(d | ({"top_terms": terms} if terms else {})))
+        click.echo(dump_json(d | ({"top_terms": terms} if terms else {})
+                             | ({"parameters": params} if with_params else {})))
         return
     click.echo(show_text(d))
     if "decision" in d:
         click.echo(f"\ndecision     {d['decision']['rule']}")
+    if with_params:
+        click.echo("\n" + parameters_text(params))
     for bag, rows in terms.items():
         click.echo(f"\ntop terms of {bag}")
         for cls in dict.fromkeys(r["class"] for r in rows):

@@ -16,6 +16,7 @@ import sqlglot
 from sqlnb.cli.app import Settings
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io.locations import DbObject, Reading, parse_data, parse_model, split_db
+from sqlnb.models.finish import OUTPUTS
 from sqlnb.models.naive_bayes.families import KINDS
 
 #: The model kinds other than naive Bayes, chosen with ``--kind``.
@@ -86,9 +87,24 @@ def keep_columns(keep: tuple[str, ...]) -> list[str] | None:
     return [] if keep == ("",) else split_list(keep)
 
 
-def score_outputs(no_proba: bool) -> tuple[str, ...]:
-    """What scoring writes: the prediction, and the probabilities unless --no-proba."""
-    return ("prediction",) if no_proba else ("proba", "prediction")
+def score_outputs(no_proba: bool, outputs: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """What scoring writes: --outputs GROUP,... (groups of :data:`~sqlnb.models.finish.OUTPUTS`,
+    repeatable and/or comma-separated), else the prediction and, unless --no-proba, the
+    probabilities. The columns come out in one order whatever the order given (see
+    :func:`~sqlnb.models.finish.output_columns`)."""
+    if not outputs:
+        return ("prediction",) if no_proba else ("proba", "prediction")
+    if no_proba:
+        raise SqlnbError("--no-proba and --outputs both choose the output columns; give one "
+                         "(--outputs prediction is --no-proba)")
+    names = [n.strip() for text in outputs for n in text.split(",")]
+    if not any(names):
+        raise SqlnbError(f"--outputs needs at least one of: {', '.join(OUTPUTS)}")
+    for name in names:
+        if name not in OUTPUTS:
+            raise SqlnbError(f"--outputs: unknown output {name!r}{suggest(name, OUTPUTS)}; "
+                             f"choose from: {', '.join(OUTPUTS)}")
+    return tuple(dict.fromkeys(names))
 
 
 def assignments(values: tuple[str, ...] | list[str], option: str, convert: Callable[[str], Any] = str) -> dict:
@@ -330,6 +346,10 @@ replace_option = click.option("--replace", is_flag=True, help="Overwrite an exis
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                              show_default=True, help="Output format.")
 no_proba_option = click.option("--no-proba", is_flag=True, help="Only the prediction, no proba_<class> columns.")
+outputs_option = click.option(
+    "--outputs", multiple=True, metavar="GROUP,...",
+    help="The scores to write, any of proba, prediction, jll (ln p(x, class) per class), log_proba, "
+         "log_evidence (ln p(x)) [default: proba,prediction].")
 model_kind_option = kind_option(
     "Naive Bayes family of every feature (auto: numbers gaussian, booleans bernoulli, text categorical), "
     "or the model kind lda, qda or logistic.", choices=("auto", *KINDS, *DENSE_KINDS))

@@ -14,10 +14,10 @@ import sqlglot
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
 from sqlnb.cli.decide import override_options, use_rule
-from sqlnb.cli.io import dump_json, load, write_out
+from sqlnb.cli.io import dump_json, load, write_out, write_text_file
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
-                               no_proba_option, out_option, replace_option, score_outputs)
+                               no_proba_option, out_option, outputs_option, replace_option, score_outputs)
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io import engine_output
 from sqlnb.io.locations import DbObject, FileOut, data_source, parse_data, parse_out
@@ -26,7 +26,8 @@ from sqlnb.models.explain import check_explain, reason_columns
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, read_with, resolve
-from sqlnb.workflows import export
+from sqlnb.workflows import export, plots
+from sqlnb.workflows.curves import curve_points
 from sqlnb.workflows.checks import unseen_categories, unseen_counts
 from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
 from sqlnb.workflows.generative import novelty_query
@@ -50,6 +51,7 @@ explain_option = click.option(
               help="A column carried into every output row and ordered by (engines such as PostgreSQL "
                    "and Spark keep no row order; DuckDB keeps the input's without it).")
 @no_proba_option
+@outputs_option
 @click.option("--flag-novel", is_flag=True,
               help="Add log_evidence and a BOOLEAN novel column (below the threshold of 'sqlnb novelty').")
 @override_options
@@ -57,15 +59,17 @@ explain_option = click.option(
 @source_options
 @replace_option
 @click.pass_obj
-def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, flag_novel, costs, threshold, reject,
-          explain, reading, replace):
+def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, outputs, flag_novel, costs, threshold,
+          reject, explain, reading, replace):
     """Score DATA with MODEL and write the rows to OUT.
 
     Each output row holds the kept input columns, one proba_<class> column per class
-    and the prediction; under a decision rule (sqlnb decide, or --costs, --threshold,
-    --reject for this call) the rule's prediction, expected_cost (and rejected). One
-    row comes out per input row, in the input's order (DuckDB), or ordered by --key
-    COL (any engine); a categorical value is read with the type the
+    and the prediction (--outputs chooses among proba, prediction, jll_<class>,
+    log_proba_<class> and log_evidence; they come out in that order: jll, log_evidence,
+    log_proba, proba, prediction); under a decision rule (sqlnb decide, or --costs,
+    --threshold, --reject for this call) the rule's prediction, expected_cost (and
+    rejected). One row comes out per input row, in the input's order (DuckDB),
+    or ordered by --key COL (any engine); a categorical value is read with the type the
     model was fitted with, and a column whose values the model mostly never saw is
     named on stderr. The output appears only when complete: files are written next
     to the target and moved over it, tables are created in a transaction. With
@@ -76,6 +80,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
       sqlnb score test.parquet --model models.duckdb:churn --out scored.parquet
       sqlnb score db.duckdb:customers --model db.duckdb:churn --keep id --out db.duckdb:scores --replace
       sqlnb score new.csv --model models.duckdb:churn --no-proba --out - | head
+      sqlnb score new.csv --model models.duckdb:churn --outputs jll,log_evidence,prediction --out - | head
       sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
       sqlnb score new.parquet --model models.duckdb:churn --explain 3 --out explained.parquet
       sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
@@ -91,8 +96,8 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
         engine_output.check_spark_target(target, replace)  # before Spark starts
     spec = data_spec(settings, data, reading)
     keep_cols = keep_columns(keep)
+    outputs = score_outputs(no_proba, outputs)
     m = use_rule(load(settings, model), costs, threshold, reject)
-    outputs = score_outputs(no_proba)
     if flag_novel and settings.remote:
         raise SqlnbError("--flag-novel scores in DuckDB only; use --engine duckdb")
     if flag_novel and explain is not None:
@@ -128,6 +133,44 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     settings.summary(f"scored {done}")
 
 
+def measure(settings: Settings, m, spec, label: str | None, curves: bool) -> tuple:
+    """Evaluate ``m`` on DATA ``spec`` in DuckDB or on the engine: ``(evaluation, unseen
+    category counts, curve points or None, the data's description)``. With ``curves``, a
+    second statement aggregates the ROC and precision-recall points and the reliability
+    table (:func:`~sqlnb.workflows.curves.curve_points`)."""
+    # One statement reads the rows: at a terminal, one line says what the one progress bar
+    # below it (DuckDB's, shown for queries past 2 s) is doing.
+    doing = "evaluating {}: scoring each row and computing every figure in one pass"
+    if settings.remote:
+        engine = settings.warehouse()
+        source = engine.resolve(read_with(spec, m.column_types()))
+        unseen = warn_unseen(m, source, engine)
+        settings.summary(doing.format(source.description))
+        ev = evaluate_model(m, source, engine, label)
+        points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
+    else:
+        with settings.working(), settings.connect() as con:
+            source = data_source(con, spec, types=m.column_types())
+            unseen = warn_unseen(m, source, con)
+            settings.summary(doing.format(source.description))
+            ev = evaluate_model(m, source, con, label)
+            points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
+    return ev, unseen, points, source.description
+
+
+def plot_targets(directory: str, replace: bool) -> dict[str, str]:
+    """The SVG files ``evaluate --plots DIR`` writes, checked before any row is read: DIR
+    is a directory or will be created (when the plots are written, after the figures), and an
+    existing plot is overwritten only with --replace."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise SqlnbError(f"--plots {directory!r} is a file; give a directory for the SVG files")
+    files = plots.plot_files(directory)
+    there = [f for f in files.values() if os.path.exists(f)]
+    if there and not replace:
+        raise SqlnbError(f"{there[0]!r} exists; add --replace to overwrite the plots in {directory!r}")
+    return files
+
+
 @click.command()
 @click.argument("data")
 @model_option()
@@ -135,10 +178,15 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
 @format_option
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), metavar="A",
               help=f"Exit with code {EXIT_FAIL} when accuracy is below A (for CI).")
+@click.option("--plots", "plots_dir", metavar="DIR",
+              help="Also write confusion_matrix.svg, reliability.svg, roc.svg and precision_recall.svg "
+                   "into DIR (created when missing).")
+@replace_option
 @override_options
 @source_options
 @click.pass_obj
-def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, costs, threshold, reject, reading):
+def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_dir, replace, costs, threshold, reject,
+             reading):
     """Measure MODEL on labelled DATA: accuracy, log loss, Brier, per-class
     precision/recall/F1, confusion matrix, and ROC AUC for two classes.
 
@@ -150,31 +198,26 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, costs, t
     with a reject option, the rejected rows and the accuracy on the accepted ones (rows
     with probabilities but no prediction count as errors in accuracy). With --engine
     postgres|spark, DATA (a table, view or query there, or files Spark reads) is scored
-    and measured on the engine.
+    and measured on the engine. --plots DIR draws the confusion matrix, the reliability diagram and the
+    one-vs-rest ROC and precision-recall curves as SVG files, from figures aggregated in
+    SQL (a second pass over the rows).
 
     \b
     Example:
       sqlnb evaluate test.parquet --model models.duckdb:churn
+      sqlnb evaluate test.parquet --model models.duckdb:churn --plots plots/
       sqlnb evaluate db.duckdb:holdout --model db.duckdb:churn --format json --min-accuracy 0.8
       sqlnb --engine spark evaluate s3a://lake/holdout/ --model churn --min-accuracy 0.8
     """
     spec = data_spec(settings, data, reading)
+    files = plot_targets(plots_dir, replace) if plots_dir is not None else None
     m = use_rule(load(settings, model), costs, threshold, reject)
-    # One statement reads the rows: at a terminal, one line says what the one progress bar
-    # below it (DuckDB's, shown for queries past 2 s) is doing.
-    doing = "evaluating {}: scoring each row and computing every figure in one pass"
-    if settings.remote:
-        engine = settings.warehouse()
-        source = engine.resolve(read_with(spec, m.column_types()))
-        unseen = warn_unseen(m, source, engine)
-        settings.summary(doing.format(source.description))
-        ev = evaluate_model(m, source, engine, label)
-    else:
-        with settings.working(), settings.connect() as con:
-            source = data_source(con, spec, types=m.column_types())
-            unseen = warn_unseen(m, source, con)
-            settings.summary(doing.format(source.description))
-            ev = evaluate_model(m, source, con, label)
+    ev, unseen, points, _ = measure(settings, m, spec, label, curves=files is not None)
+    if files:
+        os.makedirs(plots_dir, exist_ok=True)
+        for stem, svg in plots.evaluation_plots(ev, points).items():
+            write_text_file(files[stem], svg)
+        settings.summary(f"plots in {plots_dir}: {', '.join(os.path.basename(f) for f in files.values())}")
     click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen}) if fmt == "json" else text_report(ev))
     settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
     if min_accuracy is not None and (ev.accuracy is None or ev.accuracy < min_accuracy):
@@ -204,6 +247,7 @@ def warn_unseen(m, source: Source, con) -> list[dict]:
               help="A column of the source carried into the output and ordered by (for engines without a row order).")
 @click.option("--fit", "training", is_flag=True, help="Print the training (statistics) SQL instead.")
 @click.option("--macro", metavar="NAME", help="Print a DuckDB table macro score_NAME(tbl) instead.")
+@outputs_option
 @label_option("With --fit and no --model: the label column.", required=False)
 @feature_options
 @click.option("--pretty/--compact", default=True, help="One clause per line (default) or one line.")
@@ -211,12 +255,13 @@ def warn_unseen(m, source: Source, con) -> list[dict]:
 @explain_option
 @source_options
 @click.pass_obj
-def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, label, kind,
+def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, outputs, label, kind,
                 feature_kind, features, exclude, weight, binarize, pretty, costs, threshold, reject, explain, reading):
     """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
 
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
-    does. Its output is the source's columns, proba_<class> per class and prediction.
+    does. Its output is the source's columns, proba_<class> per class and prediction
+    (or the scores --outputs names, as for sqlnb score).
     Give DATA (files or db.duckdb:TABLE) to list the source's columns explicitly;
     without it, columns are passed through with * (the helper columns jll_*,
     max_jll, exp_shifted_*, sum_exp_shifted and log_evidence then stay in the output, and
@@ -232,6 +277,7 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
       sqlnb sql --fit train.parquet --label churned --dialect snowflake
       sqlnb sql --model models.duckdb:churn --macro churn > macro.sql
       sqlnb sql --model models.duckdb:churn --dialect postgres --source customers --explain 3
+      sqlnb sql --model models.duckdb:churn --outputs log_proba,prediction --source customers
     """
     if dialect not in sql.DIALECTS:
         raise SqlnbError(f"unknown dialect {dialect!r}{suggest(dialect, sql.DIALECTS)}; "
@@ -240,13 +286,16 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
         raise SqlnbError("give --model MODEL (or --fit with --label to print the training SQL)")
     if explain is not None and (training or macro is not None):
         raise SqlnbError("--explain adds reasons to the scoring SELECT; leave it out with --fit and --macro")
+    if outputs and training:
+        raise SqlnbError("--outputs chooses the scores of the scoring SELECT; leave it out with --fit")
+    outputs = score_outputs(False, outputs)
     if macro is not None:
         if model is None or training or data or source_text or key or dialect != "duckdb":
             raise SqlnbError("--macro prints a DuckDB macro of --model only; leave out --fit, DATA, "
                              "--source, --key and --dialect")
         if not macro:
             raise SqlnbError("--macro needs a NAME for the macro score_NAME")
-        click.echo(export.duckdb_macro(use_rule(load(settings, model), costs, threshold, reject), macro,
+        click.echo(export.duckdb_macro(use_rule(load(settings, model), costs, threshold, reject), macro, outputs,
                                        pretty=pretty), nl=False)
         return
     if training and (costs is not None or threshold is not None or reject is not None):
@@ -270,15 +319,17 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
                                  feature_plan_args(kind, feature_kind, features, exclude, weight, binarize), con)
         else:
             if source is None and node is not None and not isinstance(node, sqlglot.exp.Subquery):
-                _refuse_clash_in_model_db(settings, model, source_text, m, explain)
+                _refuse_clash_in_model_db(settings, model, source_text, m, outputs, explain)
             target = source if source is not None else (
                 Query(source_text) if node is not None and isinstance(node, sqlglot.exp.Subquery)
                 else Table(source_text or DEFAULT_SOURCE))
-            text = m.to_sql(dialect, source=target, con=con, pretty=pretty, key=key, explain=explain) + ";"
+            text = m.to_sql(dialect, source=target, con=con, outputs=outputs, pretty=pretty, key=key,
+                            explain=explain) + ";"
     click.echo(text)
 
 
-def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m, explain: int | None = None) -> None:
+def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m, outputs,
+                              explain: int | None = None) -> None:
     """``--source NAME`` without DATA: the SELECT passes the source through with ``*``, so
     a source column named like a generated one would come out twice. When the model's
     database holds a table or view NAME, check its columns (the rule: an explicit error
@@ -291,7 +342,7 @@ def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m, expl
             columns = resolve(Table(name), con).columns
         except SqlnbError:
             return  # not a table here: its columns are unknown
-    generated = {c.lower() for c in generated_columns(m.classes, ("prediction", "proba"), decision=m.decision)
+    generated = {c.lower() for c in generated_columns(m.classes, outputs, decision=m.decision)
                  + (reason_columns(explain) if explain else [])}
     clash = [c for c in columns if c.lower() in generated]
     if clash:

@@ -46,6 +46,7 @@ from sqlnb.models.decision import DecisionMetrics, decision_metrics, report_line
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.source import read_with
 from sqlnb.stats import _sort_key
+from sqlnb.workflows import ranking
 
 #: Probabilities are clipped to [EPS, 1 − EPS] in the log loss (scikit-learn's rule).
 EPS = float(np.finfo(np.float64).eps)
@@ -61,6 +62,9 @@ class ClassMetrics:
     f1: float
     support: int
     predicted: int
+    #: One-vs-rest ROC AUC and average precision (:mod:`~sqlnb.workflows.ranking`).
+    roc_auc: float | None = None
+    average_precision: float | None = None
 
 
 @dataclass
@@ -88,6 +92,13 @@ class Evaluation:
     seconds: float = 0.0
     #: Under a decision rule (sqlnb.models.decision): rejection and expected cost.
     decision: DecisionMetrics | None = None
+    # One-vs-rest ranking and calibration (definitions in :mod:`~sqlnb.workflows.ranking`).
+    macro_roc_auc: float | None = None
+    weighted_roc_auc: float | None = None
+    macro_average_precision: float | None = None
+    weighted_average_precision: float | None = None
+    ece: float | None = None
+    reliability: list[dict] = field(default_factory=list)
 
     @property
     def unknown_labels(self) -> list:
@@ -245,103 +256,91 @@ def _window_sum(e: exp.Expression, order: Sequence[exp.Expression],
     return total if default is None else exp.Coalesce(this=total, expressions=[default.copy()])
 
 
+def metric_rows(label: str, classes: Sequence, label_type: str) -> exp.Select:
+    """The first step of :func:`metrics_query` (and of :func:`~sqlnb.workflows.curves.curve_points`):
+    per scored row ``k``, ``y``, ``p``, ``loss``, ``brier`` and the columns of
+    :func:`sqlnb.workflows.ranking.row_columns`, from ``scored``."""
+    t = _row_terms(label, classes, label_type)
+    y = sql.col(label)
+    k = exp.Case(ifs=[exp.If(this=c.copy(), true=exp.Literal.number(i)) for i, c in enumerate(t["is_class"])])
+    correct = exp.EQ(this=sql.col("prediction"), expression=y.copy())
+    return exp.select(exp.alias_(k, "k", quoted=True),
+                      exp.alias_(_when(_is_null(k.copy()), y.copy()), "y", quoted=True),
+                      exp.alias_(sql.col("prediction"), "p", quoted=True),
+                      exp.alias_(_when(t["scored"].copy(), t["log_loss"]), "loss", quoted=True),
+                      exp.alias_(_when(t["scored"].copy(), t["brier"]), "brier", quoted=True),
+                      *ranking.row_columns(classes, k, t["scored"], correct)).from_(sql.table(SCORED))
+
+
 def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
     """Every figure of an :class:`Evaluation` in one statement that reads the scored rows once.
 
     Each step reads the one before it once, so no engine scores a row twice (Spark inlines
     a CTE at every reference, and would score the data once per metric query), and only
-    the last step's rows, one per confusion cell, come back::
+    the last step's rows — one per confusion cell, calibration bin and class — come back::
 
         rows    per scored row: k (index of the label among the classes; NULL for a label
                 that is no class, or none), y (such a label), p (the prediction), the log
-                loss and Brier terms, and with two classes the AUC score jll₊ − jll₋
-        groups  GROUP BY k, y, p: n rows, m with probabilities, sums of the terms; with
-                two classes also, in the same aggregate (GROUPING SETS), GROUP BY k, score
-        ranked  two classes: the score groups' mid-ranks (two windows over one order)
-        cells   the confusion cells, and per class the rank sum of its score groups
-        agg     every summary count as a SUM over all cells, next to each cell
+                loss and Brier terms, the confidence, bin and hit of the calibration, and
+                per class c its one-vs-rest score s<c> (:mod:`sqlnb.workflows.ranking`)
+        groups  one aggregate, GROUPING SETS ((k, y, p), (bin), (s0), …, (s<K−1>)):
+                the confusion cells (n rows, m with probabilities, sums of the terms),
+                the calibration bins, and per class a group per distinct score
+        ranked  per class, windows over its score groups in decreasing score
+        cells   the cells and bins pass through; a class's score groups fold into one
+                row holding its AUC and AP sums
+        agg     every summary count as a SUM over all rows, next to each row
 
-    With two classes ``groups`` has a row per distinct score (the AUC ranks them); it
-    stays on the engine. The windows over it have no partition: on Spark they run in one
-    task (an executor's memory, which spills), not on the driver.
+    ``groups`` has a row per class and distinct score; it stays on the engine. The windows
+    over it are partitioned by class: on Spark they run in one task per class (an
+    executor's memory, which spills), not on the driver.
     """
     K = len(classes)
-    t = _row_terms(label, classes, label_type)
-    y, lits = sql.col(label), t["lits"]
-    proba0 = sql.col(class_columns("proba_", classes)[0])
-    k = exp.Case(ifs=[exp.If(this=c.copy(), true=exp.Literal.number(i)) for i, c in enumerate(t["is_class"])])
-    row_items = [exp.alias_(k, "k", quoted=True),
-                 exp.alias_(_when(_is_null(k.copy()), y.copy()), "y", quoted=True),
-                 exp.alias_(sql.col("prediction"), "p", quoted=True),
-                 exp.alias_(_when(t["scored"].copy(), t["log_loss"]), "loss", quoted=True),
-                 exp.alias_(_when(t["scored"].copy(), t["brier"]), "brier", quoted=True)]
+    lits = _row_terms(label, classes, label_type)["lits"]
+    rows = metric_rows(label, classes, label_type)
     sums = [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True),
             exp.alias_(exp.Count(this=sql.col("loss")), "m", quoted=True),
             exp.alias_(exp.Sum(this=sql.col("loss")), "loss", quoted=True),
             exp.alias_(exp.Sum(this=sql.col("brier")), "brier", quoted=True)]
     cell_keys = [sql.col(c) for c in ("k", "y", "p")]
-    if K != 2:
-        rows = exp.select(*row_items).from_(sql.table(SCORED))
-        cells = exp.select(*cell_keys, *sums).from_(_from(rows, "rows")).group_by(*[c.copy() for c in cell_keys])
-    else:
-        jll_neg, jll_pos = (sql.col(c) for c in class_columns("jll_", classes))
-        row_items.append(exp.alias_(_when(exp.and_(_not_null(k.copy()), _not_null(proba0.copy())),
-                                          exp.Sub(this=jll_pos, expression=jll_neg)), "score", quoted=True))
-        rows = exp.select(*row_items).from_(sql.table(SCORED))
-        # "cell" is 1 on the confusion cells' rows, 0 on the score groups' rows.
-        sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=[c.copy() for c in cell_keys]),
-                                             exp.Tuple(expressions=[sql.col("k"), sql.col("score")])])
-        groups = exp.select(*cell_keys, sql.col("score"),
-                            exp.alias_(exp.Grouping(expressions=[sql.col("score")]), "cell", quoted=True), *sums)
-        groups = groups.from_(_from(rows, "rows")).group_by(sets)
-        n = sql.as_double(sql.col("n"))
-        eligible = exp.Case(ifs=[exp.If(this=exp.and_(exp.EQ(this=sql.col("cell"), expression=exp.Literal.number(0)),
-                                                       _not_null(sql.col("score"))), true=n.copy())],
-                            default=sql.dbl(0.0))
-
-        def window(start: str, start_side: str | None) -> exp.Window:
-            return exp.Window(this=exp.Sum(this=eligible.copy()),
-                              order=exp.Order(expressions=[exp.Ordered(this=sql.col("score"))]),
-                              spec=exp.WindowSpec(kind="RANGE", start=start, start_side=start_side, end="CURRENT ROW"))
-        ranked = exp.select(*[sql.col(c) for c in ("k", "y", "p", "score", "cell", "n", "m", "loss", "brier")],
-                            exp.alias_(window("UNBOUNDED", "PRECEDING"), "upto", quoted=True),
-                            exp.alias_(window("CURRENT ROW", None), "tie", quoted=True)).from_(_from(groups, "groups"))
-        tie = sql.col("tie")
-        mid_rank = exp.Add(this=exp.Sub(this=sql.col("upto"), expression=tie.copy()), expression=exp.Div(
-            this=sql.paren(exp.Add(this=tie.copy(), expression=sql.dbl(1.0))), expression=sql.dbl(2.0)))
-        ranked_row = exp.and_(exp.EQ(this=sql.col("cell"), expression=exp.Literal.number(0)), _not_null(sql.col("score")))
-        # Cells pass through one to one (each cell is one row of "groups"); a class's score
-        # groups fold into one row holding its rank sum and count.
-        cells = (exp.select(*[c.copy() for c in cell_keys], sql.col("cell"),
-                            *[exp.alias_(exp.Sum(this=sql.col(c)), c, quoted=True) for c in ("n", "m", "loss", "brier")],
-                            exp.alias_(exp.Sum(this=_when(ranked_row, exp.Mul(this=n.copy(), expression=sql.paren(mid_rank)))),
-                                       "ranks", quoted=True),
-                            exp.alias_(exp.Sum(this=_when(ranked_row.copy(), n.copy())), "ranked", quoted=True))
-                 .from_(_from(ranked, "ranked")).group_by(sql.col("cell"), *[c.copy() for c in cell_keys]))
+    groups = (exp.select(*cell_keys, *sums, *ranking.group_columns(K, "k"))
+              .from_(_from(rows, "rows")).group_by(ranking.grouping_sets(K, cell_keys)))
+    passed = ["part", "k", "y", "p", "bin", "c", "n", "m", "loss", "brier", "conf", "hits"]
+    ranked = exp.select(*[sql.col(c) for c in passed], *ranking.ranked_columns()).from_(_from(groups, "groups"))
+    keys = [sql.col(c) for c in ("part", "k", "y", "p", "bin", "c")]
+    # Cells and bins pass through one to one (each is one row of "groups"); a class's
+    # score groups fold into one row.
+    cells = (exp.select(*[c.copy() for c in keys],
+                        *[exp.alias_(exp.Sum(this=sql.col(c)), c, quoted=True) for c in ("n", "m", "loss", "brier")],
+                        *ranking.fold_columns())
+             .from_(_from(ranked, "ranked")).group_by(*[c.copy() for c in keys]))
 
     def c(name: str) -> exp.Column:
         return sql.col(name, "cells")
 
-    order = [c("cell")] * (K == 2) + [c("k"), c("y"), c("p")]
-    is_cell = exp.EQ(this=c("cell"), expression=exp.Literal.number(1)) if K == 2 else None
+    order = [c(name) for name in ("part", "k", "y", "p", "bin", "c")]
+    is_cell = exp.EQ(this=c("part"), expression=exp.Literal.number(ranking.CELL))
+
+    def window(cond: exp.Expression | None, value: exp.Expression, default=exp.Literal.number(0)) -> exp.Expression:
+        return _window_sum(value if cond is None else _when(cond, value), order, default)
 
     def total(cond: exp.Expression | None, name: str, value: exp.Expression | None = None) -> exp.Expression:
-        value = c("n") if value is None else value
-        if is_cell is not None:  # two classes: the score groups' rows are no cells
-            cond = is_cell.copy() if cond is None else exp.and_(is_cell.copy(), cond)
-        return exp.alias_(_window_sum(value if cond is None else _when(cond, value), order), name, quoted=True)
+        """The sum of ``value`` (default ``n``) over the confusion cells where ``cond``."""
+        cond = is_cell.copy() if cond is None else exp.and_(is_cell.copy(), cond)
+        return exp.alias_(window(cond, c("n") if value is None else value), name, quoted=True)
 
     def mean(column: str, name: str) -> exp.Expression:
         """The mean of a term over the rows with probabilities (NULL when there are none)."""
-        m = _window_sum(c("m") if is_cell is None else _when(is_cell.copy(), c("m")), order, None)
-        s = _window_sum(c(column) if is_cell is None else _when(is_cell.copy(), c(column)), order, None)
+        m = window(is_cell.copy(), c("m"), None)
+        s = window(is_cell.copy(), c(column), None)
         return exp.alias_(_when(exp.GT(this=m, expression=exp.Literal.number(0)),
                                 exp.Div(this=s, expression=sql.as_double(m.copy()))), name, quoted=True)
 
     labelled = exp.or_(_not_null(c("k")), _not_null(c("y")))
     is_k = [exp.EQ(this=c("k"), expression=exp.Literal.number(i)) for i in range(K)]
     is_pred = [exp.EQ(this=c("p"), expression=v.copy()) for v in lits]
-    agg_items = [*[exp.alias_(c(name), name, quoted=True) for name in ["k", "y", "p", "n"] + ["cell"] * (K == 2)],
+    row_names = ["part", "k", "y", "p", "bin", "c", "n", "conf", "hits"]
+    agg_items = [*[exp.alias_(c(name), name, quoted=True) for name in row_names],
                  total(None, "rows"), total(labelled, "labelled"),
                  total(labelled.copy(), "no_proba", exp.Sub(this=c("n"), expression=c("m"))),
                  total(exp.and_(_is_null(c("k")), _not_null(c("y"))), "unknown"),
@@ -351,23 +350,26 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
         agg_items += [total(is_k[i].copy(), f"support{i}"),
                       total(exp.and_(labelled.copy(), is_pred[i].copy()), f"predicted{i}"),
                       total(exp.and_(is_k[i].copy(), is_pred[i].copy()), f"tp{i}")]
-    if K == 2:
-        def of_class(i: int, column: str) -> exp.Expression:
-            on_scores = exp.and_(exp.EQ(this=c("cell"), expression=exp.Literal.number(0)), is_k[i].copy())
-            return _window_sum(_when(on_scores, c(column)), order, sql.dbl(0.0))
-        P, N, R = of_class(1, "ranked"), of_class(0, "ranked"), of_class(1, "ranks")
-        u = exp.Sub(this=R, expression=exp.Div(this=exp.Mul(this=P.copy(), expression=sql.paren(
-            exp.Add(this=P.copy(), expression=sql.dbl(1.0)))), expression=sql.dbl(2.0)))
-        agg_items.append(exp.alias_(_when(exp.and_(exp.GT(this=P.copy(), expression=sql.dbl(0.0)),
-                                                   exp.GT(this=N.copy(), expression=sql.dbl(0.0))),
-                                          exp.Div(this=sql.paren(u), expression=sql.paren(exp.Mul(this=P.copy(), expression=N)))),
-                                    "auc", quoted=True))
+    figures, figure_names = ranking.class_figures(K, lambda cond, value: window(cond, value, sql.dbl(0.0)))
+    agg_items += figures
     # One row even when there are no rows at all: the totals then come out as 0 (NULL means).
     one = _from(exp.select(exp.alias_(exp.Literal.number(1), "one", quoted=True)), "one")
     agg = exp.select(*agg_items).from_(one).join(_from(cells, "cells"), on=exp.true(), join_type="left")
-    figures = [sql.col(name, "agg") for name in ["k", "y", "p", "n"] + ["cell"] * (K == 2)] + _summary_ratios(K)
-    figures += [sql.col("auc", "agg")] if K == 2 else []
-    return over_scored(exp.select(*figures).from_(_from(agg, "agg")), scoring)
+    out = [sql.col(name, "agg") for name in row_names] + _summary_ratios(K)
+    out += [sql.col(name, "agg") for name in figure_names] + ranking.averages(K)
+    return over_scored(exp.select(*out).from_(_from(agg, "agg")), scoring)
+
+
+def scoring_for_metrics(model, data: Any, con: Any, label: str | None) -> tuple[Any, str, exp.Select]:
+    """``(engine, label, scoring SELECT)``: ``data`` resolved on the engine of ``con``, its
+    label column checked, scored with the outputs the metrics read and the label kept."""
+    engine = as_engine(con)
+    label = label or model.label
+    source = engine.resolve(read_with(data, model.column_types()))
+    source.require([label], "label column")
+    scored = model.scoring_query(source, outputs=ranking.scoring_outputs(model.classes), keep=[label],
+                                 dialect=engine.dialect)
+    return engine, label, scored
 
 
 @sql.trees_collected_by_refcount
@@ -404,22 +406,20 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Eva
     0.9121
     """
     start = time.perf_counter()
-    engine = as_engine(con)
-    label = label or model.label
-    source = engine.resolve(read_with(data, model.column_types()))
-    source.require([label], "label column")
+    engine, label, scored = scoring_for_metrics(model, data, con, label)
     classes = list(model.classes)
-    outputs = ("jll", "proba", "prediction") if len(classes) == 2 else ("proba", "prediction")  # jll: AUC only
-    scored = model.scoring_query(source, outputs=outputs, keep=[label], dialect=engine.dialect)
     query = metrics_query(label, classes, model.label_type, scored)
     names = [e.alias_or_name for e in query.expressions]
     cells = [dict(zip(names, r)) for r in engine.execute(query)]
-    row = cells[0]  # every cell carries the totals (one cell, all NULL, when there are no rows)
+    row = cells[0]  # every row carries the totals (one row, all NULL, when there are no rows)
     per_class = [ClassMetrics(c, float(row[f"precision{k}"]), float(row[f"recall{k}"]), float(row[f"f1_{k}"]),
-                              int(row[f"support{k}"]), int(row[f"predicted{k}"])) for k, c in enumerate(classes)]
+                              int(row[f"support{k}"]), int(row[f"predicted{k}"]),
+                              _num(row[f"auc{k}"]), _num(row[f"ap{k}"])) for k, c in enumerate(classes)]
+    bins = [(c["bin"], c["n"], c["conf"], c["hits"]) for c in cells
+            if c["part"] == ranking.BIN and c["bin"] is not None]
 
     found = [(c["k"], c["y"], c["p"], c["n"]) for c in cells
-             if (c["k"] is not None or c["y"] is not None) and c.get("cell", 1) == 1]
+             if (c["k"] is not None or c["y"] is not None) and c["part"] == ranking.CELL]
     counts = [(classes[k] if k is not None else y, p, n) for k, y, p, n in found]
     true_labels = classes + sorted({y for k, y, _, _ in found if k is None}, key=_sort_key)
     predicted = classes + ([None] if any(p is None for _, p, _ in counts) else [])
@@ -431,12 +431,16 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Eva
         label=label, classes=classes, rows=int(row["rows"]), labelled_rows=int(row["labelled"]),
         unlabelled_rows=int(row["rows"]) - int(row["labelled"]), no_proba_rows=int(row["no_proba"]),
         unknown_label_rows=int(row["unknown"]), accuracy=_num(row["accuracy"]), log_loss=_num(row["log_loss"]),
-        brier=_num(row["brier"]), roc_auc=_num(row.get("auc")), positive_class=classes[1] if len(classes) == 2 else None,
+        brier=_num(row["brier"]), roc_auc=_num(row["auc1"]) if len(classes) == 2 else None, positive_class=classes[1] if len(classes) == 2 else None,
         macro_f1=_num(row["macro_f1"]) if row["labelled"] else None,
         weighted_f1=_num(row["weighted_f1"]) if row["labelled"] else None,
         per_class=per_class, confusion_true=true_labels, confusion_predicted=predicted, confusion=matrix,
         seconds=round(time.perf_counter() - start, 3),
-        decision=decision_metrics(model.decision, found, int(row["no_proba"])))
+        decision=decision_metrics(model.decision, found, int(row["no_proba"])),
+        macro_roc_auc=_num(row["macro_roc_auc"]), weighted_roc_auc=_num(row["weighted_roc_auc"]),
+        macro_average_precision=_num(row["macro_average_precision"]),
+        weighted_average_precision=_num(row["weighted_average_precision"]),
+        ece=_num(row["ece"]), reliability=ranking.reliability(bins))
 
 
 def _unknown_examples(ev: Evaluation, most: int = 2) -> str:

@@ -2,34 +2,22 @@
 
 :func:`describe` turns a model into plain data (JSON-ready); :func:`show_text` and
 :func:`models_text` lay that data out as aligned text. Top features rank each naive
-Bayes feature by how much its term moves between classes, per family, because the
-families' scores are not on one scale:
-
-* categorical: the expected spread ``Σ_v p(v) · (max_c − min_c) ln p(v | c)`` over the
-  feature's training values ``v`` (``p(v)`` their overall frequency), in nats; the value
-  contributing most to it is named, with the class it favours;
-* bernoulli: the same over the two outcomes, present and absent;
-* multinomial / complement: the spread of the per-count weight ``max_c w_c − min_c w_c``;
-* gaussian: the spread of the class means in within-class standard deviations,
-  ``(max_c μ_c − min_c μ_c) / sqrt(Σ_c π_c σ²_c)``.
+Bayes feature within its family by how much it tells about the class
+(:mod:`sqlnb.workflows.importance`: mutual information in nats for categorical and
+Bernoulli features, so that a perfectly separating feature ranks first, also under MLE
+where its log-probabilities are −inf; the spread of the per-count weight for multinomial
+and complement features; the spread of the class means in standard deviations for
+Gaussian ones).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from sqlnb.models.finish import class_columns, label_text
-
-MEASURES = {
-    "categorical": "expected spread of ln p(value | class) across classes, nats",
-    "bernoulli": "expected spread of ln p(present/absent | class) across classes, nats",
-    "multinomial": "spread of ln p(feature | class) per count across classes, nats",
-    "complement": "spread of the complement weight per count across classes",
-    "gaussian": "spread of class means in within-class standard deviations",
-}
+from sqlnb.workflows.importance import MEASURES, top_features
 
 
 def fmt_count(n: Any) -> str:
@@ -47,52 +35,6 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], align: st
         parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align)]
         lines.append((indent + "  ".join(parts)).rstrip())
     return "\n".join(lines)
-
-
-def _spread(a: np.ndarray) -> np.ndarray:
-    """max − min over classes (axis 0), ignoring −inf entries (impossible values)."""
-    a = np.where(np.isfinite(a), a, np.nan)
-    with np.errstate(invalid="ignore"):
-        return np.nan_to_num(np.nanmax(a, axis=0) - np.nanmin(a, axis=0))
-
-
-def top_features(model, n: int = 5) -> dict[str, list[dict]]:
-    """Per family, the ``n`` naive Bayes features whose terms differ most between classes
-    (see the module docstring); empty for other model kinds."""
-    if not hasattr(model, "log_parameters"):
-        return {}
-    params = model.log_parameters()
-    stats = model.stats
-    prior = np.exp(params["prior"])
-    ranked: dict[str, list[dict]] = {}
-    for f in model.features:
-        if getattr(f, "bag", None) is not None:
-            continue  # token bags: see sqlnb.models.naive_bayes.text.top_terms (sqlnb show --top-terms)
-        p = params[f.name]
-        entry: dict[str, Any] = {"name": f.name}
-        if f.kind == "categorical":
-            values, flp, _ = p
-            counts = stats.features[f.name].counts.sum(axis=0)
-            freq = counts / counts.sum() if counts.sum() > 0 else counts
-            spread = _spread(flp)
-            entry["score"] = float(np.dot(freq, spread))
-            if len(values):
-                j = int(np.argmax(freq * spread))  # the value contributing most to the score
-                entry["strongest_value"] = values[j]
-                entry["favours"] = model.classes[int(np.argmax(np.where(np.isfinite(flp[:, j]), flp[:, j], -np.inf)))]
-        elif f.kind == "bernoulli":
-            flp, neg = p
-            s = stats.features[f.name]
-            present = float(s.total.sum() / s.n.sum()) if s.n.sum() > 0 else 0.0
-            entry["score"] = float(present * _spread(flp) + (1 - present) * _spread(neg))
-        elif f.kind == "gaussian":
-            mean, var = p
-            within = float(np.dot(prior, var)) if np.all(np.isfinite(prior)) else float(np.mean(var))
-            entry["score"] = float((mean.max() - mean.min()) / math.sqrt(within)) if within > 0 else 0.0
-        else:  # multinomial, complement: one weight per class
-            entry["score"] = float(_spread(np.asarray(p, dtype=float)))
-        ranked.setdefault(f.kind, []).append(entry)
-    return {k: sorted(v, key=lambda e: -e["score"])[:n] for k, v in ranked.items()}
 
 
 def _features(model) -> list[dict]:
@@ -233,7 +175,7 @@ def show_text(d: dict, provenance: bool = True) -> str:
                               [[f["name"], f["kind"], f["type"], detail(f)] for f in d["features"]]))
     if d["top_features"]:
         lines.append("")
-        lines.append("top features")
+        lines.append("top features (per family, best first; see sqlnb.workflows.importance)")
         for kind, entries in d["top_features"].items():
             lines.append(f"  {kind}: {MEASURES[kind]}")
             rows = []
@@ -241,7 +183,9 @@ def show_text(d: dict, provenance: bool = True) -> str:
                 note = ""
                 if "strongest_value" in e:
                     note = f"strongest value {label_text(e['strongest_value'])!r} (favours {label_text(e['favours'])!r})"
-                rows.append([e["name"], f"{e['score']:.3f}", note])
+                if e.get("rules_out"):
+                    note = "a count rules out " + ", ".join(repr(label_text(c)) for c in e["rules_out"])
+                rows.append([e["name"], "inf" if e["score"] is None else f"{e['score']:.3f}", note])
             lines.append(format_table(["", "", ""], rows, align="lrl", indent="    ").split("\n", 1)[1])
     return "\n".join(lines)
 

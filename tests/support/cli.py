@@ -93,3 +93,13 @@ def snapshot(*paths) -> dict:
         else:
             state[str(p)] = None
     return state
+
+
+def fitted_dir(d: Path, train_rows: int, test_rows: int) -> Path:
+    """``d`` with ``train.parquet`` and ``test.parquet`` (:func:`mixed_table`, seeds 1 and
+    2) and the naive Bayes model ``m.duckdb:nb`` fitted on train by ``sqlnb fit``."""
+    write_parquet(mixed_table(train_rows, seed=1), d / "train.parquet")
+    write_parquet(mixed_table(test_rows, seed=2), d / "test.parquet")
+    fitted = invoke("fit", d / "train.parquet", "-y", "y", "--exclude", "id", "-m", f"{d}/m.duckdb:nb")
+    assert fitted.exit_code == 0, fitted.stderr
+    return d

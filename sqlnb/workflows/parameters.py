@@ -1,0 +1,202 @@
+"""Every parameter a user reasons about, for each model kind (``sqlnb show --params``).
+
+:func:`parameters` gives them as plain data (JSON-ready), derived by the model itself from
+its stored statistics under the hyperparameters in force (``log_parameters`` for naive
+Bayes; ``means_``, ``coef_``, ``intercept_``, ``covariance_`` and ``class_covariances`` for
+LDA and QDA; ``coef_`` and ``intercept_`` for logistic regression), so nothing here
+re-derives an estimate. Probabilities are given as probabilities (``exp`` of the model's
+log-probabilities, so an MLE zero is ``0.0``); a number that is not finite (the
+intercept of a class of prior 0) is ``null``. :func:`parameter_tables` lays them out as
+titled tables, one row per feature (and value) and one column per class, which
+:func:`parameters_text` prints as aligned text and the HTML report as tables.
+
+==============  =========================================================================
+kind            parameters
+==============  =========================================================================
+naive Bayes     class prior π_c; per feature by family: gaussian mean and variance per
+                class (the variance with the ``var_smoothing`` floor added); categorical
+                p(value | class) (and the unseen slot's, with ``unseen=bucket``);
+                bernoulli p(present | class); multinomial p(feature | class) per count;
+                complement the per-count weight; token bags: their number of terms
+                (``sqlnb show --top-terms`` lists them)
+lda             class prior, class means, coefficients ``Σ⁻¹ μ_c`` and intercepts
+                ``−½ μ_cᵀ Σ⁻¹ μ_c + ln π_c`` (scikit-learn's, before its two-class collapse),
+                the pooled covariance ``Σ`` (text: its diagonal)
+qda             class prior, class means, each class's covariance (text: the diagonals)
+logistic        scikit-learn's ``coef_`` and ``intercept_`` (one row, the second class's
+                log-odds against the first, for two classes; in standardised units with
+                ``standardize``, whose means and scales are given)
+==============  =========================================================================
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from sqlnb.models.finish import label_text
+from sqlnb.workflows.report import format_table
+
+#: The title of each naive Bayes family's table, in the order the tables are printed.
+FAMILY_TITLES = {
+    "gaussian": "gaussian features: mean and variance per class",
+    "categorical": "categorical features: p(value | class)",
+    "bernoulli": "bernoulli features: p(present | class)",
+    "multinomial": "multinomial features: p(feature | class), per count",
+    "complement": "complement features: weight per count",
+}
+
+
+def _num(x: Any) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _nums(a: Any) -> Any:
+    """An array as nested lists of floats, non-finite numbers as None."""
+    a = np.asarray(a, dtype=float)
+    if a.ndim == 0:
+        return _num(a)
+    return [_nums(x) for x in a]
+
+
+def parameters(model) -> dict:
+    """The model's parameters as plain data (see the module docstring)."""
+    out: dict[str, Any] = {"kind": model.kind, "classes": list(model.classes)}
+    if hasattr(model, "log_parameters"):
+        out.update(_naive_bayes(model))
+    elif model.kind in ("lda", "qda"):
+        out["features"] = list(model.feature_names)
+        out["prior"] = _nums(model.priors_)
+        out["means"] = _nums(model.means_)
+        if model.kind == "lda":
+            out["shrinkage"] = model.params["shrinkage"]
+            out["coef"] = _nums(model.coef_)
+            out["intercept"] = _nums(model.intercept_)
+            out["covariance"] = _nums(model.covariance_)
+        else:
+            out["reg_param"] = model.params["reg_param"]
+            out["covariances"] = _nums(model.class_covariances())
+    elif model.kind == "logistic":
+        out["features"] = list(model.feature_names)
+        out["C"] = model.C
+        out["standardize"] = model.standardize
+        # scikit-learn's layout: one row for two classes, the log-odds of the second class.
+        out["coef_classes"] = list(model.classes[1:]) if len(model.classes) == 2 else list(model.classes)
+        out["coef"] = _nums(model.coef_)
+        out["intercept"] = _nums(model.intercept_)
+        if model.standardize:
+            out["standardized_mean"] = _nums(model.mean)
+            out["standardized_scale"] = _nums(model.scale)
+    return out
+
+
+def _naive_bayes(model) -> dict:
+    params = model.log_parameters()
+    feats = []
+    for f in model.features:
+        p = params[f.name]
+        d: dict[str, Any] = {"name": f.name, "kind": f.kind}
+        if f.bag is not None:
+            d["terms"] = len(p.terms)
+        elif f.kind == "gaussian":
+            d["mean"], d["var"] = _nums(p[0]), _nums(p[1])
+        elif f.kind == "categorical":
+            values, flp, unseen = p
+            d["values"] = list(values)
+            d["proba"] = _nums(np.exp(flp))  # (classes, values)
+            d["unseen_proba"] = None if unseen is None else _nums(np.exp(unseen))
+        elif f.kind == "bernoulli":
+            d["threshold"] = f.threshold
+            d["proba_present"] = _nums(np.exp(p[0]))
+        elif f.kind == "multinomial":
+            d["proba"] = _nums(np.exp(p))
+        else:  # complement
+            d["weight"] = _nums(p)
+        feats.append(d)
+    return {"prior": _nums(np.exp(params["prior"])), "features": feats}
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+Table = tuple[str, list[str], list[list[str]], str]
+
+
+def parameter_tables(d: dict) -> list[Table]:
+    """:func:`parameters`' data as ``(title, header, rows, align)`` tables of text cells."""
+    classes = [label_text(c) for c in d["classes"]]
+    tables: list[Table] = []
+
+    def table(title: str, first: Sequence[str], rows: list[list[Any]], columns: Sequence[str] = classes) -> None:
+        cells = [[_fmt(c) if not isinstance(c, str) else c for c in r] for r in rows]
+        tables.append((title, [*first, *columns], cells, "l" * len(first) + "r" * len(columns)))
+
+    if d.get("prior") is not None:
+        table("class prior", [""], [["prior", *d["prior"]]])
+    if "coef_classes" in d:  # logistic
+        cols = [label_text(c) for c in d["coef_classes"]]
+        units = " (standardised units)" if d["standardize"] else ""
+        rows = [[name, *(row[j] for row in d["coef"])] for j, name in enumerate(d["features"])]
+        rows.append(["(intercept)", *d["intercept"]])
+        title = ("coefficients: log-odds of " + cols[0] + f" against {classes[0]}" if len(cols) == 1
+                 else "coefficients per class") + units
+        table(title, ["feature"], rows, cols)
+        if d["standardize"]:
+            table("standardisation", ["feature"],
+                  [[n, m, s] for n, m, s in zip(d["features"], d["standardized_mean"], d["standardized_scale"])],
+                  ["mean", "scale"])
+        return tables
+    if "means" in d:  # lda, qda
+        names = d["features"]
+        table("class means", ["feature"], [[n, *(row[j] for row in d["means"])] for j, n in enumerate(names)])
+        if "coef" in d:
+            rows = [[n, *(row[j] for row in d["coef"])] for j, n in enumerate(names)]
+            table("coefficients Σ⁻¹ μ_c and intercepts", ["feature"], rows + [["(intercept)", *d["intercept"]]])
+            shrink = f", shrinkage {d['shrinkage']:g}" if d.get("shrinkage") is not None else ""
+            table(f"pooled covariance Σ{shrink}: variances (the diagonal; --format json gives the matrix)",
+                  ["feature"], [[n, d["covariance"][j][j]] for j, n in enumerate(names)], ["variance"])
+        else:
+            reg = f", reg_param {d['reg_param']:g}" if d.get("reg_param") else ""
+            table(f"class covariances{reg}: variances (the diagonals; --format json gives the matrices)",
+                  ["feature"], [[n, *(cov[j][j] for cov in d["covariances"])] for j, n in enumerate(names)])
+        return tables
+    by_kind: dict[str, list[dict]] = {}
+    for f in d.get("features", []):
+        by_kind.setdefault("bags" if "terms" in f else f["kind"], []).append(f)
+    for kind, title in FAMILY_TITLES.items():
+        feats = by_kind.get(kind, [])
+        if not feats:
+            continue
+        if kind == "gaussian":
+            rows = [[f["name"], stat, *f[key]] for f in feats for stat, key in (("mean", "mean"), ("var", "var"))]
+            table(title, ["feature", ""], rows)
+        elif kind == "categorical":
+            rows = []
+            for f in feats:
+                rows += [[f["name"], label_text(v), *(p[j] for p in f["proba"])] for j, v in enumerate(f["values"])]
+                if f["unseen_proba"] is not None:
+                    rows.append([f["name"], "(unseen)", *f["unseen_proba"]])
+            table(title, ["feature", "value"], rows)
+        else:
+            key = {"bernoulli": "proba_present", "multinomial": "proba", "complement": "weight"}[kind]
+            table(title, ["feature"], [[f["name"], *f[key]] for f in feats])
+    for f in by_kind.get("bags", []):
+        tables.append((f"token bag {f['name']} ({f['kind']}): {f['terms']:,} terms; "
+                       "sqlnb show --top-terms N lists the most telling", [], [], ""))
+    return tables
+
+
+def parameters_text(d: dict) -> str:
+    """:func:`parameter_tables` as aligned text."""
+    parts = []
+    for title, header, rows, align in parameter_tables(d):
+        parts.append(title if not header else title + "\n" + format_table(header, rows, align, indent="  "))
+    return "\n\n".join(parts)
