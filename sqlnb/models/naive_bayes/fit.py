@@ -29,6 +29,7 @@ from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
+from sqlnb.models.naive_bayes.binning import split_bins
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
 from sqlnb.stats import Statistics, _sort_key, census_query, nonfinite_values, overflow_error
@@ -58,13 +59,18 @@ def plan_features(
     exclude: Sequence[str] | None = None,
     binarize: float | Mapping[str, float] = 0.0,
     text: Any = None,
+    bins: str | Mapping[Any, str] | None = None,
 ) -> list[Feature]:
     """Choose the model's features and their families from the source's schema.
 
     A text, ``VARCHAR[]`` or ``MAP(VARCHAR, <number>)`` column given kind multinomial,
     bernoulli or complement is a token bag, tokenized with ``text`` options (see
-    :mod:`sqlnb.models.naive_bayes.text`)."""
+    :mod:`sqlnb.models.naive_bayes.text`). ``bins`` makes numeric columns ``binned``
+    (:func:`sqlnb.models.naive_bayes.binning.split_bins`): a spec for every numeric column
+    that has no kind of its own, or per column; their cut points are computed later
+    (:func:`~sqlnb.models.naive_bayes.binning.resolve_edges`)."""
     feature_kinds = dict(feature_kinds or {})
+    every_bins, column_bins = split_bins(bins)
     source.require([label], "label column")
     if weight is not None:
         source.require([weight], "weight column")
@@ -80,10 +86,23 @@ def plan_features(
     ]
     if label in names or (weight is not None and weight in names):
         raise SqlnbError(f"column {label if label in names else weight!r} cannot be both a feature and the label/weight")
+    for name in column_bins:
+        if name not in names:
+            raise SqlnbError(f"bins (--bins) names {name!r}, which is not a feature of this model{suggest(name, names)}")
+        if feature_kinds.get(name, "binned") != "binned":
+            raise SqlnbError(f"bins (--bins) gives {name!r} cut points, but it is given kind {feature_kinds[name]!r}; "
+                             f"drop one of the two")
     out = []
     for name in names:
         sql_type = source.columns[name]
         k = feature_kinds.get(name, kind)
+        spec = column_bins.get(name)
+        if spec is not None:
+            k = "binned"
+        elif every_bins is not None and k == "auto" and default_kind(sql_type) == "gaussian":
+            k, spec = "binned", every_bins
+        if k == "binned":
+            spec = spec or every_bins or "mdl"
         if k == "auto":
             k = default_kind(sql_type)
             if k is None:
@@ -95,7 +114,7 @@ def plan_features(
         if k in BAG_KINDS and bag_layout(sql_type) is not None:
             out.append(bag_feature(name, k, sql_type, float(thr), text))
             continue
-        feature = Feature(name, k, sql_type, float(thr))
+        feature = Feature(name, k, sql_type, float(thr), bins=spec if k == "binned" else None)
         REGISTRY[k].check_type(feature, source.description)
         out.append(feature)
     if not out:

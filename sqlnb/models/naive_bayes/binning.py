@@ -1,0 +1,187 @@
+"""Cut points of ``binned`` features, computed in the database before the training scan.
+
+Two discretisations (``bins=`` / ``--bins``):
+
+``quantile:K``
+    Equal frequency: the cut points are DuckDB's ``quantile_cont(x, [1/K, …, (K−1)/K])``
+    over the labelled rows where ``x`` is not NULL (linear interpolation between order
+    statistics, ``numpy.quantile``'s default), so they need not be data values. Bins are
+    ``[e_b, e_{b+1})``; equal cut points collapse into one, and a cut point at the
+    column's minimum is dropped (its first bin would be empty), so a column with many
+    equal values gets fewer than K bins. One aggregate query for all such columns.
+
+``mdl``
+    Fayyad & Irani (1993), "Multi-interval discretization of continuous-valued attributes
+    for classification learning" (IJCAI): the cut minimising the class entropy of the
+    split, applied recursively while the MDL criterion accepts it::
+
+        Gain(T; S) > log2(N − 1)/N + Δ(T; S)/N
+        Δ(T; S)    = log2(3^k − 2) − [k·Ent(S) − k1·Ent(S1) − k2·Ent(S2)]
+
+    (entropies in bits, N the rows of S, k, k1, k2 the classes present in S, S1, S2).
+    It runs on per-(value, class) row counts aggregated in SQL — one ``GROUP BY
+    GROUPING SETS ((label, x_1), (label, x_2), …)`` for all such columns, the rows never
+    leave the database — over the sorted distinct values, with cumulative counts. Cut
+    points are the midpoints between adjacent distinct values (the paper's); among
+    splits of equal entropy the lowest cut point wins. Counts are unweighted: the
+    criterion is a code length in examples, which a row weight does not change.
+
+A fit with binned columns reads the data 1 + (one per discretisation used) times: the
+cut points first, then the training scan, which counts rows per (class, bin)
+(:mod:`sqlnb.models.naive_bayes.families.binned`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+
+METHODS = ("mdl", "quantile:K")
+
+
+def parse_bins(spec: str, where: str = "bins") -> str:
+    """``spec`` checked and normalised: ``"mdl"`` or ``"quantile:K"`` with an integer K >= 2."""
+    text = str(spec).strip().lower()
+    if text == "mdl":
+        return text
+    if text.startswith("quantile:"):
+        try:
+            k = int(text.split(":", 1)[1])
+        except ValueError:
+            k = 0
+        if k >= 2:
+            return f"quantile:{k}"
+    raise SqlnbError(f"{where} {spec!r} is not a discretisation; use mdl (Fayyad & Irani) or quantile:K "
+                     "(K equal-frequency bins, K >= 2)")
+
+
+def split_bins(bins: str | Mapping[Any, str] | None) -> tuple[str | None, dict[str, str]]:
+    """``bins`` as (the spec of every numeric column or None, {column: spec}).
+
+    A string applies to every numeric column without a kind of its own; a mapping names
+    columns, and its key ``None`` (if any) is the spec of every other numeric column."""
+    if bins is None:
+        return None, {}
+    if isinstance(bins, str):
+        return parse_bins(bins), {}
+    rest = {k: parse_bins(v, f"bins for {k!r}") for k, v in bins.items() if k is not None}
+    every = bins.get(None)
+    return (parse_bins(every) if every is not None else None), rest
+
+
+def mdl_cuts(values: np.ndarray, counts: np.ndarray) -> list[float]:
+    """Fayyad & Irani's MDL cut points of one column from its per-(value, class) counts.
+
+    Parameters
+    ----------
+    values : (m,) array
+        The distinct values, ascending.
+    counts : (m, K) array
+        Rows of each value in each class.
+
+    Returns
+    -------
+    list of float
+        The accepted cut points, ascending (midpoints between adjacent values).
+    """
+    values = np.asarray(values, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    cuts: list[float] = []
+    stack = [(0, len(values))]
+    while stack:
+        lo, hi = stack.pop()
+        i = _best_split(counts[lo:hi])
+        if i is None:
+            continue
+        a, b = values[lo + i], values[lo + i + 1]
+        mid = a / 2.0 + b / 2.0  # halves first: no overflow for values near the largest double
+        cuts.append(mid if a < mid <= b else b)
+        stack += [(lo, lo + i + 1), (lo + i + 1, hi)]
+    return sorted(cuts)
+
+
+def _entropy(c: np.ndarray) -> np.ndarray:
+    """Class entropy in bits of each row of counts ``c`` (0·log 0 = 0)."""
+    n = c.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(n > 0, c / np.where(n > 0, n, 1.0), 0.0)
+        return -np.sum(np.where(p > 0, p * np.log2(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
+
+
+def _best_split(c: np.ndarray) -> int | None:
+    """Index i of the best cut after the i-th distinct value of the segment with counts
+    ``c`` when the MDL criterion accepts it, else None."""
+    if len(c) < 2:
+        return None
+    total = c.sum(axis=0)
+    n = total.sum()
+    left = np.cumsum(c, axis=0)[:-1]
+    right = total - left
+    nl, nr = left.sum(axis=1), right.sum(axis=1)
+    el, er = _entropy(left), _entropy(right)
+    e = (nl * el + nr * er) / n
+    i = int(np.argmin(e))  # the first minimum: the lowest cut among equal ones
+    ent = float(_entropy(total))
+    gain = ent - float(e[i])
+    k, k1, k2 = (int(np.count_nonzero(x)) for x in (total, left[i], right[i]))
+    # log2(3^k − 2) without forming 3^k (which overflows a double past k = 646)
+    log3k = k * math.log2(3.0) + math.log2(1.0 - 2.0 * 3.0 ** -k)
+    delta = log3k - (k * ent - k1 * float(el[i]) - k2 * float(er[i]))
+    return i if gain > (math.log2(n - 1.0) + delta) / n else None
+
+
+def _quantile_edges(row: Sequence[Any]) -> tuple:
+    lo, qs = row
+    if lo is None or qs is None:
+        return ()
+    edges = sorted({float(q) for q in qs if q is not None and math.isfinite(float(q))})
+    return tuple(e for e in edges if e > float(lo))
+
+
+def resolve_edges(engine, source, label: str, features: Sequence) -> list:
+    """``features`` with the cut points of every ``binned`` feature that has none yet,
+    computed from the labelled rows of ``source`` (see the module docstring)."""
+    todo = [f for f in features if f.kind == "binned" and f.edges is None]
+    if not todo:
+        return list(features)
+    edges: dict[str, tuple] = {}
+    labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    from sqlnb.models.naive_bayes.families import REGISTRY
+    fam = REGISTRY["binned"]
+    quant = [f for f in todo if f.bins.startswith("quantile:")]
+    if quant:
+        if engine.dialect != "duckdb":
+            raise SqlnbError(f"quantile bins (column {quant[0].name!r}) are computed with DuckDB's quantile_cont; "
+                             "use --bins mdl on this engine, or fit in DuckDB")
+        cols = []
+        for f in quant:
+            k = int(f.bins.split(":")[1])
+            x = fam.value(f)
+            cols += [exp.Min(this=x.copy()), exp.Anonymous(this="quantile_cont", expressions=[
+                x.copy(), exp.Array(expressions=[sql.dbl(i / k) for i in range(1, k)])])]
+        row = engine.execute(exp.select(*cols).from_(source.from_("src")).where(labelled))[0]
+        for j, f in enumerate(quant):
+            edges[f.name] = _quantile_edges(row[2 * j:2 * j + 2])
+    mdl = [f for f in todo if f.bins == "mdl"]
+    if mdl:
+        from sqlnb.models.naive_bayes.fit import weighted_counts_query
+        rows = engine.execute(weighted_counts_query(source, label, None, mdl))
+        classes = {r[0] for r in rows}
+        index = {c: i for i, c in enumerate(sorted(classes, key=repr))}
+        for j, f in enumerate(mdl):
+            cells: dict[float, np.ndarray] = {}
+            for r in rows:
+                v = r[1 + 2 * j]
+                if r[2 + 2 * j] != 0 or v is None or not math.isfinite(float(v)):
+                    continue  # another set's row, NULL, or NaN/inf (refused by the training scan)
+                cells.setdefault(float(v), np.zeros(len(index)))[index[r[0]]] += float(r[-1])
+            vs = sorted(cells)
+            edges[f.name] = tuple(mdl_cuts(np.array(vs), np.array([cells[v] for v in vs]).reshape(len(vs), len(index))))
+    return [replace(f, edges=edges[f.name]) if f.name in edges else f for f in features]
