@@ -46,6 +46,7 @@ COMMANDS = {
     "cv": "tuning:cv", "compare": "tuning:compare",
     "update": "generative:update", "sample": "generative:sample", "novelty": "generative:novelty",
     "fit-em": "generative:fit_em_command", "fit-long": "text:fit_long_command", "score-long": "text:score_long",
+    "mi": "information:mi",
 }
 
 #: :data:`sqlnb.engines.ENGINES`, spelled out so that parsing ``--engine`` imports no engine

@@ -25,6 +25,7 @@ from sqlnb.models.finish import class_columns, label_text
 
 MEASURES = {
     "categorical": "expected spread of ln p(value | class) across classes, nats",
+    "binned": "expected spread of ln p(bin | class) across classes, nats",
     "bernoulli": "expected spread of ln p(present/absent | class) across classes, nats",
     "multinomial": "spread of ln p(feature | class) per count across classes, nats",
     "complement": "spread of the complement weight per count across classes",
@@ -70,7 +71,7 @@ def top_features(model, n: int = 5) -> dict[str, list[dict]]:
             continue  # token bags: see sqlnb.models.naive_bayes.text.top_terms (sqlnb show --top-terms)
         p = params[f.name]
         entry: dict[str, Any] = {"name": f.name}
-        if f.kind == "categorical":
+        if f.kind in ("categorical", "binned"):  # binned: the values are bin numbers
             values, flp, _ = p
             counts = stats.features[f.name].counts.sum(axis=0)
             freq = counts / counts.sum() if counts.sum() > 0 else counts
@@ -108,6 +109,9 @@ def _features(model) -> list[dict]:
             d["threshold"] = f.threshold
         if f.kind == "categorical" and stats is not None:
             d["values"] = len(stats.features[f.name].values)
+        if f.kind == "binned":
+            d["bins"] = f.bins
+            d["edges"] = list(f.edges or ())
         out.append(d)
     return out
 
