@@ -100,9 +100,11 @@ def mdl_cuts(values: np.ndarray, counts: np.ndarray) -> list[float]:
         i = _best_split(counts[lo:hi])
         if i is None:
             continue
-        a, b = values[lo + i], values[lo + i + 1]
-        mid = a / 2.0 + b / 2.0  # halves first: no overflow for values near the largest double
-        cuts.append(mid if a < mid <= b else b)
+        a, b = float(values[lo + i]), float(values[lo + i + 1])
+        mid = (a + b) / 2.0
+        if not math.isfinite(mid):  # a + b overflowed (values near the largest double)
+            mid = a / 2.0 + b / 2.0
+        cuts.append(mid if a < mid <= b else b)  # adjacent doubles: the upper one starts the bin
         stack += [(lo, lo + i + 1), (lo + i + 1, hi)]
     return sorted(cuts)
 
