@@ -269,3 +269,15 @@ def test_sqlite_runs_the_binned_scoring_select():
     want = m.score("test", con, outputs=("proba",), keep=["id"]).fetchall()  # NaN is missing, as NULL in SQLite
     assert [r[3] for r in got] == [r[0] for r in want] == list(range(7))
     np.testing.assert_allclose(np.array([r[-3:] for r in got], dtype=float), np.array([r[1:] for r in want]), atol=TOL)
+
+
+def test_show_lists_the_cut_points(tmp_path):
+    import pyarrow.parquet as pq
+    t = pa.table({"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], "n": [1.0] * 10,
+                  "y": ["a"] * 5 + ["b"] * 5})
+    pq.write_table(t, tmp_path / "t.parquet")
+    model = f"{tmp_path / 'm.duckdb'}:m"
+    assert invoke("fit", tmp_path / "t.parquet", "--label", "y", "--bins", "mdl", "--features", "x,n",
+                  "--model", model).exit_code == 0
+    out = invoke("show", "--model", model).stdout
+    assert "2 bins (mdl), cut at 5.5" in out and "1 bin (mdl: no cut point" in out
