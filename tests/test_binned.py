@@ -281,3 +281,23 @@ def test_show_lists_the_cut_points(tmp_path):
                   "--model", model).exit_code == 0
     out = invoke("show", "--model", model).stdout
     assert "2 bins (mdl), cut at 5.5" in out and "1 bin (mdl: no cut point" in out
+
+
+def test_weighted_bin_counts_and_unweighted_cut_points():
+    """With a weight column the (class, bin) counts are weighted sums; the MDL cut points
+    come from row counts (a code length in examples), so they do not move."""
+    train = _data()
+    w = np.random.default_rng(1).uniform(0.2, 3.0, train.num_rows)
+    con = duckdb.connect()
+    con.register("t", train.append_column("w", pa.array(w)))
+    m = sqlnb.fit("t", "y", con=con, bins="mdl", weight="w", features=["x", "z"])
+    plain = sqlnb.fit("t", "y", con=con, bins="mdl", features=["x", "z"])
+    assert [f.edges for f in m.features] == [f.edges for f in plain.features]
+    y = np.array(train["y"].to_pylist())
+    for f in m.features:
+        x = np.array(train[f.name].to_pylist(), dtype=object)
+        ok = np.array([v is not None for v in x])
+        b = np.searchsorted(np.array(f.edges), x[ok].astype(float), side="right")
+        want = np.array([np.bincount(b[y[ok] == c], weights=w[ok][y[ok] == c], minlength=len(f.edges) + 1)
+                         for c in m.classes])
+        np.testing.assert_allclose(m.stats.features[f.name].counts, want, rtol=1e-12)

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from sqlnb.errors import SqlnbError
-from sqlnb.stats import Bag, Counts, Statistics, Sums
+from sqlnb.stats import Counts, Statistics, Sums
 
 
 def table_mi(table: np.ndarray) -> float:
