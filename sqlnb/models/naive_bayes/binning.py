@@ -42,6 +42,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.stats import sorted_values
 
 METHODS = ("mdl", "quantile:K")
 
@@ -109,12 +110,16 @@ def mdl_cuts(values: np.ndarray, counts: np.ndarray) -> list[float]:
     return sorted(cuts)
 
 
-def _entropy(c: np.ndarray) -> np.ndarray:
-    """Class entropy in bits of each row of counts ``c`` (0·log 0 = 0)."""
-    n = c.sum(axis=-1, keepdims=True)
+def _xlogx(c: np.ndarray) -> np.ndarray:
+    """``c·log2 c`` elementwise, 0 at 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(n > 0, c / np.where(n > 0, n, 1.0), 0.0)
-        return -np.sum(np.where(p > 0, p * np.log2(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
+        return np.where(c > 0, c * np.log2(c), 0.0)
+
+
+def _n_entropy(c: np.ndarray) -> np.ndarray:
+    """``n·Ent`` (bits) of each row of counts ``c``: ``n log2 n − Σ_c c log2 c``, one
+    logarithm per count rather than a division and a logarithm per share."""
+    return _xlogx(c.sum(axis=-1)) - _xlogx(c).sum(axis=-1)
 
 
 def _best_split(c: np.ndarray) -> int | None:
@@ -123,19 +128,21 @@ def _best_split(c: np.ndarray) -> int | None:
     if len(c) < 2:
         return None
     total = c.sum(axis=0)
-    n = total.sum()
+    n = float(total.sum())
     left = np.cumsum(c, axis=0)[:-1]
     right = total - left
-    nl, nr = left.sum(axis=1), right.sum(axis=1)
-    el, er = _entropy(left), _entropy(right)
-    e = (nl * el + nr * er) / n
-    i = int(np.argmin(e))  # the first minimum: the lowest cut among equal ones
-    ent = float(_entropy(total))
-    gain = ent - float(e[i])
+    ones = np.ones(c.shape[1])
+    nl = np.cumsum(c @ ones)[:-1]  # row sums by a product: numpy reduces a short last axis slowly
+    # N·E(T; S) for every cut T, as Σ_side (n log2 n − Σ_c c log2 c)
+    ne = _xlogx(nl) + _xlogx(n - nl) - (_xlogx(left) + _xlogx(right)) @ ones
+    i = int(np.argmin(ne))  # the first minimum: the lowest cut among equal ones
+    nl, nr = float(left[i].sum()), float(right[i].sum())
+    ent, el, er = float(_n_entropy(total)) / n, float(_n_entropy(left[i])) / nl, float(_n_entropy(right[i])) / nr
+    gain = ent - (nl * el + nr * er) / n
     k, k1, k2 = (int(np.count_nonzero(x)) for x in (total, left[i], right[i]))
     # log2(3^k − 2) without forming 3^k (which overflows a double past k = 646)
     log3k = k * math.log2(3.0) + math.log2(1.0 - 2.0 * 3.0 ** -k)
-    delta = log3k - (k * ent - k1 * float(el[i]) - k2 * float(er[i]))
+    delta = log3k - (k * ent - k1 * el - k2 * er)
     return i if gain > (math.log2(n - 1.0) + delta) / n else None
 
 
@@ -145,6 +152,30 @@ def _quantile_edges(row: Sequence[Any]) -> tuple:
         return ()
     edges = sorted({float(q) for q in qs if q is not None and math.isfinite(float(q))})
     return tuple(e for e in edges if e > float(lo))
+
+
+def _mdl_edges(features: Sequence, rows: Sequence[Sequence[Any]]) -> dict[str, tuple]:
+    """Each feature's MDL cut points from the GROUPING SETS rows ``(label, v_0, g_0, v_1,
+    g_1, …, n)`` (:func:`~sqlnb.models.naive_bayes.fit.weighted_counts_query`): column by
+    column with numpy, since a continuous column brings about one row per training row."""
+    if not rows:
+        return {f.name: () for f in features}
+    cols = list(zip(*rows))
+    index = {c: i for i, c in enumerate(sorted_values(cols[0]))}  # class order: the same sums on every engine
+    k = np.array([index[c] for c in cols[0]])
+    n = np.array(cols[-1], dtype=float)
+    out = {}
+    for j, f in enumerate(features):
+        mine = np.array(cols[2 + 2 * j]) == 0  # GROUPING(x_j) = 0: this set's rows
+        v = np.array(cols[1 + 2 * j], dtype=object)[mine]
+        present = np.array([x is not None for x in v], dtype=bool)
+        x = v[present].astype(float)
+        finite = np.isfinite(x)  # NaN/inf: refused by the training scan itself
+        x, kk, nn = x[finite], k[mine][present][finite], n[mine][present][finite]
+        values, inv = np.unique(x, return_inverse=True)
+        counts = np.bincount(inv * len(index) + kk, weights=nn, minlength=len(values) * len(index))
+        out[f.name] = tuple(mdl_cuts(values, counts.reshape(len(values), len(index))))
+    return out
 
 
 def resolve_edges(engine, source, label: str, features: Sequence) -> list:
@@ -175,15 +206,5 @@ def resolve_edges(engine, source, label: str, features: Sequence) -> list:
     if mdl:
         from sqlnb.models.naive_bayes.fit import weighted_counts_query
         rows = engine.execute(weighted_counts_query(source, label, None, mdl))
-        classes = {r[0] for r in rows}
-        index = {c: i for i, c in enumerate(sorted(classes, key=repr))}
-        for j, f in enumerate(mdl):
-            cells: dict[float, np.ndarray] = {}
-            for r in rows:
-                v = r[1 + 2 * j]
-                if r[2 + 2 * j] != 0 or v is None or not math.isfinite(float(v)):
-                    continue  # another set's row, NULL, or NaN/inf (refused by the training scan)
-                cells.setdefault(float(v), np.zeros(len(index)))[index[r[0]]] += float(r[-1])
-            vs = sorted(cells)
-            edges[f.name] = tuple(mdl_cuts(np.array(vs), np.array([cells[v] for v in vs]).reshape(len(vs), len(index))))
+        edges.update(_mdl_edges(mdl, rows))
     return [replace(f, edges=edges[f.name]) if f.name in edges else f for f in features]
