@@ -281,6 +281,7 @@ def test_show_lists_the_cut_points(tmp_path):
                   "--model", model).exit_code == 0
     out = invoke("show", "--model", model).stdout
     assert "2 bins (mdl), cut at 5.5" in out and "1 bin (mdl: no cut point" in out
+    assert "strongest value '< 5.5'" in out or "strongest value '>= 5.5'" in out, out
 
 
 def test_weighted_bin_counts_and_unweighted_cut_points():

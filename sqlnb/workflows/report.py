@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from sqlnb.models.finish import class_columns, label_text
+from sqlnb.models.naive_bayes.families.binned import bin_label
 
 MEASURES = {
     "categorical": "expected spread of ln p(value | class) across classes, nats",
@@ -79,7 +80,7 @@ def top_features(model, n: int = 5) -> dict[str, list[dict]]:
             entry["score"] = float(np.dot(freq, spread))
             if len(values):
                 j = int(np.argmax(freq * spread))  # the value contributing most to the score
-                entry["strongest_value"] = values[j]
+                entry["strongest_value"] = values[j] if f.kind == "categorical" else bin_label(f.edges, values[j])
                 entry["favours"] = model.classes[int(np.argmax(np.where(np.isfinite(flp[:, j]), flp[:, j], -np.inf)))]
         elif f.kind == "bernoulli":
             flp, neg = p

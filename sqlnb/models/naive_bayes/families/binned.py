@@ -45,6 +45,17 @@ def _edges(feature) -> tuple:
     return feature.edges
 
 
+def bin_label(edges: tuple, b: int) -> str:
+    """Bin ``b`` of the cut points ``edges`` as text: ``< e_1``, ``[e_b, e_{b+1})``, ``>= e_{B−1}``."""
+    if not edges:
+        return "any value"
+    if b == 0:
+        return f"< {edges[0]:.6g}"
+    if b == len(edges):
+        return f">= {edges[-1]:.6g}"
+    return f"[{edges[b - 1]:.6g}, {edges[b]:.6g})"
+
+
 class Binned(Family):
     name = "binned"
 
