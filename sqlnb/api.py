@@ -22,8 +22,7 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models import screening
 from sqlnb.source import read_with
 from sqlnb.models.naive_bayes import information
-from sqlnb.models.naive_bayes.binning import resolve_edges
-from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features
+from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes

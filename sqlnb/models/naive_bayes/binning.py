@@ -27,14 +27,13 @@ Two discretisations (``bins=`` / ``--bins``):
     criterion is a code length in examples, which a row weight does not change.
 
 A fit with binned columns reads the data 1 + (one per discretisation used) times: the
-cut points first, then the training scan, which counts rows per (class, bin)
-(:mod:`sqlnb.models.naive_bayes.families.binned`).
+cut points first (:func:`sqlnb.models.naive_bayes.fit.resolve_edges`), then the training
+scan, which counts rows per (class, bin) (:mod:`sqlnb.models.naive_bayes.families.binned`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -154,7 +153,7 @@ def _quantile_edges(row: Sequence[Any]) -> tuple:
     return tuple(e for e in edges if e > float(lo))
 
 
-def _mdl_edges(features: Sequence, rows: Sequence[Sequence[Any]]) -> dict[str, tuple]:
+def mdl_edges(features: Sequence, rows: Sequence[Sequence[Any]]) -> dict[str, tuple]:
     """Each feature's MDL cut points from the GROUPING SETS rows ``(label, v_0, g_0, v_1,
     g_1, …, n)`` (:func:`~sqlnb.models.naive_bayes.fit.weighted_counts_query`): column by
     column with numpy, since a continuous column brings about one row per training row."""
@@ -178,33 +177,21 @@ def _mdl_edges(features: Sequence, rows: Sequence[Sequence[Any]]) -> dict[str, t
     return out
 
 
-def resolve_edges(engine, source, label: str, features: Sequence) -> list:
-    """``features`` with the cut points of every ``binned`` feature that has none yet,
-    computed from the labelled rows of ``source`` (see the module docstring)."""
-    todo = [f for f in features if f.kind == "binned" and f.edges is None]
-    if not todo:
-        return list(features)
-    edges: dict[str, tuple] = {}
-    labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+def quantile_query(source, label: str, features: Sequence) -> exp.Select:
+    """``SELECT MIN(x_j), quantile_cont(x_j, [1/K, …, (K−1)/K]), …`` over the labelled
+    rows, for the ``quantile:K`` features (DuckDB's aggregate)."""
     from sqlnb.models.naive_bayes.families import REGISTRY
     fam = REGISTRY["binned"]
-    quant = [f for f in todo if f.bins.startswith("quantile:")]
-    if quant:
-        if engine.dialect != "duckdb":
-            raise SqlnbError(f"quantile bins (column {quant[0].name!r}) are computed with DuckDB's quantile_cont; "
-                             "use --bins mdl on this engine, or fit in DuckDB")
-        cols = []
-        for f in quant:
-            k = int(f.bins.split(":")[1])
-            x = fam.value(f)
-            cols += [exp.Min(this=x.copy()), exp.Anonymous(this="quantile_cont", expressions=[
-                x.copy(), exp.Array(expressions=[sql.dbl(i / k) for i in range(1, k)])])]
-        row = engine.execute(exp.select(*cols).from_(source.from_("src")).where(labelled))[0]
-        for j, f in enumerate(quant):
-            edges[f.name] = _quantile_edges(row[2 * j:2 * j + 2])
-    mdl = [f for f in todo if f.bins == "mdl"]
-    if mdl:
-        from sqlnb.models.naive_bayes.fit import weighted_counts_query
-        rows = engine.execute(weighted_counts_query(source, label, None, mdl))
-        edges.update(_mdl_edges(mdl, rows))
-    return [replace(f, edges=edges[f.name]) if f.name in edges else f for f in features]
+    cols = []
+    for f in features:
+        k = int(f.bins.split(":")[1])
+        x = fam.value(f)
+        cols += [exp.Min(this=x.copy()), exp.Anonymous(this="quantile_cont", expressions=[
+            x.copy(), exp.Array(expressions=[sql.dbl(i / k) for i in range(1, k)])])]
+    labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    return exp.select(*cols).from_(source.from_("src")).where(labelled)
+
+
+def quantile_edges(features: Sequence, row: Sequence[Any]) -> dict[str, tuple]:
+    """Each feature's cut points from :func:`quantile_query`'s row."""
+    return {f.name: _quantile_edges(row[2 * j:2 * j + 2]) for j, f in enumerate(features)}

@@ -19,6 +19,7 @@ always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/eng
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import duckdb
@@ -29,7 +30,7 @@ from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
-from sqlnb.models.naive_bayes.binning import split_bins
+from sqlnb.models.naive_bayes.binning import mdl_edges, quantile_edges, quantile_query, split_bins
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
 from sqlnb.stats import Statistics, _sort_key, census_query, nonfinite_values, overflow_error
@@ -260,6 +261,29 @@ def weighted_counts_query(source: Source, label: str, weight: str | None, featur
         .where(exp.Not(this=exp.Is(this=keys[0].copy(), expression=exp.Null())))
         .group_by(exp.GroupingSets(expressions=sets))
     )
+
+
+def resolve_edges(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str,
+                  features: Sequence[Feature]) -> list[Feature]:
+    """``features`` with the cut points of every ``binned`` feature that has none yet,
+    computed from the labelled rows of ``source`` (:mod:`sqlnb.models.naive_bayes.binning`):
+    one aggregate query for the ``quantile:K`` columns (DuckDB only), one GROUPING SETS
+    count query (:func:`weighted_counts_query`, unweighted) for the ``mdl`` ones."""
+    todo = [f for f in features if f.kind == "binned" and f.edges is None]
+    if not todo:
+        return list(features)
+    engine = as_engine(engine)
+    edges: dict[str, tuple] = {}
+    quant = [f for f in todo if f.bins.startswith("quantile:")]
+    if quant:
+        if engine.dialect != "duckdb":
+            raise SqlnbError(f"quantile bins (column {quant[0].name!r}) are computed with DuckDB's quantile_cont; "
+                             f"use --bins mdl on {engine.dialect}, or fit in DuckDB")
+        edges.update(quantile_edges(quant, engine.execute(quantile_query(source, label, quant))[0]))
+    mdl = [f for f in todo if f.bins == "mdl"]
+    if mdl:
+        edges.update(mdl_edges(mdl, engine.execute(weighted_counts_query(source, label, None, mdl))))
+    return [replace(f, edges=edges[f.name]) if f.name in edges else f for f in features]
 
 
 def _class_case(label: str, label_type: str, classes: list, values: Sequence[float]) -> exp.Expression:
