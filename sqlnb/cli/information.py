@@ -36,7 +36,7 @@ def mi(settings: Settings, data, label, kind, feature_kind, features, exclude, w
     \b
     Example:
       sqlnb mi mushroom.csv --label class --format json
-      sqlnb mi adult.data --data-format csv --null-string '?' --label income --bins mdl
+      sqlnb mi adult.csv --null-string '?' --label income --bins mdl
       sqlnb mi sms.parquet --label spam --feature-kind text=bernoulli --select-k 20
     """
     params = feature_plan_args(kind, feature_kind, features, exclude, weight, binarize)

@@ -77,8 +77,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
       sqlnb fit adult.csv --null-string '?' --label income --exclude fnlwgt \\
           --feature-kind education-num=categorical --model models.duckdb:adult --replace
       sqlnb fit train.parquet --label y --kind lda --shrinkage 0.1 --model models.duckdb:lda
-      sqlnb fit adult.data --data-format csv --null-string '?' --label income --bins mdl \
-          --model models.duckdb:adult_mdl
+      sqlnb fit adult.csv --null-string '?' --label income --bins mdl --model models.duckdb:adult_mdl
       sqlnb fit mails.parquet --label spam --feature-kind body=multinomial --stop-words @stop.txt \\
           --min-df 2 --model models.duckdb:spam
     """
@@ -86,7 +85,8 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
     spec = data_spec(settings, data, reading)
     # --select-k ranks every discrete feature and bag term together (sqlnb.fit(select_k=))
     text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, None)
-    nb_only = {"--bins": parse_bins(bins), "--select-k": select_k, "--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
+    nb_only = {"--bins": parse_bins(bins), "--select-k": select_k,
+               "--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
                "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
                "--norm": norm, "--unseen": unseen, "--feature-kind": feature_kind or None, "--weight": weight,
                "--binarize": binarize or None, "text options": text}
