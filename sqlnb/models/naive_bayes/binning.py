@@ -43,9 +43,6 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.stats import sorted_values
 
-METHODS = ("mdl", "quantile:K")
-
-
 def parse_bins(spec: str, where: str = "bins") -> str:
     """``spec`` checked and normalised: ``"mdl"`` or ``"quantile:K"`` with an integer K >= 2."""
     text = str(spec).strip().lower()
