@@ -302,3 +302,30 @@ def test_weighted_bin_counts_and_unweighted_cut_points():
         want = np.array([np.bincount(b[y[ok] == c], weights=w[ok][y[ok] == c], minlength=len(f.edges) + 1)
                          for c in m.classes])
         np.testing.assert_allclose(m.stats.features[f.name].counts, want, rtol=1e-12)
+
+
+def test_adult_mdl_bins_beat_gaussian_columns():
+    """adult.data -> adult.test: every numeric column MDL-binned (categoricals as
+    categorical) errs on 15.72% of all 16,281 test rows and 16.20% of the 15,060 complete
+    ones, against 17.49% / 18.05% with Gaussian columns (adult.names: naive Bayes 16.12%)."""
+    from support import shared_data as sd
+    sd.require_shared_data("adult")
+    con = duckdb.connect()
+    for name, q in (("train", sd.adult_train_query()), ("test", sd.adult_test_query()),
+                    ("test_complete", sd.adult_test_query(drop_missing=True))):
+        con.execute(sd.render(exp_create(name, q)))
+    errors = {}
+    for bins in (None, "mdl"):
+        m = sqlnb.fit("train", "income", con=con, bins=bins, screen=False)
+        for test in ("test", "test_complete"):
+            got = m.score(test, con, outputs=("prediction",), keep=["income"]).fetchall()
+            errors[bins, test] = float(np.mean([p != y for y, p in got]))
+    assert errors["mdl", "test"] < errors[None, "test"] - 0.015, errors
+    assert errors["mdl", "test_complete"] < errors[None, "test_complete"] - 0.015, errors
+    assert errors["mdl", "test"] == pytest.approx(0.1572, abs=5e-5), errors
+    assert errors["mdl", "test_complete"] == pytest.approx(0.1620, abs=5e-5), errors
+
+
+def exp_create(name, query):
+    from sqlglot import exp
+    return exp.Create(this=exp.to_table(name), kind="TABLE", expression=query)
