@@ -21,7 +21,8 @@ from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models import screening
 from sqlnb.source import read_with
-from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features
+from sqlnb.models.naive_bayes import information
+from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
@@ -47,6 +48,8 @@ def fit(
     text: Any = None,
     keep_columns: Sequence[str] | None = None,
     screen: bool = True,
+    bins: str | Mapping[Any, str] | None = None,
+    select_k: int | None = None,
     **hyperparameters: Any,
 ) -> NaiveBayes:
     """Fit a classifier in the database: naive Bayes (default), LDA, QDA or logistic regression.
@@ -90,6 +93,17 @@ def fit(
         ``MAP`` columns given kind multinomial, bernoulli or complement): ``token_pattern``,
         ``lowercase``, ``stop_words``, ``min_df``, ``max_df``, ``max_features``,
         ``select_k`` (see :mod:`sqlnb.models.naive_bayes.text`).
+    bins : str or mapping, optional
+        Discretise numeric columns into ``binned`` features: ``"mdl"`` (Fayyad & Irani)
+        or ``"quantile:K"`` for every numeric column without a kind of its own, or a
+        mapping column -> spec (its key ``None``: every other numeric column). Cut points
+        are computed in the database and stored with the model
+        (:mod:`sqlnb.models.naive_bayes.binning`).
+    select_k : int, optional
+        Keep the K features of highest mutual information with the class, computed from
+        the training scan's statistics (:func:`sqlnb.models.naive_bayes.information.select_k`):
+        categorical, binned and bernoulli columns and token-bag terms compete in one
+        ranking (ties by name); Gaussian and count columns are kept.
     **hyperparameters
         Fields of :class:`~sqlnb.models.naive_bayes.model.Hyperparameters` (``alpha``,
         ``estimator``, ``class_prior``, ``var_smoothing``, ...).
@@ -110,7 +124,7 @@ def fit(
             raise SqlnbError(f"unknown model {model!r}{suggest(model, MODELS)}; models are: {', '.join(MODELS)}")
         nb_only = [name for name, v, default in (("kind", kind, "auto"), ("feature_kinds", feature_kinds, None),
                                                  ("weight", weight, None), ("binarize", binarize, 0.0),
-                                                 ("text", text, None))
+                                                 ("text", text, None), ("bins", bins, None), ("select_k", select_k, None))
                    if v != default]
         if nb_only:
             raise SqlnbError(f"{nb_only[0]} applies to naive Bayes only, not to model {model!r}")
@@ -126,9 +140,12 @@ def fit(
                                      numeric_only=kind not in ("auto", "categorical"),
                                      asked=list(feature_kinds or {}))
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
-    feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text)
+    feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
+    feats = resolve_edges(engine, source, label, feats)  # binned columns: cut points first
     stats = collect_statistics(engine, source, label, feats, weight)
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
+    if select_k is not None:
+        feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)
     return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
 
 

@@ -81,6 +81,8 @@ CASES = {
     "categorical": ("cats", dict(exclude=["id"], kind="categorical")),
     "mixed": ("mixed", dict(exclude=["id", "w"])),  # gaussian + categorical + bernoulli (boolean)
     "mixed-weighted": ("mixed", dict(exclude=["id"], weight="w")),
+    # MDL cut points from the engine's GROUPING SETS counts, bins scored by CASE chains
+    "binned": ("mixed", dict(features=["x1", "x2", "n", "colour"], bins="mdl", weight="w")),
 }
 
 

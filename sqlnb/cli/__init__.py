@@ -49,6 +49,7 @@ COMMANDS = {
     "fit-em": "generative:fit_em_command", "fit-long": "text:fit_long_command", "score-long": "text:score_long",
     "decide": "decide:decide",
     "report": "report_cmd:report",
+    "mi": "information:mi",
 }
 
 #: :data:`sqlnb.engines.ENGINES`, spelled out so that parsing ``--engine`` imports no engine

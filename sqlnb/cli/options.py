@@ -182,6 +182,28 @@ def parse_binarize(values: tuple[str, ...]) -> float | dict:
     return assignments(values, "--binarize", float)
 
 
+def parse_bins(values: tuple[str, ...]) -> str | dict | None:
+    """``--bins mdl|quantile:K`` (every numeric column) and/or ``--bins COL=mdl|COL=quantile:K``
+    (one column), repeatable: the ``bins=`` of :func:`sqlnb.fit` (a mapping whose key None
+    is the spec of every other numeric column)."""
+    if not values:
+        return None
+    every = [v.strip() for v in values if "=" not in v]
+    if len(every) > 1:
+        raise SqlnbError(f"--bins names two discretisations for every numeric column ({every[0]} and {every[1]}); "
+                         "give one, and COL=SPEC for the columns that differ")
+    per = assignments([v for v in values if "=" in v], "--bins")
+    if not per:
+        return every[0]
+    return per | ({None: every[0]} if every else {})
+
+
+bins_option = click.option(
+    "--bins", multiple=True, metavar="mdl|quantile:K|COL=SPEC",
+    help="Discretise numeric columns (kind binned): mdl (Fayyad & Irani entropy splits) or quantile:K "
+         "(K equal-frequency bins); alone for every numeric column, COL=SPEC for one (repeatable).")
+
+
 def feature_plan_args(kind, feature_kind, features, exclude, weight, binarize_values) -> dict:
     """The feature plan of naive Bayes (``kind=``, ``features=``, ...) from the feature options."""
     return {"kind": kind, "feature_kinds": assignments(feature_kind, "--feature-kind"),
@@ -370,7 +392,7 @@ text_options = _options(
     click.option("--max-df", metavar="N|F", help="Text bags: keep terms in <= N documents (or a share F)."),
     click.option("--max-features", type=click.IntRange(min=1), metavar="N", help="Text bags: keep the N most frequent terms."),
     click.option("--select-k", type=click.IntRange(min=1), metavar="K",
-                 help="Text bags: keep the K terms most informative of the class."),
+                 help="Keep the K features (columns or bag terms) of highest mutual information with the class."),
 )
 kind_options = _options(
     click.option("--shrinkage", type=click.FloatRange(0, 1), metavar="F", help="--kind lda: covariance shrinkage."),

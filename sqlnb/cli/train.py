@@ -13,8 +13,8 @@ from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, model_str, save
 from sqlnb.cli.options import (alpha_option, assignments, column_options, source_options, data_spec,
                                feature_plan_args, keep_columns_option, kind_options, label_option, model_kind_args, model_kind_option,
-                               model_location, model_option, parse_class_prior, replace_option, split_list,
-                               text_args, text_options)
+                               model_location, model_option, parse_bins, parse_class_prior, replace_option,
+                               split_list, text_args, text_options, bins_option)
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import data_source
 from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
@@ -51,13 +51,14 @@ def parse_beta(text: str | None) -> tuple[float, float] | None:
 @click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation.")
 @click.option("--unseen", type=click.Choice(UNSEEN), help="Unseen categories: missing (no evidence, default) or bucket.")
 @keep_columns_option
+@bins_option
 @kind_options
 @text_options
 @source_options
 @replace_option
 @click.pass_obj
 def fit(settings: Settings, data, label, model, kind, feature_kind, features, exclude, weight, binarize,
-        keep_columns, alpha, feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
+        keep_columns, bins, alpha, feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
         shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
         max_features, select_k, reading, replace):
     """Fit a model on DATA and save it as MODEL: naive Bayes (--kind auto or a family),
@@ -76,13 +77,16 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
       sqlnb fit adult.csv --null-string '?' --label income --exclude fnlwgt \\
           --feature-kind education-num=categorical --model models.duckdb:adult --replace
       sqlnb fit train.parquet --label y --kind lda --shrinkage 0.1 --model models.duckdb:lda
+      sqlnb fit adult.csv --null-string '?' --label income --bins mdl --model models.duckdb:adult_mdl
       sqlnb fit mails.parquet --label spam --feature-kind body=multinomial --stop-words @stop.txt \\
           --min-df 2 --model models.duckdb:spam
     """
     target = model_location(settings, model)
     spec = data_spec(settings, data, reading)
-    text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k)
-    nb_only = {"--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
+    # --select-k ranks every discrete feature and bag term together (sqlnb.fit(select_k=))
+    text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, None)
+    nb_only = {"--bins": parse_bins(bins), "--select-k": select_k,
+               "--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
                "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
                "--norm": norm, "--unseen": unseen, "--feature-kind": feature_kind or None, "--weight": weight,
                "--binarize": binarize or None, "text options": text}
@@ -95,6 +99,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
             "unseen": unseen, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
         }.items() if v is not None}
         params |= feature_plan_args(kind, feature_kind, features, exclude, weight, binarize) | {"text": text}
+        params |= {k: v for k, v in {"bins": parse_bins(bins), "select_k": select_k}.items() if v is not None}
     else:
         if settings.remote:
             raise SqlnbError(f"--kind {kind} is fitted in DuckDB only; use --engine duckdb")

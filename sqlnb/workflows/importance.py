@@ -55,10 +55,12 @@ from typing import Any
 import numpy as np
 
 from sqlnb.models.finish import label_text
+from sqlnb.models.naive_bayes.families.binned import bin_label
 
 #: What the score of each family measures (the header of ``sqlnb show``'s top features).
 MEASURES = {
     "categorical": "mutual information with the class, nats (a perfect separator scores H(class), the most)",
+    "binned": "mutual information with the class, nats (a perfect separator scores H(class), the most)",
     "bernoulli": "mutual information with the class, nats (a perfect separator scores H(class), the most)",
     "multinomial": "spread of ln p(feature | class) per count across classes, nats (inf: rules a class out)",
     "complement": "spread of the complement weight per count across classes",
@@ -88,6 +90,13 @@ def value_information(log_prior: np.ndarray, log_p: np.ndarray) -> np.ndarray:
         joint = np.where(finite, np.exp(np.where(finite, log_joint, 0.0)), 0.0)
     ratio = np.where(finite, log_p - log_marginal, 0.0)          # ln p(v | c) / p(v)
     return np.sum(joint * ratio, axis=0)
+
+
+def _value_names(f, values) -> list:
+    """A discrete feature's values as shown: a binned feature's bin numbers as intervals."""
+    if f.kind == "binned":
+        return [bin_label(f.edges, v) for v in values]
+    return list(values)
 
 
 def _discrete_entry(model, log_prior: np.ndarray, log_p: np.ndarray, values: list | None) -> dict[str, Any]:
@@ -124,10 +133,10 @@ def top_features(model, n: int = 5) -> dict[str, list[dict]]:
         if getattr(f, "bag", None) is not None:
             continue  # token bags: see sqlnb.models.naive_bayes.text.top_terms (sqlnb show --top-terms)
         p = params[f.name]
-        if f.kind == "categorical":
+        if f.kind in ("categorical", "binned"):  # binned: the values are bin numbers, shown as intervals
             values, flp, unseen = p
             log_p = flp if unseen is None else np.column_stack([flp, unseen])
-            entry = _discrete_entry(model, log_prior, np.asarray(log_p, dtype=float), list(values))
+            entry = _discrete_entry(model, log_prior, np.asarray(log_p, dtype=float), _value_names(f, values))
         elif f.kind == "bernoulli":
             flp, neg = p
             entry = _discrete_entry(model, log_prior, np.column_stack([flp, neg]), None)
@@ -180,11 +189,11 @@ def _per_class_naive_bayes(model, n: int) -> dict[Any, list[dict]]:
         if getattr(f, "bag", None) is not None:
             continue
         p = params[f.name]
-        if f.kind in ("categorical", "bernoulli"):
-            if f.kind == "categorical":
+        if f.kind in ("categorical", "binned", "bernoulli"):
+            if f.kind != "bernoulli":
                 values, flp, unseen = p
                 log_p = np.asarray(flp if unseen is None else np.column_stack([flp, unseen]), dtype=float)
-                names = [*values, *([] if unseen is None else ["(unseen)"])]
+                names = [*_value_names(f, values), *([] if unseen is None else ["(unseen)"])]
             else:
                 log_p, names = np.column_stack(p), ["present", "absent"]
             joint = log_prior[:, None] + log_p

@@ -50,6 +50,9 @@ def _features(model) -> list[dict]:
             d["threshold"] = f.threshold
         if f.kind == "categorical" and stats is not None:
             d["values"] = len(stats.features[f.name].values)
+        if f.kind == "binned":
+            d["bins"] = f.bins
+            d["edges"] = list(f.edges or ())
         out.append(d)
     return out
 
@@ -169,6 +172,10 @@ def show_text(d: dict, provenance: bool = True) -> str:
             return f"{f['values']} values"
         if "threshold" in f:
             return f"present when > {_value(f['threshold'])}"
+        if "edges" in f:
+            if not f["edges"]:
+                return f"1 bin ({f['bins']}: no cut point; carries no information)"
+            return f"{len(f['edges']) + 1} bins ({f['bins']}), cut at {', '.join(f'{e:.6g}' for e in f['edges'])}"
         return ""
 
     lines.append(format_table(["feature", "kind", "type", ""],

@@ -19,6 +19,7 @@ always come from the ``GROUPING SETS`` query (``histogram=False``; see sqlnb/eng
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import duckdb
@@ -29,6 +30,7 @@ from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
+from sqlnb.models.naive_bayes.binning import mdl_edges, quantile_edges, quantile_query, split_bins
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
 from sqlnb.stats import Statistics, _sort_key, census_query, nonfinite_values, overflow_error
@@ -58,13 +60,18 @@ def plan_features(
     exclude: Sequence[str] | None = None,
     binarize: float | Mapping[str, float] = 0.0,
     text: Any = None,
+    bins: str | Mapping[Any, str] | None = None,
 ) -> list[Feature]:
     """Choose the model's features and their families from the source's schema.
 
     A text, ``VARCHAR[]`` or ``MAP(VARCHAR, <number>)`` column given kind multinomial,
     bernoulli or complement is a token bag, tokenized with ``text`` options (see
-    :mod:`sqlnb.models.naive_bayes.text`)."""
+    :mod:`sqlnb.models.naive_bayes.text`). ``bins`` makes numeric columns ``binned``
+    (:func:`sqlnb.models.naive_bayes.binning.split_bins`): a spec for every numeric column
+    that has no kind of its own, or per column; their cut points are computed later
+    (:func:`~sqlnb.models.naive_bayes.binning.resolve_edges`)."""
     feature_kinds = dict(feature_kinds or {})
+    every_bins, column_bins = split_bins(bins)
     source.require([label], "label column")
     if weight is not None:
         source.require([weight], "weight column")
@@ -80,10 +87,23 @@ def plan_features(
     ]
     if label in names or (weight is not None and weight in names):
         raise SqlnbError(f"column {label if label in names else weight!r} cannot be both a feature and the label/weight")
+    for name in column_bins:
+        if name not in names:
+            raise SqlnbError(f"bins (--bins) names {name!r}, which is not a feature of this model{suggest(name, names)}")
+        if feature_kinds.get(name, "binned") != "binned":
+            raise SqlnbError(f"bins (--bins) gives {name!r} cut points, but it is given kind {feature_kinds[name]!r}; "
+                             f"drop one of the two")
     out = []
     for name in names:
         sql_type = source.columns[name]
         k = feature_kinds.get(name, kind)
+        spec = column_bins.get(name)
+        if spec is not None:
+            k = "binned"
+        elif every_bins is not None and k == "auto" and default_kind(sql_type) == "gaussian":
+            k, spec = "binned", every_bins
+        if k == "binned":
+            spec = spec or every_bins or "mdl"
         if k == "auto":
             k = default_kind(sql_type)
             if k is None:
@@ -95,7 +115,7 @@ def plan_features(
         if k in BAG_KINDS and bag_layout(sql_type) is not None:
             out.append(bag_feature(name, k, sql_type, float(thr), text))
             continue
-        feature = Feature(name, k, sql_type, float(thr))
+        feature = Feature(name, k, sql_type, float(thr), bins=spec if k == "binned" else None)
         REGISTRY[k].check_type(feature, source.description)
         out.append(feature)
     if not out:
@@ -241,6 +261,29 @@ def weighted_counts_query(source: Source, label: str, weight: str | None, featur
         .where(exp.Not(this=exp.Is(this=keys[0].copy(), expression=exp.Null())))
         .group_by(exp.GroupingSets(expressions=sets))
     )
+
+
+def resolve_edges(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str,
+                  features: Sequence[Feature]) -> list[Feature]:
+    """``features`` with the cut points of every ``binned`` feature that has none yet,
+    computed from the labelled rows of ``source`` (:mod:`sqlnb.models.naive_bayes.binning`):
+    one aggregate query for the ``quantile:K`` columns (DuckDB only), one GROUPING SETS
+    count query (:func:`weighted_counts_query`, unweighted) for the ``mdl`` ones."""
+    todo = [f for f in features if f.kind == "binned" and f.edges is None]
+    if not todo:
+        return list(features)
+    engine = as_engine(engine)
+    edges: dict[str, tuple] = {}
+    quant = [f for f in todo if f.bins.startswith("quantile:")]
+    if quant:
+        if engine.dialect != "duckdb":
+            raise SqlnbError(f"quantile bins (column {quant[0].name!r}) are computed with DuckDB's quantile_cont; "
+                             f"use --bins mdl on {engine.dialect}, or fit in DuckDB")
+        edges.update(quantile_edges(quant, engine.execute(quantile_query(source, label, quant))[0]))
+    mdl = [f for f in todo if f.bins == "mdl"]
+    if mdl:
+        edges.update(mdl_edges(mdl, engine.execute(weighted_counts_query(source, label, None, mdl))))
+    return [replace(f, edges=edges[f.name]) if f.name in edges else f for f in features]
 
 
 def _class_case(label: str, label_type: str, classes: list, values: Sequence[float]) -> exp.Expression:

@@ -278,7 +278,7 @@ class NaiveBayes(Model):
         out = []
         for f in self.features:
             t = input_types.get(f.name)
-            numeric = f.kind in ("gaussian", "bernoulli", "multinomial", "complement") and f.bag is None
+            numeric = f.kind in ("gaussian", "bernoulli", "multinomial", "complement", "binned") and f.bag is None
             if numeric and t is not None and (is_numeric(t) or t.upper() == "BOOLEAN"):
                 f = replace(f, sql_type=t, source_type=exact)
             out.append(f)
@@ -435,6 +435,13 @@ class NaiveBayes(Model):
         doc_src = text.resolve_long(con, docs, bags[0], docs=True)
         return con.sql(sql.render(text.long_scoring_query(self, tok, doc_src, outputs, keep, con)))
 
+    def mutual_information(self):
+        """Each discrete feature's (and bag term's) mutual information with the class, in
+        nats, most informative first, from the stored counts (no data is read): see
+        :func:`sqlnb.models.naive_bayes.information.mutual_information`."""
+        from sqlnb.models.naive_bayes.information import mutual_information
+        return mutual_information(self)
+
     # -- combining statistics -----------------------------------------------------------
     def merge(self, other: "NaiveBayes | Statistics", decay: float | None = None) -> "NaiveBayes":
         """This model updated with another fit's statistics (exactly the refit on the
@@ -495,7 +502,8 @@ class NaiveBayes(Model):
                 t["value_index"] += vs.tolist()
                 t["n"] += st.counts[ks, vs].tolist()
                 parts[f"values_{j}"] = (pa.table({"value_index": pa.array(range(len(st.values)), pa.int32()),
-                                                  "value": pa.array(list(st.values))}), {"value": f.sql_type})
+                                                  "value": pa.array(list(st.values))}),
+                                        {"value": "INTEGER" if f.kind == "binned" else f.sql_type})  # bin numbers
                 continue
             part = "moments" if isinstance(st, Moments) else "sums"
             t = long[part]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlnb.models.naive_bayes.families.base import Family, Feature, is_float, is_numeric
 from sqlnb.models.naive_bayes.families.bernoulli import Bernoulli
+from sqlnb.models.naive_bayes.families.binned import Binned
 from sqlnb.models.naive_bayes.families.categorical import Categorical
 from sqlnb.models.naive_bayes.families.complement import Complement
 from sqlnb.models.naive_bayes.families.gaussian import Gaussian
@@ -19,6 +20,7 @@ REGISTRY: dict[str, Family] = {
     "multinomial": Multinomial(),
     "complement": Complement(),
     "categorical": Categorical(),
+    "binned": Binned(),
 }
 
 KINDS = tuple(REGISTRY)

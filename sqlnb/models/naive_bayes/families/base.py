@@ -41,6 +41,13 @@ class Feature:
         ``sql_type`` is the type the running engine sees in the scored source (scoring only,
         never stored): a DOUBLE column is then read as it is, without a cast (20 Gaussian
         columns x 3 classes: 120 casts fewer in Spark's SQL to parse and analyse).
+    bins : str, optional
+        A ``binned`` feature's discretisation: ``"mdl"`` or ``"quantile:K"``
+        (:mod:`sqlnb.models.naive_bayes.binning`).
+    edges : tuple of float, optional
+        A ``binned`` feature's cut points, ascending, computed at fit and stored with the
+        model: bin ``b`` holds ``edges[b-1] <= x < edges[b]`` (the first and last bins are
+        open-ended).
     """
 
     name: str
@@ -49,12 +56,21 @@ class Feature:
     threshold: float = 0.0
     bag: Any = field(default=None, hash=False, compare=False)
     source_type: bool = field(default=False, compare=False, repr=False)
+    bins: str | None = None
+    edges: tuple | None = None
+
+    def __post_init__(self):
+        if self.edges is not None:  # read back from stored metadata as a JSON list
+            object.__setattr__(self, "edges", tuple(float(e) for e in self.edges))
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind, "sql_type": self.sql_type,
              "threshold": self.threshold}
         if self.bag is not None:
             d["bag"] = dict(self.bag)
+        if self.bins is not None:
+            d["bins"] = self.bins
+            d["edges"] = None if self.edges is None else list(self.edges)
         return d
 
 

@@ -94,8 +94,10 @@ def mutual_information(model: Any, feature: str | None = None, con=None):
 
     ``I(X_j; Y) = Σ_c [θ_jc π_c ln(θ_jc/θ_j) + (1−θ_jc) π_c ln((1−θ_jc)/(1−θ_j))]`` with
     ``θ_jc`` the share of class-c documents holding term j, ``π_c`` the class share of
-    documents and ``θ_j = Σ_c π_c θ_jc`` (seeds/000, "Feature selection"). Computed in
-    SQL from the stored statistics (weighted when the fit was).
+    documents and ``θ_j = Σ_c π_c θ_jc`` (seeds/000, "Feature selection"): the 2 × K
+    table's mutual information, computed from the stored statistics (weighted when the
+    fit was) by :func:`sqlnb.models.naive_bayes.information.presence_mi`; ``con`` is
+    no longer needed (kept for callers that pass it).
 
     Parameters
     ----------
@@ -109,13 +111,14 @@ def mutual_information(model: Any, feature: str | None = None, con=None):
     pyarrow.Table
         ``term``, ``mi``, most informative first (ties: term order).
     """
+    import pyarrow as pa
+    from sqlnb.models.naive_bayes.information import presence_mi
+
     bag, _ = _stats_of(model, feature)
-    con = _duckdb(con) if con is not None else duckdb.connect()
-    with _registered(con, bag) as names:
-        q = (exp.select(sql.col("term"), exp.alias_(exp.Sum(this=_mi_part()), "mi", quoted=True))
-             .from_(_sub(_cells_query(names), "cells")).group_by(sql.col("term"))
-             .order_by(exp.Ordered(this=sql.col("mi"), desc=True), exp.Ordered(this=sql.col("term"))))
-        return con.sql(sql.render(q)).to_arrow_table()
+    mi = presence_mi(bag.docs, bag.n)
+    order = sorted(range(len(bag.terms)), key=lambda j: (-mi[j], bag.terms[j]))
+    return pa.table({"term": pa.array([bag.terms[j] for j in order], pa.string()),
+                     "mi": pa.array(mi[order] if order else [], pa.float64())})
 
 
 def top_terms(model: Any, feature: str | None = None, n: int = 10, con=None):

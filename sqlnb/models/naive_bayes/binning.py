@@ -1,0 +1,194 @@
+"""Cut points of ``binned`` features, computed in the database before the training scan.
+
+Two discretisations (``bins=`` / ``--bins``):
+
+``quantile:K``
+    Equal frequency: the cut points are DuckDB's ``quantile_cont(x, [1/K, …, (K−1)/K])``
+    over the labelled rows where ``x`` is not NULL (linear interpolation between order
+    statistics, ``numpy.quantile``'s default), so they need not be data values. Bins are
+    ``[e_b, e_{b+1})``; equal cut points collapse into one, and a cut point at the
+    column's minimum is dropped (its first bin would be empty), so a column with many
+    equal values gets fewer than K bins. One aggregate query for all such columns.
+
+``mdl``
+    Fayyad & Irani (1993), "Multi-interval discretization of continuous-valued attributes
+    for classification learning" (IJCAI): the cut minimising the class entropy of the
+    split, applied recursively while the MDL criterion accepts it::
+
+        Gain(T; S) > log2(N − 1)/N + Δ(T; S)/N
+        Δ(T; S)    = log2(3^k − 2) − [k·Ent(S) − k1·Ent(S1) − k2·Ent(S2)]
+
+    (entropies in bits, N the rows of S, k, k1, k2 the classes present in S, S1, S2).
+    It runs on per-(value, class) row counts aggregated in SQL — one ``GROUP BY
+    GROUPING SETS ((label, x_1), (label, x_2), …)`` for all such columns, the rows never
+    leave the database — over the sorted distinct values, with cumulative counts. Cut
+    points are the midpoints between adjacent distinct values (the paper's); among
+    splits of equal entropy the lowest cut point wins. Counts are unweighted: the
+    criterion is a code length in examples, which a row weight does not change.
+
+A fit with binned columns reads the data 1 + (one per discretisation used) times: the
+cut points first (:func:`sqlnb.models.naive_bayes.fit.resolve_edges`), then the training
+scan, which counts rows per (class, bin) (:mod:`sqlnb.models.naive_bayes.families.binned`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.stats import sorted_values
+
+def parse_bins(spec: str, where: str = "bins") -> str:
+    """``spec`` checked and normalised: ``"mdl"`` or ``"quantile:K"`` with an integer K >= 2."""
+    text = str(spec).strip().lower()
+    if text == "mdl":
+        return text
+    if text.startswith("quantile:"):
+        try:
+            k = int(text.split(":", 1)[1])
+        except ValueError:
+            k = 0
+        if k >= 2:
+            return f"quantile:{k}"
+    raise SqlnbError(f"{where} {spec!r} is not a discretisation; use mdl (Fayyad & Irani) or quantile:K "
+                     "(K equal-frequency bins, K >= 2)")
+
+
+def split_bins(bins: str | Mapping[Any, str] | None) -> tuple[str | None, dict[str, str]]:
+    """``bins`` as (the spec of every numeric column or None, {column: spec}).
+
+    A string applies to every numeric column without a kind of its own; a mapping names
+    columns, and its key ``None`` (if any) is the spec of every other numeric column."""
+    if bins is None:
+        return None, {}
+    if isinstance(bins, str):
+        return parse_bins(bins), {}
+    rest = {k: parse_bins(v, f"bins for {k!r}") for k, v in bins.items() if k is not None}
+    every = bins.get(None)
+    return (parse_bins(every) if every is not None else None), rest
+
+
+def mdl_cuts(values: np.ndarray, counts: np.ndarray) -> list[float]:
+    """Fayyad & Irani's MDL cut points of one column from its per-(value, class) counts.
+
+    Parameters
+    ----------
+    values : (m,) array
+        The distinct values, ascending.
+    counts : (m, K) array
+        Rows of each value in each class.
+
+    Returns
+    -------
+    list of float
+        The accepted cut points, ascending (midpoints between adjacent values).
+    """
+    values = np.asarray(values, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    cuts: list[float] = []
+    stack = [(0, len(values))]
+    while stack:
+        lo, hi = stack.pop()
+        i = _best_split(counts[lo:hi])
+        if i is None:
+            continue
+        a, b = float(values[lo + i]), float(values[lo + i + 1])
+        mid = (a + b) / 2.0
+        if not math.isfinite(mid):  # a + b overflowed (values near the largest double)
+            mid = a / 2.0 + b / 2.0
+        cuts.append(mid if a < mid <= b else b)  # adjacent doubles: the upper one starts the bin
+        stack += [(lo, lo + i + 1), (lo + i + 1, hi)]
+    return sorted(cuts)
+
+
+def _xlogx(c: np.ndarray) -> np.ndarray:
+    """``c·log2 c`` elementwise, 0 at 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(c > 0, c * np.log2(c), 0.0)
+
+
+def _n_entropy(c: np.ndarray) -> np.ndarray:
+    """``n·Ent`` (bits) of each row of counts ``c``: ``n log2 n − Σ_c c log2 c``, one
+    logarithm per count rather than a division and a logarithm per share."""
+    return _xlogx(c.sum(axis=-1)) - _xlogx(c).sum(axis=-1)
+
+
+def _best_split(c: np.ndarray) -> int | None:
+    """Index i of the best cut after the i-th distinct value of the segment with counts
+    ``c`` when the MDL criterion accepts it, else None."""
+    if len(c) < 2:
+        return None
+    total = c.sum(axis=0)
+    n = float(total.sum())
+    left = np.cumsum(c, axis=0)[:-1]
+    right = total - left
+    ones = np.ones(c.shape[1])
+    nl = np.cumsum(c @ ones)[:-1]  # row sums by a product: numpy reduces a short last axis slowly
+    # N·E(T; S) for every cut T, as Σ_side (n log2 n − Σ_c c log2 c)
+    ne = _xlogx(nl) + _xlogx(n - nl) - (_xlogx(left) + _xlogx(right)) @ ones
+    i = int(np.argmin(ne))  # the first minimum: the lowest cut among equal ones
+    nl, nr = float(left[i].sum()), float(right[i].sum())
+    ent, el, er = float(_n_entropy(total)) / n, float(_n_entropy(left[i])) / nl, float(_n_entropy(right[i])) / nr
+    gain = ent - (nl * el + nr * er) / n
+    k, k1, k2 = (int(np.count_nonzero(x)) for x in (total, left[i], right[i]))
+    # log2(3^k − 2) without forming 3^k (which overflows a double past k = 646)
+    log3k = k * math.log2(3.0) + math.log2(1.0 - 2.0 * 3.0 ** -k)
+    delta = log3k - (k * ent - k1 * el - k2 * er)
+    return i if gain > (math.log2(n - 1.0) + delta) / n else None
+
+
+def _quantile_edges(row: Sequence[Any]) -> tuple:
+    lo, qs = row
+    if lo is None or qs is None:
+        return ()
+    edges = sorted({float(q) for q in qs if q is not None and math.isfinite(float(q))})
+    return tuple(e for e in edges if e > float(lo))
+
+
+def mdl_edges(features: Sequence, rows: Sequence[Sequence[Any]]) -> dict[str, tuple]:
+    """Each feature's MDL cut points from the GROUPING SETS rows ``(label, v_0, g_0, v_1,
+    g_1, …, n)`` (:func:`~sqlnb.models.naive_bayes.fit.weighted_counts_query`): column by
+    column with numpy, since a continuous column brings about one row per training row."""
+    if not rows:
+        return {f.name: () for f in features}
+    cols = list(zip(*rows))
+    index = {c: i for i, c in enumerate(sorted_values(cols[0]))}  # class order: the same sums on every engine
+    k = np.array([index[c] for c in cols[0]])
+    n = np.array(cols[-1], dtype=float)
+    out = {}
+    for j, f in enumerate(features):
+        mine = np.array(cols[2 + 2 * j]) == 0  # GROUPING(x_j) = 0: this set's rows
+        v = np.array(cols[1 + 2 * j], dtype=object)[mine]
+        present = np.array([x is not None for x in v], dtype=bool)
+        x = v[present].astype(float)
+        finite = np.isfinite(x)  # NaN/inf: refused by the training scan itself
+        x, kk, nn = x[finite], k[mine][present][finite], n[mine][present][finite]
+        values, inv = np.unique(x, return_inverse=True)
+        counts = np.bincount(inv * len(index) + kk, weights=nn, minlength=len(values) * len(index))
+        out[f.name] = tuple(mdl_cuts(values, counts.reshape(len(values), len(index))))
+    return out
+
+
+def quantile_query(source, label: str, features: Sequence) -> exp.Select:
+    """``SELECT MIN(x_j), quantile_cont(x_j, [1/K, …, (K−1)/K]), …`` over the labelled
+    rows, for the ``quantile:K`` features (DuckDB's aggregate)."""
+    from sqlnb.models.naive_bayes.families import REGISTRY
+    fam = REGISTRY["binned"]
+    cols = []
+    for f in features:
+        k = int(f.bins.split(":")[1])
+        x = fam.value(f)
+        cols += [exp.Min(this=x.copy()), exp.Anonymous(this="quantile_cont", expressions=[
+            x.copy(), exp.Array(expressions=[sql.dbl(i / k) for i in range(1, k)])])]
+    labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    return exp.select(*cols).from_(source.from_("src")).where(labelled)
+
+
+def quantile_edges(features: Sequence, row: Sequence[Any]) -> dict[str, tuple]:
+    """Each feature's cut points from :func:`quantile_query`'s row."""
+    return {f.name: _quantile_edges(row[2 * j:2 * j + 2]) for j, f in enumerate(features)}
