@@ -146,15 +146,22 @@ def test_a_duplicated_column_is_chosen_once(seed):
         assert "colour" in s.features and len({"signal", "copy"} & set(s.features)) == 1, (direction, s.features)
 
 
-def test_lookup_joins_are_scored_by_the_pooled_query():
-    """A categorical column past the inlined size is a join: the step is the pooled query
-    of cross-validation, with the same figures."""
+@pytest.mark.parametrize("inline_max", [1000, 100])
+def test_large_vocabularies_in_place_or_by_the_pooled_query(monkeypatch, inline_max):
+    """A categorical column of 150 values is looked up in place (no join) up to the
+    select module's INLINE_MAX; past it the step is cross-validation's pooled query. The
+    figures are the same either way."""
+    from sqlnb.workflows import select as select_module
+
+    pooled = []
+    monkeypatch.setattr(select_module, "INLINE_MAX", inline_max)
+    monkeypatch.setattr(cv, "pooled_summary_query", lambda *a, _f=cv.pooled_summary_query: pooled.append(1) or _f(*a))
     rng = np.random.default_rng(2)
     t = mixed(2, 400).append_column("many", pa.array([f"v{v}" for v in rng.integers(0, 150, 400)]))
     con = duckdb.connect()
     con.register("t", t)
     s = select_features("t", "y", con=con, folds=3, features=["x", "colour", "many"], until_all=True)
-    assert s.scans["scoring"] == 3
+    assert s.scans["scoring"] == 3 and len(pooled) == (0 if inline_max == 1000 else 3)
     for p in s.path[1:]:
         r = sqlnb.cross_validate("t", "y", con=con, folds=3, features=p["subset"]).results[0]
         np.testing.assert_allclose([p["error"], p["log_loss"]], [1 - r["mean_accuracy"], r["mean_log_loss"]],

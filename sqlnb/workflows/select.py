@@ -169,6 +169,22 @@ def _fingerprint(params: Any) -> bytes:
     return pickle.dumps(params, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+#: Largest categorical vocabulary the one-read scoring of a step looks up in place. Scoring
+#: a model joins past :data:`~sqlnb.models.naive_bayes.families.categorical.INLINE_MAX`
+#: values; here a join would send the whole step to the pooled query, whose lookups are
+#: stacked per candidate and fold (adult with its numbers as categories, capital-gain's
+#: 119 values: minutes a step, against seconds in place).
+INLINE_MAX = 1000
+
+
+def _inlined(model: NaiveBayes) -> bool:
+    """Whether every term of ``model`` can be written without a join: no token bag, no
+    categorical column past :data:`INLINE_MAX` values."""
+    params = model.log_parameters()
+    return all(f.bag is None and (f.kind != "categorical" or len(params[f.name][0]) <= INLINE_MAX)
+               for f in model.features)
+
+
 def _prefix(taken: Sequence[str]) -> str:
     """A prefix of helper column names that no column in ``taken`` starts with
     (case-insensitively, as DuckDB compares identifiers)."""
@@ -203,7 +219,7 @@ def terms_summary_query(models: Sequence[Sequence[NaiveBayes]], source: Source, 
     :mod:`sqlnb.workflows.cv` does those.
     """
     first = models[0][0]
-    if any(m.score_joins("duckdb") for row in models for m in row[:1]):
+    if not all(_inlined(m) for row in models for m in row[:1]):
         return None
     cache = {} if cache is None else cache
     types = source.types_for("duckdb")
@@ -221,7 +237,7 @@ def terms_summary_query(models: Sequence[Sequence[NaiveBayes]], source: Source, 
                 found = (i, name, _fingerprint(p))
                 if found not in cache:
                     cache[found] = ([sql.dbl(float(v)) for v in p] if name is None
-                                    else m.feature_terms(name, types, "duckdb"))
+                                    else m.feature_terms(name, types, "duckdb", inline=True))
                 per_fold.append(found)
             for k in range(len(first.classes)):
                 column = (tuple(per_fold), k)

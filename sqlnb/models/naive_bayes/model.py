@@ -400,10 +400,12 @@ class NaiveBayes(Model):
             scores.append(ClassScore(tuple(terms)))
         return scores
 
-    def _term(self, f: Feature, p: Any, k: int, input_types, dialect, nan_guard: bool) -> exp.Expression:
-        """Feature ``f``'s term in class ``k``'s score, from its log-parameters ``p``."""
+    def _term(self, f: Feature, p: Any, k: int, input_types, dialect, nan_guard: bool,
+              how: str | None = None) -> exp.Expression:
+        """Feature ``f``'s term in class ``k``'s score, from its log-parameters ``p``
+        (a categorical one found ``how``: default :meth:`_lookup`'s choice)."""
         fam = text.family_for(f)
-        how = self._lookup(f, dialect)
+        how = how or self._lookup(f, dialect)
         if how in ("in place", "packed"):
             term = fam.in_place_term if how == "in place" else fam.packed_term
             return term(f, p, k, (input_types or {}).get(f.name))
@@ -411,15 +413,18 @@ class NaiveBayes(Model):
             return fam.term(f, p, k, nan_guard=nan_guard, compiled=shares_subexpressions(dialect))
         return fam.term(f, p, k)
 
-    def feature_terms(self, name: str, input_types=None, dialect=None) -> list[exp.Expression]:
+    def feature_terms(self, name: str, input_types=None, dialect=None, inline: bool = False) -> list[exp.Expression]:
         """Per class, the term feature ``name`` adds to the class score (as in
         :meth:`class_terms`, never folded into a dot product): what feature selection
-        shares between the candidate subsets whose log-parameters of ``name`` agree."""
+        shares between the candidate subsets whose log-parameters of ``name`` agree.
+        ``inline`` (DuckDB): a categorical column is looked up in place whatever the size
+        of its vocabulary, without a join."""
         f = next((f for f in self._scoring_features(input_types) if f.name == name), None)
         if f is None:
             raise SqlnbError(f"{name!r} is not a feature of this model{suggest(name, self.feature_names)}")
         p = self.log_parameters()[name]
-        return [self._term(f, p, k, input_types, dialect, True) for k in range(len(self.classes))]
+        how = "in place" if inline and dialect == "duckdb" and f.kind == "categorical" and f.bag is None else None
+        return [self._term(f, p, k, input_types, dialect, True, how) for k in range(len(self.classes))]
 
     def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
         return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot)]
