@@ -89,6 +89,27 @@ def test_every_step_equals_cross_validating_its_subset(direction):
     assert s.path[s.chosen] == min(s.path, key=lambda p: (p["error"], p["log_loss"], p["size"]))
 
 
+def test_the_source_is_read_once():
+    """Every step reads the copy, not the source: a side-effecting UDF counts the rows read."""
+    try:
+        from duckdb import sqltypes as T
+    except ImportError:  # pragma: no cover - older DuckDB
+        from duckdb import typing as T
+    con = duckdb.connect()
+    seen = {"rows": 0}
+
+    def tick(x):
+        seen["rows"] += len(x)
+        return x
+
+    con.create_function("tick", tick, [T.DOUBLE], T.DOUBLE, type="arrow", side_effects=True)
+    con.register("raw", mixed(5, 250))
+    con.execute("CREATE VIEW data AS SELECT tick(x) AS x, w, noise, colour, flag, y FROM raw")
+    s = select_features("data", "y", con=con, folds=3, until_all=True)
+    # five features: the first read scores the prior alone and 5 candidates, then 4, 3, 2, 1
+    assert seen["rows"] == 250 and s.scans == {"source": 1, "statistics": 1, "scoring": 5} and s.evaluated == 16
+
+
 def oracle_figures(X: np.ndarray, y: np.ndarray, fold: np.ndarray, folds: int, var_smoothing: float) -> dict:
     """CV error and log loss of every subset of X's columns, by scikit-learn's GaussianNB
     (its variance floor is a fraction of the largest variance among the subset's columns)."""
