@@ -178,8 +178,12 @@ INLINE_MAX = 1000
 
 
 def _inlined(model: NaiveBayes) -> bool:
-    """Whether every term of ``model`` can be written without a join: no token bag, no
-    categorical column past :data:`INLINE_MAX` values."""
+    """Whether ``model``'s class score is its prior plus one term per feature, each
+    written without a join: no token bag, no categorical column past :data:`INLINE_MAX`
+    values, and naive structure (a model whose terms also read another feature, such as
+    a tree-augmented one, goes to the pooled query)."""
+    if getattr(model.hyper, "structure", "naive") != "naive":
+        return False
     params = model.log_parameters()
     return all(f.bag is None and (f.kind != "categorical" or len(params[f.name][0]) <= INLINE_MAX)
                for f in model.features)
