@@ -252,3 +252,19 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
         select_features(data, "y", direction="upward")
     with pytest.raises(SqlnbError, match="'nope' is not a feature of this model"):
         sqlnb.fit(data, "y").select(["x", "nope"])
+
+
+def test_key_and_seed_give_the_folds_of_cv(tmp_path):
+    """--key (an integer row id) and --seed: the folds of sqlnb cv, the same path as the library's."""
+    data = str(tmp_path / "keyed.parquet")
+    t = duplicated(1, 400)
+    pq.write_table(t.append_column("id", pa.array(np.arange(400), pa.int64())), data)
+    out = invoke("select", data, "--label", "y", "--exclude", "id", "--key", "id", "--seed", "9", "--folds", "3",
+                 "--until-all", "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    got = json.loads(out.stdout)
+    s = select_features(data, "y", exclude=["id"], key=["id"], seed=9, folds=3, until_all=True)
+    assert [(p["change"], p["error"]) for p in got["path"]] == [(p["change"], p["error"]) for p in s.path]
+    assert got["seed"] == 9 and got["features"] == s.features and len(got["path"]) == 6
+    r = sqlnb.cross_validate(data, "y", features=s.path[2]["subset"], key=["id"], seed=9, folds=3).results[0]
+    np.testing.assert_allclose(s.path[2]["fold_log_loss"], r["log_loss"], rtol=0, atol=1e-9)
