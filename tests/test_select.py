@@ -268,3 +268,27 @@ def test_key_and_seed_give_the_folds_of_cv(tmp_path):
     assert got["seed"] == 9 and got["features"] == s.features and len(got["path"]) == 6
     r = sqlnb.cross_validate(data, "y", features=s.path[2]["subset"], key=["id"], seed=9, folds=3).results[0]
     np.testing.assert_allclose(s.path[2]["fold_log_loss"], r["log_loss"], rtol=0, atol=1e-9)
+
+
+def test_token_bags_are_scored_fold_by_fold():
+    """A token bag scores through a LATERAL join, which neither the term query nor the
+    pooled one can key: each subset's folds are scored one by one, with the figures of cv."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 120)
+    words = [["good", "fine", "ok"], ["bad", "poor", "ok"]]
+    t = pa.table({"x": rng.normal(y, 1.0), "body": [" ".join(rng.choice(words[v], 4)) for v in y],
+                  "y": [str(v) for v in y]})
+    con = duckdb.connect()
+    con.register("t", t)
+    kinds = {"body": "multinomial"}
+    s = select_features("t", "y", con=con, folds=3, feature_kinds=kinds, text={"stop_words": ["ok"]}, until_all=True)
+    assert s.scans["scoring"] == 3 * 3 + 1 * 3  # prior and two candidates, then one, each fold by fold
+    source = as_engine(con).resolve(read_with("t"))
+    fold = cv.fold_expression(source, 3, 0)
+    for p in s.path[1:]:  # the stop words reach every fold model: refit each fold with them
+        refits = [cv.evaluate_fold(con, sqlnb.fit(cv.fold_source(source, fold, i, held_out=False), "y", con=con,
+                                                  features=p["subset"], feature_kinds=kinds if "body" in p["subset"]
+                                                  else None, text={"stop_words": ["ok"]}),
+                                   cv.fold_source(source, fold, i), "y") for i in range(3)]
+        assert p["fold_error"] == pytest.approx([1 - f["accuracy"] for f in refits], abs=1e-12)
+        np.testing.assert_allclose(p["fold_log_loss"], [f["log_loss"] for f in refits], rtol=0, atol=1e-9)

@@ -86,7 +86,7 @@ class Selection:
         The chosen subset fitted on every row (from the merged fold statistics).
     scans : dict
         Reads: ``source`` (1, the copy), ``statistics`` (1) and ``scoring`` (one per
-        step evaluated) reads of the copy.
+        step evaluated; with a token bag one per subset and fold) reads of the copy.
     evaluated : int
         Candidate subsets cross-validated.
     """
@@ -283,12 +283,13 @@ def terms_summary_query(models: Sequence[Sequence[NaiveBayes]], source: Source, 
 
 
 def subset_figures(engine: Engine, source: Source, label: str, fold: exp.Column, fold_models: Sequence[NaiveBayes],
-                   subsets: Sequence[Sequence[str]], cache: dict | None = None) -> list[dict]:
+                   subsets: Sequence[Sequence[str]], cache: dict | None = None) -> tuple[list[dict], int]:
     """CV ``error`` and ``log_loss`` (means over the folds) and their per-fold values
     ``fold_error`` and ``fold_log_loss`` of each subset of the features of
     ``fold_models`` (the full model on each fold's training rows), from one read of
     ``source`` (:func:`terms_summary_query`; the pooled query of
-    :mod:`sqlnb.workflows.cv` for models with lookup joins)."""
+    :mod:`sqlnb.workflows.cv` for models with lookup joins; fold by fold, one read per
+    subset and fold, for token bags). Returns the figures and the reads of ``source``."""
     folds = len(fold_models)
     models = [[m.select(s) for m in fold_models] for s in subsets]
     key = cv._unused_name(source.columns, "cv_model")
@@ -299,7 +300,9 @@ def subset_figures(engine: Engine, source: Source, label: str, fold: exp.Column,
     if query is None:  # token bags: fold by fold (one read per model)
         held = [cv.fold_source(source, fold, i) for i in range(folds)]
         found = [cv.evaluate_fold(engine, m, held[i], label) for row in models for i, m in enumerate(row)]
+        reads = len(found)
     else:
+        reads = 1
         rows = {r[key]: r for r in cv._rows(engine, query)}
         found = [cv._figures(rows.get(j, {"labelled": 0}), f"fold {j % folds} of {source.description}")
                  for j in range(len(models) * folds)]
@@ -310,7 +313,7 @@ def subset_figures(engine: Engine, source: Source, label: str, fold: exp.Column,
         losses = [f["log_loss"] for f in per]
         out.append({"error": 1.0 - float(np.mean([f["accuracy"] for f in per])), "log_loss": float(np.mean(losses)),
                     "fold_error": errors, "fold_log_loss": losses})
-    return out
+    return out, reads
 
 
 @sql.trees_collected_by_refcount
@@ -402,8 +405,9 @@ def select_features(
         reads, cache = {"scoring": 0}, {}
 
         def evaluate(subsets: list[list[str]]) -> list[dict]:
-            reads["scoring"] += 1
-            return subset_figures(engine, copy, label, fold, fold_models, subsets, cache)
+            figures, n = subset_figures(engine, copy, label, fold, fold_models, subsets, cache)
+            reads["scoring"] += n
+            return figures
 
         path, chosen, evaluated = search(evaluate, names, direction, until_all)
     finally:
