@@ -214,7 +214,9 @@ def test_the_chosen_model_is_a_fit_on_the_chosen_columns(tmp_path):
     assert list(scored[0]["prediction"]) == list(scored[1]["prediction"])
     for c in saved.classes:
         np.testing.assert_allclose(scored[0][f"jll_{c}"], scored[1][f"jll_{c}"], rtol=0, atol=1e-9)
-    assert saved.report["selection"]["cv_error"] == report["error"]
+    assert saved.report["selection"]["cv_error"] == report["error"] and saved.report["seconds"] > 0
+    shown = invoke("show", "--model", f"{db}:fss")
+    assert shown.exit_code == 0 and " in ? s " not in shown.stdout and "trained on   300 rows" in shown.stdout
 
 
 def test_cli_in_a_separate_process(tmp_path):

@@ -417,6 +417,7 @@ def select_features(
         full = plan.full_model({})
         best = full.select(path[chosen]["subset"])
         best.report = {**best.report, "source": source.description,
+                       "seconds": round(time.perf_counter() - start, 3),  # the whole selection's
                        "selection": {"direction": direction, "folds": folds, "seed": seed,
                                      "step": path[chosen]["step"], "cv_error": path[chosen]["error"],
                                      "cv_log_loss": path[chosen]["log_loss"]}}
