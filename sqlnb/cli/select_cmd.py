@@ -65,8 +65,8 @@ def select(settings: Settings, data, label, model, direction, folds, seed, key, 
     \b
     Example:
       sqlnb select train.parquet --label y --folds 10 --model models.duckdb:fss
-      sqlnb select adult.data --data-format csv --no-header --null-string '?' --label column14 \\
-          --direction backward --until-all --format json
+      sqlnb select adult.duckdb:adult_train --label income --folds 10 --direction backward \\
+          --feature-kind age=categorical,capital-gain=categorical --model models.duckdb:bss --format json
     """
     if folds < 2:
         raise SqlnbError(f"--folds must be at least 2, not {folds}")
