@@ -22,6 +22,7 @@ _LAZY = {
     **{name: "sqlnb.models.naive_bayes.text" for name in ("TextOptions", "mutual_information", "top_terms")},
     "learning_curves": "sqlnb.workflows.compare",
     "cross_validate": "sqlnb.workflows.cv",
+    "select_features": "sqlnb.workflows.select",
     **{name: "sqlnb.workflows.generative" for name in ("fit_em", "flag_novel", "novelty_threshold", "sample",
                                                        "update")},
 }
@@ -71,5 +72,5 @@ __all__ = ["__version__", "SqlnbError", "Files", "Query", "Table",
            "fit", "fit_lda", "fit_qda", "fit_logistic", "fit_long", "connect", "MODELS",
            "NaiveBayes", "Hyperparameters", "LDA", "QDA", "Logistic", "TextOptions",
            "load", "models", "drop",
-           "cross_validate", "learning_curves", "mutual_information", "top_terms",
+           "cross_validate", "select_features", "learning_curves", "mutual_information", "top_terms",
            "update", "sample", "fit_em", "novelty_threshold", "flag_novel"]

@@ -21,9 +21,9 @@ module per group of commands and are added to it here:
 * :mod:`sqlnb.cli.io` — loading and saving models, writing results;
 * :mod:`sqlnb.cli.train` (fit), :mod:`sqlnb.cli.predict` (score, evaluate, sql),
   :mod:`sqlnb.cli.catalog` (show, models, drop), :mod:`sqlnb.cli.generative` (update,
-  sample, novelty, fit-em), :mod:`sqlnb.cli.tuning` (cv, compare), :mod:`sqlnb.cli.text`
-  (fit-long, score-long), :mod:`sqlnb.cli.demo` (demo), :mod:`sqlnb.cli.decide` (decide),
-  :mod:`sqlnb.cli.report_cmd` (report).
+  sample, novelty, fit-em), :mod:`sqlnb.cli.tuning` (cv, compare), :mod:`sqlnb.cli.select_cmd`
+  (select), :mod:`sqlnb.cli.text` (fit-long, score-long), :mod:`sqlnb.cli.demo` (demo),
+  :mod:`sqlnb.cli.decide` (decide), :mod:`sqlnb.cli.report_cmd` (report).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from sqlnb.version import __version__
 COMMANDS = {
     "fit": "train:fit", "score": "predict:score", "evaluate": "predict:evaluate", "sql": "predict:sql_command",
     "show": "catalog:show", "models": "catalog:models", "drop": "catalog:drop", "demo": "demo:demo",
-    "cv": "tuning:cv", "compare": "tuning:compare",
+    "cv": "tuning:cv", "compare": "tuning:compare", "select": "select_cmd:select",
     "update": "generative:update", "sample": "generative:sample", "novelty": "generative:novelty",
     "fit-em": "generative:fit_em_command", "fit-long": "text:fit_long_command", "score-long": "text:score_long",
     "decide": "decide:decide",

@@ -4,17 +4,20 @@ and save it as MODEL, in DuckDB or on the ``--engine`` warehouse.
 
 from __future__ import annotations
 
+import functools
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import click
 
 from sqlnb import api
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, model_str, save
-from sqlnb.cli.options import (alpha_option, assignments, column_options, source_options, data_spec,
-                               feature_plan_args, keep_columns_option, kind_options, label_option, model_kind_args, model_kind_option,
-                               model_location, model_option, parse_bins, parse_class_prior, replace_option,
-                               split_list, text_args, text_options, bins_option)
+from sqlnb.cli.options import (_options, alpha_option, assignments, column_options, source_options, data_spec,
+                               feature_plan_args, keep_columns_option, kind_options, label_option, model_kind_args,
+                               model_kind_option, model_location, model_option, parse_bins, parse_class_prior,
+                               replace_option, split_list, text_args, text_options, bins_option)
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import data_source
 from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
@@ -34,33 +37,82 @@ def parse_beta(text: str | None) -> tuple[float, float] | None:
     return values
 
 
+@dataclass(frozen=True)
+class FitOptions:
+    """What fit's model options ask for: the model kind (``naive_bayes``, ``lda``, ``qda``
+    or ``logistic``) and the keyword arguments of :func:`sqlnb.fit` for it."""
+
+    model: str
+    params: dict
+
+
+_fit_flags = _options(
+    model_kind_option,
+    column_options,
+    alpha_option("Pseudo-count of discrete features (default 1: Laplace)."),
+    click.option("--feature-alpha", multiple=True, metavar="COL=A",
+                 help="Pseudo-count of columns: COL=A, repeatable or comma-separated."),
+    click.option("--beta", metavar="B1,B0", help="Beta(B1, B0) prior of Bernoulli features: pseudo-counts of a "
+                 "present and of an absent value (default: --alpha for both)."),
+    click.option("--estimator", type=click.Choice(ESTIMATORS), help="posterior-mean (default), map or mle."),
+    click.option("--var-smoothing", type=float,
+                 help="Gaussian variance floor, fraction of the largest variance (1e-9)."),
+    click.option("--class-prior", metavar="fitted|uniform|dirichlet|LABEL=P,...", help="Class prior (default fitted)."),
+    click.option("--prior-alpha", type=float, help="Concentration of the dirichlet class prior (default 1)."),
+    click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation."),
+    click.option("--unseen", type=click.Choice(UNSEEN),
+                 help="Unseen categories: missing (no evidence, default) or bucket."),
+    keep_columns_option,
+    bins_option,
+    kind_options,
+    text_options,
+)
+
+
+def fit_options(command: Callable) -> Callable:
+    """Every option of ``sqlnb fit`` that says which model to fit (--kind, the feature
+    options, the priors and hyperparameters, the LDA/QDA/logistic and text options,
+    --keep-columns), given to the command as one ``fitting`` argument, a
+    :class:`FitOptions`. ``sqlnb select`` takes the same decorator, so an option added
+    here reaches both commands."""
+    @functools.wraps(command)
+    def with_fit(*args, kind, feature_kind, features, exclude, weight, binarize, keep_columns, bins, alpha, feature_alpha,
+                 beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen, shrinkage, reg_param, C,
+                 standardize, token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k,
+                 **kwargs):
+        # --select-k ranks every discrete feature and bag term together (sqlnb.fit(select_k=))
+        text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, None)
+        nb_only = {"--bins": parse_bins(bins), "--select-k": select_k, "--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta,
+                   "--estimator": estimator, "--var-smoothing": var_smoothing, "--class-prior": class_prior,
+                   "--prior-alpha": prior_alpha, "--norm": norm, "--unseen": unseen,
+                   "--feature-kind": feature_kind or None, "--weight": weight, "--binarize": binarize or None,
+                   "text options": text}
+        model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
+                                                   "--C": C, "--standardize": standardize})
+        if model_kind == "naive_bayes":
+            params = {k: v for k, v in {
+                "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
+                "class_prior": parse_class_prior(class_prior), "prior_alpha": prior_alpha, "norm": norm,
+                "unseen": unseen, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
+            }.items() if v is not None}
+            params |= feature_plan_args(kind, feature_kind, features, exclude, weight, binarize) | {"text": text}
+            params |= {k: v for k, v in {"bins": parse_bins(bins), "select_k": select_k}.items() if v is not None}
+        else:
+            params |= {"features": split_list(features), "exclude": split_list(exclude)}
+        params["keep_columns"] = split_list(keep_columns)
+        return command(*args, fitting=FitOptions(model_kind, params), **kwargs)
+    return _fit_flags(with_fit)
+
+
 @click.command()
 @click.argument("data")
 @label_option("The label column (NULL labels are skipped).")
 @model_option()
-@model_kind_option
-@column_options
-@alpha_option("Pseudo-count of discrete features (default 1: Laplace).")
-@click.option("--feature-alpha", multiple=True, metavar="COL=A", help="Pseudo-count of columns: COL=A, repeatable or comma-separated.")
-@click.option("--beta", metavar="B1,B0", help="Beta(B1, B0) prior of Bernoulli features: pseudo-counts of a "
-              "present and of an absent value (default: --alpha for both).")
-@click.option("--estimator", type=click.Choice(ESTIMATORS), help="posterior-mean (default), map or mle.")
-@click.option("--var-smoothing", type=float, help="Gaussian variance floor, fraction of the largest variance (1e-9).")
-@click.option("--class-prior", metavar="fitted|uniform|dirichlet|LABEL=P,...", help="Class prior (default fitted).")
-@click.option("--prior-alpha", type=float, help="Concentration of the dirichlet class prior (default 1).")
-@click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation.")
-@click.option("--unseen", type=click.Choice(UNSEEN), help="Unseen categories: missing (no evidence, default) or bucket.")
-@keep_columns_option
-@bins_option
-@kind_options
-@text_options
+@fit_options
 @source_options
 @replace_option
 @click.pass_obj
-def fit(settings: Settings, data, label, model, kind, feature_kind, features, exclude, weight, binarize,
-        keep_columns, bins, alpha, feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
-        shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
-        max_features, select_k, reading, replace):
+def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, replace):
     """Fit a model on DATA and save it as MODEL: naive Bayes (--kind auto or a family),
     or --kind lda, qda or logistic (numeric features).
 
@@ -83,28 +135,9 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
     """
     target = model_location(settings, model)
     spec = data_spec(settings, data, reading)
-    # --select-k ranks every discrete feature and bag term together (sqlnb.fit(select_k=))
-    text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, None)
-    nb_only = {"--bins": parse_bins(bins), "--select-k": select_k,
-               "--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
-               "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
-               "--norm": norm, "--unseen": unseen, "--feature-kind": feature_kind or None, "--weight": weight,
-               "--binarize": binarize or None, "text options": text}
-    model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
-                                               "--C": C, "--standardize": standardize})
-    if model_kind == "naive_bayes":
-        params = {k: v for k, v in {
-            "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
-            "class_prior": parse_class_prior(class_prior), "prior_alpha": prior_alpha, "norm": norm,
-            "unseen": unseen, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
-        }.items() if v is not None}
-        params |= feature_plan_args(kind, feature_kind, features, exclude, weight, binarize) | {"text": text}
-        params |= {k: v for k, v in {"bins": parse_bins(bins), "select_k": select_k}.items() if v is not None}
-    else:
-        if settings.remote:
-            raise SqlnbError(f"--kind {kind} is fitted in DuckDB only; use --engine duckdb")
-        params |= {"features": split_list(features), "exclude": split_list(exclude)}
-    params["keep_columns"] = split_list(keep_columns)
+    model_kind, params = fitting.model, fitting.params
+    if model_kind != "naive_bayes" and settings.remote:
+        raise SqlnbError(f"--kind {model_kind} is fitted in DuckDB only; use --engine duckdb")
     check_new_model(settings, target, replace)
     start = time.perf_counter()
     if settings.remote:  # columns screening leaves out are noted on stderr (sqlnb.cli.app)

@@ -288,11 +288,11 @@ def _per_fold(found: Mapping[Any, Any], folds: int, where: str) -> list:
 
 
 def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options) -> _Plan:
-    structural = {k: options.pop(k) for k in ("kind", "feature_kinds", "binarize") if k in options}
+    structural = {k: options.pop(k) for k in ("kind", "feature_kinds", "binarize", "text") if k in options}
     if "weight" in options:
         raise SqlnbError("cross-validation does not support row weights yet; leave out weight")
     feats = plan_features(source, label, None, structural.get("kind", "auto"), structural.get("feature_kinds"),
-                          features, exclude, structural.get("binarize", 0.0))
+                          features, exclude, structural.get("binarize", 0.0), structural.get("text"))
     per = _per_fold(collect_statistics_by(con, source, label, feats, fold), folds, source.description)
     hyper = Hyperparameters(**options)
     label_type = source.columns[label]
@@ -516,10 +516,17 @@ def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fo
         scores, columns, joins = [sql.col(n, "src") for n in names], [label, key, *names], []
     scored = scoring_select(keyed, scores, list(first.classes), first.label_type, columns,
                             outputs=("proba", "prediction"), keep=[label, key], joins=joins, prelude=prelude)
+    return grouped_summary(scored, label, first.classes, first.label_type, key)
+
+
+def grouped_summary(scored: exp.Select, label: str, classes: Sequence, label_type: str, key: str) -> exp.Select:
+    """Accuracy, log loss and labelled rows of the rows of ``scored`` (a scoring SELECT
+    keeping ``label`` and ``key``) per value of ``key``, one row each, the key in column
+    ``key``."""
     # summary_query reduces the whole scored CTE to one row; grouping its aggregating scan
     # by the key (and passing the key out) gives the same figures per model, so accuracy
     # and log loss are defined in one place (sqlnb.workflows.evaluate) for both paths.
-    query = summary_query(label, list(first.classes), first.label_type)
+    query = summary_query(label, list(classes), label_type)
     scan = query.args["from_"].this.this
     scan.select(sql.col(key), copy=False).group_by(sql.col(key), copy=False)
     query.select(sql.col(key, "agg"), copy=False)

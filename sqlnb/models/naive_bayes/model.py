@@ -234,6 +234,26 @@ class NaiveBayes(Model):
         return NaiveBayes(self.label, self.label_type, self.features, self.stats,
                           replace(self.hyper, **changes), self.report, self.weight)
 
+    def select(self, names: Sequence[str]) -> "NaiveBayes":
+        """The model a fit on the features ``names`` alone would give, from these statistics
+        (no data is read): the statistics restricted to those features, log-parameters
+        derived afresh. Derived parameters can depend on the other features (a Gaussian
+        variance floor is a fraction of the largest variance among the model's Gaussian
+        features; a multinomial class total sums every count column), so this is not
+        the full model with terms left out. Features keep this model's order; per-feature
+        α of features left out is dropped. A model without features is its class prior.
+        """
+        index = {f.name: f for f in self.features}
+        for name in names:
+            if name not in index:
+                raise SqlnbError(f"{name!r} is not a feature of this model{suggest(name, index)}; "
+                                 f"its features are: {', '.join(index)}")
+        keep = set(names)
+        features = [f for f in self.features if f.name in keep]
+        stats = replace(self.stats, features={f.name: self.stats.features[f.name] for f in features})
+        hyper = replace(self.hyper, feature_alpha={k: v for k, v in self.hyper.feature_alpha.items() if k in keep})
+        return NaiveBayes(self.label, self.label_type, features, stats, hyper, self.report, self.weight)
+
     def class_log_prior(self) -> np.ndarray:
         """ln π_c under ``hyper.class_prior`` (see the module docstring)."""
         n = self.stats.class_n
@@ -311,7 +331,9 @@ class NaiveBayes(Model):
         return self.class_terms(input_types, dialect, nan_guard=False)
 
     def uses_prior(self) -> bool:
-        return len(self.classes) == 1 or any(f.kind != "complement" for f in self.features)
+        # Complement features carry no prior (ComplementNB); a model without features is
+        # its prior alone (what feature selection starts from).
+        return len(self.classes) == 1 or not self.features or any(f.kind != "complement" for f in self.features)
 
     def _lookup(self, f: Feature, dialect: str | None) -> str | None:
         """How a categorical ``f`` finds its log-probabilities: ``"in place"`` (DuckDB, no
@@ -372,19 +394,8 @@ class NaiveBayes(Model):
                 weights = exp.Array(expressions=[sql.dbl(float(params[f.name][k])) for f in dotted])
                 terms.append(exp.Anonymous(this="list_dot_product",
                                            expressions=[sql.col(COUNTS_COLUMN, "src"), weights]))
-            for f in features:
-                if f.name in skip:
-                    continue
-                fam = text.family_for(f)
-                how = self._lookup(f, dialect)
-                if how in ("in place", "packed"):
-                    term = fam.in_place_term if how == "in place" else fam.packed_term
-                    terms.append(term(f, params[f.name], k, (input_types or {}).get(f.name)))
-                elif _unguarded(f):
-                    terms.append(fam.term(f, params[f.name], k, nan_guard=nan_guard,
-                                          compiled=shares_subexpressions(dialect)))
-                else:
-                    terms.append(fam.term(f, params[f.name], k))
+            terms += [self._term(f, params[f.name], k, input_types, dialect, nan_guard)
+                      for f in features if f.name not in skip]
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
             scores.append(ClassScore(tuple(terms)))
@@ -399,6 +410,32 @@ class NaiveBayes(Model):
             base = terms.pop(0) if self.uses_prior() else sql.dbl(0.0)
             out.append(FeatureTerms(base, tuple(terms)))
         return out
+
+    def _term(self, f: Feature, p: Any, k: int, input_types, dialect, nan_guard: bool,
+              how: str | None = None) -> exp.Expression:
+        """Feature ``f``'s term in class ``k``'s score, from its log-parameters ``p``
+        (a categorical one found ``how``: default :meth:`_lookup`'s choice)."""
+        fam = text.family_for(f)
+        how = how or self._lookup(f, dialect)
+        if how in ("in place", "packed"):
+            term = fam.in_place_term if how == "in place" else fam.packed_term
+            return term(f, p, k, (input_types or {}).get(f.name))
+        if _unguarded(f):
+            return fam.term(f, p, k, nan_guard=nan_guard, compiled=shares_subexpressions(dialect))
+        return fam.term(f, p, k)
+
+    def terms_of(self, name: str, input_types=None, dialect=None, inline: bool = False) -> list[exp.Expression]:
+        """Per class, the term feature ``name`` adds to the class score (as in
+        :meth:`class_terms`, never folded into a dot product): what feature selection
+        shares between the candidate subsets whose log-parameters of ``name`` agree.
+        ``inline`` (DuckDB): a categorical column is looked up in place whatever the size
+        of its vocabulary, without a join."""
+        f = next((f for f in self._scoring_features(input_types) if f.name == name), None)
+        if f is None:
+            raise SqlnbError(f"{name!r} is not a feature of this model{suggest(name, self.feature_names)}")
+        p = self.log_parameters()[name]
+        how = "in place" if inline and dialect == "duckdb" and f.kind == "categorical" and f.bag is None else None
+        return [self._term(f, p, k, input_types, dialect, True, how) for k in range(len(self.classes))]
 
     def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
         return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot)]
