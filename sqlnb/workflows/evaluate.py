@@ -465,23 +465,29 @@ def text_report(ev: Evaluation, digits: int = 4) -> str:
              f"Brier       {f(ev.brier)}"]
     if ev.roc_auc is not None or len(ev.classes) == 2:
         lines.append(f"ROC AUC     {f(ev.roc_auc)}  (positive class {label_text(ev.positive_class)!r})")
+    if len(ev.classes) > 2:
+        lines.append(f"ROC AUC     {f(ev.macro_roc_auc)} macro, {f(ev.weighted_roc_auc)} weighted (one-vs-rest)")
+    lines.append(f"avg prec.   {f(ev.macro_average_precision)} macro, {f(ev.weighted_average_precision)} weighted")
+    lines.append(f"ECE         {f(ev.ece)}  ({ranking.BINS} equal-width bins of the top-class probability)")
     lines.append(f"macro F1    {f(ev.macro_f1)}")
     if ev.no_proba_rows:
         lines.append(f"note: {fmt_count(ev.no_proba_rows)} rows have no probabilities or prediction (zero likelihood "
                      "under every class, or a feature the model cannot score); counted as errors, left out of "
-                     "log loss, Brier and AUC")
+                     "log loss, Brier, AUC, average precision and ECE")
     if ev.unknown_label_rows:
         lines.append(f"note: {fmt_count(ev.unknown_label_rows)} rows have a label the model does not know "
                      f"({_unknown_examples(ev)}): counted as errors, with probability 0 in log loss and Brier, "
-                     "left out of AUC")
+                     "wrong in the ECE, left out of AUC and average precision")
     lines.append("")
-    lines.append(format_table(["class", "precision", "recall", "f1", "support"],
-                              [[label_text(m.label), f(m.precision), f(m.recall), f(m.f1), fmt_count(m.support)]
-                               for m in ev.per_class], align="lrrrr"))
+    lines.append(format_table(["class", "precision", "recall", "f1", "support", "ROC AUC", "avg prec"],
+                              [[label_text(m.label), f(m.precision), f(m.recall), f(m.f1), fmt_count(m.support),
+                                f(m.roc_auc), f(m.average_precision)] for m in ev.per_class], align="lrrrrrr"))
     lines.append("")
     lines.append("confusion matrix (rows: true label, columns: prediction)")
     header = [""] + ["(none)" if p is None else label_text(p) for p in ev.confusion_predicted]
     lines.append(format_table(header, [[label_text(t)] + [fmt_count(n) for n in r]
                                        for t, r in zip(ev.confusion_true, ev.confusion)],
                               align="l" + "r" * len(ev.confusion_predicted)))
+    if any(b["rows"] for b in ev.reliability):
+        lines += ["", ranking.reliability_text(ev.reliability, f, fmt_count)]
     return "\n".join(lines)

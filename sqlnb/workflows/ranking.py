@@ -249,3 +249,13 @@ def reliability(bins: Sequence[tuple[int, int, float, float]]) -> list[dict]:
         table.append({"bin": b, "lower": b / BINS, "upper": (b + 1) / BINS, "rows": n,
                       "confidence": conf / n if n else None, "accuracy": hits / n if n else None})
     return table
+
+
+def reliability_text(table: Sequence[dict], f, count) -> str:
+    """The reliability table's non-empty bins as text (``f`` formats a figure, ``count`` a
+    number of rows)."""
+    from sqlnb.workflows.report import format_table
+    rows = [[f"[{b['lower']:.3f}, {b['upper']:.3f}" + ("]" if b["bin"] == BINS - 1 else ")"), count(b["rows"]),
+             f(b["confidence"]), f(b["accuracy"])] for b in table if b["rows"]]
+    return ("reliability (top-class probability; empty bins left out)\n"
+            + format_table(["probability", "rows", "confidence", "accuracy"], rows, align="lrrr"))
