@@ -11,23 +11,32 @@ NULL; unlabelled rows are counted and left out)::
     Brier      = mean Σ_c (p_c − [label = c])²,  halved for two classes
     precision_c = tp_c / #(prediction = c);  recall_c = tp_c / #(label = c)
     F1_c        = 2·tp_c / (#(label = c) + #(prediction = c))   (0 when undefined)
-    ROC AUC    (two classes) Mann–Whitney: (R₊ − n₊(n₊+1)/2) / (n₊·n₋), with R₊ the sum of
-               the positives' mid-ranks
+    ROC AUC_c  one-vs-rest, Mann–Whitney: Σ over the positives of (negatives scored lower
+               + ½ negatives scored equal) / (n₊·n₋)
+    AP_c       average precision, one-vs-rest: Σ_n (R_n − R_{n−1}) P_n over the distinct
+               scores in decreasing order
+    macro      the mean over the classes (where defined); weighted: by the class's rows
+    ECE        Σ_b (n_b/n)·|accuracy_b − mean confidence_b| over 15 equal-width bins of the
+               top-class probability max_c p_c (bin min(floor(15·conf), 14))
 
 These are scikit-learn's definitions (``log_loss``, ``brier_score_loss``,
-``precision_recall_fscore_support`` with ``zero_division=0``, ``roc_auc_score``). The
-positive class for ROC AUC is the second class in sorted order, and rows are ranked by
-the log-odds ``jll₊ − jll₋`` rather than by ``p₊``: the same order, except that rows whose
-probability rounds to exactly 0 or 1 stay distinguishable.
+``precision_recall_fscore_support`` with ``zero_division=0``, ``roc_auc_score`` with
+``multi_class="ovr"``, ``average_precision_score``); the ranking and calibration figures
+and their edge cases are defined in :mod:`sqlnb.workflows.ranking`. The two-class
+``roc_auc`` is the second class's (in sorted order). Rows are ranked by the one-vs-rest
+log-odds (``jll₊ − jll₋`` for two classes) rather than by ``p_c``: the same order, except
+that rows whose probability rounds to exactly 0 or 1 stay distinguishable.
 
 Two kinds of rows are reported rather than silently dropped:
 
 * rows with no probabilities (zero likelihood under every class, only possible with the
   MLE estimator; or, for LDA, QDA and logistic models, a NULL or non-finite feature):
   their prediction is NULL, they count as errors in accuracy and in the
-  confusion matrix (predicted ``None``), and are left out of log loss, Brier and AUC;
+  confusion matrix (predicted ``None``), and are left out of log loss, Brier, AUC,
+  average precision and ECE;
 * rows whose label is not a class of the model: errors in accuracy, probability 0 for
-  their label in log loss (so ``−ln ε ≈ 36``) and Brier, and left out of AUC.
+  their label in log loss (so ``−ln ε ≈ 36``) and Brier, wrong predictions in the ECE,
+  and left out of AUC and average precision.
 """
 
 from __future__ import annotations
@@ -163,6 +172,18 @@ def over_scored(query: exp.Select, scoring: exp.Select) -> exp.Select:
     return query
 
 
+#: Below this magnitude a square is subnormal (< 2⁻¹⁰²²), and PostgreSQL raises "value out of
+#: range: underflow" where it would round to 0: such a square is written 0 (off by < 2.3e-308).
+TINY_ROOT = 2.0 ** -511
+
+
+def _square(d: exp.Expression) -> exp.Expression:
+    """``d²``, 0 when ``|d| < 2⁻⁵¹¹`` (:data:`TINY_ROOT`; probabilities near 0 on PostgreSQL)."""
+    tiny = exp.LT(this=exp.Abs(this=d.copy()), expression=sql.dbl(TINY_ROOT))
+    return exp.Case(ifs=[exp.If(this=tiny, true=sql.dbl(0.0))],
+                    default=exp.Pow(this=sql.paren(d), expression=sql.dbl(2.0)))
+
+
 def _row_terms(label: str, classes: Sequence, label_type: str) -> dict[str, exp.Expression]:
     """Per scored row: ``labelled``, ``scored`` (labelled with probabilities), each
     class's ``is_class`` test, and the row's log loss and Brier terms (module docstring)."""
@@ -177,8 +198,7 @@ def _row_terms(label: str, classes: Sequence, label_type: str) -> dict[str, exp.
     clipped = exp.Greatest(this=exp.Least(this=p_label, expressions=[sql.dbl(1.0 - EPS)]),
                            expressions=[sql.dbl(EPS)])
     indicator = [exp.Case(ifs=[exp.If(this=c.copy(), true=sql.dbl(1.0))], default=sql.dbl(0.0)) for c in is_class]
-    squares = sql.add(exp.Pow(this=sql.paren(exp.Sub(this=p.copy(), expression=i)), expression=sql.dbl(2.0))
-                      for p, i in zip(probas, indicator))
+    squares = sql.add(_square(exp.Sub(this=p.copy(), expression=i)) for p, i in zip(probas, indicator))
     # sqlglot renders trees as built, without precedence parentheses: add them.
     brier = exp.Mul(this=sql.paren(squares), expression=sql.dbl(0.5)) if K == 2 else squares
     labelled = _not_null(y.copy())
