@@ -209,6 +209,27 @@ def test_a_class_without_test_rows_is_left_out_of_the_averages(con):
                - metrics.average_precision_score(Y, o["P"][r][:, :2], average="weighted")) <= TOL
 
 
+@pytest.mark.parametrize("kind", ["lda", "qda", "logistic"])
+def test_every_model_kind(con, kind):
+    """LDA, QDA and logistic models share the scoring finish: the same figures, and their
+    rows with a NULL feature (no probabilities) are left out as the module says."""
+    classes = ("setosa", "versicolor", "virginica")
+    train = _iris_like(300, 3, classes)
+    train = train.filter(pa.array([y is not None for y in train["y"].to_pylist()]))
+    test = _iris_like(150, 4, classes, unknown=True)
+    width = test["width"].to_pylist()
+    test = test.set_column(2, "width", pa.array([None if i % 7 == 0 else v for i, v in enumerate(width)], pa.float64()))
+    con.register("ktrain", train)
+    con.register("ktest", test)
+    model = getattr(sqlnb, f"fit_{kind}")("ktrain", "y", con=con, features=["length", "width"])
+    ev = evaluate(model, "ktest", con)
+    o = oracle_rows(model, "ktest", con)
+    assert ev.no_proba_rows > 0 and ev.unknown_label_rows > 0
+    check_against_sklearn(ev, o, list(classes), "P")
+    ece, _ = numpy_ece(o)
+    assert abs(ev.ece - ece) <= TOL
+
+
 def _saturated():
     """Three Gaussian classes 12 standard deviations apart, fitted on clean labels: many
     test probabilities round to exactly 1.0, and 15% of the test labels are redrawn at
