@@ -72,8 +72,15 @@ def test_adult_cli_equals_the_python_api(adult_db, tmp_path):
     assert all(c["unseen"] <= 0.5 * c["values"] for c in cli.pop("unseen_categories"))
     # Means over 16k rows are summed by several threads in no fixed order, so they may
     # differ in the last bits between any two runs; everything else is identical.
-    for key in ("log_loss", "brier", "roc_auc", "accuracy", "macro_f1", "weighted_f1"):
+    for key in ("log_loss", "brier", "roc_auc", "accuracy", "macro_f1", "weighted_f1", "macro_roc_auc",
+                "weighted_roc_auc", "macro_average_precision", "weighted_average_precision", "ece"):
         assert cli.pop(key) == pytest.approx(api.pop(key), rel=1e-13, abs=0), key
+    for key in ("per_class", "reliability"):  # per-class AUC and AP, bins' mean confidence: sums too
+        got_rows, want_rows = cli.pop(key), api.pop(key)
+        assert [r.keys() for r in got_rows] == [r.keys() for r in want_rows], key
+        for a, b in zip(got_rows, want_rows):
+            assert a == {k: pytest.approx(v, rel=1e-13, abs=0) if isinstance(v, float) else v
+                         for k, v in b.items()}, key
     assert cli == api
 
     # ... and the numbers are scikit-learn's on the same scored rows.

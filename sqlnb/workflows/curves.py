@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.workflows import ranking
-from sqlnb.workflows.evaluate import _from, metric_rows, over_scored, scoring_for_metrics
+from sqlnb.workflows.evaluate import ROWS, _from, metric_rows, over_scored, scoring_for_metrics
 
 
 def curves_query(label: str, classes: list, label_type: str, scoring: exp.Select,
@@ -37,7 +37,7 @@ def curves_query(label: str, classes: list, label_type: str, scoring: exp.Select
     K = len(classes)
     rows = metric_rows(label, classes, label_type)
     groups = (exp.select(exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True), *ranking.group_columns(K, None))
-              .from_(_from(rows, "rows")).group_by(ranking.grouping_sets(K, [])))
+              .from_(sql.table(ROWS)).group_by(ranking.grouping_sets(K, [])))
     passed = ["part", "c", "score", "bin", "n", "conf", "hits"]
     ranked = exp.select(*[sql.col(c) for c in passed], *ranking.ranked_columns()).from_(_from(groups, "groups"))
     names = passed + ["pos", "neg", "tps", "fps", "pos_all", "neg_all"]
@@ -63,7 +63,7 @@ def curves_query(label: str, classes: list, label_type: str, scoring: exp.Select
         kept = exp.select(*[sql.col(c) for c in names]).from_(_from(numbered, "numbered")).where(keep)
     ordered = exp.select(*[sql.col(c) for c in names]).from_(_from(kept, "points")).order_by(
         sql.col("part"), sql.col("c"), exp.Ordered(this=sql.col("score"), desc=True))
-    return over_scored(ordered, scoring)
+    return over_scored(ordered, scoring, [(ROWS, rows)])
 
 
 @sql.trees_collected_by_refcount

@@ -11,23 +11,32 @@ NULL; unlabelled rows are counted and left out)::
     Brier      = mean Σ_c (p_c − [label = c])²,  halved for two classes
     precision_c = tp_c / #(prediction = c);  recall_c = tp_c / #(label = c)
     F1_c        = 2·tp_c / (#(label = c) + #(prediction = c))   (0 when undefined)
-    ROC AUC    (two classes) Mann–Whitney: (R₊ − n₊(n₊+1)/2) / (n₊·n₋), with R₊ the sum of
-               the positives' mid-ranks
+    ROC AUC_c  one-vs-rest, Mann–Whitney: Σ over the positives of (negatives scored lower
+               + ½ negatives scored equal) / (n₊·n₋)
+    AP_c       average precision, one-vs-rest: Σ_n (R_n − R_{n−1}) P_n over the distinct
+               scores in decreasing order
+    macro      the mean over the classes (where defined); weighted: by the class's rows
+    ECE        Σ_b (n_b/n)·|accuracy_b − mean confidence_b| over 15 equal-width bins of the
+               top-class probability max_c p_c (bin min(floor(15·conf), 14))
 
 These are scikit-learn's definitions (``log_loss``, ``brier_score_loss``,
-``precision_recall_fscore_support`` with ``zero_division=0``, ``roc_auc_score``). The
-positive class for ROC AUC is the second class in sorted order, and rows are ranked by
-the log-odds ``jll₊ − jll₋`` rather than by ``p₊``: the same order, except that rows whose
-probability rounds to exactly 0 or 1 stay distinguishable.
+``precision_recall_fscore_support`` with ``zero_division=0``, ``roc_auc_score`` with
+``multi_class="ovr"``, ``average_precision_score``); the ranking and calibration figures
+and their edge cases are defined in :mod:`sqlnb.workflows.ranking`. The two-class
+``roc_auc`` is the second class's (in sorted order). Rows are ranked by the one-vs-rest
+log-odds (``jll₊ − jll₋`` for two classes) rather than by ``p_c``: the same order, except
+that rows whose probability rounds to exactly 0 or 1 stay distinguishable.
 
 Two kinds of rows are reported rather than silently dropped:
 
 * rows with no probabilities (zero likelihood under every class, only possible with the
   MLE estimator; or, for LDA, QDA and logistic models, a NULL or non-finite feature):
   their prediction is NULL, they count as errors in accuracy and in the
-  confusion matrix (predicted ``None``), and are left out of log loss, Brier and AUC;
+  confusion matrix (predicted ``None``), and are left out of log loss, Brier, AUC,
+  average precision and ECE;
 * rows whose label is not a class of the model: errors in accuracy, probability 0 for
-  their label in log loss (so ``−ln ε ≈ 36``) and Brier, and left out of AUC.
+  their label in log loss (so ``−ln ε ≈ 36``) and Brier, wrong predictions in the ECE,
+  and left out of AUC and average precision.
 """
 
 from __future__ import annotations
@@ -151,19 +160,37 @@ def _from(tree: exp.Expression, alias: str) -> exp.Subquery:
 
 #: The scored rows, as the metric queries name them (a CTE, see :func:`over_scored`).
 SCORED = "scored"
+#: Their per-row terms (:func:`metric_rows`), read by the GROUPING SETS (a CTE too).
+ROWS = "scored_terms"
 
 
-def over_scored(query: exp.Select, scoring: exp.Select) -> exp.Select:
-    """``WITH "scored" AS MATERIALIZED (scoring) query``.
+def over_scored(query: exp.Select, scoring: exp.Select,
+                more: Sequence[tuple[str, exp.Select]] = ()) -> exp.Select:
+    """``WITH "scored" AS MATERIALIZED (scoring), <name> AS MATERIALIZED (select), … query``.
 
     Materialised because the metrics read each probability several times: inlined,
     DuckDB would copy the whole per-class score expression into every reference
     (measured: 2.7 s instead of 0.26 s for 600 rows and 3 classes). Spark has no such
     hint (:func:`sqlnb.sql.render` drops it there); it reads ``scored`` once anyway.
+    ``more``: further CTEs, e.g. the per-row terms that GROUPING SETS read (DuckDB runs
+    each set as its own aggregate over its input, which would compute the terms once per set).
     """
-    cte = exp.CTE(this=scoring, alias=exp.TableAlias(this=sql.ident(SCORED)), materialized=True)
-    query.set("with_", exp.With(expressions=[cte]))  # the queries are built fresh per call
+    ctes = [exp.CTE(this=q, alias=exp.TableAlias(this=sql.ident(name)), materialized=True)
+            for name, q in [(SCORED, scoring), *more]]
+    query.set("with_", exp.With(expressions=ctes))  # the queries are built fresh per call
     return query
+
+
+#: Below this magnitude a square is subnormal (< 2⁻¹⁰²²), and PostgreSQL raises "value out of
+#: range: underflow" where it would round to 0: such a square is written 0 (off by < 2.3e-308).
+TINY_ROOT = 2.0 ** -511
+
+
+def _square(d: exp.Expression) -> exp.Expression:
+    """``d²``, 0 when ``|d| < 2⁻⁵¹¹`` (:data:`TINY_ROOT`; probabilities near 0 on PostgreSQL)."""
+    tiny = exp.LT(this=exp.Abs(this=d.copy()), expression=sql.dbl(TINY_ROOT))
+    return exp.Case(ifs=[exp.If(this=tiny, true=sql.dbl(0.0))],
+                    default=exp.Pow(this=sql.paren(d), expression=sql.dbl(2.0)))
 
 
 def _row_terms(label: str, classes: Sequence, label_type: str) -> dict[str, exp.Expression]:
@@ -180,8 +207,7 @@ def _row_terms(label: str, classes: Sequence, label_type: str) -> dict[str, exp.
     clipped = exp.Greatest(this=exp.Least(this=p_label, expressions=[sql.dbl(1.0 - EPS)]),
                            expressions=[sql.dbl(EPS)])
     indicator = [exp.Case(ifs=[exp.If(this=c.copy(), true=sql.dbl(1.0))], default=sql.dbl(0.0)) for c in is_class]
-    squares = sql.add(exp.Pow(this=sql.paren(exp.Sub(this=p.copy(), expression=i)), expression=sql.dbl(2.0))
-                      for p, i in zip(probas, indicator))
+    squares = sql.add(_square(exp.Sub(this=p.copy(), expression=i)) for p, i in zip(probas, indicator))
     # sqlglot renders trees as built, without precedence parentheses: add them.
     brier = exp.Mul(this=sql.paren(squares), expression=sql.dbl(0.5)) if K == 2 else squares
     labelled = _not_null(y.copy())
@@ -304,7 +330,7 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
             exp.alias_(exp.Sum(this=sql.col("brier")), "brier", quoted=True)]
     cell_keys = [sql.col(c) for c in ("k", "y", "p")]
     groups = (exp.select(*cell_keys, *sums, *ranking.group_columns(K, "k"))
-              .from_(_from(rows, "rows")).group_by(ranking.grouping_sets(K, cell_keys)))
+              .from_(sql.table(ROWS)).group_by(ranking.grouping_sets(K, cell_keys)))
     passed = ["part", "k", "y", "p", "bin", "c", "n", "m", "loss", "brier", "conf", "hits"]
     ranked = exp.select(*[sql.col(c) for c in passed], *ranking.ranked_columns()).from_(_from(groups, "groups"))
     keys = [sql.col(c) for c in ("part", "k", "y", "p", "bin", "c")]
@@ -357,7 +383,7 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
     agg = exp.select(*agg_items).from_(one).join(_from(cells, "cells"), on=exp.true(), join_type="left")
     out = [sql.col(name, "agg") for name in row_names] + _summary_ratios(K)
     out += [sql.col(name, "agg") for name in figure_names] + ranking.averages(K)
-    return over_scored(exp.select(*out).from_(_from(agg, "agg")), scoring)
+    return over_scored(exp.select(*out).from_(_from(agg, "agg")), scoring, [(ROWS, rows)])
 
 
 def scoring_for_metrics(model, data: Any, con: Any, label: str | None) -> tuple[Any, str, exp.Select]:
@@ -469,25 +495,31 @@ def text_report(ev: Evaluation, digits: int = 4) -> str:
              f"Brier       {f(ev.brier)}"]
     if ev.roc_auc is not None or len(ev.classes) == 2:
         lines.append(f"ROC AUC     {f(ev.roc_auc)}  (positive class {label_text(ev.positive_class)!r})")
+    if len(ev.classes) > 2:
+        lines.append(f"ROC AUC     {f(ev.macro_roc_auc)} macro, {f(ev.weighted_roc_auc)} weighted (one-vs-rest)")
+    lines.append(f"avg prec.   {f(ev.macro_average_precision)} macro, {f(ev.weighted_average_precision)} weighted")
+    lines.append(f"ECE         {f(ev.ece)}  ({ranking.BINS} equal-width bins of the top-class probability)")
     lines.append(f"macro F1    {f(ev.macro_f1)}")
     if ev.decision is not None:
         lines += report_lines(ev.decision, digits)
     if ev.no_proba_rows:
         lines.append(f"note: {fmt_count(ev.no_proba_rows)} rows have no probabilities or prediction (zero likelihood "
                      "under every class, or a feature the model cannot score); counted as errors, left out of "
-                     "log loss, Brier and AUC")
+                     "log loss, Brier, AUC, average precision and ECE")
     if ev.unknown_label_rows:
         lines.append(f"note: {fmt_count(ev.unknown_label_rows)} rows have a label the model does not know "
                      f"({_unknown_examples(ev)}): counted as errors, with probability 0 in log loss and Brier, "
-                     "left out of AUC")
+                     "wrong in the ECE, left out of AUC and average precision")
     lines.append("")
-    lines.append(format_table(["class", "precision", "recall", "f1", "support"],
-                              [[label_text(m.label), f(m.precision), f(m.recall), f(m.f1), fmt_count(m.support)]
-                               for m in ev.per_class], align="lrrrr"))
+    lines.append(format_table(["class", "precision", "recall", "f1", "support", "ROC AUC", "avg prec"],
+                              [[label_text(m.label), f(m.precision), f(m.recall), f(m.f1), fmt_count(m.support),
+                                f(m.roc_auc), f(m.average_precision)] for m in ev.per_class], align="lrrrrrr"))
     lines.append("")
     lines.append("confusion matrix (rows: true label, columns: prediction)")
     header = [""] + ["(none)" if p is None else label_text(p) for p in ev.confusion_predicted]
     lines.append(format_table(header, [[label_text(t)] + [fmt_count(n) for n in r]
                                        for t, r in zip(ev.confusion_true, ev.confusion)],
                               align="l" + "r" * len(ev.confusion_predicted)))
+    if any(b["rows"] for b in ev.reliability):
+        lines += ["", ranking.reliability_text(ev.reliability, f, fmt_count)]
     return "\n".join(lines)

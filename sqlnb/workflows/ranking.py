@@ -18,9 +18,10 @@ against the rest::
     macro    the mean over the classes where it is defined
     weighted the mean weighted by P (the class's ranked rows)
 
-AUC_c is undefined (None) when P or N is 0, AP_c when P is 0; scikit-learn raises or warns
-there, and its averages are then undefined too, while here they average the classes where
-the figure is defined. Otherwise these are scikit-learn's ``roc_auc_score(y == c, ·)`` and
+AUC_c is undefined (None) when P or N is 0, AP_c when P is 0, and the averages leave such
+a class out (all undefined: None). scikit-learn 1.9 warns there and gives AUC NaN (so a
+NaN macro average) and AP 0 (counted in its macro average); the weighted averages agree
+when the undefined classes have no rows (weight 0), the usual case. Otherwise these are scikit-learn's ``roc_auc_score(y == c, ·)`` and
 ``average_precision_score(y == c, ·)``, and the averages its ``roc_auc_score(...,
 multi_class="ovr", average="macro"|"weighted")`` and ``average_precision_score`` of the
 binarised labels. Every count is an integer, so the sums are exact and equal on every engine.
@@ -249,3 +250,13 @@ def reliability(bins: Sequence[tuple[int, int, float, float]]) -> list[dict]:
         table.append({"bin": b, "lower": b / BINS, "upper": (b + 1) / BINS, "rows": n,
                       "confidence": conf / n if n else None, "accuracy": hits / n if n else None})
     return table
+
+
+def reliability_text(table: Sequence[dict], f, count) -> str:
+    """The reliability table's non-empty bins as text (``f`` formats a figure, ``count`` a
+    number of rows)."""
+    from sqlnb.workflows.report import format_table
+    rows = [[f"[{b['lower']:.3f}, {b['upper']:.3f}" + ("]" if b["bin"] == BINS - 1 else ")"), count(b["rows"]),
+             f(b["confidence"]), f(b["accuracy"])] for b in table if b["rows"]]
+    return ("reliability (top-class probability; empty bins left out)\n"
+            + format_table(["probability", "rows", "confidence", "accuracy"], rows, align="lrrr"))
