@@ -289,7 +289,14 @@ def metric_rows(label: str, classes: Sequence, label_type: str) -> exp.Select:
     t = _row_terms(label, classes, label_type)
     y = sql.col(label)
     k = exp.Case(ifs=[exp.If(this=c.copy(), true=exp.Literal.number(i)) for i, c in enumerate(t["is_class"])])
-    correct = exp.EQ(this=sql.col("prediction"), expression=y.copy())
+    # Calibration is of the probabilities, not of a decision rule's choice: a row is correct
+    # when its label is the most probable class (ties to the first, like the argmax), even
+    # where a rule predicts another class or rejects the row.
+    probas = [sql.col(c) for c in class_columns("proba_", classes)]
+    top = sql.greatest([p.copy() for p in probas])
+    argmax = exp.Case(ifs=[exp.If(this=exp.EQ(this=p, expression=top.copy()), true=exp.Literal.number(i))
+                           for i, p in enumerate(probas)])
+    correct = exp.EQ(this=argmax, expression=k.copy())
     return exp.select(exp.alias_(k, "k", quoted=True),
                       exp.alias_(_when(_is_null(k.copy()), y.copy()), "y", quoted=True),
                       exp.alias_(sql.col("prediction"), "p", quoted=True),

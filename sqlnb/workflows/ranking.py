@@ -36,8 +36,10 @@ would count such rows as ties; given the log-odds, it gives exactly these figure
 
 **Calibration.** Over the rows with a label and probabilities (a label that is no class
 counts as a wrong prediction, as in the accuracy), the confidence is the top-class
-probability ``conf = max_c p_c`` and the row is correct when the prediction equals the
-label. The rows fall into :data:`BINS` equal-width bins, bin ``b = min(floor(15·conf), 14)``
+probability ``conf = max_c p_c`` and the row is correct when its label is the most
+probable class (the first of equal ones, like the argmax): what is calibrated is the
+probabilities, so a decision rule (:mod:`sqlnb.models.decision`) that predicts another
+class, or rejects the row, does not change the ECE. The rows fall into :data:`BINS` equal-width bins, bin ``b = min(floor(15·conf), 14)``
 (``[b/15, (b+1)/15)``, with 1.0 in the last bin; floor of the double product)::
 
     ECE = Σ_b (n_b / n) · |acc_b − conf_b| = Σ_b |correct_b − Σ conf over b| / n
@@ -88,7 +90,7 @@ def row_columns(classes: Sequence, k: exp.Expression, scored: exp.Expression,
     """Per scored row: ``conf``, ``bin`` and ``hit`` (1.0 when correct) on rows with a
     label and probabilities, and per class the score ``s<c>`` on the ranked rows (those
     with a class as label: ``k`` not NULL). ``scored``: the row has a label and
-    probabilities; ``correct``: its prediction equals its label."""
+    probabilities; ``correct``: its label is the most probable class."""
     K = len(classes)
     probas = [sql.col(c) for c in class_columns("proba_", classes)]
     conf = sql.greatest([p.copy() for p in probas])
