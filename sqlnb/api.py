@@ -92,7 +92,8 @@ def fit(
         ``select_k`` (see :mod:`sqlnb.models.naive_bayes.text`).
     **hyperparameters
         Fields of :class:`~sqlnb.models.naive_bayes.model.Hyperparameters` (``alpha``,
-        ``estimator``, ``class_prior``, ``var_smoothing``, ...).
+        ``estimator``, ``class_prior``, ``var_smoothing``, ...; ``structure="tan"``:
+        tree-augmented naive Bayes, :mod:`sqlnb.models.naive_bayes.tan`).
 
     Returns
     -------
@@ -127,7 +128,7 @@ def fit(
                                      asked=list(feature_kinds or {}))
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text)
-    stats = collect_statistics(engine, source, label, feats, weight)
+    stats = collect_statistics(engine, source, label, feats, weight, pairs=hyper.structure == "tan")
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
 
