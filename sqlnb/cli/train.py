@@ -18,6 +18,7 @@ from sqlnb.cli.options import (alpha_option, assignments, column_options, source
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import data_source
 from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
+from sqlnb.models.naive_bayes.tan import STRUCTURES
 
 
 def parse_beta(text: str | None) -> tuple[float, float] | None:
@@ -50,6 +51,8 @@ def parse_beta(text: str | None) -> tuple[float, float] | None:
 @click.option("--prior-alpha", type=float, help="Concentration of the dirichlet class prior (default 1).")
 @click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation.")
 @click.option("--unseen", type=click.Choice(UNSEEN), help="Unseen categories: missing (no evidence, default) or bucket.")
+@click.option("--structure", type=click.Choice(STRUCTURES), help="naive (default) or tan: tree-augmented naive Bayes "
+              "(each discrete feature also conditioned on one other, a Chow-Liu tree; one more scan).")
 @keep_columns_option
 @kind_options
 @text_options
@@ -58,7 +61,7 @@ def parse_beta(text: str | None) -> tuple[float, float] | None:
 @click.pass_obj
 def fit(settings: Settings, data, label, model, kind, feature_kind, features, exclude, weight, binarize,
         keep_columns, alpha, feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen,
-        shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
+        structure, shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
         max_features, select_k, reading, replace):
     """Fit a model on DATA and save it as MODEL: naive Bayes (--kind auto or a family),
     or --kind lda, qda or logistic (numeric features).
@@ -75,6 +78,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
       sqlnb fit lake/2026/*.parquet --label churned --model models.duckdb:churn
       sqlnb fit adult.csv --null-string '?' --label income --exclude fnlwgt \\
           --feature-kind education-num=categorical --model models.duckdb:adult --replace
+      sqlnb fit adult.csv --null-string '?' --label income --structure tan --model models.duckdb:adult_tan
       sqlnb fit train.parquet --label y --kind lda --shrinkage 0.1 --model models.duckdb:lda
       sqlnb fit mails.parquet --label spam --feature-kind body=multinomial --stop-words @stop.txt \\
           --min-df 2 --model models.duckdb:spam
@@ -84,7 +88,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
     text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k)
     nb_only = {"--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
                "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
-               "--norm": norm, "--unseen": unseen, "--feature-kind": feature_kind or None, "--weight": weight,
+               "--norm": norm, "--unseen": unseen, "--structure": structure, "--feature-kind": feature_kind or None, "--weight": weight,
                "--binarize": binarize or None, "text options": text}
     model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
                                                "--C": C, "--standardize": standardize})
@@ -92,7 +96,7 @@ def fit(settings: Settings, data, label, model, kind, feature_kind, features, ex
         params = {k: v for k, v in {
             "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
             "class_prior": parse_class_prior(class_prior), "prior_alpha": prior_alpha, "norm": norm,
-            "unseen": unseen, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
+            "unseen": unseen, "structure": structure, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
         }.items() if v is not None}
         params |= feature_plan_args(kind, feature_kind, features, exclude, weight, binarize) | {"text": text}
     else:
