@@ -334,3 +334,24 @@ def test_cli_fit_structure_tan_show_and_update(tmp_path):
     con = duckdb.connect()
     con.register("t", train)
     np.testing.assert_allclose(probabilities(m, "t", con), probabilities(full, "t", con), rtol=0, atol=1e-9)
+
+
+def test_pair_positions_past_255(data):
+    """Parent x child positions past 255 (DuckDB's enum_code is a UINT8): 40 x 30 values."""
+    con, _, _ = data
+    rng = np.random.default_rng(9)
+    n = 3000
+    y = rng.integers(0, 2, n)
+    p = (rng.integers(0, 20, n) + 20 * y) % 40
+    c = np.where(rng.random(n) < 0.7, p % 30, rng.integers(0, 30, n))
+    t = pa.table({"p": [f"p{v:02d}" for v in p], "c": [f"c{v:02d}" for v in c], "y": [int(v) for v in y]})
+    con.register("wide", t)
+    model = sqlnb.fit("wide", label="y", con=con, structure="tan")
+    assert model.tree() == {"c": "p"}
+    cpt = model._tree.cpt["c"]
+    got = np.array(model.score("wide", con=con, outputs=("jll",), keep=["y"]).fetchall(), dtype=float)[:, -2:]
+    prior = model.log_parameters()["prior"]
+    pv, cv = model.stats.features["p"].values, model.stats.features["c"].values
+    want = np.array([prior + model.log_parameters()["p"][1][:, pv.index(a)] + cpt[:, pv.index(a), cv.index(b)]
+                     for a, b in zip(t["p"].to_pylist(), t["c"].to_pylist())])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)

@@ -143,6 +143,8 @@ class Hyperparameters:
     def to_dict(self, classes: list) -> dict:
         d = asdict(self)
         d["feature_alpha"] = dict(self.feature_alpha)
+        if d["structure"] == "naive":  # the default, and what models saved before it was one hold
+            del d["structure"]
         if not isinstance(self.class_prior, str):
             d["class_prior"] = {"given": [float(p) for p in given_prior(self.class_prior, classes)]}
         return d

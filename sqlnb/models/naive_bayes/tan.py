@@ -345,8 +345,9 @@ def _position(f: Feature, values: list, dialect: str | None, input_type: str | N
                         default=exp.Literal.number(0))
     if not values:
         return exp.Null()
-    if dialect == "duckdb":
-        return REGISTRY["categorical"].position(f, values, input_type)
+    if dialect == "duckdb":  # enum_code is as narrow as the ENUM (UINT8): widen before position arithmetic
+        return exp.Cast(this=REGISTRY["categorical"].position(f, values, input_type),
+                        to=exp.DataType.build("INTEGER"))
     raw = sql.col(f.name, "src")
     return exp.Case(ifs=[exp.If(this=exp.EQ(this=raw.copy(), expression=sql.value(v, f.sql_type)),
                                 true=exp.Literal.number(i)) for i, v in enumerate(values)])
