@@ -355,3 +355,37 @@ def test_pair_positions_past_255(data):
     want = np.array([prior + model.log_parameters()["p"][1][:, pv.index(a)] + cpt[:, pv.index(a), cv.index(b)]
                      for a, b in zip(t["p"].to_pylist(), t["c"].to_pylist())])
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+
+
+def test_cross_validation_of_tan_equals_fold_by_fold_fits(data):
+    """``cross_validate(grid={"structure": ["naive", "tan"]})``: each fold's TAN model (pair
+    counts of the other folds merged, tree derived from them) scores the held-out fold as a
+    TAN fit on the other folds does."""
+    from sqlnb import sql
+    from sqlnb.source import resolve
+    from sqlnb.workflows.cv import fold_expression
+    con, _, _ = data
+    r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid={"structure": ["naive", "tan"]},
+                             features=list(DISCRETE), feature_kinds=DISCRETE)
+    fold = fold_expression(resolve("train", con), 3, 0, ["rid"])
+    con.execute("CREATE OR REPLACE TEMP TABLE folded AS "
+                + sql.render(_with_fold(fold)))
+    for i in range(3):
+        con.execute(f"CREATE OR REPLACE TEMP VIEW fit_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold <> {i}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * EXCLUDE (fold) FROM folded "
+                    f"WHERE fold = {i} AND y IS NOT NULL")
+        for g, structure in enumerate(["naive", "tan"]):
+            m = sqlnb.fit(f"fit_{i}", label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE,
+                          structure=structure)
+            rows = m.score(f"held_{i}", con=con, outputs=("prediction",), keep=["y"]).fetchall()
+            accuracy = sum(a == b for a, b in rows) / len(rows)
+            assert r.results[g]["params"] == {"structure": structure}
+            assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
+
+
+def _with_fold(fold):
+    from sqlglot import exp
+    from sqlnb import sql
+    return exp.select(exp.Column(this=exp.Star(), table=sql.ident("src")),
+                      exp.alias_(fold, "fold", quoted=True)).from_(
+        exp.alias_(sql.table("train"), "src", table=True, quoted=True))

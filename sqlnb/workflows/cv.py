@@ -88,6 +88,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
 from sqlnb.engines import Engine, as_engine
 from sqlnb.sql.types import is_float, is_numeric
+from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
 from sqlnb.source import Source, Table, read_with
@@ -287,13 +288,15 @@ def _per_fold(found: Mapping[Any, Any], folds: int, where: str) -> list:
     return [found[i] for i in range(folds)]
 
 
-def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options) -> _Plan:
+def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options, pairs: bool = False) -> _Plan:
     structural = {k: options.pop(k) for k in ("kind", "feature_kinds", "binarize") if k in options}
     if "weight" in options:
         raise SqlnbError("cross-validation does not support row weights yet; leave out weight")
     feats = plan_features(source, label, None, structural.get("kind", "auto"), structural.get("feature_kinds"),
                           features, exclude, structural.get("binarize", 0.0))
     per = _per_fold(collect_statistics_by(con, source, label, feats, fold), folds, source.description)
+    if pairs:  # tree-augmented: every fold's pair counts from one more scan (sqlnb.models.naive_bayes.tan)
+        per = tan.with_fold_pairs(con, source, label, feats, fold, per)
     hyper = Hyperparameters(**options)
     label_type = source.columns[label]
     train = [NaiveBayes(label, label_type, feats, _merge_others(per, i), hyper) for i in range(folds)]
@@ -650,7 +653,8 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
     """:func:`cross_validate` on a resolved source and fold expression."""
     args = (con, source, label, fold, folds, features, exclude, dict(options))
     if model == "naive_bayes":
-        plan = _naive_bayes_plan(*args)
+        plan = _naive_bayes_plan(*args, pairs=any(p.get("structure", options.get("structure")) == "tan"
+                                                  for p in points))
     elif model == "logistic":
         plan = _logistic_plan(*args)
     else:

@@ -55,7 +55,7 @@ grows as F²; it is refused past :data:`MAX_FEATURES` tree features (choose colu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -162,11 +162,16 @@ def _fit_value(f: Feature) -> exp.Expression:
                     default=exp.GT(this=x.copy(), expression=sql.dbl(f.threshold)))
 
 
-def pairs_query(source, label: str, weight: str | None, features: Sequence[Feature]) -> exp.Select:
+def pairs_query(source, label: str, weight: str | None, features: Sequence[Feature],
+                group: exp.Expression | None = None) -> exp.Select:
     """``SELECT k, x0, GROUPING(x0) AS g0, …, COUNT(*) AS n FROM (SELECT label AS k,
     <value> AS x0, … FROM src WHERE label IS NOT NULL) GROUP BY GROUPING SETS ((k, x0, x1),
-    (k, x0, x2), …)``: every pair's per-class counts in one scan (``SUM(w)`` when weighted)."""
+    (k, x0, x2), …)``: every pair's per-class counts in one scan (``SUM(w)`` when weighted).
+    ``group`` (e.g. a cross-validation fold, over ``src``) is one more key of every set,
+    returned as the last column."""
     cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+    if group is not None:
+        cols.append(exp.alias_(group.copy(), "fold", quoted=True))
     cols += [exp.alias_(_fit_value(f), f"x{j}", quoted=True) for j, f in enumerate(features)]
     if weight is not None:
         cols.append(exp.alias_(sql.as_double(sql.col(weight, "src")), "w", quoted=True))
@@ -174,7 +179,8 @@ def pairs_query(source, label: str, weight: str | None, features: Sequence[Featu
              .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))))
     x = [sql.col(f"x{j}", "t") for j in range(len(features))]
     k = sql.col("k", "t")
-    sets = [exp.Tuple(expressions=[k.copy(), x[a].copy(), x[b].copy()])
+    extra = [sql.col("fold", "t")] if group is not None else []
+    sets = [exp.Tuple(expressions=[k.copy(), *(e.copy() for e in extra), x[a].copy(), x[b].copy()])
             for a in range(len(features)) for b in range(a + 1, len(features))]
     out = [k.copy()]
     for j in range(len(features)):
@@ -182,13 +188,15 @@ def pairs_query(source, label: str, weight: str | None, features: Sequence[Featu
                 exp.alias_(exp.Grouping(expressions=[x[j].copy()]), f"g{j}", quoted=True)]
     n = exp.Sum(this=sql.col("w", "t")) if weight is not None else exp.Count(this=exp.Star())
     out.append(exp.alias_(n, "n", quoted=True))
+    out += [e.copy() for e in extra]
     return (exp.select(*out).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("t"))))
             .group_by(exp.GroupingSets(expressions=sets)))
 
 
 def collect_pairs(engine, source, label: str, weight: str | None, features: Sequence[Feature],
-                  classes: list) -> Pairs:
-    """Run :func:`pairs_query` and gather its rows into :class:`Pairs` over ``classes``."""
+                  classes: list, group: exp.Expression | None = None) -> Pairs | dict[Any, Pairs]:
+    """Run :func:`pairs_query` and gather its rows into :class:`Pairs` over ``classes``;
+    with ``group``, one :class:`Pairs` per value of it (those without rows are all zeros)."""
     F = len(features)
     if F < 2:
         raise SqlnbError(
@@ -200,26 +208,48 @@ def collect_pairs(engine, source, label: str, weight: str | None, features: Sequ
             f"structure 'tan' counts every pair of its {F} discrete features ({F * (F - 1) // 2} grouping sets), "
             f"past the limit of {MAX_FEATURES} features; choose columns with --features / --exclude")
     index = {c: i for i, c in enumerate(classes)}
-    cells: dict[tuple[str, str], dict] = {}
-    for r in engine.execute(pairs_query(source, label, weight, features)):
+    by_group: dict[Any, dict] = {}
+    for r in engine.execute(pairs_query(source, label, weight, features, group)):
+        g = r[-1] if group is not None else None
+        n = float((r[-2] if group is not None else r[-1]) or 0.0)
         a, b = (j for j in range(F) if r[2 + 2 * j] == 0)
         va, vb = r[1 + 2 * a], r[1 + 2 * b]
         if va is None or vb is None or r[0] not in index:
             continue
-        cell = cells.setdefault((features[a].name, features[b].name), {})
-        cell[(index[r[0]], va, vb)] = cell.get((index[r[0]], va, vb), 0.0) + float(r[-1] or 0.0)
+        cell = by_group.setdefault(g, {}).setdefault((features[a].name, features[b].name), {})
+        cell[(index[r[0]], va, vb)] = cell.get((index[r[0]], va, vb), 0.0) + n
+    if group is None:
+        return _pairs(features, len(classes), by_group.get(None, {}))
+    return {g: _pairs(features, len(classes), cells) for g, cells in by_group.items()}
+
+
+def _pairs(features: Sequence[Feature], K: int, cells: Mapping[tuple[str, str], dict]) -> Pairs:
+    """:class:`Pairs` of every pair of ``features`` from ``{(a, b): {(k, u, v): n}}``."""
     out = {}
-    for a in range(F):
-        for b in range(a + 1, F):
-            key = (features[a].name, features[b].name)
-            cell = cells.get(key, {})
+    for i, fa in enumerate(features):
+        for fb in features[i + 1:]:
+            cell = cells.get((fa.name, fb.name), {})
             va, vb = sorted_values(v for _, v, _ in cell), sorted_values(v for _, _, v in cell)
-            pa, pb = {v: i for i, v in enumerate(va)}, {v: i for i, v in enumerate(vb)}
-            counts = np.zeros((len(classes), len(va), len(vb)))
+            pa, pb = {v: j for j, v in enumerate(va)}, {v: j for j, v in enumerate(vb)}
+            counts = np.zeros((K, len(va), len(vb)))
             for (k, u, v), n in cell.items():
                 counts[k, pa[u], pb[v]] = n
-            out[key] = PairCounts(va, vb, counts)
+            out[(fa.name, fb.name)] = PairCounts(va, vb, counts)
     return Pairs([f.name for f in features], out)
+
+
+def with_fold_pairs(engine, source, label: str, features: Sequence[Feature], fold: exp.Expression,
+                    per_fold: Sequence[Any]) -> list:
+    """Per-fold statistics (aligned to the same classes) with each fold's pair counts, from
+    one scan grouped by fold too; the tree features are chosen on all folds' statistics,
+    so that every fold counts the same pairs and any union of folds merges."""
+    merged = per_fold[0]
+    for s in per_fold[1:]:
+        merged = merged.merge(s)
+    tree = eligible(features, merged.features)
+    found = collect_pairs(engine, source, label, None, tree, merged.classes, fold)
+    empty = _pairs(tree, len(merged.classes), {})
+    return [replace(s, pairs=found.get(i, empty)) for i, s in enumerate(per_fold)]
 
 
 # -- structure ----------------------------------------------------------------------------
