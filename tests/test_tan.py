@@ -389,3 +389,13 @@ def _with_fold(fold):
     return exp.select(exp.Column(this=exp.Star(), table=sql.ident("src")),
                       exp.alias_(fold, "fold", quoted=True)).from_(
         exp.alias_(sql.table("train"), "src", table=True, quoted=True))
+
+
+def test_sampling_and_em_refuse_a_tree(data):
+    con, _, _ = data
+    model = sqlnb.fit("train", label="y", con=con, features=["a", "e"], structure="tan")
+    with pytest.raises(SqlnbError, match="sampling draws each feature from its class alone"):
+        sqlnb.sample(model, 5)
+    assert sqlnb.sample(model.with_params(structure="naive"), 5).num_rows == 5
+    with pytest.raises(SqlnbError, match="EM fits naive Bayes only"):
+        sqlnb.fit_em("train", label="y", con=con, features=["a", "e"], structure="tan")

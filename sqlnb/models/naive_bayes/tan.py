@@ -50,7 +50,15 @@ dialects the positions and the pick are CASE expressions.
 
 Cost and limit: the pair scan has F(F−1)/2 grouping sets for F tree features, so it
 grows as F²; it is refused past :data:`MAX_FEATURES` tree features (choose columns with
-``features`` / ``exclude``, or keep some categorical).
+``features`` / ``exclude``). Measured on ~325,000 rows (``benchmarks/tan_adult.py cost``,
+loaded machine): adult's 8 categorical columns, 28 pairs, 2.4 s against 0.6 s for the
+per-column counts; mushroom's 22, 231 pairs, 15.8 s against 0.65 s. One ``histogram()`` of
+each pair per class in a single ``GROUP BY label`` instead was slower still (over two
+minutes for mushroom's pairs).
+
+Cross-validation counts every fold's pairs in the same one scan, grouped by fold too
+(:func:`with_fold_pairs`), so a grid over ``structure`` costs one more scan. Sampling and
+semi-supervised EM treat features as independent given the class and refuse tree models.
 """
 
 from __future__ import annotations
