@@ -399,3 +399,16 @@ def test_sampling_and_em_refuse_a_tree(data):
     assert sqlnb.sample(model.with_params(structure="naive"), 5).num_rows == 5
     with pytest.raises(SqlnbError, match="EM fits naive Bayes only"):
         sqlnb.fit_em("train", label="y", con=con, features=["a", "e"], structure="tan")
+
+
+def test_weighted_pairs_equal_repeated_rows(data):
+    """Integer row weights count pairs as that many copies of the row."""
+    con, train, _ = data
+    w = np.random.default_rng(7).integers(1, 4, train.num_rows)
+    con.register("weighted", train.append_column("w", pa.array(w.astype(float))))
+    con.register("repeated", train.take(np.repeat(np.arange(train.num_rows), w)))
+    args = dict(label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE, structure="tan")
+    a = sqlnb.fit("weighted", weight="w", **args)
+    b = sqlnb.fit("repeated", **args)
+    assert a.tree() == b.tree()
+    np.testing.assert_allclose(probabilities(a, "test", con), probabilities(b, "test", con), rtol=0, atol=1e-9)
