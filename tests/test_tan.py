@@ -412,3 +412,22 @@ def test_weighted_pairs_equal_repeated_rows(data):
     b = sqlnb.fit("repeated", **args)
     assert a.tree() == b.tree()
     np.testing.assert_allclose(probabilities(a, "test", con), probabilities(b, "test", con), rtol=0, atol=1e-9)
+
+
+def test_a_parent_value_without_rows_in_a_class_falls_back_to_naive_under_mle():
+    """MLE: p(child | c, v) for a parent value v never seen with class c is 0/0; the child's
+    naive Bayes probabilities stand in (as for an unseen parent at scoring)."""
+    con = duckdb.connect()
+    t = pa.table({"p": ["u", "u", "v", "w", "v", "u", "v", "u"], "c": ["x", "y", "x", "x", "y", "x", "y", "y"],
+                  "y": [0, 0, 0, 0, 1, 1, 1, 1]})  # parent value w never with class 1
+    con.register("t", t)
+    model = sqlnb.fit("t", label="y", con=con, structure="tan", estimator="mle")
+    (child, parent), = model.tree().items()
+    pvals = model.stats.features[parent].values
+    naive = model.log_parameters()[child][1]
+    cpt = model._tree.cpt[child]
+    counts = model.stats.pairs.table(parent, child, pvals, model.stats.features[child].values).sum(axis=2)
+    empty = [(k, i) for k in range(2) for i in range(len(pvals)) if counts[k, i] == 0]
+    assert empty  # the data has such a cell
+    for k, i in empty:
+        np.testing.assert_array_equal(cpt[k, i], naive[k])
