@@ -106,7 +106,8 @@ def fit(
         ranking (ties by name); Gaussian and count columns are kept.
     **hyperparameters
         Fields of :class:`~sqlnb.models.naive_bayes.model.Hyperparameters` (``alpha``,
-        ``estimator``, ``class_prior``, ``var_smoothing``, ...).
+        ``estimator``, ``class_prior``, ``var_smoothing``, ...; ``structure="tan"``:
+        tree-augmented naive Bayes, :mod:`sqlnb.models.naive_bayes.tan`).
 
     Returns
     -------
@@ -142,7 +143,7 @@ def fit(
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
     feats = resolve_edges(engine, source, label, feats)  # binned columns: cut points first
-    stats = collect_statistics(engine, source, label, feats, weight)
+    stats = collect_statistics(engine, source, label, feats, weight, pairs=hyper.structure == "tan")
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     if select_k is not None:
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)

@@ -235,6 +235,9 @@ class Statistics:
         Feature name -> :class:`Moments`, :class:`Sums` or :class:`Counts`.
     null_label_rows : int
         Rows skipped because their label was NULL.
+    pairs : Pairs, optional
+        Per (class, value, value) counts of every pair of discrete features, for
+        tree-augmented naive Bayes (:mod:`sqlnb.models.naive_bayes.tan`); None otherwise.
     """
 
     classes: list
@@ -242,6 +245,7 @@ class Statistics:
     class_rows: np.ndarray
     features: dict = field(default_factory=dict)
     null_label_rows: int = 0
+    pairs: Any = None
 
     @property
     def n_rows(self) -> int:
@@ -255,6 +259,7 @@ class Statistics:
             _align(self.class_rows, self.classes, classes),
             {k: v.align(self.classes, classes) for k, v in self.features.items()},
             self.null_label_rows,
+            None if self.pairs is None else self.pairs.align(self.classes, classes),
         )
 
     def merge(self, other: "Statistics") -> "Statistics":
@@ -271,6 +276,9 @@ class Statistics:
             a.class_rows + b.class_rows,
             {k: a.features[k].merge(b.features[k]) for k in a.features},
             a.null_label_rows + b.null_label_rows,
+            # Pair counts add like every other count; statistics without them (a naive
+            # model's) make a merge without them.
+            a.pairs.merge(b.pairs) if a.pairs is not None and b.pairs is not None else None,
         )
 
     def scaled(self, factor: float) -> "Statistics":
@@ -280,6 +288,7 @@ class Statistics:
             class_n=self.class_n * factor,
             class_rows=self.class_rows * factor,
             features={k: v.scaled(factor) for k, v in self.features.items()},
+            pairs=None if self.pairs is None else self.pairs.scaled(factor),
         )
 
     def only_classes(self, keep: list) -> "Statistics":
@@ -299,6 +308,7 @@ class Statistics:
             self.class_rows[idx],
             {k: pick(v) for k, v in self.features.items()},
             self.null_label_rows,
+            None if self.pairs is None else self.pairs.take(idx),
         )
 
 

@@ -21,6 +21,7 @@ from sqlnb.cli.options import (_options, alpha_option, assignments, column_optio
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import data_source
 from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
+from sqlnb.models.naive_bayes.tan import STRUCTURES
 
 
 def parse_beta(text: str | None) -> tuple[float, float] | None:
@@ -62,6 +63,9 @@ _fit_flags = _options(
     click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation."),
     click.option("--unseen", type=click.Choice(UNSEEN),
                  help="Unseen categories: missing (no evidence, default) or bucket."),
+    click.option("--structure", type=click.Choice(STRUCTURES),
+                 help="naive (default) or tan: tree-augmented naive Bayes (each discrete feature also conditioned "
+                      "on one other, a Chow-Liu tree; one more scan)."),
     keep_columns_option,
     bins_option,
     kind_options,
@@ -76,15 +80,16 @@ def fit_options(command: Callable) -> Callable:
     :class:`FitOptions`. ``sqlnb select`` takes the same decorator, so an option added
     here reaches both commands."""
     @functools.wraps(command)
-    def with_fit(*args, kind, feature_kind, features, exclude, weight, binarize, keep_columns, bins, alpha, feature_alpha,
-                 beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen, shrinkage, reg_param, C,
-                 standardize, token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, select_k,
-                 **kwargs):
+    def with_fit(*args, kind, feature_kind, features, exclude, weight, binarize, keep_columns, bins, alpha,
+                 feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen, structure,
+                 shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
+                 max_features, select_k, **kwargs):
         # --select-k ranks every discrete feature and bag term together (sqlnb.fit(select_k=))
         text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, None)
-        nb_only = {"--bins": parse_bins(bins), "--select-k": select_k, "--alpha": alpha, "--feature-alpha": feature_alpha or None, "--beta": beta,
-                   "--estimator": estimator, "--var-smoothing": var_smoothing, "--class-prior": class_prior,
-                   "--prior-alpha": prior_alpha, "--norm": norm, "--unseen": unseen,
+        nb_only = {"--bins": parse_bins(bins), "--select-k": select_k, "--alpha": alpha,
+                   "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
+                   "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
+                   "--norm": norm, "--unseen": unseen, "--structure": structure,
                    "--feature-kind": feature_kind or None, "--weight": weight, "--binarize": binarize or None,
                    "text options": text}
         model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
@@ -93,7 +98,8 @@ def fit_options(command: Callable) -> Callable:
             params = {k: v for k, v in {
                 "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
                 "class_prior": parse_class_prior(class_prior), "prior_alpha": prior_alpha, "norm": norm,
-                "unseen": unseen, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
+                "unseen": unseen, "structure": structure,
+                "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
             }.items() if v is not None}
             params |= feature_plan_args(kind, feature_kind, features, exclude, weight, binarize) | {"text": text}
             params |= {k: v for k, v in {"bins": parse_bins(bins), "select_k": select_k}.items() if v is not None}
@@ -128,6 +134,7 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
       sqlnb fit lake/2026/*.parquet --label churned --model models.duckdb:churn
       sqlnb fit adult.csv --null-string '?' --label income --exclude fnlwgt \\
           --feature-kind education-num=categorical --model models.duckdb:adult --replace
+      sqlnb fit adult.csv --null-string '?' --label income --structure tan --model models.duckdb:adult_tan
       sqlnb fit train.parquet --label y --kind lda --shrinkage 0.1 --model models.duckdb:lda
       sqlnb fit adult.csv --null-string '?' --label income --bins mdl --model models.duckdb:adult_mdl
       sqlnb fit mails.parquet --label spam --feature-kind body=multinomial --stop-words @stop.txt \\

@@ -44,8 +44,11 @@ def _features(model) -> list[dict]:
         return [{"name": k, "kind": "numeric", "type": t} for k, t in feats.items()]
     out = []
     stats = getattr(model, "stats", None)
+    tree = model.tree() if hasattr(model, "tree") else {}  # tree-augmented: each feature's parent
     for f in feats or []:
         d = {"name": f.name, "kind": f.kind, "type": f.sql_type}
+        if f.name in tree:
+            d["parent"] = tree[f.name]
         if f.kind == "bernoulli":
             d["threshold"] = f.threshold
         if f.kind == "categorical" and stats is not None:
@@ -168,15 +171,17 @@ def show_text(d: dict, provenance: bool = True) -> str:
     lines.append("")
 
     def detail(f: dict) -> str:
+        parent = f", parent {f['parent']}" if "parent" in f else ""
         if "values" in f:
-            return f"{f['values']} values"
+            return f"{f['values']} values{parent}"
         if "threshold" in f:
-            return f"present when > {_value(f['threshold'])}"
+            return f"present when > {_value(f['threshold'])}{parent}"
         if "edges" in f:
             if not f["edges"]:
-                return f"1 bin ({f['bins']}: no cut point; carries no information)"
-            return f"{len(f['edges']) + 1} bins ({f['bins']}), cut at {', '.join(f'{e:.6g}' for e in f['edges'])}"
-        return ""
+                return f"1 bin ({f['bins']}: no cut point; carries no information){parent}"
+            return (f"{len(f['edges']) + 1} bins ({f['bins']}), cut at {', '.join(f'{e:.6g}' for e in f['edges'])}"
+                    f"{parent}")
+        return parent[2:]
 
     lines.append(format_table(["feature", "kind", "type", ""],
                               [[f["name"], f["kind"], f["type"], detail(f)] for f in d["features"]]))

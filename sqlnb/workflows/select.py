@@ -399,7 +399,8 @@ def select_features(
             screened = screen_plan(engine, copy, label, None, None, [fold.name], keep_columns, screen,
                                    numeric_only=not text_is_categorical, asked=list(options.get("feature_kinds") or {}))
             skip = [fold.name, *(s.column for s in screened)]
-        plan = cv._naive_bayes_plan(engine, copy, label, fold, folds, features, skip, dict(options))
+        plan = cv._naive_bayes_plan(engine, copy, label, fold, folds, features, skip, dict(options),
+                                     pairs=options.get("structure") == "tan")
         fold_models = [plan.fold_model(i, {}) for i in range(folds)]
         names = fold_models[0].feature_names
         reads, cache = {"scoring": 0}, {}

@@ -31,6 +31,7 @@ from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
 from sqlnb.models.naive_bayes.binning import mdl_edges, quantile_edges, quantile_query, split_bins
+from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
 from sqlnb.stats import Statistics, _sort_key, census_query, nonfinite_values, overflow_error
@@ -300,11 +301,14 @@ def collect_statistics(
     features: Sequence[Feature],
     weight: str | None = None,
     min_classes: int = 2,
+    pairs: bool | Sequence[str] = False,
 ) -> Statistics:
     """Run the training aggregations and return the model's sufficient statistics.
 
     ``con`` is a DuckDB connection or an :class:`~sqlnb.engines.Engine`; only the
-    aggregates' results (a few rows per class) come back to Python.
+    aggregates' results (a few rows per class) come back to Python. ``pairs``: also
+    count every pair of discrete features (tree-augmented naive Bayes, one more scan,
+    :mod:`sqlnb.models.naive_bayes.tan`): True for the eligible features, or their names.
     """
     engine = as_engine(con)
     histogram = engine.dialect == "duckdb"  # histogram() is DuckDB's own aggregate
@@ -313,6 +317,10 @@ def collect_statistics(
     stats = _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows, shifts)
     # token bags: one GROUP BY label, token each (sqlnb.models.naive_bayes.text)
     collect_bags(engine, source, label, weight, features, stats.classes, stats.features)
+    if pairs is not False:
+        tree = (tan.eligible(features, stats.features) if pairs is True
+                else [f for f in features if f.name in set(pairs)])
+        stats.pairs = tan.collect_pairs(engine, source, label, weight, tree, stats.classes)
     return stats
 
 

@@ -35,7 +35,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import given_prior, own_prior
-from sqlnb.models.naive_bayes import text
+from sqlnb.models.naive_bayes import tan, text
 from sqlnb.source import EngineTypes
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
@@ -81,6 +81,10 @@ class Hyperparameters:
         Complement naive Bayes weight normalisation.
     unseen : {"missing", "bucket"}
         Categorical values not seen in training: no term, or one smoothed extra slot.
+    structure : {"naive", "tan"}
+        Naive Bayes, or tree-augmented naive Bayes: discrete features conditioned on the
+        class and one parent feature, the tree derived from pair counts the statistics
+        must hold (:mod:`sqlnb.models.naive_bayes.tan`).
     """
 
     alpha: float = 1.0
@@ -92,6 +96,7 @@ class Hyperparameters:
     var_smoothing: float = 1e-9
     norm: bool = False
     unseen: str = "missing"
+    structure: str = "naive"
 
     def __post_init__(self):
         # Own copies: a caller mutating its mapping or array later changes nothing here.
@@ -105,6 +110,8 @@ class Hyperparameters:
             object.__setattr__(self, "class_prior", tuple(prior))
         if self.estimator not in ESTIMATORS:
             raise SqlnbError(f"unknown estimator {self.estimator!r}; choose one of: {', '.join(ESTIMATORS)}")
+        if self.structure not in tan.STRUCTURES:
+            raise SqlnbError(f"unknown structure {self.structure!r}; choose one of: {', '.join(tan.STRUCTURES)}")
         if self.unseen not in UNSEEN:
             raise SqlnbError(f"unknown unseen-category policy {self.unseen!r}; choose one of: {', '.join(UNSEEN)}")
         for name, a in [("alpha", self.alpha), *self.feature_alpha.items(), ("prior_alpha", self.prior_alpha)]:
@@ -137,6 +144,8 @@ class Hyperparameters:
     def to_dict(self, classes: list) -> dict:
         d = asdict(self)
         d["feature_alpha"] = dict(self.feature_alpha)
+        if d["structure"] == "naive":  # the default, and what models saved before it was one hold
+            del d["structure"]
         if not isinstance(self.class_prior, str):
             d["class_prior"] = {"given": [float(p) for p in given_prior(self.class_prior, classes)]}
         return d
@@ -184,6 +193,7 @@ class NaiveBayes(Model):
         self.report = dict(report or {})
         self.weight = weight
         self._params: dict | None = None
+        self._tree: tan.Tree | None = None
         # Derive the log-parameters now: a setting these statistics cannot take (a zero
         # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
         # not at first use.
@@ -281,8 +291,15 @@ class NaiveBayes(Model):
                     for f in group:  # token bags: per-term weight rows (sqlnb.models.naive_bayes.text)
                         if f.bag is not None:
                             params[f.name] = text.prepare(f, params[f.name], self.stats.features[f.name])
+            if self.hyper.structure == "tan":
+                self._tree = tan.derive(self.features, self.stats, self.hyper, params)
             self._params = params
         return self._params
+
+    def tree(self) -> dict[str, str]:
+        """Each tree feature's parent (tree-augmented models; ``{}`` for naive Bayes)."""
+        self.log_parameters()
+        return dict(self._tree.parent) if self._tree is not None else {}
 
     def _scoring_features(self, input_types: Mapping[str, str] | None) -> list[Feature]:
         """The features as the scored source holds them. A numeric family reads its column
@@ -387,6 +404,9 @@ class NaiveBayes(Model):
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
         skip = {f.name for f in dotted}
+        self.log_parameters()
+        tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params, dialect,
+                                                               input_types)
         scores = []
         for k in range(len(self.classes)):
             terms = []
@@ -394,7 +414,9 @@ class NaiveBayes(Model):
                 weights = exp.Array(expressions=[sql.dbl(float(params[f.name][k])) for f in dotted])
                 terms.append(exp.Anonymous(this="list_dot_product",
                                            expressions=[sql.col(COUNTS_COLUMN, "src"), weights]))
-            terms += [self._term(f, params[f.name], k, input_types, dialect, nan_guard)
+            # a tree child (tree-augmented) is conditioned on its parent too
+            terms += [tree[f.name][k] if f.name in tree else self._term(f, params[f.name], k, input_types, dialect,
+                                                                        nan_guard)
                       for f in features if f.name not in skip]
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
@@ -502,6 +524,7 @@ class NaiveBayes(Model):
             "features": [f.to_dict() for f in self.features],
             "hyperparameters": self.hyper.to_dict(self.classes),
             "report": self.report,
+            **({"pair_features": list(self.stats.pairs.features)} if self.stats.pairs is not None else {}),
         }
 
     def parameter_tables(self) -> dict:
@@ -510,7 +533,8 @@ class NaiveBayes(Model):
         ``classes`` (typed labels, weighted and unweighted counts), ``moments``
         (gaussian), ``sums`` (bernoulli/multinomial/complement), ``counts`` (categorical,
         non-zero cells only) and one ``values_<j>`` table per categorical feature ``j``
-        holding its values in their own SQL type.
+        holding its values in their own SQL type; ``pairs`` (tree-augmented models: pair
+        counts, :func:`~sqlnb.models.naive_bayes.tan.pair_table`).
         """
         import pyarrow as pa
         s = self.stats
@@ -549,6 +573,8 @@ class NaiveBayes(Model):
             for c in t:
                 if c not in ("class_index", "feature"):
                     t[c] += np.asarray(getattr(st, c), dtype=float).tolist()
+        if s.pairs is not None:
+            parts["pairs"] = (tan.pair_table(s.pairs, s), {})
         for part, cols in long.items():
             if cols["class_index"]:
                 parts[part] = (pa.table({c: pa.array(v, pa.int32() if c in ("class_index", "value_index")
@@ -582,8 +608,10 @@ class NaiveBayes(Model):
             mine = sorted((r for r in rows.get(part, []) if r["feature"] == f.name), key=lambda r: r["class_index"])
             feats[f.name] = (Moments if part == "moments" else Sums)(
                 *(np.array([r[x] for r in mine], dtype=float) for x in fields))
+        pairs = (tan.pairs_from_table(meta["pair_features"], tables.get("pairs"), feats, K)
+                 if meta.get("pair_features") else None)
         stats = Statistics(classes, np.array(ct["n"], dtype=float), np.array(ct["rows"], dtype=float),
-                           feats, int(meta["report"].get("null_label_rows", 0)))
+                           feats, int(meta["report"].get("null_label_rows", 0)), pairs)
         hyper = dict(meta["hyperparameters"])
         # Models saved before feature_alpha was checked at fit may name columns that are no
         # (discrete) feature; such a key never had an effect, so it is dropped, not refused.

@@ -205,6 +205,8 @@ def fit_em(
     if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam >= 0):
         raise SqlnbError(f"unlabelled_weight must be a finite number >= 0, not {lam!r}")
     hyper = Hyperparameters(**hyperparameters)
+    if hyper.structure != "naive":
+        raise SqlnbError(f"EM fits naive Bayes only, not structure {hyper.structure!r}")
     con = con if con is not None else duckdb.connect()
     start = time.perf_counter()
     source = resolve(read_with(labelled, keep_text=(label,)), con)

@@ -94,6 +94,9 @@ def sample(model: NaiveBayes, n: int, *, classes: Any = None, seed: int | None =
     if bags:
         raise SqlnbError(f"sampling token bags is not supported ({bags[0]!r} is one); "
                          "sample a model without text, LIST or MAP features")
+    if model.hyper.structure != "naive":
+        raise SqlnbError(f"sampling draws each feature from its class alone; a {model.hyper.structure} model is not "
+                         "supported: sample model.with_params(structure='naive'), the same counts without the tree")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise SqlnbError(f"the number of rows to sample must be an integer >= 0, not {n!r}")
     n = int(n)

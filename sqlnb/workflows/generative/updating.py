@@ -138,7 +138,9 @@ def update(
     features = compatible_features(model, source)
     if model.weight is not None:
         source.require([model.weight], "weight column")
-    batch = collect_statistics(con, source, model.label, features, model.weight, min_classes=1)
+    # A tree-augmented model's pair counts add too (its tree is derived from them).
+    pairs = list(model.stats.pairs.features) if model.stats.pairs is not None else False
+    batch = collect_statistics(con, source, model.label, features, model.weight, min_classes=1, pairs=pairs)
     updated = model.merge(batch, decay=decay)
     report = dict(updated.report)
     report.pop(NOVELTY, None)
