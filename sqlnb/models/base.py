@@ -45,6 +45,10 @@ class Model:
     label_type: str
     classes: list
     report: dict
+    #: A fitted calibrator (:mod:`sqlnb.models.calibration`) applied whenever the model
+    #: scores; stored with the model. A model derived from another (update, new
+    #: hyperparameters) starts without one: it was fitted to the other's scores.
+    calibration: Any = None
 
     # -- what a kind provides ---------------------------------------------------------
     @property
@@ -133,6 +137,7 @@ class Model:
         nan_gate: bool = False,
         dialect: str = "duckdb",
         key: str | None = None,
+        calibrated: bool = True,
     ) -> exp.Select:
         """The scoring SELECT as a sqlglot tree.
 
@@ -162,6 +167,10 @@ class Model:
             A source column carried into the output (whatever ``keep`` says) and ordered by
             at the end: what joins predictions back to their rows where the engine, or a
             query the SELECT is pasted into, keeps no order.
+        calibrated : bool
+            Apply the model's calibrator, if it has one (:attr:`calibration`); its scores
+            are then the calibrated ones (``jll_*``, ``log_evidence``). False gives the
+            model's own scores (e.g. ln p(x) for novelty).
         """
         self.check_dialect(dialect)
         if key is not None and keep is not None and key not in keep:
@@ -186,6 +195,7 @@ class Model:
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
             joins=joins, fallback=None if fast is None else exact, prelude=self.score_prelude(types, dialect),
             keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key, dialect=dialect,
+            calibration=self.calibration if calibrated else None,
         )
 
     @sql.trees_collected_by_refcount

@@ -212,6 +212,7 @@ def scoring_select(
     order_key: str | None = None,
     dialect: str | None = None,
     prelude: Sequence[tuple[str, exp.Expression]] = (),
+    calibration: Any = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -256,12 +257,16 @@ def scoring_select(
         ``src``), which ``scores`` read as ``src.name``. They are never outputs: with
         the source's columns unknown, stage 1 passes ``src.* EXCLUDE (name, ...)``
         (DuckDB, the only dialect given a prelude).
+    calibration : Calibration, optional
+        A calibrator (:mod:`sqlnb.models.calibration`): the scores are computed as
+        ``uncalibrated_<class>`` and its stages turn them into the ``jll_<class>`` the finish
+        reads. A calibrated model keeps the plain shape on every engine.
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
         raise ValueError(f"unknown scoring outputs {unknown}; choose from {OUTPUTS}")
     jll = class_columns("jll_", classes)
-    shared = shares_subexpressions(dialect)
+    shared = shares_subexpressions(dialect) and calibration is None
     if shared:
         parts = [s.parts() if isinstance(s, ClassScore) and f is None else [_gate(s, f)]
                  for s, f in zip(scores, fallback or [None] * len(scores))]
@@ -272,6 +277,7 @@ def scoring_select(
     if passthrough is not None:
         generated = generated_columns(classes, outputs, keep_order, n_parts if n_parts > 1 else 0)
         generated += [name for name, _ in prelude]
+        generated += calibration.helper_columns(classes) if calibration is not None else []
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
         if clash:
             raise SqlnbError(
@@ -330,10 +336,13 @@ def scoring_select(
                   for x, n in zip(score_cols, shifted)]
         stage3 = stage(cols2, stage1, "s2")
     else:
-        stage1 = exp.select(*src_cols, *[_as(ps[0], n) for ps, n in zip(parts, jll)]
+        named = jll if calibration is None else calibration.raw_columns(classes)
+        stage1 = exp.select(*src_cols, *[_as(ps[0], n) for ps, n in zip(parts, named)]
                             ).from_(source_from, copy=False)
         for j in joins:
             stage1.append("joins", j.copy())
+        for i, cols in enumerate(calibration.stages(classes) if calibration is not None else []):
+            stage1 = stage([_as(e, n) for n, e in cols], stage1, f"c{i}")
         # Stage 2: B = max_c b_c, once per row.
         stage2 = stage([_as(sql.greatest([x.copy() for x in b]), MAX_COLUMN)], stage1, "s1")
         # Stage 3: e_c = exp(b_c − B), once per row and class: both Σ e_c and p(c|x) = e_c / Σ e_c

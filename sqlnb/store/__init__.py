@@ -114,8 +114,12 @@ def save_model(model, target: Any, name: str, replace: bool = False) -> None:
         return json.dumps(dict(model.metadata(), format=FORMAT, kind=model.kind, versions=versions(),
                                created=created.isoformat(timespec="seconds") + "Z"), default=str)
 
+    # A calibrator (any kind) is stored as parts of its own next to the kind's parameters.
+    parts = dict(model.parameter_tables())
+    cal = getattr(model, "calibration", None)
+    parts.update(cal.tables() if cal is not None else {})
     with storage(target) as st:
-        st.save(name, model.kind, model.parameter_tables(), meta, replace)
+        st.save(name, model.kind, parts, meta, replace)
 
 
 def load_model(target: Any, name: str):
@@ -128,7 +132,10 @@ def load_model(target: Any, name: str):
         if kind not in _KINDS:
             raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
         meta = json.loads(meta_text)
-        model = _KINDS[kind].from_tables(meta, st.read_parts(model_id))
+        parts = st.read_parts(model_id)
+        model = _KINDS[kind].from_tables(meta, parts)
+    from sqlnb.models.calibration import Calibration  # here: the models import this package
+    model.calibration = Calibration.from_tables(parts)
     model.name = name
     model.created = meta.get("created")
     model.versions = meta.get("versions", {})
