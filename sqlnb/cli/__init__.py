@@ -22,7 +22,7 @@ module per group of commands and are added to it here:
 * :mod:`sqlnb.cli.train` (fit), :mod:`sqlnb.cli.predict` (score, evaluate, sql),
   :mod:`sqlnb.cli.catalog` (show, models, drop), :mod:`sqlnb.cli.generative` (update,
   sample, novelty, fit-em), :mod:`sqlnb.cli.tuning` (cv, compare), :mod:`sqlnb.cli.text`
-  (fit-long, score-long), :mod:`sqlnb.cli.demo` (demo).
+  (fit-long, score-long), :mod:`sqlnb.cli.demo` (demo), :mod:`sqlnb.cli.calibrate` (calibrate).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ COMMANDS = {
     "cv": "tuning:cv", "compare": "tuning:compare",
     "update": "generative:update", "sample": "generative:sample", "novelty": "generative:novelty",
     "fit-em": "generative:fit_em_command", "fit-long": "text:fit_long_command", "score-long": "text:score_long",
+    "calibrate": "calibrate:calibrate",
 }
 
 #: :data:`sqlnb.engines.ENGINES`, spelled out so that parsing ``--engine`` imports no engine

@@ -207,11 +207,15 @@ class Calibration:
         return d | {"rows": self.rows, "source": self.source}
 
     def summary(self) -> str:
-        """One line for ``sqlnb show`` and the CLI."""
-        what = {"temperature": lambda: f"T={self.temperature:.6g}",
-                "platt": lambda: f"A={self.slope:.6g}, B={self.intercept:.6g}",
-                "isotonic": lambda: f"{len(self.thresholds)} thresholds"}[self.method]()
-        return f"{self.method} ({what}) on {self.rows:,} rows of {self.source}"
+        """One line for the CLI (as ``sqlnb show`` prints it)."""
+        return summary(self.describe())
+
+
+def summary(described: dict) -> str:
+    """:meth:`Calibration.describe`'s dict as one line: method, numbers, rows, source."""
+    numbers = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in described.items()
+                        if k not in ("method", "rows", "source"))
+    return f"{described['method']} ({numbers}) on {described['rows']:,} rows of {described['source']}"
 
 
 def with_calibration(model, calibration: Calibration | None):
@@ -303,9 +307,11 @@ def _sums(con, work: str, exprs: list[exp.Expression]) -> list[float]:
 
 
 def _newton(evaluate, start: np.ndarray, what: str) -> np.ndarray:
-    """Minimise a smooth convex function by Newton steps halved until the value does not
-    rise; ``evaluate(x) -> (value, gradient, Hessian)``. Stops when a step no longer moves
-    ``x`` (relative 1e-15) or the value stops falling after a full step of that size."""
+    """Minimise a smooth convex function by Newton steps, halved until the value does not
+    rise; ``evaluate(x) -> (value, gradient, Hessian)``. Stops when a step would move ``x``
+    by less than 1e-15 relative, or when no step along the Newton direction lowers the
+    value any more (both: converged up to rounding). Newton converges quadratically, so
+    that takes a handful of aggregate queries (~5-10 measured)."""
     x = start
     f, g, h = evaluate(x)
     for _ in range(MAX_STEPS):
@@ -315,20 +321,19 @@ def _newton(evaluate, start: np.ndarray, what: str) -> np.ndarray:
             step = None
         if step is None or not np.all(np.isfinite(step)):
             raise SqlnbError(f"cannot fit the {what}: the held-out scores do not vary")
+        if np.all(np.abs(step) <= 1e-15 * np.maximum(1.0, np.abs(x))):
+            return x  # converged: the next step would not move x
         t = 1.0
         while True:
             xn = x - t * step
             fn, gn, hn = evaluate(xn)
-            if np.isfinite(fn) and fn <= f + 1e-12 * abs(f):
+            if np.isfinite(fn) and fn <= f + 1e-13 * abs(f):
                 break
             t /= 2
-            if t < 1e-12:
-                return x  # no lower value along the Newton direction: at the minimum
-        done = np.all(np.abs(xn - x) <= 1e-15 * np.maximum(1.0, np.abs(x)))
+            if t < 1e-9:
+                return x  # no lower value along the Newton direction: at the minimum up to rounding
         x, f, g, h = xn, fn, gn, hn
-        if done:
-            return x
-    return x
+    raise SqlnbError(f"the {what} did not converge in {MAX_STEPS} Newton steps; calibrate on other held-out rows")
 
 
 def _fit_temperature(con, work: str, K: int, counts: dict) -> dict:
@@ -344,10 +349,11 @@ def _fit_temperature(con, work: str, K: int, counts: dict) -> dict:
             return math.inf, None, None
         e = [exp.Exp(this=exp.Mul(this=sql.dbl(beta), expression=v.copy())) for v in d]
         z = exp.paren(sql.add(e))
-        mean = exp.paren(exp.Div(this=sql.add(exp.Mul(this=a.copy(), expression=v.copy()) for a, v in zip(e, d)),
-                                 expression=z.copy()))
-        second = exp.Div(this=sql.add(exp.Mul(this=a.copy(), expression=exp.Mul(this=v.copy(), expression=v.copy()))
-                                      for a, v in zip(e, d)), expression=z.copy())
+        # (sqlglot writes no parentheses of its own: every sum below is wrapped in one)
+        mean = exp.paren(exp.Div(this=exp.paren(sql.add(exp.Mul(this=a.copy(), expression=v.copy())
+                                                        for a, v in zip(e, d))), expression=z.copy()))
+        second = exp.paren(exp.Div(this=exp.paren(sql.add(exp.Mul(this=a.copy(), expression=exp.Mul(
+            this=v.copy(), expression=v.copy())) for a, v in zip(e, d))), expression=z.copy()))
         f, g, h = _sums(con, work, [
             exp.Sub(this=exp.Ln(this=z.copy()), expression=exp.Mul(this=sql.dbl(beta), expression=d_y.copy())),
             exp.Sub(this=mean.copy(), expression=d_y.copy()),

@@ -51,6 +51,13 @@ OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
 _NEG_INF = float("-inf")
 #: Helper columns of the finish: B = max_c b_c, e_c = exp(b_c − B) and Σ_c e_c.
 MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN = "max_jll", "exp_shifted_", "sum_exp_shifted"
+#: Dialects whose planner pulls a subquery up into its parent, writing each column where it
+#: is read. A calibrated score (read ~20 times by the finish) over an isotonic CASE (which
+#: reads the log-odds once per threshold) then became an expression of thousands of copies
+#: of the class scores: PostgreSQL planned a 60-row query into gigabytes, SQLite took 25 s
+#: for 400 rows of a 300-threshold calibrator. Each calibration stage gets ``OFFSET 0``
+#: (``LIMIT -1 OFFSET 0`` in SQLite), which both keep as a subquery computed once per row.
+FLATTENS_SUBQUERIES = ("postgres", "sqlite")
 #: Helper columns of a class score cut into parts: ``part<i>_<class>``.
 PART_PREFIX = "part"
 #: The source row's position, carried through a plan with a join (``keep_order``).
@@ -343,6 +350,8 @@ def scoring_select(
             stage1.append("joins", j.copy())
         for i, cols in enumerate(calibration.stages(classes) if calibration is not None else []):
             stage1 = stage([_as(e, n) for n, e in cols], stage1, f"c{i}")
+            if dialect in FLATTENS_SUBQUERIES:
+                stage1 = stage1.offset(0, copy=False)
         # Stage 2: B = max_c b_c, once per row.
         stage2 = stage([_as(sql.greatest([x.copy() for x in b]), MAX_COLUMN)], stage1, "s1")
         # Stage 3: e_c = exp(b_c − B), once per row and class: both Σ e_c and p(c|x) = e_c / Σ e_c
