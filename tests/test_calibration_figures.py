@@ -86,20 +86,21 @@ def _measure(model, rows, con) -> tuple[float, float, float, int]:
 def figures() -> tuple[str, dict]:
     """The docs table (markdown) and the figures by (data set, model, method)."""
     con = duckdb.connect()
-    lines = ["| data set | model | calibration | fitted | log loss | ECE (15 bins) | error |",
-             "|---|---|---|---|---:|---:|---:|"]
+    lines = ["| data set | model | rows: calibrate / evaluate | calibration | fitted | log loss | ECE (15 bins) "
+             "| error |", "|---|---|---|---|---|---:|---:|---:|"]
     found = {}
     for name, kind, model, cal_rows, eval_rows in _parts(con):
         for method in (None, *METHODS):
             m = model if method is None else calibrate(model, cal_rows, method, con=con)
-            loss, ece, err, n = _measure(m, eval_rows, con)
-            c = m.calibration
+            found[(name, kind, method)] = (*_measure(m, eval_rows, con), m.calibration)
+        n_cal = found[(name, kind, METHODS[0])][-1].rows
+        for method in (None, *METHODS):
+            loss, ece, err, n, c = found[(name, kind, method)]
             fitted = ("" if c is None else f"T = {c.temperature:.4f}" if method == "temperature"
                       else f"A = {c.slope:.4f}, B = {c.intercept:.4f}" if method == "platt"
                       else f"{len(c.thresholds)} thresholds")
-            lines.append(f"| {name} | {kind} | {method or 'none'} | {fitted} | {loss:.4f} | {ece:.4f} | "
-                         f"{100 * err:.2f} % |")
-            found[(name, kind, method)] = (loss, ece, n, c)
+            lines.append(f"| {name} | {kind} | {n_cal:,} / {n:,} | {method or 'none'} | {fitted} | {loss:.4f} | "
+                         f"{ece:.4f} | {100 * err:.2f} % |")
     return "\n".join(lines), found
 
 
@@ -111,8 +112,8 @@ def computed():
 
 def test_temperature_lowers_log_loss_and_ece_on_adult(computed):
     _, found = computed
-    loss0, ece0, n, _ = found[("adult", "naive Bayes", None)]
-    loss1, ece1, n1, cal = found[("adult", "naive Bayes", "temperature")]
+    loss0, ece0, _, n, _ = found[("adult", "naive Bayes", None)]
+    loss1, ece1, _, n1, cal = found[("adult", "naive Bayes", "temperature")]
     assert n == n1 == 16281 // 2  # the odd rows of adult.test
     assert cal.rows == 16281 - n  # fitted on the even ones
     assert loss1 < loss0 and ece1 < ece0, (loss0, loss1, ece0, ece1)
