@@ -362,3 +362,15 @@ def test_cli_workflow(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "calibrated" not in run("show", "--model", "m.duckdb:nb").stdout
     assert run("score", "holdout.parquet", "--model", "m.duckdb:nb", "--out", "-").stdout == before.stdout
+
+
+def test_novelty_uses_the_models_own_log_evidence(duck):
+    from sqlnb.workflows.generative import flag_novel, novelty_threshold
+    model = sqlnb.fit("fit_rows", "y", con=duck, exclude=["id"])
+    cal = calibrate(model, "held_out", "temperature", con=duck)
+    assert novelty_threshold(cal, "fit_rows", 0.05, con=duck).report["novelty"] == \
+        novelty_threshold(model, "fit_rows", 0.05, con=duck).report["novelty"]
+    assert flag_novel(cal, "binary", con=duck, threshold=-4.0).fetchall() == \
+        flag_novel(model, "binary", con=duck, threshold=-4.0).fetchall()
+    assert cal.score("binary", con=duck, outputs=("log_evidence",), keep=[]).fetchall() != \
+        model.score("binary", con=duck, outputs=("log_evidence",), keep=[]).fetchall()

@@ -19,6 +19,7 @@ The layers, lowest first (the README's "How it works" draws the same map)::
     engines                             run a tree, resolve a source (DuckDB, PostgreSQL, Spark)
     store | io                          models as tables | where data and results live
     models.finish | models.priors       the log-sum-exp finish | class priors
+    models.calibration                  calibrators of the class scores, before the finish
     models.base                         the Model every kind shares
     models.naive_bayes | models.dense   naive Bayes (families, text bags) | dense features
     models.discriminant | models.logistic
@@ -53,6 +54,7 @@ LAYERS: list[list[str]] = [
     ["sqlnb.engines"],
     ["sqlnb.store", "sqlnb.io"],
     ["sqlnb.models.finish", "sqlnb.models.priors"],
+    ["sqlnb.models.calibration"],
     ["sqlnb.models.base"],
     ["sqlnb.models.naive_bayes", "sqlnb.models.dense"],
     ["sqlnb.models.discriminant", "sqlnb.models.logistic"],

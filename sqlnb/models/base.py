@@ -17,6 +17,7 @@ from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric, is_text_type
+from sqlnb.models.calibration import Calibration
 from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
@@ -48,7 +49,7 @@ class Model:
     #: A fitted calibrator (:mod:`sqlnb.models.calibration`) applied whenever the model
     #: scores; stored with the model. A model derived from another (update, new
     #: hyperparameters) starts without one: it was fitted to the other's scores.
-    calibration: Any = None
+    calibration: Calibration | None = None
 
     # -- what a kind provides ---------------------------------------------------------
     @property
@@ -311,3 +312,11 @@ class Model:
     @classmethod
     def from_tables(cls, meta: dict, tables: dict[str, Any]) -> "Model":
         raise NotImplementedError
+
+    @classmethod
+    def from_stored(cls, meta: dict, tables: dict[str, Any]) -> "Model":
+        """:meth:`from_tables`, with what any kind may store besides its parameters: a
+        calibrator (:meth:`Calibration.tables`, written by :func:`sqlnb.store.save_model`)."""
+        model = cls.from_tables(meta, tables)
+        model.calibration = Calibration.from_tables(tables)
+        return model

@@ -11,7 +11,8 @@ layout is :mod:`sqlnb.store.catalog`. Each engine's storage is one small class b
 
 The store imports no model class. Each model module registers its kind with
 :func:`register_kind` (``"naive_bayes"``, ``"lda"``, ``"qda"``, ``"logistic"``), and
-:func:`load_model` rebuilds a model with that class's ``from_tables``.
+:func:`load_model` rebuilds a model with that class's ``from_stored`` (its ``from_tables``
+and the parts every kind stores alike, such as a calibrator).
 """
 
 from __future__ import annotations
@@ -132,10 +133,7 @@ def load_model(target: Any, name: str):
         if kind not in _KINDS:
             raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
         meta = json.loads(meta_text)
-        parts = st.read_parts(model_id)
-        model = _KINDS[kind].from_tables(meta, parts)
-    from sqlnb.models.calibration import Calibration  # here: the models import this package
-    model.calibration = Calibration.from_tables(parts)
+        model = _KINDS[kind].from_stored(meta, st.read_parts(model_id))
     model.name = name
     model.created = meta.get("created")
     model.versions = meta.get("versions", {})
