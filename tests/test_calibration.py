@@ -374,3 +374,6 @@ def test_novelty_uses_the_models_own_log_evidence(duck):
         flag_novel(model, "binary", con=duck, threshold=-4.0).fetchall()
     assert cal.score("binary", con=duck, outputs=("log_evidence",), keep=[]).fetchall() != \
         model.score("binary", con=duck, outputs=("log_evidence",), keep=[]).fetchall()
+    # storing a novelty threshold keeps the calibrator; updating with new rows drops it
+    assert novelty_threshold(cal, "fit_rows", 0.05, con=duck).calibration == cal.calibration
+    assert sqlnb.update(cal, "held_out", con=duck).calibration is None
