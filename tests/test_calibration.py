@@ -332,6 +332,10 @@ def test_exported_sql_runs_in_spark(duck):
             df = spark.spark.sql(model.to_sql(dialect="spark", source=data, outputs=("proba", "prediction")))
             got = pa.Table.from_pylist([r.asDict() for r in df.collect()])
             _same(model, got, _want(model, data, duck), f"spark {name}")
+        # stored in the Spark catalog: every method's parts round-trip (NULL numbers included)
+        for name, model, data in _calibrated_models(duck)[-3:]:
+            model.save(spark, "calibrated", replace=True)
+            assert sqlnb.load(spark, "calibrated").calibration == model.calibration, name
 
 
 # -- the command line, as separate processes ---------------------------------------------------
