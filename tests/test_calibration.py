@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import duckdb
 import numpy as np
@@ -353,7 +354,7 @@ def test_cli_workflow(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["method"] == "isotonic" and json.loads(r.stdout)["rows"] == 200  # NULL features are marginalised: every row counts
     shown = run("show", "--model", "m.duckdb:nb")
-    assert "calibrated   isotonic (thresholds=" in shown.stdout
+    assert re.search(r"calibrated   isotonic \(\d+ thresholds\) on 200 rows of 'holdout.parquet'", shown.stdout)
     assert json.loads(run("show", "--model", "m.duckdb:nb", "--format", "json").stdout)["calibration"]["method"] \
         == "isotonic"
     after = run("score", "holdout.parquet", "--model", "m.duckdb:nb", "--out", "-")

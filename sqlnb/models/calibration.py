@@ -213,9 +213,11 @@ class Calibration:
 
 def summary(described: dict) -> str:
     """:meth:`Calibration.describe`'s dict as one line: method, numbers, rows, source."""
-    numbers = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in described.items()
-                        if k not in ("method", "rows", "source"))
-    return f"{described['method']} ({numbers}) on {described['rows']:,} rows of {described['source']}"
+    d = described
+    what = {"temperature": lambda: f"T = {d['temperature']:.6g}",
+            "platt": lambda: f"A = {d['slope']:.6g}, B = {d['intercept']:.6g}",
+            "isotonic": lambda: f"{d['thresholds']} thresholds"}[d["method"]]()
+    return f"{d['method']} ({what}) on {d['rows']:,} rows of {d['source']}"
 
 
 def with_calibration(model, calibration: Calibration | None):
