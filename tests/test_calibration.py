@@ -23,7 +23,7 @@ from sqlglot import exp
 import sqlnb
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.models.calibration import Calibration, calibrate, pool_adjacent_violators, with_calibration
+from sqlnb.models.calibration import METHODS, Calibration, calibrate, pool_adjacent_violators, with_calibration
 from sqlnb.models.finish import class_columns, scoring_select
 from support.cli import run_process
 from test_engines import CASES, DATA, _fetch, _sqlite_table, sqlite_connection
@@ -382,3 +382,23 @@ def test_novelty_uses_the_models_own_log_evidence(duck):
     # storing a novelty threshold keeps the calibrator; updating with new rows drops it
     assert novelty_threshold(cal, "fit_rows", 0.05, con=duck).calibration == cal.calibration
     assert sqlnb.update(cal, "held_out", con=duck).calibration is None
+
+
+def test_row_order_kept_through_a_lookup_join():
+    """A categorical column of 300 values is scored through a join, which DuckDB may
+    reorder: the scoring SELECT numbers the rows and sorts at the end, calibrated or not."""
+    rng = np.random.RandomState(5)
+    n = 3000
+    y = rng.rand(n) < 0.5
+    t = pa.table({"id": np.arange(n)[::-1].copy(),  # descending: order is not the id's
+                  "c": [f"v{v}" for v in (rng.randint(0, 300, n) + 7 * y) % 300],
+                  "y": np.where(y, "b", "a")})
+    con = duckdb.connect()
+    con.register("wide", t)
+    model = sqlnb.fit("wide", "y", con=con, exclude=["id"])
+    for method in METHODS:
+        cal = calibrate(model, "wide", method, con=con)
+        out = cal.score("wide", con=con, outputs=("proba", "prediction"), keep=["id"]).to_arrow_table()
+        assert out.column("id").to_pylist() == t.column("id").to_pylist(), method
+        assert "sqlnb_row" not in out.column_names
+        assert "JOIN" in cal.to_sql(source="wide", con=con) and "sqlnb_row" in cal.to_sql(source="wide", con=con)
