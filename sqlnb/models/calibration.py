@@ -21,10 +21,11 @@ A row whose scores are NULL or undefined stays NULL.
 Fitting (:func:`calibrate`) reads the held-out rows through the model's own scoring
 SELECT, uncalibrated, in DuckDB, and aggregates there:
 
-* temperature: the raw scores are scored once into a temporary table; then Newton's
-  method on β = 1/T, one aggregate query per step (the negative log-likelihood is convex in
-  β), with step halving when a step would not lower it;
-* platt: the same, Newton on (A, B) with Platt's smoothed targets
+* every method: one pass checks that every label is a class of the model, a second scores
+  the rows once into a temporary table (class index and raw scores);
+* temperature: then Newton's method on β = 1/T over that table, one aggregate query per
+  step (the negative log-likelihood is convex in β), halving a step that would not lower it;
+* platt: Newton on (A, B) in the same way, with Platt's smoothed targets
   t₊ = (N₊ + 1)/(N₊ + 2) and t₋ = 1/(N₋ + 2) — the objective of scikit-learn's
   ``CalibratedClassifierCV(method="sigmoid")``, here on the log-odds ``s``;
 * isotonic: one ``GROUP BY s`` (rows and positives per distinct score, so at most one row
