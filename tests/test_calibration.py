@@ -103,7 +103,7 @@ def _platt_oracle(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         r = special.expit(ab[0] * s + ab[1]) - t
         return [np.sum(r * s), np.sum(r)]
 
-    ab = optimize.fsolve(grad, [0.0, 0.0], xtol=1e-15)
+    ab = optimize.fsolve(grad, [0.0, 0.0], xtol=1e-13)
     return float(ab[0]), float(ab[1])
 
 
@@ -264,7 +264,8 @@ def test_stored_with_the_model(duck, tmp_path, method):
 def _calibrated_models(duck) -> list:
     """(name, calibrated model, data set) for the export tests: every method, several kinds."""
     out = []
-    for kind, method in (("gaussian", "temperature"), ("categorical", "temperature"), ("lda", "temperature"),
+    for kind, method in (("gaussian", "temperature"), ("multinomial", "temperature"), ("categorical", "temperature"),
+                         ("mixed", "temperature"), ("lda", "temperature"), ("qda", "temperature"),
                          ("logistic", "temperature")):
         model, data = _fit(kind, duck)
         out.append((f"{kind}-{method}", calibrate(model, data, method, con=duck), data))
