@@ -20,6 +20,7 @@ _LAZY = {
                                       "fit_qda", "load")},
     **{name: "sqlnb.models" for name in ("LDA", "QDA", "Hyperparameters", "Logistic", "NaiveBayes")},
     **{name: "sqlnb.models.naive_bayes.text" for name in ("TextOptions", "mutual_information", "top_terms")},
+    "calibrate": "sqlnb.models.calibration",
     "learning_curves": "sqlnb.workflows.compare",
     "cross_validate": "sqlnb.workflows.cv",
     "select_features": "sqlnb.workflows.select",
@@ -73,4 +74,4 @@ __all__ = ["__version__", "SqlnbError", "Files", "Query", "Table",
            "NaiveBayes", "Hyperparameters", "LDA", "QDA", "Logistic", "TextOptions",
            "load", "models", "drop",
            "cross_validate", "select_features", "learning_curves", "mutual_information", "top_terms",
-           "update", "sample", "fit_em", "novelty_threshold", "flag_novel"]
+           "update", "sample", "fit_em", "novelty_threshold", "flag_novel", "calibrate"]

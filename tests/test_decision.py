@@ -531,3 +531,26 @@ def test_an_update_keeps_the_rule_while_the_classes_stay(duck):
     assert update(m, "three", con=duck).decision == m.decision
     duck.register("four", mixed_table(40, seed=9, classes=("a", "b", "c", "d")))
     assert update(m, "four", con=duck).decision is None  # a new class: the 3x3 costs no longer fit
+
+
+def test_a_rule_leaves_the_calibration_figures_alone():
+    """The ECE and the reliability table measure the probabilities: the same under a
+    reject option or a cost matrix as under the argmax."""
+    import duckdb
+    from sqlnb.models.decision import DecisionRule
+    from sqlnb.workflows.evaluate import evaluate
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 3)::VARCHAR AS y, (i % 3) + sin(i) * 1.5 AS a, cos(i * 7) AS b "
+                "FROM range(400) r(i)")
+    m = sqlnb.fit("t", label="y", con=con)
+    plain = evaluate(m, "t", con)
+    for rule in (DecisionRule.for_model(m, reject=0.2),
+                 DecisionRule(tuple(m.classes), costs=((0.0, 5.0, 5.0), (1.0, 0.0, 1.0), (1.0, 1.0, 0.0)))):
+        m.decision = rule
+        ruled = evaluate(m, "t", con)
+        assert ruled.accuracy != plain.accuracy  # the rule did change the predictions
+        assert ruled.ece == pytest.approx(plain.ece, abs=1e-12)
+        assert [b["rows"] for b in ruled.reliability] == [b["rows"] for b in plain.reliability]
+        for got, want in zip(ruled.reliability, plain.reliability):
+            assert got["accuracy"] == pytest.approx(want["accuracy"], abs=1e-12, nan_ok=True) or \
+                got["accuracy"] is want["accuracy"] is None

@@ -23,7 +23,8 @@ module per group of commands and are added to it here:
   :mod:`sqlnb.cli.catalog` (show, models, drop), :mod:`sqlnb.cli.generative` (update,
   sample, novelty, fit-em), :mod:`sqlnb.cli.tuning` (cv, compare), :mod:`sqlnb.cli.select_cmd`
   (select), :mod:`sqlnb.cli.text` (fit-long, score-long), :mod:`sqlnb.cli.demo` (demo),
-  :mod:`sqlnb.cli.decide` (decide), :mod:`sqlnb.cli.report_cmd` (report).
+  :mod:`sqlnb.cli.decide` (decide), :mod:`sqlnb.cli.report_cmd` (report), :mod:`sqlnb.cli.calibrate`
+  (calibrate).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ COMMANDS = {
     "decide": "decide:decide",
     "report": "report_cmd:report",
     "mi": "information:mi",
+    "calibrate": "calibrate:calibrate",
 }
 
 #: :data:`sqlnb.engines.ENGINES`, spelled out so that parsing ``--engine`` imports no engine

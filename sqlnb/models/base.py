@@ -19,6 +19,7 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_numeric, is_text_type
 from sqlnb.models.decision import DecisionRule
 from sqlnb.models.explain import check_explain, explanation
+from sqlnb.models.calibration import Calibration
 from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
@@ -52,6 +53,10 @@ class Model:
     label_type: str
     classes: list
     report: dict
+    #: A fitted calibrator (:mod:`sqlnb.models.calibration`) applied whenever the model
+    #: scores; stored with the model. A model derived from another (update, new
+    #: hyperparameters) starts without one: it was fitted to the other's scores.
+    calibration: Calibration | None = None
 
     # -- what a kind provides ---------------------------------------------------------
     @property
@@ -149,6 +154,7 @@ class Model:
         dialect: str = "duckdb",
         key: str | None = None,
         explain: int | None = None,
+        calibrated: bool = True,
     ) -> exp.Select:
         """The scoring SELECT as a sqlglot tree.
 
@@ -181,10 +187,19 @@ class Model:
         explain : int, optional
             Add the ``explain`` features that most moved each row's decision, as columns
             ``reason_1 ..`` and ``reason_1_weight ..`` (:mod:`sqlnb.models.explain`).
+        calibrated : bool
+            Apply the model's calibrator, if it has one (:attr:`calibration`); its scores
+            are then the calibrated ones (``jll_*``, ``log_evidence``). False gives the
+            model's own scores (e.g. ln p(x) for novelty).
         """
         self.check_dialect(dialect)
         if explain is not None:
             check_explain(self, explain)
+            if calibrated and self.calibration is not None:
+                # The reasons add up to the model's own score differences; a calibrator's
+                # scores (T·b, Platt's or isotonic's log-odds) are not sums over the features.
+                raise SqlnbError("explanations are of the model's own scores, and this model has a calibrator; "
+                                 "explain with the uncalibrated model (sqlnb calibrate --clear, or a copy)")
         if key is not None and keep is not None and key not in keep:
             keep = [key, *keep]
         if source is not None:
@@ -210,6 +225,7 @@ class Model:
             keep_order=bool(joins) and dialect == "duckdb" and key is None, order_key=key, dialect=dialect,
             decision=self.decision,
             extension=extension,
+            calibration=self.calibration if calibrated else None,
         )
 
     @sql.trees_collected_by_refcount
@@ -337,3 +353,11 @@ class Model:
     @classmethod
     def from_tables(cls, meta: dict, tables: dict[str, Any]) -> "Model":
         raise NotImplementedError
+
+    @classmethod
+    def from_stored(cls, meta: dict, tables: dict[str, Any]) -> "Model":
+        """:meth:`from_tables`, with what any kind may store besides its parameters: a
+        calibrator (:meth:`Calibration.tables`, written by :func:`sqlnb.store.save_model`)."""
+        model = cls.from_tables(meta, tables)
+        model.calibration = Calibration.from_tables(tables)
+        return model

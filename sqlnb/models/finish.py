@@ -51,6 +51,13 @@ OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
 _NEG_INF = float("-inf")
 #: Helper columns of the finish: B = max_c b_c, e_c = exp(b_c − B) and Σ_c e_c.
 MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN = "max_jll", "exp_shifted_", "sum_exp_shifted"
+#: Dialects whose planner pulls a subquery up into its parent, writing each column where it
+#: is read. A calibrated score (read ~20 times by the finish) over an isotonic CASE (which
+#: reads the log-odds once per threshold) then became an expression of thousands of copies
+#: of the class scores: PostgreSQL planned a 60-row query into gigabytes, SQLite took 25 s
+#: for 400 rows of a 300-threshold calibrator. Each calibration stage gets ``OFFSET 0``
+#: (``LIMIT -1 OFFSET 0`` in SQLite), which both keep as a subquery computed once per row.
+FLATTENS_SUBQUERIES = ("postgres", "sqlite")
 #: Helper columns of a class score cut into parts: ``part<i>_<class>``.
 PART_PREFIX = "part"
 #: The source row's position, carried through a plan with a join (``keep_order``).
@@ -235,6 +242,7 @@ def scoring_select(
     prelude: Sequence[tuple[str, exp.Expression]] = (),
     decision: Any = None,
     extension: Extension | None = None,
+    calibration: Any = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -283,12 +291,16 @@ def scoring_select(
         How ``prediction`` is chosen from the probabilities, when not the argmax
         (:mod:`sqlnb.models.decision`): its stages go between stage 4 and the outputs,
         and ``expected_cost`` (and ``rejected``) follow ``prediction``.
+    calibration : Calibration, optional
+        A calibrator (:mod:`sqlnb.models.calibration`): the scores are computed as
+        ``uncalibrated_<class>`` and its stages turn them into the ``jll_<class>`` the finish
+        reads. A calibrated model keeps the plain shape on every engine.
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
         raise ValueError(f"unknown scoring outputs {unknown}; choose from {OUTPUTS}")
     jll = class_columns("jll_", classes)
-    shared = shares_subexpressions(dialect)
+    shared = shares_subexpressions(dialect) and calibration is None
     if shared:
         parts = [s.parts() if isinstance(s, ClassScore) and f is None else [_gate(s, f)]
                  for s, f in zip(scores, fallback or [None] * len(scores))]
@@ -301,6 +313,7 @@ def scoring_select(
         generated += [name for name, _ in prelude]
         if extension is not None:
             generated += [*extension.outputs, *extension.helpers, *(name for name, _ in extension.inputs)]
+        generated += calibration.helper_columns(classes) if calibration is not None else []
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
         if clash:
             raise SqlnbError(
@@ -360,10 +373,15 @@ def scoring_select(
                   for x, n in zip(score_cols, shifted)]
         stage3 = stage(cols2, stage1, "s2")
     else:
-        stage1 = exp.select(*src_cols, *[_as(ps[0], n) for ps, n in zip(parts, jll)], *carried
+        named = jll if calibration is None else calibration.raw_columns(classes)
+        stage1 = exp.select(*src_cols, *[_as(ps[0], n) for ps, n in zip(parts, named)], *carried
                             ).from_(source_from, copy=False)
         for j in joins:
             stage1.append("joins", j.copy())
+        for i, cols in enumerate(calibration.stages(classes) if calibration is not None else []):
+            stage1 = stage([_as(e, n) for n, e in cols], stage1, f"c{i}")
+            if dialect in FLATTENS_SUBQUERIES:
+                stage1 = stage1.offset(0, copy=False)
         # Stage 2: B = max_c b_c, once per row.
         stage2 = stage([_as(sql.greatest([x.copy() for x in b]), MAX_COLUMN)], stage1, "s1")
         # Stage 3: e_c = exp(b_c − B), once per row and class: both Σ e_c and p(c|x) = e_c / Σ e_c

@@ -11,7 +11,8 @@ layout is :mod:`sqlnb.store.catalog`. Each engine's storage is one small class b
 
 The store imports no model class. Each model module registers its kind with
 :func:`register_kind` (``"naive_bayes"``, ``"lda"``, ``"qda"``, ``"logistic"``), and
-:func:`load_model` rebuilds a model with that class's ``from_tables``.
+:func:`load_model` rebuilds a model with that class's ``from_stored`` (its ``from_tables``
+and the parts every kind stores alike, such as a calibrator).
 """
 
 from __future__ import annotations
@@ -117,8 +118,12 @@ def save_model(model, target: Any, name: str, replace: bool = False) -> None:
         return json.dumps(dict(model.metadata(), format=FORMAT, kind=model.kind, versions=versions(), **decision,
                                created=created.isoformat(timespec="seconds") + "Z"), default=str)
 
+    # A calibrator (any kind) is stored as parts of its own next to the kind's parameters.
+    parts = dict(model.parameter_tables())
+    cal = getattr(model, "calibration", None)
+    parts.update(cal.tables() if cal is not None else {})
     with storage(target) as st:
-        st.save(name, model.kind, model.parameter_tables(), meta, replace)
+        st.save(name, model.kind, parts, meta, replace)
 
 
 def load_model(target: Any, name: str):
@@ -131,7 +136,7 @@ def load_model(target: Any, name: str):
         if kind not in _KINDS:
             raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
         meta = json.loads(meta_text)
-        model = _KINDS[kind].from_tables(meta, st.read_parts(model_id))
+        model = _KINDS[kind].from_stored(meta, st.read_parts(model_id))
     model.name = name
     if meta.get("decision") is not None:  # a decision rule, stored with any kind
         model.decision = model.decision_from_dict(meta["decision"])

@@ -108,6 +108,7 @@ def describe(model, top: int = 5) -> dict:
                  "parameter_rows": sum(int(t.num_rows) for t, _ in tables.values())},
         "top_features": top_features(model, top),
         "trained": dict(model.report),
+        "calibration": model.calibration.describe() if getattr(model, "calibration", None) else None,
         "created": getattr(model, "created", None),
         "versions": getattr(model, "versions", None) or {},
     }
@@ -150,6 +151,9 @@ def show_text(d: dict, provenance: bool = True) -> str:
         v = d.get("versions") or {}
         lines.append(f"created      {d.get('created') or '?'} in {trained.get('seconds', '?')} s"
                      + (f" with sqlnb {v['sqlnb']}, duckdb {v.get('duckdb')}" if v.get("sqlnb") else ""))
+    if d.get("calibration"):
+        from sqlnb.models.calibration import summary
+        lines.append(f"calibrated   {summary(d['calibration'])}")
     lines.append("parameters   " + (", ".join(f"{k}={_value(v)}" for k, v in d["hyperparameters"].items()
                                              if v not in ({}, None)) or "defaults"))
     size = d["size"]

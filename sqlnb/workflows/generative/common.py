@@ -30,5 +30,8 @@ def _require_likelihood(features: Sequence[Feature], what: str) -> None:
 
 
 def _with_report(model: NaiveBayes, report: dict, stats: Statistics | None = None) -> NaiveBayes:
-    return NaiveBayes(model.label, model.label_type, model.features, stats if stats is not None else model.stats,
-                      model.hyper, report, model.weight)
+    out = NaiveBayes(model.label, model.label_type, model.features, stats if stats is not None else model.stats,
+                     model.hyper, report, model.weight)
+    if stats is None:  # the same scores (a novelty threshold): a calibrator still applies
+        out.calibration = model.calibration
+    return out

@@ -64,7 +64,7 @@ def novelty_threshold(
         raise SqlnbError(f"the novelty quantile must be between 0 and 1 (exclusive), not {quantile!r}")
     con = con if con is not None else duckdb.connect()
     source = resolve(read_with(data, model.column_types()), con)
-    scored = exp.Subquery(this=model.scoring_query(source, ("log_evidence",), keep=[]),
+    scored = exp.Subquery(this=model.scoring_query(source, ("log_evidence",), keep=[], calibrated=False),
                           alias=exp.TableAlias(this=sql.ident("s")))
     ev = sql.col("log_evidence", "s")
     q = exp.select(exp.func("quantile_cont", ev, sql.dbl(float(quantile))),
@@ -100,7 +100,9 @@ def novelty_query(
         raise SqlnbError("the source already has a column named 'novel', which novelty scoring adds; "
                          "rename it or leave it out of the kept columns")
     outputs = list(outputs) + ([] if "log_evidence" in outputs else ["log_evidence"])
-    inner = exp.Subquery(this=model.scoring_query(source, outputs, keep),
+    # ln p(x) is the model's own: a calibrator's scores have another log-sum-exp, so novelty
+    # scoring (probabilities included) leaves it out.
+    inner = exp.Subquery(this=model.scoring_query(source, outputs, keep, calibrated=False),
                          alias=exp.TableAlias(this=sql.ident("s")))
     novel = exp.LT(this=sql.col("log_evidence", "s"), expression=sql.dbl(float(threshold)))
     return exp.select(exp.Column(this=exp.Star(), table=sql.ident("s")),

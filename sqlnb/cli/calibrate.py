@@ -1,0 +1,52 @@
+"""``sqlnb calibrate``: fit a calibrator of a saved model's probabilities on held-out
+labelled rows and store it with the model (:mod:`sqlnb.models.calibration`)."""
+
+from __future__ import annotations
+
+import click
+
+from sqlnb.cli.app import Settings
+from sqlnb.cli.generative import _refit
+from sqlnb.cli.io import dump_json, load, model_str, save
+from sqlnb.cli.options import format_option, model_location, model_option, source_options
+from sqlnb.errors import SqlnbError
+from sqlnb.models.calibration import METHODS, calibrate as fit_calibration, with_calibration
+
+
+@click.command()
+@click.argument("data", required=False)
+@model_option()
+@click.option("--method", type=click.Choice(METHODS), default="temperature", show_default=True,
+              help="temperature (one T, any number of classes), platt (sigmoid of the log-odds, two "
+                   "classes) or isotonic (pool-adjacent-violators on the log-odds, two classes).")
+@click.option("--label", "-y", metavar="COL", help="DATA's label column [default: the model's label].")
+@click.option("--clear", is_flag=True, help="Remove the model's calibrator instead (no DATA).")
+@format_option
+@source_options
+@click.pass_obj
+def calibrate(settings: Settings, data, model, method, label, clear, fmt, reading):
+    """Calibrate MODEL's probabilities on DATA, labelled rows the model was not fitted on.
+
+    The calibrator is stored with the model (replaced in one transaction) and applied
+    whenever it scores: score, evaluate and the exported SQL.
+
+    \b
+    Example:
+      sqlnb calibrate holdout.parquet --model models.duckdb:churn --method temperature
+      sqlnb calibrate holdout.parquet --model models.duckdb:churn --method isotonic --label churned
+      sqlnb calibrate --model models.duckdb:churn --clear
+    """
+    if clear:
+        if data is not None:
+            raise SqlnbError("--clear removes the calibrator and reads no DATA; give only --model")
+        settings.require_duckdb("calibrate")
+        m = load(settings, model)
+        save(settings, with_calibration(m, None), model_location(settings, model), replace=True)
+        settings.summary(f"removed the calibrator of {model}")
+        return
+    if data is None:
+        raise SqlnbError("give DATA, the held-out labelled rows to calibrate on (or --clear)")
+    m, loc = _refit(settings, "calibrate", data, model, reading,
+                    lambda m, source, con: fit_calibration(m, source, method, label=label, con=con))
+    cal = m.calibration
+    click.echo(dump_json(cal.describe()) if fmt == "json" else f"calibrated {model_str(loc)}: {cal.summary()}")
