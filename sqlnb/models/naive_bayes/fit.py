@@ -167,11 +167,11 @@ def shift_query(source: Source, features: Sequence[Feature]) -> exp.Select | Non
         return None
     fam = REGISTRY["gaussian"]
     inner = exp.select(*[exp.alias_(fam.value(f), f"x{j}", quoted=True) for j, f in enumerate(gauss)]
-                       ).from_(source.from_("src")).limit(SHIFT_ROWS)
+                       ).from_(source.from_("src"), copy=False).limit(SHIFT_ROWS, copy=False)
     aggs = []
     for j in range(len(gauss)):
         aggs += [exp.Avg(this=sql.col(f"x{j}", "s")), exp.StddevPop(this=sql.col(f"x{j}", "s"))]
-    return exp.select(*aggs).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("s"))))
+    return exp.select(*aggs).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("s"))), copy=False)
 
 
 def gaussian_shifts(engine: Engine, source: Source, features: Sequence[Feature]) -> dict[str, float]:
@@ -238,7 +238,7 @@ def statistics_query(source: Source, label: str, weight: str | None, features: S
     if group is not None:
         cols.append(exp.alias_(group, "g", quoted=True))
         keys.append(group.copy())
-    return exp.select(*cols).from_(source.from_("src")).group_by(*keys)
+    return exp.select(*cols).from_(source.from_("src"), copy=False).group_by(*keys, copy=False)
 
 
 def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],

@@ -35,7 +35,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import given_prior, own_prior
-from sqlnb.models.naive_bayes import tan, text
+from sqlnb.models.naive_bayes import tan, text, wide
 from sqlnb.source import EngineTypes
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
@@ -343,7 +343,9 @@ class NaiveBayes(Model):
         for Spark, whose Gaussian terms catch NaN in one copy (``Gaussian.term``)."""
         if shares_subexpressions(dialect):
             return None
-        if not any(_unguarded(f) and is_float(f.sql_type) for f in self._scoring_features(input_types)):
+        features = self._scoring_features(input_types)
+        wide_gauss = {f.name for f in self._wide(features, dialect)[0]}  # NULLIF'd into their list once
+        if not any(_unguarded(f) and is_float(f.sql_type) and f.name not in wide_gauss for f in features):
             return None
         return self.class_terms(input_types, dialect, nan_guard=False)
 
@@ -390,26 +392,39 @@ class NaiveBayes(Model):
                   and np.all(np.isfinite(np.asarray(params[f.name], dtype=float)))]
         return dotted if len(dotted) >= DOT_MIN else []
 
+    def _wide(self, features: Sequence[Feature], dialect: str | None, dot: bool | None = None):
+        """The Gaussian and Bernoulli features scored as dot products over lists
+        (:mod:`~sqlnb.models.naive_bayes.wide`): in DuckDB (or where ``dot`` says so)."""
+        if not (dialect == "duckdb" if dot is None else dot):
+            return [], []
+        params = self.log_parameters()
+        if self._tree is not None:  # a tree child's term is conditioned on its parent (tan)
+            features = [f for f in features if f.name not in self._tree.parent]
+        return wide.wide_features(features, params, "gaussian"), wide.wide_features(features, params, "bernoulli")
+
     def score_prelude(self, input_types=None, dialect=None, dot: bool | None = None):
-        dotted = self._dotted(self._scoring_features(input_types), dialect, dot)
-        if not dotted:
-            return []
-        # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
-        values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
-                  for f in dotted]
-        return [(COUNTS_COLUMN, exp.Array(expressions=values))]
+        features = self._scoring_features(input_types)
+        out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
+        dotted = self._dotted(features, dialect, dot)
+        if dotted:
+            # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
+            values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
+                      for f in dotted]
+            out.append((COUNTS_COLUMN, exp.Array(expressions=values)))
+        return out
 
     def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
         params = self.log_parameters()
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
-        skip = {f.name for f in dotted}
         self.log_parameters()
         tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params, dialect,
                                                                input_types)
+        gauss, bern = self._wide(features, dialect, dot)
+        skip = {f.name for f in [*dotted, *gauss, *bern]}
         scores = []
         for k in range(len(self.classes)):
-            terms = []
+            terms = wide.terms(gauss, bern, params, k)
             if dotted:
                 weights = exp.Array(expressions=[sql.dbl(float(params[f.name][k])) for f in dotted])
                 terms.append(exp.Anonymous(this="list_dot_product",
