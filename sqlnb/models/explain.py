@@ -21,7 +21,11 @@ in the model's order. The runner-up is the first class in sorted order, other th
 
 A row without a prediction (NULL probabilities: an incomplete row for LDA or logistic
 regression, a row of zero likelihood) and a model of one class (no runner-up) get NULL
-reasons and weights. QDA has no explanations: its score is a quadratic form in all
+reasons and weights. The predicted class explained is the most probable one: under a
+decision rule (:mod:`sqlnb.models.decision`) whose ``prediction`` is another class, or NULL
+for a rejected row, the reasons still say why the model finds ``p`` most probable. A model
+with a calibrator refuses explanations (its scores are not sums over the features). QDA has
+no explanations: its score is a quadratic form in all
 features together, whose share per feature is not defined.
 
 SQL shape, after the finish's stage 4 (:class:`~sqlnb.models.finish.Extension`), portable
