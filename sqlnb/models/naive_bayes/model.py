@@ -533,6 +533,17 @@ class NaiveBayes(Model):
         from sqlnb.models.naive_bayes.information import mutual_information
         return mutual_information(self)
 
+    def log_likelihood(self) -> float:
+        """The training log-likelihood log p(D|θ) under this model's parameters, from the
+        statistics (no data is read): :mod:`sqlnb.models.naive_bayes.likelihood`."""
+        from sqlnb.models.naive_bayes.likelihood import log_likelihood
+        return log_likelihood(self)
+
+    def bic(self) -> float:
+        """−2 log p(D|θ) + k ln N: :func:`sqlnb.models.naive_bayes.likelihood.bic`."""
+        from sqlnb.models.naive_bayes.likelihood import bic
+        return bic(self)
+
     # -- combining statistics -----------------------------------------------------------
     def merge(self, other: "NaiveBayes | Statistics", decay: float | None = None) -> "NaiveBayes":
         """This model updated with another fit's statistics (exactly the refit on the
