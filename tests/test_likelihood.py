@@ -70,6 +70,18 @@ def test_equals_the_per_row_sum(name, table, kinds, hyper):
     assert model.bic() == pytest.approx(-2 * got + free_parameters(model) * math.log(n), rel=1e-15)
 
 
+def test_weighted_fit_weights_each_row():
+    """With a weight column, log p(D|θ) = Σ_rows w · ln p(x_row, y_row)."""
+    w = RNG.uniform(0.2, 3.0, N)
+    t = MIXED.append_column("w", pa.array(w))
+    model = sqlnb.fit(t, "y", feature_kinds=MIXED_KINDS, weight="w", screen=False)
+    scored = model.score(MIXED, outputs=("jll",)).fetchnumpy()
+    jll = np.column_stack([scored[f"jll_{c}"] for c in model.classes])
+    want = float(np.sum(w * jll[np.arange(N), np.searchsorted(model.classes, Y)]))
+    assert abs(model.log_likelihood() - want) <= 1e-9 * abs(want)
+    assert model.bic() == pytest.approx(-2 * want + free_parameters(model) * math.log(w.sum()), rel=1e-9)
+
+
 def test_gaussian_by_hand_and_parameter_count():
     """One feature, no NULLs: the normal log-density summed row by row in numpy."""
     x = RNG.normal(Y, 1.0)

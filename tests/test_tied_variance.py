@@ -92,6 +92,7 @@ def test_with_params_round_trip_and_show(tmp_path):
     assert back.hyper.tied_variance is True
     assert np.array_equal(back.log_parameters()["x1"][1], tied.log_parameters()["x1"][1])
     assert "tied_variance" not in untied.metadata()["hyperparameters"]  # older models read the same
+    assert untied.with_params(tied_variance=np.bool_(True)).metadata()["hyperparameters"]["tied_variance"] is True
     with pytest.raises(sqlnb.SqlnbError, match="tied_variance must be True or False"):
         untied.with_params(tied_variance="yes")
 

@@ -116,6 +116,7 @@ class Hyperparameters:
             object.__setattr__(self, "prior_alpha", dict(self.prior_alpha))
         if not isinstance(self.tied_variance, (bool, np.bool_)):
             raise SqlnbError(f"tied_variance must be True or False, not {self.tied_variance!r}")
+        object.__setattr__(self, "tied_variance", bool(self.tied_variance))  # numpy's bool is no JSON
         prior = self.class_prior
         if isinstance(prior, Mapping):
             object.__setattr__(self, "class_prior", dict(prior))
