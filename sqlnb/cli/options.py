@@ -163,6 +163,16 @@ def parse_class_prior(text: str | None) -> Any:
     return assignments([text], "--class-prior", float)
 
 
+def parse_prior_alpha(text: str | None) -> Any:
+    """``--prior-alpha A`` (every class) or ``--prior-alpha LABEL=A,...`` (per class; a class
+    left out takes 1, labels matched by their text against the model's classes at fit)."""
+    if text is None or _is_number(text):
+        return None if text is None else float(text)
+    if "=" not in text:
+        raise SqlnbError(f"--prior-alpha takes a number or LABEL=A,... (e.g. --prior-alpha yes=5,no=1), not {text!r}")
+    return assignments([text], "--prior-alpha", float)
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)

@@ -17,6 +17,7 @@ from sqlnb.cli.io import check_new_model, model_str, save
 from sqlnb.cli.options import (_options, alpha_option, assignments, column_options, source_options, data_spec,
                                feature_plan_args, keep_columns_option, kind_options, label_option, model_kind_args,
                                model_kind_option, model_location, model_option, parse_bins, parse_class_prior,
+                               parse_prior_alpha,
                                replace_option, split_list, text_args, text_options, bins_option)
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import data_source
@@ -59,13 +60,18 @@ _fit_flags = _options(
     click.option("--var-smoothing", type=float,
                  help="Gaussian variance floor, fraction of the largest variance (1e-9)."),
     click.option("--class-prior", metavar="fitted|uniform|dirichlet|LABEL=P,...", help="Class prior (default fitted)."),
-    click.option("--prior-alpha", type=float, help="Concentration of the dirichlet class prior (default 1)."),
+    click.option("--prior-alpha", metavar="A|LABEL=A,...",
+                 help="Concentration of the dirichlet class prior: one A, or A per class, e.g. "
+                      "--class-prior dirichlet --prior-alpha yes=5,no=2 (a class left out takes 1; default 1)."),
     click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation."),
     click.option("--unseen", type=click.Choice(UNSEEN),
                  help="Unseen categories: missing (no evidence, default) or bucket."),
     click.option("--structure", type=click.Choice(STRUCTURES),
                  help="naive (default) or tan: tree-augmented naive Bayes (each discrete feature also conditioned "
                       "on one other, a Chow-Liu tree; one more scan)."),
+    click.option("--tied-variance", is_flag=True, default=None,
+                 help="Gaussian features share one variance per feature across classes (the pooled within-class "
+                      "variance): log-odds linear in x, e.g. --tied-variance."),
     keep_columns_option,
     bins_option,
     kind_options,
@@ -82,14 +88,14 @@ def fit_options(command: Callable) -> Callable:
     @functools.wraps(command)
     def with_fit(*args, kind, feature_kind, features, exclude, weight, binarize, keep_columns, bins, alpha,
                  feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen, structure,
-                 shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
+                 tied_variance, shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
                  max_features, select_k, **kwargs):
         # --select-k ranks every discrete feature and bag term together (sqlnb.fit(select_k=))
         text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, None)
         nb_only = {"--bins": parse_bins(bins), "--select-k": select_k, "--alpha": alpha,
                    "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
                    "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
-                   "--norm": norm, "--unseen": unseen, "--structure": structure,
+                   "--norm": norm, "--unseen": unseen, "--structure": structure, "--tied-variance": tied_variance,
                    "--feature-kind": feature_kind or None, "--weight": weight, "--binarize": binarize or None,
                    "text options": text}
         model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
@@ -97,8 +103,8 @@ def fit_options(command: Callable) -> Callable:
         if model_kind == "naive_bayes":
             params = {k: v for k, v in {
                 "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
-                "class_prior": parse_class_prior(class_prior), "prior_alpha": prior_alpha, "norm": norm,
-                "unseen": unseen, "structure": structure,
+                "class_prior": parse_class_prior(class_prior), "prior_alpha": parse_prior_alpha(prior_alpha),
+                "norm": norm, "unseen": unseen, "structure": structure, "tied_variance": tied_variance,
                 "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
             }.items() if v is not None}
             params |= feature_plan_args(kind, feature_kind, features, exclude, weight, binarize) | {"text": text}

@@ -30,24 +30,52 @@ def _listed(classes: list, limit: int = 10) -> str:
 _NONE = object()  # "no such class" (None may be a key)
 
 
-def _from_mapping(prior: Mapping[Any, Any], classes: list) -> list:
+def _from_mapping(prior: Mapping[Any, Any], classes: list, what: str = "the class prior",
+                  default: Any = _NONE) -> list:
     """The mapping's values in class order; a key may be the class or its text (the CLI's
-    ``LABEL=P``)."""
+    ``LABEL=P``). A class the mapping leaves out takes ``default``; without one, every
+    class must be named."""
     by_text = {str(c): c for c in classes}
     found: dict[Any, Any] = {}
     for key, p in prior.items():
         c = key if key in classes else by_text.get(str(key), _NONE)
         if c is _NONE:
-            raise SqlnbError(f"the class prior names {key!r}, which is not a class of the training data"
+            raise SqlnbError(f"{what} names {key!r}, which is not a class of the training data"
                              f"{suggest(str(key), by_text)}; the classes are {_listed(classes)}")
         if c in found:
-            raise SqlnbError(f"the class prior names class {c!r} twice; give each class once")
+            raise SqlnbError(f"{what} names class {c!r} twice; give each class once")
         found[c] = p
     missing = [c for c in classes if c not in found]
-    if missing:
-        raise SqlnbError(f"the class prior must name every class: it gives no probability for {missing[0]!r} "
+    if missing and default is _NONE:
+        raise SqlnbError(f"{what} must name every class: it gives no probability for {missing[0]!r} "
                          f"(the classes are {_listed(classes)})")
-    return [found[c] for c in classes]
+    return [found.get(c, default) for c in classes]
+
+
+def class_alphas(alpha: Any, classes: list) -> np.ndarray:
+    """The Dirichlet concentration α_c of each class prior, in class order, from one number
+    (every class) or a mapping label -> α_c (a key may be the label's text, as the CLI's
+    ``--prior-alpha LABEL=A,...`` gives it). A class the mapping leaves out takes α = 1,
+    the default concentration (a uniform Dirichlet's, Laplace's rule).
+
+    Raises
+    ------
+    SqlnbError
+        A label that is no class (named, with the classes), a class named twice, or an α
+        that is not a finite number >= 0.
+    """
+    if isinstance(alpha, Mapping):
+        values = _from_mapping(alpha, classes, "prior_alpha (--prior-alpha)", default=1.0)
+    else:
+        values = [alpha] * len(classes)
+    out = np.empty(len(classes))
+    for k, (c, a) in enumerate(zip(classes, values)):
+        ok = isinstance(a, (int, float, np.number)) and not isinstance(a, bool) and math.isfinite(a) and a >= 0
+        if not ok:
+            raise SqlnbError(f"prior_alpha (--prior-alpha) of class {c!r} is {a!r}; a Dirichlet concentration "
+                             "must be a finite number >= 0")
+        out[k] = float(a)
+    return out
 
 
 

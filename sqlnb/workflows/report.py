@@ -90,6 +90,14 @@ def _hyperparameters(model) -> dict:
     return {k: v for k, v in meta.items() if k not in skip}
 
 
+def _likelihood(model) -> dict | None:
+    """Training log-likelihood and BIC (naive Bayes; None for other kinds)."""
+    if model.kind != "naive_bayes":
+        return None
+    from sqlnb.models.naive_bayes.likelihood import summary
+    return summary(model)
+
+
 def describe(model, top: int = 5) -> dict:
     """A JSON-ready description: spec, classes, features, hyperparameters, sizes, top
     features and provenance."""
@@ -107,6 +115,7 @@ def describe(model, top: int = 5) -> dict:
                  "parameter_tables": len(tables),
                  "parameter_rows": sum(int(t.num_rows) for t, _ in tables.values())},
         "top_features": top_features(model, top),
+        "likelihood": _likelihood(model),
         "trained": dict(model.report),
         "calibration": model.calibration.describe() if getattr(model, "calibration", None) else None,
         "created": getattr(model, "created", None),
@@ -156,6 +165,9 @@ def show_text(d: dict, provenance: bool = True) -> str:
         lines.append(f"calibrated   {summary(d['calibration'])}")
     lines.append("parameters   " + (", ".join(f"{k}={_value(v)}" for k, v in d["hyperparameters"].items()
                                              if v not in ({}, None)) or "defaults"))
+    if d.get("likelihood"):
+        from sqlnb.models.naive_bayes.likelihood import summary_text
+        lines.append(f"likelihood   {summary_text(d['likelihood'])}")
     size = d["size"]
     lines.append(f"size         {size['features']} features ("
                  + ", ".join(f"{n} {k}" for k, n in kinds.items())

@@ -11,7 +11,9 @@ Class prior (``class_prior``)::
     uniform    −ln K
     {c: p}     ln p_c                              given (or a sequence in class order);
                                                    checked and copied at fit
-    dirichlet  ln (N_c + a) − ln (N + K·a)         a = prior_alpha under the estimator
+    dirichlet  ln (N_c + a_c) − ln (N + Σ a_c)     a_c = prior_alpha (one number, or one
+                                                   α_c per class) under the estimator:
+                                                   α_c (posterior mean), α_c − 1 (MAP), 0 (MLE)
 
 The prior enters every class score once — unless every feature is ``complement``,
 whose score has no prior term (as in scikit-learn's ComplementNB).
@@ -34,7 +36,7 @@ from sqlnb.models.naive_bayes.families.categorical import EXPORT_MAX, INLINE_MAX
 from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
-from sqlnb.models.priors import given_prior, own_prior
+from sqlnb.models.priors import class_alphas, given_prior, own_prior
 from sqlnb.models.naive_bayes import tan, text, wide
 from sqlnb.source import EngineTypes
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
@@ -73,8 +75,11 @@ class Hyperparameters:
         A given prior (a mapping, or one probability per class in sorted class order) is
         validated at fit and kept as the model's own mapping class -> probability
         (:func:`sqlnb.models.priors.given_prior`).
-    prior_alpha : float
-        Dirichlet concentration of the class prior with ``class_prior="dirichlet"``.
+    prior_alpha : float or mapping of label to float
+        Dirichlet concentration of the class prior with ``class_prior="dirichlet"``: one α
+        for every class, or α_c per class (a mapping label -> α_c; a class it leaves out
+        takes 1; kept as the model's own mapping class -> α_c,
+        :func:`sqlnb.models.priors.class_alphas`).
     var_smoothing : float
         Gaussian variance floor, as a fraction of the largest feature variance.
     norm : bool
@@ -85,6 +90,10 @@ class Hyperparameters:
         Naive Bayes, or tree-augmented naive Bayes: discrete features conditioned on the
         class and one parent feature, the tree derived from pair counts the statistics
         must hold (:mod:`sqlnb.models.naive_bayes.tan`).
+    tied_variance : bool
+        Gaussian features take one variance per feature shared by every class, the pooled
+        within-class variance (plus the var_smoothing floor): the class log-odds are then
+        linear in x (:mod:`sqlnb.models.naive_bayes.families.gaussian`).
     """
 
     alpha: float = 1.0
@@ -92,15 +101,22 @@ class Hyperparameters:
     beta: tuple[float, float] | None = None
     estimator: str = "posterior-mean"
     class_prior: Any = "fitted"
-    prior_alpha: float = 1.0
+    prior_alpha: Any = 1.0
     var_smoothing: float = 1e-9
     norm: bool = False
     unseen: str = "missing"
     structure: str = "naive"
+    tied_variance: bool = False
 
     def __post_init__(self):
         # Own copies: a caller mutating its mapping or array later changes nothing here.
         object.__setattr__(self, "feature_alpha", dict(self.feature_alpha))
+        per_class = isinstance(self.prior_alpha, Mapping)
+        if per_class:  # checked against the classes when bound to a model (NaiveBayes._bound)
+            object.__setattr__(self, "prior_alpha", dict(self.prior_alpha))
+        if not isinstance(self.tied_variance, (bool, np.bool_)):
+            raise SqlnbError(f"tied_variance must be True or False, not {self.tied_variance!r}")
+        object.__setattr__(self, "tied_variance", bool(self.tied_variance))  # numpy's bool is no JSON
         prior = self.class_prior
         if isinstance(prior, Mapping):
             object.__setattr__(self, "class_prior", dict(prior))
@@ -114,7 +130,9 @@ class Hyperparameters:
             raise SqlnbError(f"unknown structure {self.structure!r}; choose one of: {', '.join(tan.STRUCTURES)}")
         if self.unseen not in UNSEEN:
             raise SqlnbError(f"unknown unseen-category policy {self.unseen!r}; choose one of: {', '.join(UNSEEN)}")
-        for name, a in [("alpha", self.alpha), *self.feature_alpha.items(), ("prior_alpha", self.prior_alpha)]:
+        alphas = [("alpha", self.alpha), *self.feature_alpha.items()]
+        alphas += [] if per_class else [("prior_alpha", self.prior_alpha)]
+        for name, a in alphas:
             if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 0):
                 raise SqlnbError(f"alpha for {name!r} must be a finite number >= 0, not {a!r}")
         if self.beta is not None:
@@ -141,11 +159,20 @@ class Hyperparameters:
         """The estimator's effective pseudo-count: a (posterior mean), a − 1 (MAP), 0 (MLE)."""
         return {"posterior-mean": a, "map": a - 1.0, "mle": 0.0}[self.estimator]
 
+    def class_pseudo(self, classes: list) -> np.ndarray:
+        """The dirichlet class prior's effective pseudo-count per class, in class order:
+        :meth:`pseudo` of each α_c (``prior_alpha``, one number or per class)."""
+        return np.array([self.pseudo(a) for a in class_alphas(self.prior_alpha, classes)])
+
     def to_dict(self, classes: list) -> dict:
         d = asdict(self)
         d["feature_alpha"] = dict(self.feature_alpha)
         if d["structure"] == "naive":  # the default, and what models saved before it was one hold
             del d["structure"]
+        if not d["tied_variance"]:  # likewise
+            del d["tied_variance"]
+        if isinstance(self.prior_alpha, Mapping):  # JSON keys are text: α_c in class order
+            d["prior_alpha"] = {"per_class": class_alphas(self.prior_alpha, classes).tolist()}
         if not isinstance(self.class_prior, str):
             d["class_prior"] = {"given": [float(p) for p in given_prior(self.class_prior, classes)]}
         return d
@@ -157,6 +184,8 @@ class Hyperparameters:
             d["class_prior"] = dict(zip(classes, d["class_prior"]["given"]))
         if d.get("beta") is not None:
             d["beta"] = tuple(d["beta"])
+        if isinstance(d.get("prior_alpha"), dict):
+            d["prior_alpha"] = dict(zip(classes, d["prior_alpha"]["per_class"]))
         return cls(**d)
 
 
@@ -211,6 +240,9 @@ class NaiveBayes(Model):
                 raise SqlnbError(f"feature_alpha (--feature-alpha) gives {name!r} a pseudo-count, but it is a "
                                  "gaussian feature, which has none; name only categorical, bernoulli, "
                                  "multinomial or complement features")
+        if isinstance(hyper.prior_alpha, Mapping):  # labels checked; the model's own mapping class -> α_c
+            hyper = replace(hyper, prior_alpha=dict(zip(self.classes,
+                                                        class_alphas(hyper.prior_alpha, self.classes).tolist())))
         if isinstance(hyper.class_prior, str):
             return hyper
         return replace(hyper, class_prior=own_prior(hyper.class_prior, self.classes))
@@ -273,8 +305,9 @@ class NaiveBayes(Model):
                 if prior == "uniform":
                     return np.full(len(n), -math.log(len(n)))
                 if prior == "dirichlet":
-                    a = self.hyper.pseudo(self.hyper.prior_alpha)
-                    return log_ratio(n + a, np.full(len(n), n.sum() + a * len(n)), "the class prior")
+                    # (N_c + a_c) / (N + Σ a_c); MAP: a_c = α_c − 1, so the total is N + Σα − K
+                    num = n + self.hyper.class_pseudo(self.classes)
+                    return log_ratio(num, np.full(len(n), num.sum()), "the class prior")
                 if n.sum() <= 0:
                     raise SqlnbError("the fitted class prior needs rows with positive weight")
                 return np.log(n) - math.log(n.sum())
@@ -515,6 +548,17 @@ class NaiveBayes(Model):
         :func:`sqlnb.models.naive_bayes.information.mutual_information`."""
         from sqlnb.models.naive_bayes.information import mutual_information
         return mutual_information(self)
+
+    def log_likelihood(self) -> float:
+        """The training log-likelihood log p(D|θ) under this model's parameters, from the
+        statistics (no data is read): :mod:`sqlnb.models.naive_bayes.likelihood`."""
+        from sqlnb.models.naive_bayes.likelihood import log_likelihood
+        return log_likelihood(self)
+
+    def bic(self) -> float:
+        """−2 log p(D|θ) + k ln N: :func:`sqlnb.models.naive_bayes.likelihood.bic`."""
+        from sqlnb.models.naive_bayes.likelihood import bic
+        return bic(self)
 
     # -- combining statistics -----------------------------------------------------------
     def merge(self, other: "NaiveBayes | Statistics", decay: float | None = None) -> "NaiveBayes":

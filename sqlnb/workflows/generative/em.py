@@ -82,9 +82,9 @@ def _log_prior_penalty(model: NaiveBayes) -> float:
                 if a:
                     total += a * float(np.sum(p))
     if hp.class_prior == "dirichlet":
-        a = hp.pseudo(hp.prior_alpha)
-        if a:
-            total += a * float(np.sum(model.class_log_prior()))
+        a = hp.class_pseudo(model.classes)
+        used = a != 0  # a_c = 0 adds nothing, and 0 · ln 0 must not become NaN
+        total += float(np.sum(a[used] * model.class_log_prior()[used]))
     return total
 
 

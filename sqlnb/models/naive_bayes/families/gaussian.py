@@ -7,6 +7,15 @@
     var_cj   = Σ w (x − θ_cj)² / Σ w + ε                population variance
     term_cj  = −½ ln(2π·var_cj) − ½ (x − θ_cj)² / var_cj
 
+With ``tied_variance`` every class shares one variance per feature, the pooled
+within-class variance (the diagonal of LDA's tied covariance, seed 003's "covariance
+matrices tied or shared across classes")::
+
+    var_j    = Σ_c Σ w (x − θ_cj)² / Σ_c Σ w + ε       = Σ_c M2_cj / Σ_c n_cj + ε
+
+so in a class log-odds term_aj − term_bj the ``x²/(2 var_j)`` parts cancel and it is
+linear in x: ``x (θ_aj − θ_bj)/var_j − (θ_aj² − θ_bj²)/(2 var_j)``.
+
 The ``(x − θ)²/var`` form is kept on purpose: expanding it into ``a·x² + b·x + c``
 cancels badly when |x| ≫ σ. A class in which a feature is always NULL has no estimate
 of its own; it uses the feature's pooled (all-class) mean and variance, so the feature
@@ -137,6 +146,10 @@ class Gaussian(Family):
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = np.where(s.n > 0, s.mean, pmean)
                 var = np.where(s.n > 0, s.m2 / np.where(s.n > 0, s.n, 1.0), pm2 / pn if pn > 0 else 0.0) + eps
+            if hp.tied_variance:  # pooled within-class: Σ_c M2_c / Σ_c n_c (weighted), for every class
+                total = float(np.sum(s.n))
+                within = float(np.sum(s.m2)) / total if total > 0 else (pm2 / pn if pn > 0 else 0.0)
+                var = np.full(len(s.n), within + eps)
             if pn == 0:
                 raise SqlnbError(f"column {f.name!r} has no non-NULL value in the training data; exclude it")
             if np.any(var <= 0):
