@@ -131,6 +131,12 @@ class Pairs:
     def take(self, idx) -> "Pairs":
         return self._map(lambda p: p.take(idx))
 
+    def restricted(self, keep) -> "Pairs":
+        """The pair counts among the tree features in ``keep`` (what a fit on a subset of
+        the features counts: :meth:`NaiveBayes.select`)."""
+        return Pairs([f for f in self.features if f in keep],
+                     {k: v for k, v in self.cells.items() if k[0] in keep and k[1] in keep})
+
     def merge(self, other: "Pairs") -> "Pairs":
         if list(self.features) != list(other.features):
             raise SqlnbError(f"cannot merge pair counts of different tree features: {self.features} and "
