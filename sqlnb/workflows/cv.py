@@ -528,7 +528,7 @@ def cross_validate(
         raise SqlnbError(f"unknown scoring {scoring!r}; choose one of: {', '.join(SCORING)}")
     points = expand_grid(grid)
     allowed = GRID_PARAMETERS[model]
-    for name in {n for p in points for n in p} | (set(options) - {"kind", "feature_kinds", "binarize", "weight"}
+    for name in {n for p in points for n in p} | (set(options) - {"kind", "feature_kinds", "binarize", "bins", "weight"}
                                                    if model == "naive_bayes" else set(options)):
         if name not in allowed:
             raise SqlnbError(f"{name!r} is not a parameter of model {model!r}{suggest(name, allowed)}; "

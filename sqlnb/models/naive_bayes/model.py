@@ -292,7 +292,8 @@ class NaiveBayes(Model):
                                  f"its features are: {', '.join(index)}")
         keep = set(names)
         features = [f for f in self.features if f.name in keep]
-        stats = replace(self.stats, features={f.name: self.stats.features[f.name] for f in features})
+        stats = replace(self.stats, features={f.name: self.stats.features[f.name] for f in features},
+                        pairs=None if self.stats.pairs is None else self.stats.pairs.restricted(keep))
         hyper = replace(self.hyper, feature_alpha={k: v for k, v in self.hyper.feature_alpha.items() if k in keep})
         return NaiveBayes(self.label, self.label_type, features, stats, hyper, self.report, self.weight)
 

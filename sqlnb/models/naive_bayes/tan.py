@@ -11,8 +11,10 @@ rows, tree included.
 
 Tree features are the discrete ones: categorical columns of at most
 :data:`~sqlnb.models.naive_bayes.families.categorical.INLINE_MAX` values (their scoring
-lookup is inlined, so no join reorders rows) and Bernoulli columns (values absent /
-present); any feature with per-(class, value) counts fits this scheme. Gaussian,
+lookup is inlined, so no join reorders rows), Bernoulli columns (values absent /
+present) and binned columns (``bins="mdl"`` etc.: their bin numbers, the values their
+per-(class, bin) counts are kept by, as Friedman et al. discretised continuous
+attributes before building the tree); any feature with per-(class, value) counts fits this scheme. Gaussian,
 multinomial and complement columns, token bags and larger vocabularies stay naive
 (conditioned on the class only) in the same model.
 
@@ -30,8 +32,8 @@ the tree is deterministic.
 Parameters, smoothed like the child's own family with the estimator's pseudo-count α
 (posterior mean α, MAP α − 1, MLE 0; Bernoulli β₁, β₀)::
 
-    categorical child   p(u | c, v) = (n(c, v, u) + α) / (n(c, v) + α·n_j)
-    Bernoulli child     p(1 | c, v) = (n(c, v, 1) + β₁) / (n(c, v) + β₁ + β₀)
+    categorical or binned child   p(u | c, v) = (n(c, v, u) + α) / (n(c, v) + α·n_j)
+    Bernoulli child               p(1 | c, v) = (n(c, v, 1) + β₁) / (n(c, v) + β₁ + β₀)
 
 with n_j the child's number of training values, and n(c, v) = Σ_u n(c, v, u). A
 (class, parent value) with no pseudo-count and no rows (0/0, MLE or MAP with α = 1)
@@ -131,6 +133,12 @@ class Pairs:
     def take(self, idx) -> "Pairs":
         return self._map(lambda p: p.take(idx))
 
+    def restricted(self, keep) -> "Pairs":
+        """The pair counts among the tree features in ``keep`` (what a fit on a subset of
+        the features counts: :meth:`NaiveBayes.select`)."""
+        return Pairs([f for f in self.features if f in keep],
+                     {k: v for k, v in self.cells.items() if k[0] in keep and k[1] in keep})
+
     def merge(self, other: "Pairs") -> "Pairs":
         if list(self.features) != list(other.features):
             raise SqlnbError(f"cannot merge pair counts of different tree features: {self.features} and "
@@ -145,13 +153,14 @@ class Pairs:
 
 
 def eligible(features: Sequence[Feature], stats: Mapping[str, Any]) -> list[Feature]:
-    """The tree features: Bernoulli columns and categorical ones of at most
-    :data:`INLINE_MAX` (and at least one) training values; token bags excluded."""
+    """The tree features: Bernoulli columns, binned columns (by their bin numbers) and
+    categorical ones of at most :data:`INLINE_MAX` (and at least one) training values; token
+    bags excluded."""
     out = []
     for f in features:
         if f.bag is not None:
             continue
-        if f.kind == "bernoulli" or (f.kind == "categorical" and 0 < len(stats[f.name].values) <= INLINE_MAX):
+        if f.kind in ("bernoulli", "binned") or (f.kind == "categorical" and 0 < len(stats[f.name].values) <= INLINE_MAX):
             out.append(f)
     return out
 
@@ -165,6 +174,8 @@ def _fit_value(f: Feature) -> exp.Expression:
     """The value a pair is counted by: the category, or Bernoulli presence (NULL stays NULL)."""
     if f.kind == "categorical":
         return sql.col(f.name, "src")
+    if f.kind == "binned":  # the bin number 0 … B−1, the value its counts are kept by
+        return REGISTRY["binned"].bin_index(f, scoring=False)
     x = REGISTRY["bernoulli"].value(f)
     return exp.Case(ifs=[exp.If(this=exp.Is(this=x, expression=exp.Null()), true=exp.Null())],
                     default=exp.GT(this=x.copy(), expression=sql.dbl(f.threshold)))
@@ -381,6 +392,8 @@ def _position(f: Feature, values: list, dialect: str | None, input_type: str | N
         return exp.Case(ifs=[exp.If(this=exp.Is(this=x, expression=exp.Null()), true=exp.Null()),
                              exp.If(this=fam.present(f, scoring=True), true=exp.Literal.number(1))],
                         default=exp.Literal.number(0))
+    if f.kind == "binned":  # bins are numbered 0 … B−1, their positions among the values
+        return REGISTRY["binned"].bin_index(f, scoring=True)
     if not values:
         return exp.Null()
     if dialect == "duckdb":  # enum_code is as narrow as the ENUM (UINT8): widen before position arithmetic
