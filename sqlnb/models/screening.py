@@ -122,9 +122,11 @@ def screen(engine: Any, source: Source, columns: Sequence[str],
     aggregates: list[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True)]
     for j, c in enumerate(columns):
         x = sql.col(c, "s")
+        # PostgreSQL has no MIN/MAX of a BOOLEAN: compared as 0/1 there and everywhere.
+        v = exp.Cast(this=x.copy(), to=exp.DataType.build("int")) if source.columns[c].upper() == "BOOLEAN" else x
         aggregates += [exp.alias_(exp.Count(this=x), f"c{j}", quoted=True),
-                       exp.alias_(exp.Min(this=x.copy()), f"lo{j}", quoted=True),
-                       exp.alias_(exp.Max(this=x.copy()), f"hi{j}", quoted=True)]
+                       exp.alias_(exp.Min(this=v.copy()), f"lo{j}", quoted=True),
+                       exp.alias_(exp.Max(this=v.copy()), f"hi{j}", quoted=True)]
     row = engine.execute(exp.select(*aggregates).from_(sample, copy=False))[0]
     n = int(row[0])
     if n < MIN_ROWS:
