@@ -93,3 +93,101 @@ def test_below_the_threshold_the_per_term_shape_stays():
     rng = np.random.default_rng(3)
     table = pa.table({**{f"x{j}": rng.normal(size=50) for j in range(WIDE_MIN - 1)}, "y": rng.integers(0, 2, 50)})
     assert "list_dot_product" not in sqlnb.fit(table, "y", kind="gaussian").to_sql(source="t").lower()
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "bernoulli"])
+def test_a_nan_value_is_missing_when_scoring(kind):
+    """NaN in the rows scored is a missing value, as NULL is (the lists hold x − r and
+    x − t; the lambdas read NaN as missing): the probabilities leave that term out."""
+    X, y, table = _data(kind, nulls=False, seed=4)
+    m = sqlnb.fit(table, "y", kind=kind, exclude=["id"])
+    rng = np.random.default_rng(5)
+    Xn = X.copy()
+    Xn[rng.random(X.shape) < 0.05] = np.nan
+    nan_table = pa.table({"id": np.arange(N), **{f"x{j}": Xn[:, j] for j in range(F)}, "y": y})  # NaN, not NULL
+    assert pa.compute.sum(pa.compute.is_nan(nan_table["x0"])).as_py() > 0
+    p, _ = _proba(m, nan_table)
+    np.testing.assert_allclose(p, softmax(_numpy_jll(m, Xn, kind), axis=1), rtol=0, atol=1e-9)
+
+
+def test_a_wide_bernoulli_threshold_is_the_one_scikit_learn_uses():
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 2, N)
+    X = rng.normal(size=(N, F)) + 0.3 * y[:, None]
+    X[:5, :] = 0.25  # values equal to the threshold are absent (x > t, as BernoulliNB)
+    table = pa.table({"id": np.arange(N), **{f"x{j}": X[:, j] for j in range(F)}, "y": y})
+    m = sqlnb.fit(table, "y", kind="bernoulli", binarize=0.25, exclude=["id"])
+    assert "list_dot_product" in m.to_sql(source="t").lower()
+    p, _ = _proba(m, table)
+    np.testing.assert_allclose(p, BernoulliNB(alpha=1.0, binarize=0.25).fit(X, y).predict_proba(X), rtol=0, atol=1e-9)
+
+
+def _mixed_table(seed: int = 7):
+    """Wide Gaussian and Bernoulli columns with NULLs, a categorical and a text column,
+    an integer column and unlabelled rows."""
+    rng = np.random.default_rng(seed)
+    n = 240
+    y = rng.integers(0, 3, n).astype(object)
+    y[:7] = None
+    cols = {}
+    for j in range(WIDE_MIN):
+        x = 50.0 + rng.normal(size=n) * (1 + 0.1 * j % 3)
+        cols[f"g{j}"] = pa.array(x, mask=rng.random(n) < 0.04)
+    for j in range(12):
+        cols[f"b{j}"] = pa.array(rng.random(n) < 0.4, mask=rng.random(n) < 0.04)
+    cols["i"] = pa.array(rng.integers(0, 5, n))
+    cols["c"] = pa.array(rng.choice(["a", "b", "c"], n))
+    cols["const"] = pa.array(np.where(np.arange(n) % 2 == 0, 3.0, 3.0))  # constant: M2 redone exactly
+    return pa.table({**cols, "y": pa.array(list(y), pa.int64())})
+
+
+def _fitted_statistics(model):
+    st = model.stats
+    out = {"classes": list(st.classes), "n": np.asarray(st.class_n, float), "null": st.null_label_rows}
+    for name, s in st.features.items():
+        out[name] = {k: np.asarray(v, float) for k, v in vars(s).items() if isinstance(v, np.ndarray)}
+    return out
+
+
+def _assert_same_statistics(a, b):
+    assert a["classes"] == b["classes"] and a["null"] == b["null"] == 7
+    np.testing.assert_array_equal(a["n"], b["n"])
+    assert a.keys() == b.keys()
+    for name in a:
+        if isinstance(a[name], dict):
+            for k in a[name]:
+                np.testing.assert_allclose(a[name][k], b[name][k], rtol=1e-12, atol=1e-12, err_msg=f"{name}.{k}")
+
+
+def test_the_long_statistics_equal_the_one_pass_query(monkeypatch):
+    """From WIDE_MIN Gaussian and Bernoulli columns DuckDB aggregates them in the long
+    shape (wide.long_statistics_query); the statistics are those of the one-pass query
+    (sums added in another order: equal to 1e-12), with other kinds of feature beside
+    them, unlabelled rows, and per cross-validation fold."""
+    from sqlnb.models.naive_bayes import wide as wide_module
+    table = _mixed_table()
+    kinds = {"i": "categorical"}
+    long_model = sqlnb.fit(table, "y", feature_kinds=kinds, var_smoothing=1e-9, keep_columns=["const"])
+    long_cv = sqlnb.cross_validate(table, "y", folds=3, feature_kinds=kinds)
+    monkeypatch.setattr(wide_module, "WIDE_MIN", 10 ** 9)
+    narrow_model = sqlnb.fit(table, "y", feature_kinds=kinds, var_smoothing=1e-9, keep_columns=["const"])
+    narrow_cv = sqlnb.cross_validate(table, "y", folds=3, feature_kinds=kinds)
+    _assert_same_statistics(_fitted_statistics(long_model), _fitted_statistics(narrow_model))
+    assert {f.kind for f in long_model.features} == {"gaussian", "bernoulli", "categorical"}
+    (a,), (b,) = long_cv.results, narrow_cv.results
+    np.testing.assert_allclose(a["log_loss"], b["log_loss"], rtol=1e-9)
+    assert a["accuracy"] == b["accuracy"] and len(a["accuracy"]) == 3
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_wide_fit_names_a_nan_or_infinite_value(bad):
+    X, y, table = _data("gaussian", nulls=False, seed=8)
+    col = X[:, 5].copy()
+    col[3] = bad
+    with pytest.raises(sqlnb.SqlnbError, match=r"column 'x5' .* holds 1 NaN or infinite value"):
+        sqlnb.fit(table.set_column(6, "x5", pa.array(col)), "y", kind="gaussian", exclude=["id"])
+    Xb, yb, tb = _data("bernoulli", nulls=False, seed=8)
+    colb = Xb[:, 5].copy()
+    colb[3] = bad
+    with pytest.raises(sqlnb.SqlnbError, match=r"column 'x5' .* holds NaN or infinite values"):
+        sqlnb.fit(tb.set_column(6, "x5", pa.array(colb)), "y", kind="bernoulli", exclude=["id"])

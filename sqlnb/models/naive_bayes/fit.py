@@ -32,6 +32,8 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
 from sqlnb.models.naive_bayes.binning import mdl_edges, quantile_edges, quantile_query, split_bins
 from sqlnb.models.naive_bayes import tan
+from sqlnb.models.naive_bayes import wide
+from sqlnb.models.naive_bayes.wide import long_features, long_rows, long_shift_query, long_statistics_query
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
 from sqlnb.stats import Statistics, _sort_key, census_query, nonfinite_values, overflow_error
@@ -183,11 +185,15 @@ def gaussian_shifts(engine: Engine, source: Source, features: Sequence[Feature])
     ``LIMIT`` read stops after the first row groups of a table or Parquet file. NULL
     (no value there) or a non-finite mean gives K = 0; the scan reports NaN/inf itself.
     """
-    q = shift_query(source, features)
-    if q is None:
+    gauss = _gaussian(features)
+    if not gauss:
         return {}
-    row = engine.execute(q)[0]
-    return {f.name: round_shift(row[2 * j], row[2 * j + 1]) for j, f in enumerate(_gaussian(features))}
+    if engine.dialect == "duckdb" and len(gauss) >= wide.WIDE_MIN:  # one AVG, STDDEV_POP per column: the long shape
+        got = {r[0]: r[1:] for r in engine.execute(long_shift_query(source, gauss, SHIFT_ROWS))}
+        row = [v for j in range(len(gauss)) for v in got.get(j, (None, None))]
+    else:
+        row = engine.execute(shift_query(source, features))[0]
+    return {f.name: round_shift(row[2 * j], row[2 * j + 1]) for j, f in enumerate(gauss)}
 
 
 def round_shift(mean: Any, sd: Any) -> float:
@@ -239,6 +245,33 @@ def statistics_query(source: Source, label: str, weight: str | None, features: S
         cols.append(exp.alias_(group, "g", quoted=True))
         keys.append(group.copy())
     return exp.select(*cols).from_(source.from_("src"), copy=False).group_by(*keys, copy=False)
+
+
+def _statistics_rows(engine: Engine, source: Source, label: str, weight: str | None, features: Sequence[Feature],
+                     histogram: bool, shifts: Mapping[str, float], group: exp.Expression | None = None) -> list[tuple]:
+    """The rows of :func:`statistics_query`: from that query, or, for a wide unweighted
+    model in DuckDB, its Gaussian and Bernoulli sums from the long shape
+    (:func:`sqlnb.models.naive_bayes.wide.long_statistics_query`) and the other
+    features' from the one-pass query over those alone, assembled in the same layout."""
+    wide = long_features(features, shifts) if engine.dialect == "duckdb" and weight is None else []
+    if not wide:
+        return engine.execute(statistics_query(source, label, weight, features, histogram, group, shifts))
+    longs = long_rows(wide, engine.execute(long_statistics_query(source, label, wide, shifts, group)), group is not None)
+    listed = {f.name for f in wide}
+    others = [f for f in features if f.name not in listed]
+    narrow: dict[tuple, dict] = {}
+    if others:
+        for r in engine.execute(statistics_query(source, label, None, others, histogram, group, shifts)):
+            pos, aggs = 2, {}
+            for f in others:
+                width = len(_aggregates(f, None, histogram, shifts))
+                aggs[f.name], pos = r[pos:pos + width], pos + width
+            narrow[(r[0], r[-1]) if group is not None else (r[0],)] = aggs
+    out = []
+    for key, (n, aggs) in longs.items():
+        aggs = {**aggs, **narrow.get(key, {})}
+        out.append((key[0], n, *[a for f in features for a in aggs[f.name]], *key[1:]))
+    return out
 
 
 def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],
@@ -313,7 +346,7 @@ def collect_statistics(
     engine = as_engine(con)
     histogram = engine.dialect == "duckdb"  # histogram() is DuckDB's own aggregate
     shifts = gaussian_shifts(engine, source, features)
-    rows = engine.execute(statistics_query(source, label, weight, features, histogram, shifts=shifts))
+    rows = _statistics_rows(engine, source, label, weight, features, histogram, shifts)
     stats = _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows, shifts)
     # token bags: one GROUP BY label, token each (sqlnb.models.naive_bayes.text)
     collect_bags(engine, source, label, weight, features, stats.classes, stats.features)
@@ -340,7 +373,7 @@ def collect_statistics_by(
     engine = as_engine(con)
     histogram = engine.dialect == "duckdb"
     shifts = gaussian_shifts(engine, source, features)
-    rows = engine.execute(statistics_query(source, label, None, features, histogram, group, shifts))
+    rows = _statistics_rows(engine, source, label, None, features, histogram, shifts, group)
     by_group: dict[Any, list] = {}
     for r in rows:
         by_group.setdefault(r[-1], []).append(r[:-1])
