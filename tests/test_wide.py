@@ -191,3 +191,42 @@ def test_a_wide_fit_names_a_nan_or_infinite_value(bad):
     colb[3] = bad
     with pytest.raises(sqlnb.SqlnbError, match=r"column 'x5' .* holds NaN or infinite values"):
         sqlnb.fit(tb.set_column(6, "x5", pa.array(colb)), "y", kind="bernoulli", exclude=["id"])
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "bernoulli"])
+def test_ten_thousand_columns_fit_and_score_like_scikit_learn(kind):
+    """Issue 16: 10,000 feature columns fit on 2,000 rows and score 2,000 others, with
+    scikit-learn's probabilities within 1e-9, by the exported SQL text run in a fresh
+    DuckDB connection with default settings (no max_expression_depth).
+
+    About 10 s to fit and 9 s to score each on this machine (fit used to take 359 s for
+    Gaussian columns and scoring 76 s for Bernoulli ones: sqlnb/models/naive_bayes/wide.py).
+    The scored rows are new rows of the same distribution, where most probabilities are
+    far from 0 and 1 (a check of the digits, not only of the argmax)."""
+    F_WIDE, n = 10_000, 2_000
+    rng = np.random.default_rng(11)
+
+    def rows(y):
+        if kind == "gaussian":
+            return 1000.0 + rng.normal(size=(n, F_WIDE)) + 0.002 * y[:, None]
+        return (rng.random((n, F_WIDE)) < 0.3 + 0.002 * y[:, None]).astype(np.int8)
+
+    y, y_new = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    X, X_new = rows(y), rows(y_new)
+    con = duckdb.connect()
+    con.register("train_arrow", pa.table({**{f"x{j}": X[:, j] for j in range(F_WIDE)}, "y": y}))
+    con.register("new_arrow", pa.table({"id": np.arange(n), **{f"x{j}": X_new[:, j] for j in range(F_WIDE)}}))
+    con.execute("CREATE TABLE train AS SELECT * FROM train_arrow")
+    con.execute("CREATE TABLE new_rows AS SELECT * FROM new_arrow")
+    m = sqlnb.fit("train", "y", con=con, kind=kind)
+    assert len(m.features) == F_WIDE
+    query = m.to_sql(source="new_rows", outputs=("proba",))  # pasted as a subquery, as an analyst would
+    fresh = duckdb.connect()
+    fresh.register("new_rows", con.table("new_rows").arrow())
+    got = fresh.execute(f"SELECT id, {', '.join(f'proba_{c}' for c in m.classes)} FROM ({query}) AS s").fetchnumpy()
+    np.testing.assert_array_equal(got["id"], np.arange(n))  # one row out per row in, in order
+    sk = (GaussianNB() if kind == "gaussian" else BernoulliNB(alpha=1.0)).fit(X, y)
+    expected = sk.predict_proba(X_new)
+    p = np.column_stack([got[f"proba_{c}"] for c in m.classes])
+    np.testing.assert_allclose(p, expected, rtol=0, atol=1e-9)
+    assert np.mean((expected[:, 1] > 1e-6) & (expected[:, 1] < 1 - 1e-6)) > 0.9
