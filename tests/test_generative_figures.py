@@ -64,3 +64,16 @@ def test_docs_show_these_figures(computed):
         gf.DOC.write_text(gf.replaced(text, "tested", table))
         return
     assert shown == table, f"the figures in {gf.DOC.name} differ from what this test computes:\n{table}"
+
+
+def test_the_published_comparison_quotes_these_figures(computed):
+    """The page's table beside the published naive Bayes figures restates the tested CV
+    errors as accuracies: it must follow them."""
+    gf, _, _, cv = computed
+    lines = gf.DOC.read_text().splitlines()
+    for name in ("votes", "iris"):
+        row = [ln for ln in lines if ln.startswith(f"| {name} | ") and "-fold" in ln]
+        assert len(row) == 1, (name, row)
+        cells = [c.strip() for c in row[0].strip("|").split("|")]
+        assert cells[2].startswith(f"{100 * (1 - cv[name]['naive']):.2f} %"), cells
+        assert cells[3].startswith(f"{100 * (1 - cv[name]['tan']):.2f} %"), cells
