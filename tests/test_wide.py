@@ -230,3 +230,32 @@ def test_ten_thousand_columns_fit_and_score_like_scikit_learn(kind):
     p = np.column_stack([got[f"proba_{c}"] for c in m.classes])
     np.testing.assert_allclose(p, expected, rtol=0, atol=1e-9)
     assert np.mean((expected[:, 1] > 1e-6) & (expected[:, 1] < 1 - 1e-6)) > 0.9
+
+
+def _screened(table, **kw) -> list[str]:
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sqlnb.fit(table, "y", **kw)
+    return sorted(str(w.message) for w in caught if "left out column" in str(w.message))
+
+
+@pytest.mark.parametrize("only_exact", [False, True])
+def test_screening_in_the_long_shape_leaves_out_the_same_columns(monkeypatch, only_exact):
+    """From LONG_MIN numeric columns DuckDB screens them in the long shape: the same
+    columns are left out for the same reasons (constant, all NULL, integer IDs), with the
+    other columns (64-bit integers, text) screened beside them or without any."""
+    from sqlnb.models import screening
+    rng = np.random.default_rng(9)
+    n = 300
+    cols = {f"g{j}": rng.normal(size=n) for j in range(screening.LONG_MIN)}
+    cols.update({"const": np.full(n, 2.0), "cint": np.full(n, 7, dtype=np.int32), "id32": np.arange(n, dtype=np.int32),
+                 "b": rng.random(n) < 0.5, "bconst": np.ones(n, dtype=bool), "allnull": pa.nulls(n, pa.float64())})
+    if not only_exact:
+        cols.update({"idbig": np.arange(n, dtype=np.int64) + 2 ** 60, "txt": [f"t{i}" for i in range(n)]})
+    table = pa.table({**cols, "y": rng.integers(0, 2, n)})
+    long = _screened(table)
+    monkeypatch.setattr(screening, "LONG_MIN", 10 ** 9)
+    assert long == _screened(table)
+    left_out = {line.split("'")[1] for line in long}
+    assert left_out == {"const", "cint", "id32", "bconst", "allnull"} | (set() if only_exact else {"idbig", "txt"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import gc
 import math
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from sqlglot import exp
 
@@ -171,3 +171,32 @@ def greatest(items: list[exp.Expression]) -> exp.Expression:
     if len(items) == 1:
         return items[0]
     return exp.Greatest(this=items[0], expressions=items[1:], ignore_nulls=True)
+
+
+def long_select(from_: exp.Expression, keys: Sequence[tuple[str, exp.Expression]], values: exp.Array,
+                aggregates: Callable[[exp.Expression], list[exp.Expression]],
+                limit: int | None = None) -> exp.Select:
+    """``SELECT keys…, j, aggregates(v) … GROUP BY keys…, j`` over each row of ``from_``
+    (aliased ``src``) with its ``values`` unnested to (``j``, ``v``), ``j`` counting from 0
+    (DuckDB): the long shape, for queries over thousands of columns.
+
+    DuckDB's planner time grows quadratically with the number of repeated
+    sub-expressions in one SELECT (a few thousand ``SUM(x − K), SUM((x − K)·(x − K))``
+    took minutes), while a list that names each column once and is unnested stays linear.
+    The list is built in a subquery and unnested above it: UNNEST of the list constructor
+    itself took 38 s for 10,000 columns x 2,000 rows, of the subquery's column 1.7 s
+    (DuckDB 2.0). ``limit`` reads only the first rows of ``from_``."""
+    names = [k for k, _ in keys]
+    lists = exp.select(*[exp.alias_(e, k, quoted=True) for k, e in keys],
+                       exp.alias_(values, "l", quoted=True)).from_(from_, copy=False)
+    if limit is not None:
+        lists = lists.limit(limit, copy=False)
+    rows = exp.select(*[exp.column(k, quoted=True) for k in names],
+                      exp.alias_(exp.Unnest(expressions=[exp.column("l", quoted=True)]), "v", quoted=True),
+                      exp.alias_(exp.Unnest(expressions=[exp.Anonymous(this="range", expressions=[
+                          exp.Literal.number(len(values.expressions))])]), "j", quoted=True)
+                      ).from_(exp.Subquery(this=lists, alias=exp.TableAlias(this=ident("w"))), copy=False)
+    group = names + ["j"]
+    return (exp.select(*[exp.column(k, quoted=True) for k in group], *aggregates(exp.column("v", quoted=True)))
+            .from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=ident("u"))), copy=False)
+            .group_by(*[exp.column(k, quoted=True) for k in group], copy=False))

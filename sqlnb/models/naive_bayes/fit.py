@@ -153,6 +153,22 @@ def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool,
     return family_for(f).aggregates(f, w)
 
 
+def _widths(features: Sequence[Feature], weighted: bool, histogram: bool,
+            shifts: Mapping[str, float] | None) -> list[int]:
+    """How many aggregates :func:`_aggregates` gives each feature, to split a result row.
+    Features alike but for their name have the same number: each kind of feature is built
+    once (building 10,000 Gaussian columns' aggregates only to count them took 5 s)."""
+    w = sql.dbl(1.0) if weighted else None
+    seen: dict[tuple, int] = {}
+    out = []
+    for f in features:
+        key = (repr(replace(f, name="")), shifts is not None and f.name in shifts)
+        if key not in seen:
+            seen[key] = len(_aggregates(f, w, histogram, shifts))
+        out.append(seen[key])
+    return out
+
+
 #: Rows read to choose each Gaussian column's shift (see :func:`gaussian_shifts`).
 SHIFT_ROWS = 4096
 
@@ -261,10 +277,10 @@ def _statistics_rows(engine: Engine, source: Source, label: str, weight: str | N
     others = [f for f in features if f.name not in listed]
     narrow: dict[tuple, dict] = {}
     if others:
+        widths = _widths(others, False, histogram, shifts)
         for r in engine.execute(statistics_query(source, label, None, others, histogram, group, shifts)):
             pos, aggs = 2, {}
-            for f in others:
-                width = len(_aggregates(f, None, histogram, shifts))
+            for f, width in zip(others, widths):
                 aggs[f.name], pos = r[pos:pos + width], pos + width
             narrow[(r[0], r[-1]) if group is not None else (r[0],)] = aggs
     out = []
@@ -433,9 +449,8 @@ def _statistics_from_rows(engine, source, label, features, weight, min_classes, 
     feats: dict[str, Any] = {}
     inexact: list[Feature] = []
     pos = off
-    for f in features:
+    for f, n_aggs in zip(features, _widths(features, bool(weight), histogram, shifts)):
         fam = family_for(f)
-        n_aggs = len(_aggregates(f, sql.dbl(1.0) if weight else None, histogram, shifts))
         values = [r[pos:pos + n_aggs] for r in rows]
         pos += n_aggs
         if shifts is not None and f.name in shifts:

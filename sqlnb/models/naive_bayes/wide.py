@@ -82,42 +82,18 @@ def long_statistics_query(source: Source, label: str, features: Sequence[Feature
     the sums :func:`long_rows` turns into the one-pass query's aggregates."""
     values = _differences(features, [shifts[f.name] if f.kind == "gaussian" else f.threshold for f in features])
     keys = [("k", sql.col(label, "src"))] + ([("g", group.copy())] if group is not None else [])
-    return long_select(source, keys, values, lambda v: [
+    return sql.long_select(source.from_("src"), keys, values, lambda v: [
         exp.Count(this=exp.Star()), exp.Count(this=v.copy()), exp.Sum(this=v.copy()),
         exp.Sum(this=exp.Mul(this=v.copy(), expression=v.copy())),
         exp.CountIf(this=exp.GT(this=v.copy(), expression=sql.dbl(0.0)))])
-
-
-def long_select(source: Source, keys: Sequence[tuple[str, exp.Expression]], values: exp.Array,
-                aggregates, limit: int | None = None) -> exp.Select:
-    """``SELECT keys…, j, aggregates(v) … GROUP BY keys…, j`` over each source row's
-    ``values`` unnested to (``j``, ``v``), ``j`` counting from 0: the long shape, in which
-    a query over thousands of columns stays linear in their number. ``limit`` reads only
-    the first rows of the source."""
-    names = [k for k, _ in keys]
-    lists = exp.select(*[exp.alias_(e, k, quoted=True) for k, e in keys],
-                       exp.alias_(values, "l", quoted=True)).from_(source.from_("src"), copy=False)
-    if limit is not None:
-        lists = lists.limit(limit, copy=False)
-    # the list is built in a subquery and unnested above it: UNNEST of the list
-    # constructor itself took 38 s for 10,000 columns x 2,000 rows, of the subquery's
-    # column 1.7 s (DuckDB 2.0)
-    rows = exp.select(*[exp.column(k, quoted=True) for k in names],
-                      exp.alias_(exp.Unnest(expressions=[exp.column("l", quoted=True)]), "v", quoted=True),
-                      exp.alias_(exp.Unnest(expressions=[exp.Anonymous(this="range", expressions=[
-                          exp.Literal.number(len(values.expressions))])]), "j", quoted=True)
-                      ).from_(exp.Subquery(this=lists, alias=exp.TableAlias(this=sql.ident("w"))), copy=False)
-    group = names + ["j"]
-    return (exp.select(*[exp.column(k, quoted=True) for k in group], *aggregates(exp.column("v", quoted=True)))
-            .from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=sql.ident("u"))), copy=False)
-            .group_by(*[exp.column(k, quoted=True) for k in group], copy=False))
 
 
 def long_shift_query(source: Source, features: Sequence[Feature], limit: int) -> exp.Select:
     """``(column number, AVG(x), STDDEV_POP(x))`` over the first ``limit`` rows: the
     shift query (fit.gaussian_shifts) in the long shape."""
     values = exp.Array(expressions=[REGISTRY["gaussian"].value(f) for f in features])
-    return long_select(source, [], values, lambda v: [exp.Avg(this=v.copy()), exp.StddevPop(this=v.copy())], limit)
+    return sql.long_select(source.from_("src"), [], values,
+                           lambda v: [exp.Avg(this=v.copy()), exp.StddevPop(this=v.copy())], limit)
 
 
 def long_rows(features: Sequence[Feature], rows: Sequence[Sequence[Any]], grouped: bool) -> dict[tuple, tuple]:
