@@ -96,3 +96,19 @@ def test_cli_prior_alpha_per_class(tmp_path):
     assert_error(invoke("fit", tmp_path / "t.parquet", "--label", "y", "--prior-alpha", "1=x",
                         "--model", f"{db}:bad"), "is not a number")
     assert "--prior-alpha yes=5,no=2" in invoke("fit", "--help").stdout
+
+
+def test_cli_prior_alpha_alone_sets_the_dirichlet_prior(tmp_path):
+    """--prior-alpha without --class-prior is the dirichlet prior it parameterises (it used
+    to be ignored silently under the default fitted prior); with another --class-prior it
+    is refused in one line."""
+    pq.write_table(TABLE, tmp_path / "t.parquet")
+    db = f"{tmp_path}/m.duckdb"
+    result = invoke("fit", tmp_path / "t.parquet", "--label", "y", "--prior-alpha", "1=2,3=0.5", "--model", f"{db}:d")
+    assert result.exit_code == 0, result.stderr
+    model = sqlnb.load(db, "d")
+    assert model.hyper.class_prior == "dirichlet"
+    assert np.allclose(np.exp(model.class_log_prior()), [4 / 10.5, 2 / 10.5, 4.5 / 10.5], rtol=1e-14)
+    assert_error(invoke("fit", tmp_path / "t.parquet", "--label", "y", "--class-prior", "uniform",
+                        "--prior-alpha", "3", "--model", f"{db}:bad"),
+                 "--prior-alpha is the concentration of the dirichlet class prior", "--class-prior uniform")

@@ -61,8 +61,8 @@ _fit_flags = _options(
                  help="Gaussian variance floor, fraction of the largest variance (1e-9)."),
     click.option("--class-prior", metavar="fitted|uniform|dirichlet|LABEL=P,...", help="Class prior (default fitted)."),
     click.option("--prior-alpha", metavar="A|LABEL=A,...",
-                 help="Concentration of the dirichlet class prior: one A, or A per class, e.g. "
-                      "--class-prior dirichlet --prior-alpha yes=5,no=2 (a class left out takes 1; default 1)."),
+                 help="Concentration of the dirichlet class prior (implies --class-prior dirichlet): one A, or A "
+                      "per class, e.g. --prior-alpha yes=5,no=2 (a class left out takes 1; default 1)."),
     click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation."),
     click.option("--unseen", type=click.Choice(UNSEEN),
                  help="Unseen categories: missing (no evidence, default) or bucket."),
@@ -100,6 +100,11 @@ def fit_options(command: Callable) -> Callable:
                    "text options": text}
         model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
                                                    "--C": C, "--standardize": standardize})
+        if prior_alpha is not None and class_prior is None:
+            class_prior = "dirichlet"  # the concentration of the dirichlet prior: asking for it asks for that prior
+        elif prior_alpha is not None and class_prior != "dirichlet":
+            raise click.UsageError(f"--prior-alpha is the concentration of the dirichlet class prior; with "
+                                   f"--class-prior {class_prior} it would be ignored: drop one of the two")
         if model_kind == "naive_bayes":
             params = {k: v for k, v in {
                 "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
