@@ -149,8 +149,8 @@ def _fitted_statistics(model):
     return out
 
 
-def _assert_same_statistics(a, b):
-    assert a["classes"] == b["classes"] and a["null"] == b["null"] == 7
+def _assert_same_statistics(a, b, null_rows=7):
+    assert a["classes"] == b["classes"] and a["null"] == b["null"] == null_rows
     np.testing.assert_array_equal(a["n"], b["n"])
     assert a.keys() == b.keys()
     for name in a:
@@ -259,3 +259,34 @@ def test_screening_in_the_long_shape_leaves_out_the_same_columns(monkeypatch, on
     assert long == _screened(table)
     left_out = {line.split("'")[1] for line in long}
     assert left_out == {"const", "cint", "id32", "bconst", "allnull"} | (set() if only_exact else {"idbig", "txt"})
+
+
+def test_the_exact_second_pass_in_the_long_shape(monkeypatch):
+    """Columns constant in a class (indicators present in one class only) lose every digit
+    of their M2 in the shifted sums and are summed again around the class means; from
+    WIDE_MIN of them in the long shape. Same statistics as the one-pass form (1e-12), with
+    NULLs and unlabelled rows, for a fit and per cross-validation fold."""
+    from sqlnb.models.naive_bayes import fit as fit_module, wide as wide_module
+    rng = np.random.default_rng(12)
+    n = 400
+    y = rng.integers(0, 2, n)
+    X = ((rng.random((n, WIDE_MIN + 44)) < 0.3) & (y[:, None] == 1)) + rng.normal(size=(n, WIDE_MIN + 44)) * (y[:, None] == 1)
+    labels = pa.array(list(y[:-5]) + [None] * 5, pa.int64())
+    table = pa.table({**{f"x{j}": pa.array(X[:, j] + 0.5, mask=rng.random(n) < 0.03) for j in range(X.shape[1])},
+                      "y": labels})
+    used = []
+    real = fit_module._second_pass_long
+    monkeypatch.setattr(fit_module, "_second_pass_long", lambda *a: used.append(len(a[4])) or real(*a))
+    long_model = sqlnb.fit(table, "y", kind="gaussian")
+    long_cv = sqlnb.cross_validate(table, "y", folds=3, kind="gaussian")
+    assert len(used) == 4 and min(used) >= WIDE_MIN  # the fit and each fold's pass
+    monkeypatch.setattr(wide_module, "WIDE_MIN", 10 ** 9)
+    narrow_model = sqlnb.fit(table, "y", kind="gaussian")
+    narrow_cv = sqlnb.cross_validate(table, "y", folds=3, kind="gaussian")
+    assert len(used) == 4
+    _assert_same_statistics(_fitted_statistics(long_model), _fitted_statistics(narrow_model), null_rows=5)
+    zero = long_model.stats.features["x0"]
+    assert zero.rows_m2[0] == 0.0 and zero.rows_mean[0] == 0.5  # the constant class: exact
+    (a,), (b,) = long_cv.results, narrow_cv.results
+    np.testing.assert_allclose(a["log_loss"], b["log_loss"], rtol=1e-9)
+    assert a["accuracy"] == b["accuracy"]

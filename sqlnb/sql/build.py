@@ -175,7 +175,7 @@ def greatest(items: list[exp.Expression]) -> exp.Expression:
 
 def long_select(from_: exp.Expression, keys: Sequence[tuple[str, exp.Expression]], values: exp.Array,
                 aggregates: Callable[[exp.Expression], list[exp.Expression]],
-                limit: int | None = None) -> exp.Select:
+                limit: int | None = None, beside: Sequence[tuple[str, exp.Expression]] = ()) -> exp.Select:
     """``SELECT keys…, j, aggregates(v) … GROUP BY keys…, j`` over each row of ``from_``
     (aliased ``src``) with its ``values`` unnested to (``j``, ``v``), ``j`` counting from 0
     (DuckDB): the long shape, for queries over thousands of columns.
@@ -185,14 +185,19 @@ def long_select(from_: exp.Expression, keys: Sequence[tuple[str, exp.Expression]
     took minutes), while a list that names each column once and is unnested stays linear.
     The list is built in a subquery and unnested above it: UNNEST of the list constructor
     itself took 38 s for 10,000 columns x 2,000 rows, of the subquery's column 1.7 s
-    (DuckDB 2.0). ``limit`` reads only the first rows of ``from_``."""
+    (DuckDB 2.0). ``limit`` reads only the first rows of ``from_``. ``beside``: more
+    (name, list) of the same length per row, unnested alongside ``values`` as columns of
+    that name for ``aggregates`` to read (e.g. a class's means, chosen per row)."""
     names = [k for k, _ in keys]
     lists = exp.select(*[exp.alias_(e, k, quoted=True) for k, e in keys],
-                       exp.alias_(values, "l", quoted=True)).from_(from_, copy=False)
+                       exp.alias_(values, "l", quoted=True),
+                       *[exp.alias_(e, f"l_{b}", quoted=True) for b, e in beside]).from_(from_, copy=False)
     if limit is not None:
         lists = lists.limit(limit, copy=False)
     rows = exp.select(*[exp.column(k, quoted=True) for k in names],
                       exp.alias_(exp.Unnest(expressions=[exp.column("l", quoted=True)]), "v", quoted=True),
+                      *[exp.alias_(exp.Unnest(expressions=[exp.column(f"l_{b}", quoted=True)]), b, quoted=True)
+                        for b, _ in beside],
                       exp.alias_(exp.Unnest(expressions=[exp.Anonymous(this="range", expressions=[
                           exp.Literal.number(len(values.expressions))])]), "j", quoted=True)
                       ).from_(exp.Subquery(this=lists, alias=exp.TableAlias(this=ident("w"))), copy=False)

@@ -473,7 +473,41 @@ def _statistics_from_rows(engine, source, label, features, weight, min_classes, 
 def _exact_m2_pass(engine, source, label, label_type, weight, gauss, classes, feats, group_where=None) -> None:
     """Gaussian M2 around the class means, ``Σ (x − θ_c)²`` (and ``Σ w (x − θ_c)²``),
     for the columns whose shifted sums lost too many digits: the stable two-pass form,
-    reading only those columns (families/gaussian.py)."""
+    reading only those columns (families/gaussian.py). Thousands of them (columns constant
+    in a class, as wide indicator data has) are summed in the long shape
+    (:func:`_second_pass_long`): as one SELECT of CASE expressions, 3,000 such columns took
+    38 s to fit, growing quadratically."""
+    if weight is None and engine.dialect == "duckdb" and len(gauss) >= wide.WIDE_MIN:
+        got = _second_pass_long(engine, source, label, label_type, gauss, classes, feats, group_where)
+        per = 2
+    else:
+        got, per = _second_pass(engine, source, label, label_type, weight, gauss, classes, feats, group_where)
+    for f in gauss:
+        m = feats[f.name]
+
+        def corrected(n, mean, s1, s2):
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                safe = np.where(n > 0, n, 1.0)
+                return np.where(n > 0, mean + s1 / safe, mean), np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
+
+        m.rows_mean, m.rows_m2 = corrected(m.rows, m.rows_mean, got[f.name][:, 0], got[f.name][:, 1])
+        if per == 4:
+            m.mean, m.m2 = corrected(m.n, m.mean, got[f.name][:, 2], got[f.name][:, 3])
+        else:
+            m.mean, m.m2 = m.rows_mean.copy(), m.rows_m2.copy()
+        over = ~(np.isfinite(m.rows_m2) & np.isfinite(m.m2))
+        if over.any():  # finite values (their sums were), so the variance itself is too large
+            raise _nonfinite_error(engine, source, label, f, classes[int(np.argmax(over))], "variance")
+
+
+def _labelled(label: str, group_where: exp.Expression | None) -> exp.Expression:
+    cond = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    return cond if group_where is None else exp.And(this=cond, expression=group_where.copy())
+
+
+def _second_pass(engine, source, label, label_type, weight, gauss, classes, feats, group_where):
+    """Per column, per class: ``Σ (x − θ_c), Σ (x − θ_c)²`` (and weighted) from one
+    SELECT grouped by class; with the number of sums per column."""
     fam = REGISTRY["gaussian"]
     w = sql.as_double(sql.col(weight, "src")) if weight else None
     cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
@@ -482,30 +516,30 @@ def _exact_m2_pass(engine, source, label, label_type, weight, gauss, classes, fe
         cols += fam.second_pass(f, None, _class_case(label, label_type, classes, m.rows_mean))
         if w is not None:
             cols += fam.second_pass(f, w, _class_case(label, label_type, classes, m.mean))
-    cond = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
-    if group_where is not None:
-        cond = exp.And(this=cond, expression=group_where.copy())
-    q = exp.select(*cols).from_(source.from_("src")).where(cond).group_by(sql.col(label, "src"))
+    q = exp.select(*cols).from_(source.from_("src")).where(_labelled(label, group_where)).group_by(sql.col(label, "src"))
     by_class = {r[0]: r[1:] for r in engine.execute(q)}
     per = 4 if w is not None else 2
-    for j, f in enumerate(gauss):
-        got = np.array([[float(v or 0.0) for v in by_class[c][per * j:per * (j + 1)]] if c in by_class
-                        else [0.0] * per for c in classes])
-        m = feats[f.name]
+    return {f.name: np.array([[float(v or 0.0) for v in by_class[c][per * j:per * (j + 1)]] if c in by_class
+                              else [0.0] * per for c in classes]) for j, f in enumerate(gauss)}, per
 
-        def corrected(n, mean, s1, s2):
-            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-                safe = np.where(n > 0, n, 1.0)
-                return np.where(n > 0, mean + s1 / safe, mean), np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
 
-        m.rows_mean, m.rows_m2 = corrected(m.rows, m.rows_mean, got[:, 0], got[:, 1])
-        if w is not None:
-            m.mean, m.m2 = corrected(m.n, m.mean, got[:, 2], got[:, 3])
-        else:
-            m.mean, m.m2 = m.rows_mean.copy(), m.rows_m2.copy()
-        over = ~(np.isfinite(m.rows_m2) & np.isfinite(m.m2))
-        if over.any():  # finite values (their sums were), so the variance itself is too large
-            raise _nonfinite_error(engine, source, label, f, classes[int(np.argmax(over))], "variance")
+def _second_pass_long(engine, source, label, label_type, gauss, classes, feats, group_where):
+    """:func:`_second_pass` (unweighted) in the long shape: each row's values as one list,
+    and beside it its class's means as one list (a CASE on the label choosing among one
+    list literal per class), unnested together and grouped by class and column."""
+    fam = REGISTRY["gaussian"]
+    means = exp.Case(this=sql.col(label, "src"), ifs=[
+        exp.If(this=sql.value(c, label_type),
+               true=exp.Array(expressions=[sql.dbl(float(feats[f.name].rows_mean[k])) for f in gauss]))
+        for k, c in enumerate(classes)])
+    rows = exp.select(exp.Star()).from_(source.from_("src"), copy=False).where(_labelled(label, group_where))
+    from_ = exp.Subquery(this=rows, alias=exp.TableAlias(this=sql.ident("src")))
+    q = sql.long_select(from_, [("k", sql.col(label, "src"))], exp.Array(expressions=[fam.value(f) for f in gauss]),
+                        lambda v: [exp.Sum(this=(d := sql.paren(exp.Sub(this=v.copy(), expression=exp.column(
+                            "mu", quoted=True))))), exp.Sum(this=exp.Mul(this=d.copy(), expression=d.copy()))],
+                        beside=[("mu", means)])
+    got = {(r[0], r[1]): (float(r[2] or 0.0), float(r[3] or 0.0)) for r in engine.execute(q)}
+    return {f.name: np.array([got.get((c, j), (0.0, 0.0)) for c in classes]) for j, f in enumerate(gauss)}
 
 
 def _nonfinite_error(engine, source, label, f: Feature, cls, what: str) -> SqlnbError:
