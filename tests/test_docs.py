@@ -27,44 +27,18 @@ import pytest
 
 from support import doc_blocks as db
 
-REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-MAX_NOT_RUN = 2            # keep the list of blocks the test cannot run short
+REPO = db.REPO
+MAX_NOT_RUN = 0            # every shell block shown is run (a skipped check is a defect)
 SESSION_TIMEOUT = 600
+#: The tests that run the blocks marked ``<!-- doc-test: engine NAME -->`` (not sessions here).
+ENGINE_DOC_TESTS = {"postgres": "tests/test_docs_postgres.py"}
 
-
-def _blocks() -> list[db.Block]:
-    return [b for path in DOCS for b in db.parse_markdown(path)]
-
-
-BLOCKS = _blocks()
+BLOCKS = db.all_blocks()
 SESSIONS: dict[tuple[str, str], list[db.Block]] = defaultdict(list)
 for _b in BLOCKS:
-    if _b.not_run is None:
+    if _b.not_run is None and _b.engine is None:
         SESSIONS[(_b.path.name, _b.session)].append(_b)
 NOT_RUN = [b for b in BLOCKS if b.not_run is not None]
-
-
-def _prepare(tmp: Path) -> tuple[Path, dict]:
-    """The session's working directory (empty), with ``../shared`` and a PATH whose
-    ``sqlnb`` and ``python`` are this checkout's."""
-    work = tmp / "work"
-    work.mkdir()
-    shared = REPO.parent / "shared"
-    if shared.exists():
-        (tmp / "shared").symlink_to(shared, target_is_directory=True)
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir()
-    for name, args in (("sqlnb", "-m sqlnb "), ("python", "")):
-        script = bin_dir / name
-        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" {args}"$@"\n')
-        script.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SQLNB_")}
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    env["LC_ALL"] = "C.UTF-8"  # `ls` and `sort` order by code point on every machine
-    # the checkout under test first (the venv may have another sqlnb installed editable)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    return work, env
 
 
 def _require(paths: tuple[str, ...]) -> None:
@@ -101,7 +75,7 @@ def run_session(blocks: list[db.Block], tmp_path: Path) -> tuple[list[str], list
     """Run one session's blocks in a fresh directory under ``tmp_path``: the messages of the
     commands whose output differs from the documented one, and (command, block, raw output)
     for each of them."""
-    work, env = _prepare(tmp_path)
+    work, env = db.prepare(tmp_path)
     for b in blocks:
         if b.file is not None:
             (work / b.file).write_text("\n".join(b.body) + "\n", encoding="utf-8")
@@ -172,14 +146,10 @@ b
     assert "docs: 'b'" in problems[0] and "now:  'a'" in problems[0], problems[0]
 
 
-@pytest.mark.parametrize("block", NOT_RUN, ids=lambda b: b.where)
-def test_blocks_marked_not_run(block):
-    pytest.skip(f"not run: {block.not_run} ({block.where})")
-
-
 def test_the_docs_are_run_and_few_blocks_are_not():
     """The parser finds the sessions (a parser bug must not make the test above vacuous),
-    and the blocks not run are few and each says why."""
+    the blocks not run are few and each says why, and every block left to an engine's doc
+    test has one."""
     cli = [c for (name, _), bs in SESSIONS.items() if name == "cli.md" for b in bs for c in b.commands]
     assert len(cli) >= 40, f"only {len(cli)} commands found in docs/cli.md"
     assert {s for (name, s) in SESSIONS if name == "cli.md"} >= {"demo", "adult"}
@@ -187,12 +157,16 @@ def test_the_docs_are_run_and_few_blocks_are_not():
     print(f"{len(NOT_RUN)} shell block(s) not run:\n{listing}")
     assert all(b.not_run for b in NOT_RUN), listing
     assert len(NOT_RUN) <= MAX_NOT_RUN, f"too many shell blocks not run:\n{listing}"
+    for b in BLOCKS:
+        if b.engine is not None:
+            assert b.engine in ENGINE_DOC_TESTS, f"{b.where}: no test runs blocks of engine {b.engine!r}"
+            assert (REPO / ENGINE_DOC_TESTS[b.engine]).exists() and b.commands, b.where
 
 
 def test_demo_by_hand_commands_run_after_the_demo(tmp_path):
     """The commands `sqlnb demo --dir DIR` prints under "the same by hand" run, as printed,
     in the directory it ran in (they overwrite its model and scored rows)."""
-    work, env = _prepare(tmp_path)
+    work, env = db.prepare(tmp_path)
 
     def sh(command: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", "-c", command], cwd=work, env=env, stdin=subprocess.DEVNULL,

@@ -18,8 +18,12 @@ HTML comments right before a fence (invisible on GitHub) say how the block is ru
   same files as from the repository root.
 * ``<!-- doc-test: file NAME -->`` -- the block is not a session: its text is written to
   NAME in the session's directory before the session runs (the docs say "save this as NAME").
-* ``<!-- doc-test: not run: REASON -->`` -- the block is not run (an engine needing a server,
-  a placeholder DSN); the test lists these blocks.
+* ``<!-- doc-test: engine postgres -->`` -- the block's commands need a PostgreSQL server (their
+  DSN is a placeholder): ``tests/test_docs.py`` leaves the block to
+  ``tests/test_docs_postgres.py``, which runs it against a throw-away server, with that
+  server's DSN in place of the placeholder (see there).
+* ``<!-- doc-test: not run: REASON -->`` -- the block is not run; the test lists these blocks
+  (and allows none at the moment).
 
 Only the run-dependent text in :data:`NORMALISE` is replaced before comparing, in the
 documented output and in the actual output alike.
@@ -27,10 +31,14 @@ documented output and in the actual output alike.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL_FENCES = {"", "text", "console", "bash", "sh", "shell"}
 DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
@@ -66,6 +74,7 @@ class Block:
     requires: tuple[str, ...] = ()
     file: str | None = None      # write the body to this file instead of running it
     not_run: str | None = None   # reason
+    engine: str | None = None    # run by that engine's own doc test, not as a session
     commands: list[Command] = field(default_factory=list)
 
     @property
@@ -137,6 +146,8 @@ def parse_markdown(path: Path) -> list[Block]:
                 requires = tuple(words[3:]) if len(words) > 3 and words[2] == "requires" else ()
             elif d.startswith("file "):
                 block.file = d.split(None, 1)[1]
+            elif d.startswith("engine "):
+                block.engine = d.split(None, 1)[1]
             elif d.startswith("not run:"):
                 block.not_run = d.split(":", 1)[1].strip()
             else:
@@ -153,6 +164,11 @@ def parse_markdown(path: Path) -> list[Block]:
     return blocks
 
 
+def all_blocks() -> list[Block]:
+    """The blocks of every file in :data:`DOCS`, in order."""
+    return [b for path in DOCS for b in parse_markdown(path)]
+
+
 def normalise(lines: list[str], tmp: str | None = None) -> list[str]:
     out = []
     for line in lines:
@@ -162,6 +178,28 @@ def normalise(lines: list[str], tmp: str | None = None) -> list[str]:
             line = pattern.sub(repl, line)
         out.append(line.rstrip())
     return out
+
+
+def prepare(tmp: Path) -> tuple[Path, dict]:
+    """The session's working directory ``tmp/work`` (empty) and its environment: ``../shared``
+    beside it, and a PATH whose ``sqlnb`` and ``python`` are this checkout's."""
+    work = tmp / "work"
+    work.mkdir()
+    shared = REPO.parent / "shared"
+    if shared.exists():
+        (tmp / "shared").symlink_to(shared, target_is_directory=True)
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    for name, args in (("sqlnb", "-m sqlnb "), ("python", "")):
+        script = bin_dir / name
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" {args}"$@"\n')
+        script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SQLNB_")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["LC_ALL"] = "C.UTF-8"  # `ls` and `sort` order by code point on every machine
+    # the checkout under test first (the venv may have another sqlnb installed editable)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    return work, env
 
 
 MARK = "@@doc-test {}@@"
