@@ -447,13 +447,18 @@ class NaiveBayes(Model):
             out.append((COUNTS_COLUMN, exp.Array(expressions=values)))
         return out
 
-    def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
+    def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None,
+                    tree_dialect: str | None = None):
+        """See :meth:`Model.class_terms`. ``tree_dialect`` (default ``dialect``) is the
+        dialect a tree child's term is written for (:func:`tan.child_terms`): the pooled
+        cross-validation query keeps the portable lookups (``dialect`` None) but reads the
+        tree's conditional tables as DuckDB lists there, not as one CASE branch per cell."""
         params = self.log_parameters()
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
         self.log_parameters()
-        tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params, dialect,
-                                                               input_types)
+        tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params,
+                                                               tree_dialect or dialect, input_types)
         gauss, bern = self._wide(features, dialect, dot)
         skip = {f.name for f in [*dotted, *gauss, *bern]}
         scores = []
@@ -508,8 +513,9 @@ class NaiveBayes(Model):
         how = "in place" if inline and dialect == "duckdb" and f.kind == "categorical" and f.bag is None else None
         return [self._term(f, p, k, input_types, dialect, True, how) for k in range(len(self.classes))]
 
-    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
-        return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot)]
+    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None,
+                     tree_dialect: str | None = None):
+        return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot, tree_dialect)]
 
     def score_long(self, tokens: Any, docs: Any = None, con=None, outputs: Sequence[str] = ("proba", "prediction"),
                    keep: Sequence[str] | None = None):
