@@ -47,35 +47,43 @@ def chain_table(n: int, values: int, seed: int = 3) -> pa.Table:
     })
 
 
-def pooled_tree(values: int, monkeypatch) -> tuple[exp.Select, sqlnb.CVResult]:
-    """The pooled query of a 4-fold TAN cross-validation on :func:`chain_table`, and its result."""
+def pooled_tree(values: int, monkeypatch) -> tuple[exp.Select, list, sqlnb.CVResult]:
+    """The pooled query of a 4-fold TAN cross-validation on :func:`chain_table`, its fold
+    models and its result."""
     con = duckdb.connect()
     con.register("t", chain_table(400, values))
     built = []
 
-    def spy(*args, **kwargs):
-        built.append(cv_pooled(*args, **kwargs))
-        return built[-1]
+    def spy(models, *args, **kwargs):
+        built.append((cv_pooled(models, *args, **kwargs), models))
+        return built[-1][0]
 
     cv_pooled = cv.pooled_summary_query
     monkeypatch.setattr(cv, "pooled_summary_query", spy)
     r = sqlnb.cross_validate("t", "y", con=con, folds=4, key=["rid"], features=list(KINDS), feature_kinds=KINDS,
                              structure="tan", refit=False)
     monkeypatch.undo()
-    assert len(built) == 1 and built[0] is not None
-    return built[0], r
+    assert len(built) == 1 and built[0][0] is not None
+    return built[0][0], built[0][1], r
 
 
 def test_pooled_query_does_not_grow_with_the_conditional_tables(monkeypatch):
     """25 values a column (625 cells a child and class) give the pooled query as many CASE
     branches as 3 values do: one per fold model, class and position, none per cell."""
-    small, _ = pooled_tree(3, monkeypatch)
-    large, r = pooled_tree(25, monkeypatch)
+    small, _, _ = pooled_tree(3, monkeypatch)
+    large, models, r = pooled_tree(25, monkeypatch)
     branches = [sum(1 for _ in q.find_all(exp.If)) for q in (small, large)]
     assert branches[0] == branches[1]
     widest = max(len(c.args.get("ifs") or []) for c in large.find_all(exp.Case))
     assert widest == 4  # the CASE over the 4 fold models
     assert len(r.results[0]["accuracy"]) == 4
+    # A categorical tree feature's position (an ENUM cast) is computed once per row for
+    # the fold models that hold the same values (a rare value missing from some folds'
+    # training rows gives a feature more than one value list), not once per model,
+    # class and term.
+    lists = {(f, tuple(m.stats.features[f].values)) for m in models for f in ("p", "c")}
+    assert 2 < len(lists) < 2 * len(models)
+    assert sum(1 for a in large.find_all(exp.Anonymous) if a.name.lower() == "enum_code") == len(lists)
 
 
 @pytest.mark.parametrize("bins", [None, "mdl"])
