@@ -41,6 +41,7 @@ finds no improvement), plus the copy itself and the first rows for the Gaussian 
 
 from __future__ import annotations
 
+import gc
 import math
 import pickle
 import time
@@ -408,6 +409,12 @@ def select_features(
         def evaluate(subsets: list[list[str]]) -> list[dict]:
             figures, n = subset_figures(engine, copy, label, fold, fold_models, subsets, cache)
             reads["scoring"] += n
+            # A step's SQL trees are reference cycles (a node points to its parent) and the
+            # cyclic collector is paused for the whole search (sql.trees_collected_by_refcount):
+            # free them after each step from the youngest generation, which holds just the
+            # objects made since the last step. Kept to the end, they added up (adult, TAN,
+            # MDL bins, backward: 2.7 GB at the last step; collected, 1.5 GB).
+            gc.collect(0)
             return figures
 
         path, chosen, evaluated = search(evaluate, names, direction, until_all)
