@@ -17,7 +17,7 @@ import pytest
 from sqlglot import exp
 
 import sqlnb
-from sqlnb.workflows import cv
+from sqlnb.workflows import cv, select
 from sqlnb.workflows.evaluate import evaluate
 from sqlnb.workflows.folds import fold_expression
 from sqlnb.source import resolve
@@ -118,3 +118,36 @@ def test_tan_cv_figures_equal_fold_by_fold_scoring(bins):
         assert r.fold_rows[i] == e.labelled_rows
         assert abs(r.results[0]["accuracy"][i] - e.accuracy) < 1e-12
         assert abs(r.results[0]["log_loss"][i] - e.log_loss) < 1e-9
+
+
+def test_selection_step_figures_equal_each_subset_models_own_scoring():
+    """A wrapper-selection step over TAN subsets (:func:`sqlnb.workflows.select.subset_figures`)
+    scores every candidate's fold models in one terms query, tree children's terms shared
+    between the candidates that keep the same edge: each fold's error and log loss equal
+    those of the subset's fold model evaluated on the fold by its own scoring query."""
+    con = duckdb.connect()
+    table = chain_table(600, 6)
+    g = np.random.default_rng(5).normal(size=table.num_rows) + (np.array(table["y"].to_pylist()) == "yes")
+    con.register("t", table.append_column("g", pa.array(g)))
+    engine = as_engine(con)
+    features = [*KINDS, "g"]
+    source = resolve("t", con)
+    name, copy, fold = cv.materialize(engine, source, "y", fold_expression(source, 4, 0, ["rid"]), features, None)
+    plan = cv._naive_bayes_plan(engine, copy, "y", fold, 4, features, None,
+                                {"feature_kinds": KINDS, "structure": "tan", "bins": "mdl"}, pairs=True)
+    fold_models = [plan.fold_model(i, {}) for i in range(4)]
+    subsets = [["p", "c", "flag", "g"], ["p", "c", "g"], ["c", "flag", "g"], ["p", "flag"], ["g"]]
+    models = [[m.select(s) for m in fold_models] for s in subsets]
+    assert select.terms_summary_query(models, copy, "y", fold, "k") is not None  # the shared-terms query
+    figures, reads = select.subset_figures(engine, copy, "y", fold, fold_models, subsets)
+    assert reads == 1
+    for i in range(4):
+        con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * FROM {sql.render(sql.table(name))} AS src "
+                    f"WHERE {sql.render(fold)} = {i}")
+    for s, f, row in zip(subsets, figures, models):
+        assert any(m.tree() for m in row) or len(s) < 2
+        for i, m in enumerate(row):
+            e = evaluate(m, f"held_{i}", con=con)
+            assert abs(f["fold_error"][i] - (1 - e.accuracy)) < 1e-12
+            assert abs(f["fold_log_loss"][i] - e.log_loss) < 1e-9
+    cv.drop_copy(engine, name)

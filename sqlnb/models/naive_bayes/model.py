@@ -520,6 +520,22 @@ class NaiveBayes(Model):
         return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot, tree_dialect,
                                                          tree_positions)]
 
+    def conditional_tables(self) -> dict[str, np.ndarray]:
+        """Each tree child's ln p(child value | class, parent value), (K, n_parent, n_child)
+        (:class:`tan.Tree`); ``{}`` for naive Bayes."""
+        self.log_parameters()
+        return dict(self._tree.cpt) if self._tree is not None else {}
+
+    def tree_terms(self, input_types=None, dialect=None,
+                   positions: Mapping[str, exp.Expression] | None = None) -> dict[str, list[exp.Expression]]:
+        """Each tree child's per-class terms, as in :meth:`class_terms` (``positions`` as
+        its ``tree_positions``); ``{}`` for naive Bayes."""
+        params = self.log_parameters()
+        if self._tree is None:
+            return {}
+        return tan.child_terms(self._tree, self._scoring_features(input_types), self.stats, params, dialect,
+                               input_types, positions)
+
     def tree_positions(self, input_types=None, dialect=None) -> dict[str, exp.Expression]:
         """Each tree feature's value position as its tree terms read it
         (:func:`tan.tree_positions`); ``{}`` for naive Bayes."""
