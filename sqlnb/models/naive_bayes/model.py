@@ -447,13 +447,20 @@ class NaiveBayes(Model):
             out.append((COUNTS_COLUMN, exp.Array(expressions=values)))
         return out
 
-    def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
+    def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None,
+                    tree_dialect: str | None = None, tree_positions: Mapping[str, exp.Expression] | None = None):
+        """See :meth:`Model.class_terms`. ``tree_dialect`` (default ``dialect``) is the
+        dialect a tree child's term is written for (:func:`tan.child_terms`): the pooled
+        cross-validation query keeps the portable lookups (``dialect`` None) but reads the
+        tree's conditional tables as DuckDB lists there, not as one CASE branch per cell;
+        ``tree_positions`` are the expressions those terms read the tree features' value
+        positions from (default :meth:`tree_positions`)."""
         params = self.log_parameters()
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
         self.log_parameters()
-        tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params, dialect,
-                                                               input_types)
+        tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params,
+                                                               tree_dialect or dialect, input_types, tree_positions)
         gauss, bern = self._wide(features, dialect, dot)
         skip = {f.name for f in [*dotted, *gauss, *bern]}
         scores = []
@@ -508,8 +515,34 @@ class NaiveBayes(Model):
         how = "in place" if inline and dialect == "duckdb" and f.kind == "categorical" and f.bag is None else None
         return [self._term(f, p, k, input_types, dialect, True, how) for k in range(len(self.classes))]
 
-    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None):
-        return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot)]
+    def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None,
+                     tree_dialect: str | None = None, tree_positions: Mapping[str, exp.Expression] | None = None):
+        return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot, tree_dialect,
+                                                         tree_positions)]
+
+    def conditional_tables(self) -> dict[str, np.ndarray]:
+        """Each tree child's ln p(child value | class, parent value), (K, n_parent, n_child)
+        (:class:`tan.Tree`); ``{}`` for naive Bayes."""
+        self.log_parameters()
+        return dict(self._tree.cpt) if self._tree is not None else {}
+
+    def tree_terms(self, input_types=None, dialect=None,
+                   positions: Mapping[str, exp.Expression] | None = None) -> dict[str, list[exp.Expression]]:
+        """Each tree child's per-class terms, as in :meth:`class_terms` (``positions`` as
+        its ``tree_positions``); ``{}`` for naive Bayes."""
+        params = self.log_parameters()
+        if self._tree is None:
+            return {}
+        return tan.child_terms(self._tree, self._scoring_features(input_types), self.stats, params, dialect,
+                               input_types, positions)
+
+    def tree_positions(self, input_types=None, dialect=None) -> dict[str, exp.Expression]:
+        """Each tree feature's value position as its tree terms read it
+        (:func:`tan.tree_positions`); ``{}`` for naive Bayes."""
+        self.log_parameters()
+        if self._tree is None:
+            return {}
+        return tan.tree_positions(self._tree, self._scoring_features(input_types), self.stats, dialect, input_types)
 
     def score_long(self, tokens: Any, docs: Any = None, con=None, outputs: Sequence[str] = ("proba", "prediction"),
                    keep: Sequence[str] | None = None):

@@ -76,6 +76,7 @@ from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
+from sqlnb.models.naive_bayes.families.categorical import _split as packed_numbers
 from sqlnb.stats import Counts, _align, sorted_values
 
 STRUCTURES = ("naive", "tan")
@@ -406,26 +407,45 @@ def _position(f: Feature, values: list, dialect: str | None, input_type: str | N
 
 def _pick(index: exp.Expression, weights: np.ndarray, dialect: str | None) -> exp.Expression:
     """``weights[index]`` (0-based), NULL for a NULL index: a list read in DuckDB, a CASE
-    elsewhere."""
+    elsewhere.
+
+    The DuckDB list is one string literal cast to ``DOUBLE[]`` (shortest round-trip reprs:
+    the same doubles), not one literal per cell: a conditional table has n_parent ·
+    n_child cells, and wrapper selection scores every candidate's fold models in one
+    query (adult, MDL bins: 140 TAN models, about 700,000 cells), whose literals took
+    gigabytes to build as trees, render, parse and bind."""
     if dialect == "duckdb":
-        lst = exp.Array(expressions=[sql.dbl(float(w)) for w in weights])
+        lst = packed_numbers([float(w) for w in weights], "DOUBLE")
         return exp.Anonymous(this="list_extract", expressions=[lst, exp.Add(this=sql.paren(index),
                                                                               expression=exp.Literal.number(1))])
     return exp.Case(this=sql.paren(index), ifs=[exp.If(this=exp.Literal.number(i), true=sql.dbl(float(w)))
                                                  for i, w in enumerate(weights)])
 
 
-def child_terms(tree: Tree, features: Sequence[Feature], stats, params: Mapping[str, Any],
-                dialect: str | None, input_types: Mapping[str, str] | None) -> dict[str, list]:
-    """Each child's per-class score terms (module docstring), keyed by child name.
+def tree_positions(tree: Tree, features: Sequence[Feature], stats, dialect: str | None,
+                   input_types: Mapping[str, str] | None) -> dict[str, exp.Expression]:
+    """Each tree feature's 0-based value position (:func:`_position`), keyed by name.
 
     ``features`` are the features as scored (their types from the input)."""
     by_name = {f.name: f for f in features}
     types = input_types or {}
-    positions = {}
-    for f in tree.features:
-        g = by_name[f.name]
-        positions[f.name] = _position(g, feature_values(g, stats.features), dialect, types.get(f.name))
+    return {f.name: _position(by_name[f.name], feature_values(by_name[f.name], stats.features), dialect,
+                              types.get(f.name))
+            for f in tree.features}
+
+
+def child_terms(tree: Tree, features: Sequence[Feature], stats, params: Mapping[str, Any],
+                dialect: str | None, input_types: Mapping[str, str] | None,
+                positions: Mapping[str, exp.Expression] | None = None) -> dict[str, list]:
+    """Each child's per-class score terms (module docstring), keyed by child name.
+
+    ``features`` are the features as scored (their types from the input); ``positions``
+    (default :func:`tree_positions`) the expressions the terms read the value positions
+    from, such as columns computed once per row for many models (the pooled
+    cross-validation query, :func:`sqlnb.workflows.cv.pooled_summary_query`)."""
+    by_name = {f.name: f for f in features}
+    if positions is None:
+        positions = tree_positions(tree, features, stats, dialect, input_types)
     out = {}
     for child, par in tree.parent.items():
         cpt = tree.cpt[child]
