@@ -86,3 +86,16 @@ def test_fit_floor_and_peer_benchmarks_run_at_a_tiny_size(tmp_path):
     assert peers.returncode == 0, peers.stderr[-2000:]
     rows = [line for line in peers.stdout.splitlines() if line.startswith(("| gaussian |", "| multinomial |"))]
     assert len(rows) == 4, peers.stdout[-2000:]
+
+
+def test_wide_columns_benchmark_runs_at_a_tiny_size():
+    """benchmarks/wide_columns.py at 300 columns (above WIDE_MIN: the long shape and the
+    dot products), both kinds and the class-constant case, agreeing with scikit-learn."""
+    for extra in ([], ["--class-constant"]):
+        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "wide_columns.py"), "--columns", "300",
+                              "--rows", "200", *extra], capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        rows = [line for line in out.stdout.splitlines() if line.startswith("| 300 |")]
+        assert len(rows) == 2, out.stdout
+        for line in rows:
+            assert float(line.strip("|").split("|")[-1]) < 1e-9, line
