@@ -76,7 +76,6 @@ from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
-from sqlnb.models.naive_bayes.families.categorical import _split as packed_numbers
 from sqlnb.stats import Counts, _align, sorted_values
 
 STRUCTURES = ("naive", "tan")
@@ -415,7 +414,7 @@ def _pick(index: exp.Expression, weights: np.ndarray, dialect: str | None) -> ex
     query (adult, MDL bins: 140 TAN models, about 700,000 cells), whose literals took
     gigabytes to build as trees, render, parse and bind."""
     if dialect == "duckdb":
-        lst = packed_numbers([float(w) for w in weights], "DOUBLE")
+        lst = sql.packed_list([float(w) for w in weights], "DOUBLE")
         return exp.Anonymous(this="list_extract", expressions=[lst, exp.Add(this=sql.paren(index),
                                                                               expression=exp.Literal.number(1))])
     return exp.Case(this=sql.paren(index), ifs=[exp.If(this=exp.Literal.number(i), true=sql.dbl(float(w)))

@@ -180,10 +180,10 @@ class Categorical(Family):
         round-trip reprs (``repr`` round-trips; ``inf``, ``-inf`` are DuckDB spellings
         too, so the probabilities equal the in-place ones exactly)::
 
-            LEFT JOIN (SELECT v, list_extract(CAST(string_split('flp_k of column 0,…', ',')
+            LEFT JOIN (SELECT v, list_extract(CAST(stringsql.packed_list('flp_k of column 0,…', ',')
                                                    AS DOUBLE[]), code + 1) AS c<k>, …
                        FROM (SELECT unnest(from_json('["v", …]', '["VARCHAR"]')) AS v,
-                                    unnest(CAST(string_split('code,…', ',') AS INTEGER[])) AS code))
+                                    unnest(CAST(stringsql.packed_list('code,…', ',') AS INTEGER[])) AS code))
                  AS "lookup <name>" ON CAST(TRY_CAST(x AS <fitted type>) AS VARCHAR) = v
 
         DuckDB folds the constant lists once and hash-joins. The join does not keep the
@@ -200,10 +200,10 @@ class Categorical(Family):
                              f"{feature.sql_type} print as the same text, so they cannot be told apart when scored")
         distinct, code = distinct_columns(np.asarray(flp, dtype=float))
         packed = exp.select(exp.alias_(_unnest(json_list(texts)), "v", quoted=True),
-                            exp.alias_(_unnest(_split(code.tolist(), "INTEGER")), "code", quoted=True))
+                            exp.alias_(_unnest(sql.packed_list(code.tolist(), "INTEGER")), "code", quoted=True))
         one_based = exp.Add(this=sql.col("code"), expression=exp.Literal.number(1))
         table = exp.select(sql.col("v"), *(
-            exp.alias_(exp.Anonymous(this="list_extract", expressions=[_split(distinct[:, k].tolist(), "DOUBLE"),
+            exp.alias_(exp.Anonymous(this="list_extract", expressions=[sql.packed_list(distinct[:, k].tolist(), "DOUBLE"),
                                                                        one_based.copy()]), f"c{k}", quoted=True)
             for k in range(flp.shape[0]))).from_(exp.Subquery(this=packed, alias=exp.TableAlias(
                 this=sql.ident("packed"))))
@@ -258,15 +258,6 @@ def distinct_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     code = np.empty(a.shape[1], dtype=np.int64)
     code[order] = np.cumsum(new) - 1
     return ordered[:, new].T, code
-
-
-def _split(numbers: list, sql_type: str) -> exp.Expression:
-    """``CAST(string_split('n,…', ',') AS <type>[])``: a list of numbers as one literal
-    (a list literal of 100,000 doubles took DuckDB 2–3 s to parse and bind; this 0.05 s)."""
-    text = exp.Literal.string(",".join(map(repr, numbers)))
-    return exp.Cast(this=exp.Anonymous(this="string_split", expressions=[text, exp.Literal.string(",")]),
-                    to=exp.DataType.build(f"{sql_type}[]", dialect="duckdb"))
-
 
 
 @functools.lru_cache(maxsize=256)
