@@ -21,7 +21,7 @@ from sqlnb.cli.options import (_options, alpha_option, assignments, column_optio
                                replace_option, split_list, text_args, text_options, bins_option)
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import data_source
-from sqlnb.models.naive_bayes.model import ESTIMATORS, UNSEEN
+from sqlnb.models.naive_bayes.hyperparameters import ESTIMATORS, UNSEEN
 from sqlnb.models.naive_bayes.tan import STRUCTURES
 
 

@@ -22,7 +22,7 @@ whose score has no prior term (as in scikit-learn's ComplementNB).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -38,6 +38,7 @@ from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import class_alphas, given_prior, own_prior
 from sqlnb.models.naive_bayes import tan, text, wide
+from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
@@ -49,145 +50,6 @@ from sqlnb.store import register_kind
 #: the size, so building, rendering, binding and DuckDB's common-subexpression pass take a
 #: fraction of the time (digits, 64 columns x 10 classes, benchmarks/README.md).
 DOT_MIN = 8
-
-ESTIMATORS = ("posterior-mean", "map", "mle")
-UNSEEN = ("missing", "bucket")
-
-
-@dataclass(frozen=True)
-class Hyperparameters:
-    """How log-probabilities are derived from the statistics (never needs the data).
-
-    Parameters
-    ----------
-    alpha : float
-        Pseudo-count of the Dirichlet/Beta prior on discrete parameters (scikit-learn's
-        ``alpha``, default 1: Laplace smoothing).
-    feature_alpha : mapping of str to float
-        Per-feature α (vector α for multinomial, bernoulli and complement columns); each
-        key must name a discrete feature of the model (checked at fit).
-    beta : (float, float), optional
-        Beta(β₁, β₀) prior of Bernoulli features; default (α, α).
-    estimator : {"posterior-mean", "map", "mle"}
-        Posterior mean (the Bayesian posterior predictive; scikit-learn's rule), the
-        posterior mode (pseudo-counts minus one), or plain frequencies.
-    class_prior : "fitted", "uniform", "dirichlet", mapping of label to probability, or sequence
-        A given prior (a mapping, or one probability per class in sorted class order) is
-        validated at fit and kept as the model's own mapping class -> probability
-        (:func:`sqlnb.models.priors.given_prior`).
-    prior_alpha : float or mapping of label to float
-        Dirichlet concentration of the class prior with ``class_prior="dirichlet"``: one α
-        for every class, or α_c per class (a mapping label -> α_c; a class it leaves out
-        takes 1; kept as the model's own mapping class -> α_c,
-        :func:`sqlnb.models.priors.class_alphas`).
-    var_smoothing : float
-        Gaussian variance floor, as a fraction of the largest feature variance.
-    norm : bool
-        Complement naive Bayes weight normalisation.
-    unseen : {"missing", "bucket"}
-        Categorical values not seen in training: no term, or one smoothed extra slot.
-    structure : {"naive", "tan"}
-        Naive Bayes, or tree-augmented naive Bayes: discrete features conditioned on the
-        class and one parent feature, the tree derived from pair counts the statistics
-        must hold (:mod:`sqlnb.models.naive_bayes.tan`).
-    tied_variance : bool
-        Gaussian features take one variance per feature shared by every class, the pooled
-        within-class variance (plus the var_smoothing floor): the class log-odds are then
-        linear in x (:mod:`sqlnb.models.naive_bayes.families.gaussian`).
-    """
-
-    alpha: float = 1.0
-    feature_alpha: Mapping[str, float] = field(default_factory=dict)
-    beta: tuple[float, float] | None = None
-    estimator: str = "posterior-mean"
-    class_prior: Any = "fitted"
-    prior_alpha: Any = 1.0
-    var_smoothing: float = 1e-9
-    norm: bool = False
-    unseen: str = "missing"
-    structure: str = "naive"
-    tied_variance: bool = False
-
-    def __post_init__(self):
-        # Own copies: a caller mutating its mapping or array later changes nothing here.
-        object.__setattr__(self, "feature_alpha", dict(self.feature_alpha))
-        per_class = isinstance(self.prior_alpha, Mapping)
-        if per_class:  # checked against the classes when bound to a model (NaiveBayes._bound)
-            object.__setattr__(self, "prior_alpha", dict(self.prior_alpha))
-        if not isinstance(self.tied_variance, (bool, np.bool_)):
-            raise SqlnbError(f"tied_variance must be True or False, not {self.tied_variance!r}")
-        object.__setattr__(self, "tied_variance", bool(self.tied_variance))  # numpy's bool is no JSON
-        prior = self.class_prior
-        if isinstance(prior, Mapping):
-            object.__setattr__(self, "class_prior", dict(prior))
-        elif isinstance(prior, np.ndarray):
-            object.__setattr__(self, "class_prior", prior.copy())
-        elif isinstance(prior, (list, tuple)):
-            object.__setattr__(self, "class_prior", tuple(prior))
-        if self.estimator not in ESTIMATORS:
-            raise SqlnbError(f"unknown estimator {self.estimator!r}; choose one of: {', '.join(ESTIMATORS)}")
-        if self.structure not in tan.STRUCTURES:
-            raise SqlnbError(f"unknown structure {self.structure!r}; choose one of: {', '.join(tan.STRUCTURES)}")
-        if self.unseen not in UNSEEN:
-            raise SqlnbError(f"unknown unseen-category policy {self.unseen!r}; choose one of: {', '.join(UNSEEN)}")
-        alphas = [("alpha", self.alpha), *self.feature_alpha.items()]
-        alphas += [] if per_class else [("prior_alpha", self.prior_alpha)]
-        for name, a in alphas:
-            if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 0):
-                raise SqlnbError(f"alpha for {name!r} must be a finite number >= 0, not {a!r}")
-        if self.beta is not None:
-            pair = tuple(self.beta) if isinstance(self.beta, (list, tuple, np.ndarray)) else (self.beta,)
-            if len(pair) != 2 or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
-                                         and math.isfinite(b) and b >= 0 for b in pair):
-                raise SqlnbError(f"beta must be two finite numbers >= 0, (β1, β0): the pseudo-counts of a "
-                                 f"present and of an absent Bernoulli value, not {self.beta!r}")
-            object.__setattr__(self, "beta", (float(pair[0]), float(pair[1])))
-        if not (math.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
-            raise SqlnbError(f"var_smoothing must be >= 0, not {self.var_smoothing!r}")
-        if isinstance(self.class_prior, str) and self.class_prior not in ("fitted", "uniform", "dirichlet"):
-            raise SqlnbError(
-                f"unknown class prior {self.class_prior!r}; use fitted, uniform, dirichlet or LABEL=P,...")
-
-    def alpha_for(self, name: str) -> float:
-        return float(self.feature_alpha.get(name, self.alpha))
-
-    def beta_for(self, name: str) -> tuple[float, float]:
-        b1, b0 = self.beta if self.beta is not None else (self.alpha_for(name),) * 2
-        return self.pseudo(b1), self.pseudo(b0)
-
-    def pseudo(self, a: float) -> float:
-        """The estimator's effective pseudo-count: a (posterior mean), a − 1 (MAP), 0 (MLE)."""
-        return {"posterior-mean": a, "map": a - 1.0, "mle": 0.0}[self.estimator]
-
-    def class_pseudo(self, classes: list) -> np.ndarray:
-        """The dirichlet class prior's effective pseudo-count per class, in class order:
-        :meth:`pseudo` of each α_c (``prior_alpha``, one number or per class)."""
-        return np.array([self.pseudo(a) for a in class_alphas(self.prior_alpha, classes)])
-
-    def to_dict(self, classes: list) -> dict:
-        d = asdict(self)
-        d["feature_alpha"] = dict(self.feature_alpha)
-        if d["structure"] == "naive":  # the default, and what models saved before it was one hold
-            del d["structure"]
-        if not d["tied_variance"]:  # likewise
-            del d["tied_variance"]
-        if isinstance(self.prior_alpha, Mapping):  # JSON keys are text: α_c in class order
-            d["prior_alpha"] = {"per_class": class_alphas(self.prior_alpha, classes).tolist()}
-        if not isinstance(self.class_prior, str):
-            d["class_prior"] = {"given": [float(p) for p in given_prior(self.class_prior, classes)]}
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict, classes: list) -> "Hyperparameters":
-        d = dict(d)
-        if isinstance(d.get("class_prior"), dict):
-            d["class_prior"] = dict(zip(classes, d["class_prior"]["given"]))
-        if d.get("beta") is not None:
-            d["beta"] = tuple(d["beta"])
-        if isinstance(d.get("prior_alpha"), dict):
-            d["prior_alpha"] = dict(zip(classes, d["prior_alpha"]["per_class"]))
-        return cls(**d)
-
 
 def _unguarded(f: Feature) -> bool:
     """Whether the feature's score term can drop its NaN guard: Gaussian terms are pure
