@@ -290,3 +290,35 @@ def test_the_exact_second_pass_in_the_long_shape(monkeypatch):
     (a,), (b,) = long_cv.results, narrow_cv.results
     np.testing.assert_allclose(a["log_loss"], b["log_loss"], rtol=1e-9)
     assert a["accuracy"] == b["accuracy"]
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "bernoulli"])
+def test_a_wide_model_scores_a_file_of_many_row_groups_row_for_row(tmp_path, kind):
+    """The wide shape's per-row lists are a projection of each row: a Parquet file of 40
+    row groups, scored through the CLI as a user would, comes back with every row once,
+    in the file's order, with the probabilities of the per-term shape's numpy form."""
+    import pyarrow.parquet as pq
+    from support.cli import invoke
+
+    n = 4000
+    rng = np.random.default_rng(13)
+    y = rng.integers(0, 3, n)
+    X = (1000.0 + rng.normal(size=(n, F)) * (1 + 0.02 * y[:, None]) + 0.01 * y[:, None] if kind == "gaussian"
+         else (rng.random((n, F)) < 0.3 + 0.1 * y[:, None]).astype(float))
+    X[rng.random(X.shape) < 0.03] = np.nan
+    ids = rng.permutation(n)  # not sorted: the order is the file's, not the id's
+    table = pa.table({"id": ids, **{f"x{j}": pa.array(X[:, j], mask=np.isnan(X[:, j])) for j in range(F)}, "y": y})
+    path = tmp_path / "rows.parquet"
+    pq.write_table(table, path, row_group_size=100)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 40
+    model = f"{tmp_path}/m.duckdb:w"
+    fitted = invoke("fit", path, "--label", "y", "--exclude", "id", "--kind", kind, "--model", model)
+    assert fitted.exit_code == 0, fitted.stderr
+    scored = invoke("score", path, "--model", model, "--keep", "id", "--out", tmp_path / "scored.parquet")
+    assert scored.exit_code == 0, scored.stderr
+    out = pq.read_table(tmp_path / "scored.parquet").to_pydict()
+    assert out["id"] == ids.tolist()  # every row once, in the input's order
+    m = sqlnb.load(f"{tmp_path}/m.duckdb", "w")
+    assert "list_dot_product" in m.to_sql(source="t").lower()
+    p = np.array([out[f"proba_{c}"] for c in m.classes], dtype=float).T
+    np.testing.assert_allclose(p, softmax(_numpy_jll(m, X, kind), axis=1), rtol=0, atol=1e-9)

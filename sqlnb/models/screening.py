@@ -15,9 +15,9 @@ Floating-point columns are never IDs (measurements are often all different). The
 reads the first :data:`SAMPLE_ROWS` rows only, so its cost does not grow with the data;
 the constant rule is applied only when those rows are the whole source, because a rare
 value later in the data would make the column informative. One query takes ``COUNT``,
-``MIN`` and ``MAX`` of every column (in DuckDB, thousands of numeric columns in the long
-shape, :func:`sqlnb.sql.long_select`) (a column is constant when its minimum equals its
-maximum). ``COUNT(DISTINCT ...)`` is needed only for the columns that could still be an ID
+``MIN`` and ``MAX`` of every column; a column is constant when its minimum equals its
+maximum (in DuckDB, hundreds or more numeric columns are read in the long shape,
+:func:`sqlnb.sql.long_select`, beside that query). ``COUNT(DISTINCT ...)`` is needed only for the columns that could still be an ID
 or a near-unique category: text columns, and integer columns with a value in every row
 whose range ``max − min + 1`` holds as many values as there are rows (a 0/1 column of 2,000
 rows cannot be an ID). Those are counted :data:`DISTINCT_CHUNK` columns per query: DuckDB's
@@ -175,7 +175,7 @@ def _long_columns(engine: Any, source: Source, columns: Sequence[str]) -> list[s
     holds exactly, when there are :data:`LONG_MIN` of them (3 aggregates per column in one
     SELECT: 10,000 columns took 8 s, most of it DuckDB planning)."""
     exact = [c for c in columns if source.columns[c].upper() in EXACT_IN_DOUBLE]
-    return exact if getattr(engine, "dialect", None) == "duckdb" and len(exact) >= LONG_MIN else []
+    return exact if engine.dialect == "duckdb" and len(exact) >= LONG_MIN else []
 
 
 def _screen_long(engine: Any, source: Source, columns: Sequence[str], sample_rows: int,

@@ -405,6 +405,12 @@ def _pooled_scores(models: Sequence[Model], types: Mapping[str, str], prelude: l
     """
     shared: dict[str, tuple[str, exp.Expression]] = {}
     taken = list(taken)
+
+    def fresh(n: int) -> str:
+        taken.append(_unused_name(taken, f"cv_position{n}"))
+        return taken[-1]
+
+    input_types = types if prelude else None  # the types the class scores are written for
     out = []
     for model in models:
         if not isinstance(model, NaiveBayes):
@@ -412,16 +418,25 @@ def _pooled_scores(models: Sequence[Model], types: Mapping[str, str], prelude: l
             continue
         tree: dict[str, Any] = {"tree_dialect": dialect}
         if dialect == "duckdb":
-            tree["tree_positions"] = {}
-            for name, position in model.tree_positions(None, dialect).items():
-                text = sql.render(position, dialect)
-                if text not in shared:
-                    column = _unused_name(taken, f"cv_position{len(shared)}")
-                    taken.append(column)
-                    shared[text] = (column, position)
-                tree["tree_positions"][name] = sql.col(shared[text][0], "src")
+            tree["tree_positions"] = position_columns(model, input_types, dialect, shared, fresh)
         out.append(model.class_scores(types, dot=True, **tree) if prelude else model.class_scores(**tree))
     return out, [*prelude, *shared.values()]
+
+
+def position_columns(model: NaiveBayes, input_types: Mapping[str, str] | None, dialect: str,
+                     shared: dict[str, tuple[str, exp.Expression]], fresh) -> dict[str, exp.Column]:
+    """Where ``model``'s tree terms read each tree feature's value position (an ENUM cast,
+    a bin number): a helper column over ``src``, one per distinct position expression,
+    shared by every model that finds the feature's values at the same positions (fold
+    models, a selection step's candidates). ``shared`` (rendered expression -> (column,
+    expression)) collects the columns to define; ``fresh(n)`` names the ``n``-th."""
+    out = {}
+    for name, position in model.tree_positions(input_types, dialect).items():
+        text = sql.render(position, dialect)
+        if text not in shared:
+            shared[text] = (fresh(len(shared)), position)
+        out[name] = sql.col(shared[text][0], "src")
+    return out
 
 
 def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fold: exp.Expression,

@@ -253,8 +253,8 @@ def terms_summary_query(models: Sequence[Sequence[NaiveBayes]], source: Source, 
                 if found not in cache:
                     if parent is not None:
                         if i not in tree_terms:
-                            tree_terms[i] = m.tree_terms(types, "duckdb", _position_columns(m, types, positions,
-                                                                                           prefix))
+                            tree_terms[i] = m.tree_terms(types, "duckdb", cv.position_columns(
+                                m, types, "duckdb", positions, lambda n: f"{prefix}position{n}"))
                         cache[found] = tree_terms[i][name]
                     else:
                         cache[found] = ([sql.dbl(float(v)) for v in p] if name is None
@@ -274,7 +274,7 @@ def terms_summary_query(models: Sequence[Sequence[NaiveBayes]], source: Source, 
         sums.append(by_class)
     folds = len(models[0])
     from_ = source.from_("src")
-    if positions:  # the tree features' value positions, once per row (see _position_columns)
+    if positions:  # the tree features' value positions, once per row (cv.position_columns)
         with_positions = exp.select(exp.Column(this=exp.Star(), table=sql.ident("src")),
                                     *[exp.Alias(this=e.copy(), alias=sql.ident(c)) for c, e in positions.values()],
                                     copy=False).from_(from_, copy=False)
@@ -303,21 +303,6 @@ def terms_summary_query(models: Sequence[Sequence[NaiveBayes]], source: Source, 
                             [label, fold.name, *columns.values(), cand, key], outputs=("proba", "prediction"),
                             keep=[label, key], dialect="duckdb")
     return cv.grouped_summary(scored, label, first.classes, first.label_type, key)
-
-
-def _position_columns(model: NaiveBayes, types, positions: dict, prefix: str) -> dict[str, exp.Column]:
-    """Where ``model``'s tree terms read each tree feature's value position: a helper
-    column of the terms query, one per distinct position expression (an ENUM cast, a bin
-    number), shared by every fold model and candidate that finds the feature's values at
-    the same positions. ``positions`` (rendered expression -> (column, expression))
-    collects them from one step to the next, as the terms are cached."""
-    out = {}
-    for name, e in model.tree_positions(types, "duckdb").items():
-        text = sql.render(e, "duckdb")
-        if text not in positions:
-            positions[text] = (f"{prefix}position{len(positions)}", e)
-        out[name] = sql.col(positions[text][0], "src")
-    return out
 
 
 def subset_figures(engine: Engine, source: Source, label: str, fold: exp.Column, fold_models: Sequence[NaiveBayes],

@@ -33,7 +33,6 @@ from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numer
 from sqlnb.models.naive_bayes.binning import mdl_edges, quantile_edges, quantile_query, split_bins
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes import wide
-from sqlnb.models.naive_bayes.wide import long_features, long_rows, long_shift_query, long_statistics_query
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
 from sqlnb.stats import Statistics, _sort_key, census_query, nonfinite_values, overflow_error
@@ -205,7 +204,7 @@ def gaussian_shifts(engine: Engine, source: Source, features: Sequence[Feature])
     if not gauss:
         return {}
     if engine.dialect == "duckdb" and len(gauss) >= wide.WIDE_MIN:  # one AVG, STDDEV_POP per column: the long shape
-        got = {r[0]: r[1:] for r in engine.execute(long_shift_query(source, gauss, SHIFT_ROWS))}
+        got = {r[0]: r[1:] for r in engine.execute(wide.long_shift_query(source, gauss, SHIFT_ROWS))}
         row = [v for j in range(len(gauss)) for v in got.get(j, (None, None))]
     else:
         row = engine.execute(shift_query(source, features))[0]
@@ -269,11 +268,12 @@ def _statistics_rows(engine: Engine, source: Source, label: str, weight: str | N
     model in DuckDB, its Gaussian and Bernoulli sums from the long shape
     (:func:`sqlnb.models.naive_bayes.wide.long_statistics_query`) and the other
     features' from the one-pass query over those alone, assembled in the same layout."""
-    wide = long_features(features, shifts) if engine.dialect == "duckdb" and weight is None else []
-    if not wide:
+    listed_long = wide.long_features(features, shifts) if engine.dialect == "duckdb" and weight is None else []
+    if not listed_long:
         return engine.execute(statistics_query(source, label, weight, features, histogram, group, shifts))
-    longs = long_rows(wide, engine.execute(long_statistics_query(source, label, wide, shifts, group)), group is not None)
-    listed = {f.name for f in wide}
+    longs = wide.long_rows(listed_long, engine.execute(wide.long_statistics_query(source, label, listed_long, shifts,
+                                                                                  group)), group is not None)
+    listed = {f.name for f in listed_long}
     others = [f for f in features if f.name not in listed]
     narrow: dict[tuple, dict] = {}
     if others:
