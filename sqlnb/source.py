@@ -348,8 +348,35 @@ def _missing_table(spec: Table, con: duckdb.DuckDBPyConnection) -> str:
     return f"table {str(spec)!r} not found{suggest(spec.name, names)}; tables here: {listing}"
 
 
+_CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_CSV_CONVERT = re.compile(r'converting column "(.*)"\. Could not convert string "(.*)" to \'(.*)\'')
+_CSV_FILE = re.compile(r"^\s*file = (.*)$", re.M)
+
+
+def csv_error_line(e: BaseException) -> str | None:
+    """One line for DuckDB's CSV value error, or None for any other error.
+
+    DuckDB's own message spans twenty lines, the first of which (``Conversion Error: CSV
+    Error on Line: 5``) names neither the column nor the value; the line built here names
+    the file, line, column and value, and the fixes."""
+    text = str(e)
+    line, convert = _CSV_LINE.search(text), _CSV_CONVERT.search(text)
+    if line is None or convert is None:
+        return None
+    column, value, to = convert.groups()
+    where = _CSV_FILE.search(text)
+    file = f"{where.group(1).strip()!r}" if where else "the CSV file"
+    guessed = " (the type guessed from the first rows)" if "auto-detected" in text else ""
+    return (f"cannot read {file}, line {line.group(1)}: column {column!r} holds {value!r}, which is not "
+            f"a {to}{guessed}; correct the value, leave it empty (missing), or name it a missing value "
+            f"(--null-string {value!r})")
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
+    csv_line = csv_error_line(e)
+    if csv_line is not None:
+        return csv_line
     for line in text.splitlines():
         line = line.strip()
         if line and not line.startswith("LINE"):

@@ -125,7 +125,7 @@ class SqlnbGroup(click.Group):
         import sqlglot
 
         from sqlnb import engines
-        from sqlnb.source import _first_line
+        from sqlnb.source import _first_line, csv_error_line
 
         try:
             return super().invoke(ctx)
@@ -146,7 +146,7 @@ class SqlnbGroup(click.Group):
                 raise
             raise _interrupted(ctx.obj) from None
         except duckdb.Error as e:
-            raise CliError(f"DuckDB: {_first_line(e)}") from None
+            raise CliError(csv_error_line(e) or f"DuckDB: {_first_line(e)}") from None
         except sqlglot.errors.SqlglotError as e:
             raise CliError(f"SQL: {_first_line(e)}") from None
         except BrokenPipeError:

@@ -268,7 +268,7 @@ def text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_featu
     words = None
     if stop_words is not None:
         if stop_words.startswith("@"):
-            with open(stop_words[1:], encoding="utf-8") as f:
+            with open(stop_words[1:], encoding="utf-8-sig") as f:  # a byte-order mark is not a word
                 words = [w.strip() for w in f if w.strip()]
         else:
             words = split_list((stop_words,)) or []

@@ -37,7 +37,8 @@ explain_option = click.option(
     "--explain", type=int, metavar="K",
     help="Add the K features that most moved each row's decision: reason_1..reason_K (names) and "
          "reason_1_weight.. (their contributions, in nats, to the log-odds of the prediction against the "
-         "runner-up class). Naive Bayes, LDA and logistic regression.")
+         "runner-up class; under a decision rule, of the rule's prediction). Naive Bayes, LDA and logistic "
+         "regression.")
 
 
 @click.command()
@@ -122,7 +123,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
         done = write_out(settings, out, replace, lambda con, own_db: engine_output.rows_query(result, con))
     else:
         def query(con, own_db):
-            source = data_source(con, spec, own_db, types=m.column_types())
+            source = data_source(con, spec, own_db, types=m.read_types())
             warn_unseen(m, source, con)
             if flag_novel:
                 if key is not None:
@@ -143,14 +144,14 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool) -> tup
     doing = "evaluating {}: scoring each row and computing every figure in one pass"
     if settings.remote:
         engine = settings.warehouse()
-        source = engine.resolve(read_with(spec, m.column_types()))
+        source = engine.resolve(read_with(spec, m.read_types()))
         unseen = warn_unseen(m, source, engine)
         settings.summary(doing.format(source.description))
         ev = evaluate_model(m, source, engine, label)
         points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
     else:
         with settings.working(), settings.connect() as con:
-            source = data_source(con, spec, types=m.column_types())
+            source = data_source(con, spec, types=m.read_types())
             unseen = warn_unseen(m, source, con)
             settings.summary(doing.format(source.description))
             ev = evaluate_model(m, source, con, label)
@@ -309,7 +310,10 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     with settings.connect() as con:
         spec = parse_data(data, reading) if data else None
         data_is_table = isinstance(spec, DbObject)
-        source = data_source(con, spec) if spec is not None else None
+        # DATA files are read as `score` reads them (the model's types), so that the SQL
+        # scores what `score` would: a categorical column fitted as numbers read as text.
+        types = m.read_types() if m is not None and not training else None
+        source = data_source(con, spec, types=types) if spec is not None else None
         if source is not None and (node is not None or data_is_table):
             # What the SQL reads in the target: --source, or DATA's table by its own name
             # (not through the read-only attachment used here to learn its columns).

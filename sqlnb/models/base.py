@@ -77,6 +77,20 @@ class Model:
             types[self.label] = self.label_type
         return types
 
+    def read_types(self) -> dict[str, str]:
+        """The types to read a CSV or JSON source with for scoring: :meth:`column_types`,
+        except that a categorical feature fitted as a number is read as text whatever the
+        sniffer guessed. The scoring SQL casts it to the fitted type with ``TRY_CAST``, so
+        ``07`` is still 7, and a value that does not cast (``x`` in a column of integers,
+        wherever in the file it is) is an unseen category, as the README promises, instead
+        of the reader's conversion error. Fitting and updating read with
+        :meth:`column_types`: there such a value cannot be stored as a category."""
+        types = self.column_types()
+        for f in getattr(self, "features", ()):
+            if getattr(f, "kind", None) == "categorical" and f.bag is None and is_numeric(f.sql_type):
+                types[f.name] = "VARCHAR"
+        return types
+
     def numeric_features(self) -> list[str]:
         """Features whose scoring needs a numeric (or boolean) column."""
         return list(self.feature_names)
@@ -255,7 +269,7 @@ class Model:
         (:mod:`sqlnb.models.explain`).
         """
         engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
-        source = engine.resolve(read_with(data, self.column_types()))
+        source = engine.resolve(read_with(data, self.read_types()))
         return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb",
                                                   dialect=engine.dialect, key=key, explain=explain))
 

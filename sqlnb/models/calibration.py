@@ -257,7 +257,7 @@ def calibrate(model, data: Any, method: str = "temperature", *, label: str | Non
                          "use --method temperature (any number of classes)")
     con = con if con is not None else duckdb.connect()
     label = label if label is not None else model.label
-    source = resolve(read_with(data, model.column_types()), con)
+    source = resolve(read_with(data, model.read_types()), con)
     source.require([label], "label column")
     scored = exp.Subquery(this=model.scoring_query(source, ("jll",), keep=[label], calibrated=False),
                           alias=exp.TableAlias(this=sql.ident("s")))

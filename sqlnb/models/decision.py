@@ -119,7 +119,9 @@ def read_costs(path: str, classes: Sequence, label_type: str | None) -> dict[tup
         finite number >= 0, a pair given twice.
     """
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        # utf-8-sig: a file saved by Excel or Notepad as "UTF-8" starts with a byte-order
+        # mark, which would otherwise be part of the first header field.
+        with open(path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.reader(f))
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise SqlnbError(f"cannot read the costs file {path!r}: {e}") from None
@@ -296,28 +298,34 @@ class DecisionRule:
         return "; ".join(parts)
 
     # -- SQL --------------------------------------------------------------------------------------
-    def helper_columns(self) -> list[str]:
+    def helper_columns(self, prefix: str = "") -> list[str]:
         """The helper columns its stages add (they stay in an output that passes the
-        source through with ``*``)."""
-        out = class_columns(COST_PREFIX, self.classes) + [MIN_COST] if self.costs is not None else []
-        return out + ([MAX_PROBA] if self.costs is None and self.reject is not None else [])
+        source through with ``*``), each name after ``prefix``."""
+        out = class_columns(prefix + COST_PREFIX, self.classes) + [prefix + MIN_COST] if self.costs is not None else []
+        return out + ([prefix + MAX_PROBA] if self.costs is None and self.reject is not None else [])
 
     def output_columns(self) -> list[str]:
         return [EXPECTED_COST] + ([REJECTED] if self.reject is not None else [])
 
+    def stage_columns(self, probas: Sequence[exp.Expression], prefix: str = "") -> list[list[tuple[str, exp.Expression]]]:
+        """The helper columns :meth:`columns` reads, as steps of ``(name, expression)``
+        each reading the step before: R_k per class then min_k R_k, or max_k p_k (none
+        for a plain threshold). ``prefix`` goes before every name (explanations compute
+        the decision again under names of their own, :mod:`sqlnb.models.explain`)."""
+        if self.costs is not None:
+            names = class_columns(prefix + COST_PREFIX, self.classes)
+            return [[(n, self._risk(k, probas)) for k, n in enumerate(names)],
+                    [(prefix + MIN_COST, _least([sql.col(n) for n in names]))]]
+        if self.reject is not None:
+            return [[(prefix + MAX_PROBA, sql.greatest([p.copy() for p in probas]))]]
+        return []
+
     def stages(self, inner: exp.Select, probas: Sequence[exp.Expression]) -> exp.Select:
         """``inner`` (a SELECT of every finish column) in the SELECTs that add the helper
-        columns, which :meth:`columns` reads: R_k per class then min_k R_k, or max_k p_k."""
-        def stage(items: list[exp.Expression], below: exp.Select, alias: str) -> exp.Select:
-            return exp.select(exp.Star(), *items).from_(
-                exp.Subquery(this=below, alias=exp.TableAlias(this=sql.ident(alias))), copy=False)
-
-        if self.costs is not None:
-            names = class_columns(COST_PREFIX, self.classes)
-            risks = [_alias(self._risk(k, probas), n) for k, n in enumerate(names)]
-            return stage([_alias(_least([sql.col(n) for n in names]), MIN_COST)], stage(risks, inner, "d1"), "d2")
-        if self.reject is not None:
-            return stage([_alias(sql.greatest([p.copy() for p in probas]), MAX_PROBA)], inner, "d1")
+        columns (:meth:`stage_columns`), which :meth:`columns` reads."""
+        for i, step in enumerate(self.stage_columns(probas), start=1):
+            inner = exp.select(exp.Star(), *[_alias(e, n) for n, e in step]).from_(
+                exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident(f"d{i}"))), copy=False)
         return inner
 
     def _risk(self, k: int, probas: Sequence[exp.Expression]) -> exp.Expression:
@@ -326,44 +334,62 @@ class DecisionRule:
                  for p, c in zip(probas, (row[k] for row in self.costs)) if c != 0.0]
         return sql.add(terms) if terms else sql.dbl(0.0)
 
-    def columns(self, undefined: exp.Expression, argmax: Sequence[exp.If], probas: Sequence[exp.Expression],
-                label_type: str | None) -> list[exp.Expression]:
-        """``prediction``, ``expected_cost`` and (with a reject option) ``rejected``, over
-        the columns of :meth:`stages`. ``undefined`` is true on rows without
-        probabilities; ``argmax`` the finish's WHEN b_c = B THEN c branches."""
+    def _decide(self, undefined: exp.Expression, argmax: Sequence[exp.If], probas: Sequence[exp.Expression],
+                values: Sequence[exp.Expression], prefix: str = "") -> tuple:
+        """(the decided class as one of ``values`` per class, NULL when undefined or
+        rejected; the expected cost; the reject test or None), over the columns of
+        :meth:`stage_columns` named after ``prefix``. ``argmax`` are the branches WHEN
+        b_c = B THEN ``values[c]``."""
         one = sql.dbl(1.0)
         if self.costs is not None:
-            least = sql.col(MIN_COST)
-            choose = [exp.If(this=exp.EQ(this=sql.col(n), expression=least.copy()), true=sql.value(v, label_type))
-                      for n, v in zip(class_columns(COST_PREFIX, self.classes), self.classes)]
+            least = sql.col(prefix + MIN_COST)
+            choose = [exp.If(this=exp.EQ(this=sql.col(n), expression=least.copy()), true=v.copy())
+                      for n, v in zip(class_columns(prefix + COST_PREFIX, self.classes), values)]
             otherwise = None
             rejected = None if self.reject is None else exp.GT(this=least.copy(), expression=sql.dbl(self.reject))
             cost: exp.Expression = least.copy()
         else:
             # 0/1 costs: the smallest expected loss is 1 − max p (module docstring).
-            rejected = None if self.reject is None else exp.LT(this=sql.col(MAX_PROBA),
+            rejected = None if self.reject is None else exp.LT(this=sql.col(prefix + MAX_PROBA),
                                                                  expression=sql.dbl(1.0 - self.reject))
-            smallest = exp.Sub(this=one.copy(), expression=sql.col(MAX_PROBA))
+            smallest = exp.Sub(this=one.copy(), expression=sql.col(prefix + MAX_PROBA))
             if self.threshold is None:
                 choose, otherwise = [a.copy() for a in argmax], None
                 cost = smallest.copy()
             else:
                 i, p = self.threshold
                 yes = exp.GTE(this=probas[i].copy(), expression=sql.dbl(p))
-                choose = [exp.If(this=yes, true=sql.value(self.classes[i], label_type))]
-                otherwise = sql.value(self.classes[1 - i], label_type)
+                choose = [exp.If(this=yes, true=values[i].copy())]
+                otherwise = values[1 - i].copy()
                 cost = exp.Case(ifs=[exp.If(this=yes.copy(), true=exp.Sub(this=one.copy(), expression=probas[i].copy()))],
                                 default=exp.Sub(this=one.copy(), expression=probas[1 - i].copy()))
                 if rejected is not None:
                     cost = exp.Case(ifs=[exp.If(this=rejected.copy(), true=smallest.copy())], default=cost)
         null_first = [exp.If(this=undefined.copy(), true=exp.null())]
         reject_if = [] if rejected is None else [exp.If(this=rejected.copy(), true=exp.null())]
-        out = [_alias(exp.Case(ifs=null_first + reject_if + choose, default=otherwise), "prediction"),
+        return exp.Case(ifs=null_first + reject_if + choose, default=otherwise), cost, rejected
+
+    def columns(self, undefined: exp.Expression, argmax: Sequence[exp.If], probas: Sequence[exp.Expression],
+                label_type: str | None) -> list[exp.Expression]:
+        """``prediction``, ``expected_cost`` and (with a reject option) ``rejected``, over
+        the columns of :meth:`stages`. ``undefined`` is true on rows without
+        probabilities; ``argmax`` the finish's WHEN b_c = B THEN c branches."""
+        values = [sql.value(v, label_type) for v in self.classes]
+        prediction, cost, rejected = self._decide(undefined, argmax, probas, values)
+        out = [_alias(prediction, "prediction"),
                _alias(exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())], default=cost), EXPECTED_COST)]
         if rejected is not None:
             out.append(_alias(exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())], default=rejected),
                               REJECTED))
         return out
+
+    def decided_index(self, undefined: exp.Expression, argmax: Sequence[exp.If], probas: Sequence[exp.Expression],
+                      prefix: str) -> exp.Expression:
+        """The index (0-based, in the sorted classes) of the class ``prediction`` holds,
+        NULL where it is NULL: the same tests as :meth:`columns`, over the columns of
+        :meth:`stage_columns` with ``prefix``; ``argmax`` branches WHEN b_c = B THEN c."""
+        return self._decide(undefined, argmax, probas, [exp.Literal.number(c) for c in range(len(self.classes))],
+                            prefix)[0]
 
 
 def _zero_one(K: int) -> tuple:

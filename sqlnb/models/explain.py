@@ -21,9 +21,12 @@ in the model's order. The runner-up is the first class in sorted order, other th
 
 A row without a prediction (NULL probabilities: an incomplete row for LDA or logistic
 regression, a row of zero likelihood) and a model of one class (no runner-up) get NULL
-reasons and weights. The predicted class explained is the most probable one: under a
-decision rule (:mod:`sqlnb.models.decision`) whose ``prediction`` is another class, or NULL
-for a rejected row, the reasons still say why the model finds ``p`` most probable. A model
+reasons and weights. The predicted class ``p`` is the one in ``prediction``: under a
+decision rule (:mod:`sqlnb.models.decision`) the class the rule decides (computed again
+here with the rule's own tests, so it is ``prediction`` whether or not that is an output),
+and a rejected row gets NULL reasons. When the rule decides a class other than the most
+probable one, the runner-up is the most probable class and the weights sum to a negative
+log-odds: the reasons are the features that favour the decided class all the same. A model
 with a calibrator refuses explanations (its scores are not sums over the features). QDA has
 no explanations: its score is a quadratic form in all
 features together, whose share per feature is not defined.
@@ -54,7 +57,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.models.finish import MAX_COLUMN, Extension, class_columns
+from sqlnb.models.finish import MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN, Extension, class_columns
 
 #: Most reasons per row: each is two SELECTs of O(F) expressions in the chain.
 MAX_REASONS = 16
@@ -70,6 +73,9 @@ FENCED = ("sqlite", "postgres")
 TERM, CONTRIBUTION = "sqlnb_term_{j}_{k}", "sqlnb_contribution_{j}"
 WEIGHT, TAKEN = "sqlnb_weight_{i}", "sqlnb_taken_{i}"
 PRED_INDEX, SECOND, RUNNER_UP = "sqlnb_pred_index", "sqlnb_second_jll", "sqlnb_runner_up"
+#: Before the names of a decision rule's helper columns computed again for the explained
+#: class (the rule's own stages come later and only when ``prediction`` is an output).
+RULE_PREFIX = "sqlnb_explain_"
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,8 @@ def explanation(model: Any, k: int, input_types: Mapping[str, str] | None = None
     :class:`~sqlnb.models.base.Model`; module docstring); ``input_types`` and ``dialect``
     as for :meth:`~sqlnb.models.base.Model.class_terms`."""
     k = check_explain(model, k)
+    rule = getattr(model, "decision", None)
+    rule = None if rule is None or rule.is_default else rule
     names = model.feature_names
     classes = model.classes
     per_class = model.feature_terms(input_types, dialect)
@@ -136,12 +144,21 @@ def explanation(model: Any, k: int, input_types: Mapping[str, str] | None = None
         steps = _Steps(stage4, fence=dialect in FENCED)
         stage = steps.add
         # The predicted class: as the finish's prediction (NULL without a posterior, else
-        # the first class whose score is the maximum).
+        # the first class whose score is the maximum), or under a decision rule the class
+        # the rule's `prediction` holds (NULL for a rejected row), by the rule's own tests
+        # over the same probabilities.
         ev = sql.col("log_evidence")
         undefined = exp.Or(this=exp.Is(this=ev.copy(), expression=exp.Null()),
                            expression=eq(ev, sql.dbl(-math.inf)))
-        pred = exp.Case(ifs=[exp.If(this=undefined, true=exp.null())]
-                        + [exp.If(this=eq(x, sql.col(MAX_COLUMN)), true=index(c)) for c, x in enumerate(jll)])
+        argmax = [exp.If(this=eq(x, sql.col(MAX_COLUMN)), true=index(c)) for c, x in enumerate(jll)]
+        if rule is None:
+            pred = exp.Case(ifs=[exp.If(this=undefined, true=exp.null())] + argmax)
+        else:
+            probas = [exp.Div(this=sql.col(n), expression=sql.col(SUM_COLUMN))
+                      for n in class_columns(SHIFTED_PREFIX, classes)]
+            for step in rule.stage_columns(probas, RULE_PREFIX):
+                stage(step)
+            pred = rule.decided_index(undefined, argmax, probas, RULE_PREFIX)
         stage([(PRED_INDEX, pred)])
         # The runner-up: the highest score among the other classes (the predicted one
         # masked as −inf; a tie with −inf itself is told apart by the index test below),
@@ -193,7 +210,8 @@ def explanation(model: Any, k: int, input_types: Mapping[str, str] | None = None
         stage(reasons + weights)
         return steps.select()
 
-    helpers = (PRED_INDEX, SECOND, RUNNER_UP, *(CONTRIBUTION.format(j=j) for j in range(F)),
+    helpers = (*(rule.helper_columns(RULE_PREFIX) if rule is not None else ()),
+               PRED_INDEX, SECOND, RUNNER_UP, *(CONTRIBUTION.format(j=j) for j in range(F)),
                *(n.format(i=i) for i in range(1, k + 1) for n in (WEIGHT, TAKEN)))
     return Extension(inputs, wrap, tuple(reason_columns(k)), helpers)
 

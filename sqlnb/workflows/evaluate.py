@@ -398,7 +398,7 @@ def scoring_for_metrics(model, data: Any, con: Any, label: str | None) -> tuple[
     label column checked, scored with the outputs the metrics read and the label kept."""
     engine = as_engine(con)
     label = label or model.label
-    source = engine.resolve(read_with(data, model.column_types()))
+    source = engine.resolve(read_with(data, model.read_types()))
     source.require([label], "label column")
     scored = model.scoring_query(source, outputs=ranking.scoring_outputs(model.classes), keep=[label],
                                  dialect=engine.dialect)

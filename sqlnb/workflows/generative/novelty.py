@@ -63,7 +63,7 @@ def novelty_threshold(
     if not (isinstance(quantile, (int, float)) and 0 < quantile < 1):
         raise SqlnbError(f"the novelty quantile must be between 0 and 1 (exclusive), not {quantile!r}")
     con = con if con is not None else duckdb.connect()
-    source = resolve(read_with(data, model.column_types()), con)
+    source = resolve(read_with(data, model.read_types()), con)
     scored = exp.Subquery(this=model.scoring_query(source, ("log_evidence",), keep=[], calibrated=False),
                           alias=exp.TableAlias(this=sql.ident("s")))
     ev = sql.col("log_evidence", "s")
@@ -125,4 +125,4 @@ def flag_novel(
     below the threshold of :func:`novelty_threshold` (or the ``threshold`` given).
     """
     con = con if con is not None else duckdb.connect()
-    return con.sql(sql.render(novelty_query(model, resolve(read_with(data, model.column_types()), con), threshold, outputs, keep)))
+    return con.sql(sql.render(novelty_query(model, resolve(read_with(data, model.read_types()), con), threshold, outputs, keep)))
