@@ -111,7 +111,9 @@ def read_with(data: Any, types: Mapping[str, str] | None = None, keep_text: tupl
     type instead keeps every value's fitted meaning: a column fitted as text is read as
     the file's text, and a numeric column sniffed as text is read as DOUBLE (so empty
     cells are NULL and ``nan`` is NaN, both missing; a value that is not a number is an
-    error naming the column, line and value).
+    error naming the column, line and value: :func:`csv_error_line`). Scoring passes a
+    categorical column fitted as numbers as text (``Model.read_types``), whose values
+    the scoring SQL casts itself, a value that does not cast being an unseen category.
     """
     spec = guess(data)
     if not isinstance(spec, Files) or (spec.format or file_format(spec.path)) not in SNIFFED:
