@@ -541,11 +541,12 @@ def test_a_duckdb_error_while_scoring_is_one_line_and_writes_nothing(tmp_path):
     assert invoke("fit", tmp_path / "t.parquet", "-y", "y", "-m", f"{tmp_path}/m.duckdb:nums").exit_code == 0
     (tmp_path / "s.csv").write_text("c\n" + "1.5\n" * 30_000 + "oops\n")
     before = snapshot(tmp_path, tmp_path / "m.duckdb")
-    line = assert_error(invoke("score", tmp_path / "s.csv", "-m", f"{tmp_path}/m.duckdb:nums",
-                               "-o", tmp_path / "o.parquet"))
-    assert line.startswith("Error: DuckDB: ")
+    # One line naming the file, line, column and value (not DuckDB's "CSV Error on Line").
+    fragments = ("s.csv'", "line 30002", "column 'c'", "'oops'", "--null-string")
     assert_error(invoke("score", tmp_path / "s.csv", "-m", f"{tmp_path}/m.duckdb:nums",
-                        "-o", f"{tmp_path}/new.duckdb:o"), "DuckDB")
+                        "-o", tmp_path / "o.parquet"), *fragments)
+    assert_error(invoke("score", tmp_path / "s.csv", "-m", f"{tmp_path}/m.duckdb:nums",
+                        "-o", f"{tmp_path}/new.duckdb:o"), *fragments)
     assert snapshot(tmp_path, tmp_path / "m.duckdb") == before  # no o.parquet, no new.duckdb
 
 
