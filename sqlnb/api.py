@@ -80,10 +80,14 @@ def fit(
         Which columns are features (default: all but the label and weight, screened).
     keep_columns : list of str, optional
         Columns to keep although screening would leave them out. Without ``features``,
-        an ID column (a different integer or text in every row), a constant column and a
-        text column with more distinct values than half its rows are left out, each
-        with a :class:`~sqlnb.errors.ScreeningWarning` and a line in ``model.report
-        ["screened"]`` (:mod:`sqlnb.models.screening`).
+        identifiers (by their values: integers with 90% distinct values, text categories
+        with more than 50%; by their name, ``*_id``, with 50%) and constant columns whose
+        removal changes no probability (Gaussian, categorical, binned; constant
+        multinomial, complement and Bernoulli columns stay) are left out, each with a
+        :class:`~sqlnb.errors.ScreeningWarning` and a line in ``model.report
+        ["screened"]`` (:mod:`sqlnb.models.screening`). A Gaussian column whose variance
+        lifts the variance floor above other columns' variances is named in a
+        :class:`~sqlnb.errors.VarianceFloorWarning`.
     screen : bool
         False: no screening (every column but the label and weight is a feature).
     weight : str, optional
@@ -170,7 +174,7 @@ def _note_variance_floor(feats, stats, var_smoothing: float, listed: bool) -> No
            f"leave it out with --exclude {screening.cli_name(top)} (exclude=[{top!r}] in Python) or list the features")
     warnings.warn(f"note: column {top!r} (variance {var:.3g}) sets the Gaussian variance floor, var_smoothing × its "
                   f"variance = {eps:.3g}, above the variance of {len(below)} other column{'s' * (len(below) > 1)} "
-                  f"({shown}), which then barely count{'s' * (len(below) == 1)}; {fix}",
+                  f"({shown}), whose class densities it flattens; {fix}",
                   VarianceFloorWarning, stacklevel=3)
 
 
