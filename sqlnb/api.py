@@ -175,7 +175,7 @@ def _note_variance_floor(feats, stats, var_smoothing: float, listed: bool) -> No
     warnings.warn(f"note: column {top!r} (variance {var:.3g}) sets the Gaussian variance floor, var_smoothing × its "
                   f"variance = {eps:.3g}, above the variance of {len(below)} other column{'s' * (len(below) > 1)} "
                   f"({shown}), whose class densities it flattens; {fix}",
-                  VarianceFloorWarning, stacklevel=3)
+                  VarianceFloorWarning, stacklevel=4)
 
 
 def _dense_start(data, label, con, features, exclude, keep_columns, screen, what):

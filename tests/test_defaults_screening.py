@@ -139,10 +139,17 @@ def test_the_cli_fit_without_features_is_sklearns_multinomial(digits, tmp_path):
     np.testing.assert_allclose(got, MultinomialNB().fit(X, y).predict_proba(X), rtol=0, atol=1e-9)
 
 
+def with_nulls(n, value):
+    """A constant with NULL in a third of the rows."""
+    return pa.array(np.full(n, value), mask=np.arange(n) % 3 == 0)
+
+
 CONFIGS = [
     ("gaussian", {}, np.full, 3.0, True),
+    ("gaussian with NULLs", {}, with_nulls, 3.0, True),
     ("gaussian tied", {"tied_variance": True}, np.full, 3.0, True),
     ("categorical", {"kind": "categorical"}, np.full, "k", True),
+    ("categorical with NULLs", {"kind": "categorical"}, with_nulls, "k", True),
     ("categorical bucket", {"kind": "categorical", "unseen": "bucket"}, np.full, "k", False),
     ("binned mdl", {"bins": "mdl"}, np.full, 3.0, True),
     ("binned quantile", {"bins": "quantile:4"}, np.full, 3.0, True),

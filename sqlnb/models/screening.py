@@ -9,12 +9,13 @@ features, :func:`screen` leaves out, with one line each, two sorts of column, an
 other: identifiers, and columns whose removal changes no probability.
 
 * An **identifier**, by its values: an integer, decimal or text column (not
-  floating-point, not boolean) whose values are all different, one in every row; an integer column with
-  distinct values in at least :data:`NEAR_UNIQUE` (90%) of its non-NULL rows, when it has
-  :data:`NEAR_MIN_ROWS` (100) of them or more and is not a count feature (multinomial,
-  complement, Bernoulli: counts of a frequent term in a few hundred documents are
-  near-unique too); a text column the model would learn as categories with more distinct
-  values than :data:`MAX_DISTINCT_SHARE` (50%) of its non-NULL rows.
+  floating-point, not boolean) whose values are all different, one in every row; an
+  integer column with distinct values in at least :data:`NEAR_UNIQUE` (90%) of its
+  non-NULL rows, when it has :data:`NEAR_MIN_ROWS` (100) of them or more and is not a
+  count feature (multinomial, complement, Bernoulli: counts of a frequent term in a few
+  hundred documents are near-unique too); a text column the model would learn as
+  categories with more distinct values than :data:`MAX_DISTINCT_SHARE` (50%) of its
+  non-NULL rows.
 * An **identifier by its name**: a column whose last word is ``id``, ``ids``, ``uuid``,
   ``guid`` or ``identifier`` (:func:`id_like_name`: ``id``, ``sample_id``, ``SampleID``,
   ``customerId``, ``order-uuid``; not ``paid`` or ``valid``), of any numeric or text type
@@ -126,8 +127,9 @@ def candidates(source: Source, label: str, weight: str | None, exclude: Sequence
 
 def id_like_name(name: str) -> bool:
     """Whether a column's name ends in a word of :data:`ID_WORDS`: words split at
-    anything but letters and digits and where a lower-case letter or digit meets an upper-case
-    one (``SampleID``, ``customerId``: ``id``); ``paid``, ``valid`` and ``idx`` are not."""
+    anything but letters and digits and where a lower-case letter or digit meets an
+    upper-case one (``SampleID``, ``customerId``: ``id``); ``paid``, ``valid`` and ``idx``
+    are not."""
     words = re.split(r"[^0-9A-Za-z]+|(?<=[a-z0-9])(?=[A-Z])", name.strip())
     words = [w for w in words if w]
     return bool(words) and words[-1].lower() in ID_WORDS
@@ -315,10 +317,10 @@ def _is_integer(t: str) -> bool:
 def _id_share(name: str, t: str, present: int, n: int, count: bool) -> float | None:
     """The smallest share of distinct values among a column's ``present`` non-NULL values
     (of ``n`` rows) at which a rule could call it an identifier, or None (no rule could):
-    a name like an ID, :data:`NAME_SHARE`; an integer non-count column of
-    :data:`NEAR_MIN_ROWS` values, :data:`NEAR_UNIQUE`; a text column, the smaller of
-    :data:`MAX_DISTINCT_SHARE` and :data:`NAME_SHARE`; another non-float column with a value in every row, all
-    different."""
+    a text column, the smaller of :data:`MAX_DISTINCT_SHARE` and :data:`NAME_SHARE`; a
+    numeric name like an ID, :data:`NAME_SHARE`; an integer non-count column of
+    :data:`NEAR_MIN_ROWS` values, :data:`NEAR_UNIQUE`; another non-float column with a
+    value in every row, all different."""
     if t.upper() in ("BOOLEAN", "BOOL"):
         return None
     if is_text_type(t):
