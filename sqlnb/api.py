@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Any, Mapping, Sequence
 
 import duckdb
@@ -18,10 +19,11 @@ from sqlnb import sql
 from sqlnb.models import dense
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.engines import as_engine
-from sqlnb.errors import SqlnbError, suggest
+from sqlnb.errors import SqlnbError, VarianceFloorWarning, suggest
 from sqlnb.models import screening
 from sqlnb.source import read_with
 from sqlnb.models.naive_bayes import information
+from sqlnb.models.naive_bayes.families.gaussian import floor_lifter
 from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
@@ -78,10 +80,14 @@ def fit(
         Which columns are features (default: all but the label and weight, screened).
     keep_columns : list of str, optional
         Columns to keep although screening would leave them out. Without ``features``,
-        an ID column (a different integer or text in every row), a constant column and a
-        text column with more distinct values than half its rows are left out, each
-        with a :class:`~sqlnb.errors.ScreeningWarning` and a line in ``model.report
-        ["screened"]`` (:mod:`sqlnb.models.screening`).
+        identifiers (by their values: integers with 90% distinct values, text categories
+        with more than 50%; by their name, ``*_id``, with 50%) and constant columns whose
+        removal changes no probability (Gaussian, categorical, binned; constant
+        multinomial, complement and Bernoulli columns stay) are left out, each with a
+        :class:`~sqlnb.errors.ScreeningWarning` and a line in ``model.report
+        ["screened"]`` (:mod:`sqlnb.models.screening`). A Gaussian column whose variance
+        lifts the variance floor above other columns' variances is named in a
+        :class:`~sqlnb.errors.VarianceFloorWarning`.
     screen : bool
         False: no screening (every column but the label and weight is a feature).
     weight : str, optional
@@ -139,15 +145,37 @@ def fit(
     # a column given a kind is a column asked for.
     screened = screening.screen_plan(engine, source, label, weight, features, exclude, keep_columns, screen,
                                      numeric_only=kind not in ("auto", "categorical"),
-                                     asked=list(feature_kinds or {}))
+                                     asked=list(feature_kinds or {}),
+                                     naive_bayes=[{"kind": kind, "feature_kinds": feature_kinds, "bins": bins,
+                                                   "unseen": hyper.unseen, "structure": hyper.structure}])
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
     feats = resolve_edges(engine, source, label, feats)  # binned columns: cut points first
     stats = collect_statistics(engine, source, label, feats, weight, pairs=hyper.structure == "tan")
+    _note_variance_floor(feats, stats, hyper.var_smoothing, listed=features is not None)
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     if select_k is not None:
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)
     return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
+
+
+def _note_variance_floor(feats, stats, var_smoothing: float, listed: bool) -> None:
+    """A note (:class:`~sqlnb.errors.VarianceFloorWarning`) when one Gaussian column's
+    variance lifts the variance floor above other columns' own variances
+    (:func:`~sqlnb.models.naive_bayes.families.gaussian.floor_lifter`): scikit-learn's
+    model, so it is kept, but those columns barely count, which an ID read as a number
+    causes (issue 27)."""
+    found = floor_lifter(feats, stats.features, var_smoothing)
+    if found is None:
+        return
+    top, var, eps, below = found
+    shown = ", ".join(f"{name!r} {v:.3g}" for name, v in below[:3]) + (", ..." if len(below) > 3 else "")
+    fix = ("drop it from --features (features= in Python)" if listed else
+           f"leave it out with --exclude {screening.cli_name(top)} (exclude=[{top!r}] in Python) or list the features")
+    warnings.warn(f"note: column {top!r} (variance {var:.3g}) sets the Gaussian variance floor, var_smoothing × its "
+                  f"variance = {eps:.3g}, above the variance of {len(below)} other column{'s' * (len(below) > 1)} "
+                  f"({shown}), whose class densities it flattens; {fix}",
+                  VarianceFloorWarning, stacklevel=4)
 
 
 def _dense_start(data, label, con, features, exclude, keep_columns, screen, what):

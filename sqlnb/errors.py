@@ -24,7 +24,14 @@ class SqlnbNotFound(SqlnbError):
 
 class ScreeningWarning(UserWarning):
     """A column left out of an automatic feature plan (an ID, a constant, a near-unique
-    category); the message says which and how to keep it."""
+    category); the message says which and how to keep it. The command line prints these
+    (and their subclasses) as ``note:`` lines on stderr."""
+
+
+class VarianceFloorWarning(ScreeningWarning):
+    """A Gaussian column whose variance lifts the variance floor (var_smoothing × the
+    largest variance) above other columns' own variances; the message names it and how
+    to leave it out."""
 
 
 def suggest(name: str, choices: Iterable[str]) -> str:

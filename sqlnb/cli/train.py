@@ -136,9 +136,12 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
     One scan of DATA computes every statistic; the model (a few small tables) is saved
     in one transaction, so a failed fit leaves an existing model untouched. Text
     columns given --feature-kind COL=multinomial are token bags (see the text options).
-    Without --features, columns that look like IDs, constants and text columns with
-    more distinct values than half their rows are left out, each named on stderr with
-    how to keep it (--keep-columns).
+    Without --features, identifiers (integers with 90% distinct values, columns named
+    like an ID with 50%, text categories with more distinct values than half their
+    rows) and constants whose removal changes no probability are left out, each named
+    on stderr with how to keep it (--keep-columns); constant count (multinomial,
+    complement, Bernoulli) columns stay. A Gaussian column whose variance lifts the
+    variance floor above other columns' variances is named with the fix.
 
     \b
     Example:

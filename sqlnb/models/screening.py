@@ -2,41 +2,65 @@
 
 A table's columns are not all features. A customer ID read as a Gaussian feature gives
 every class a density so wide that the classifier falls back on the majority class (on
-the real-data case of issue 14: accuracy 0.715 with the ID, 0.875 without). When the
-user has not listed the features, :func:`screen` leaves out, with one line each:
+the real-data case of issue 14: accuracy 0.715 with the ID, 0.875 without); a sample ID
+with a few repeats sets the Gaussian variance floor and flattens every other column
+(issue 27: accuracy 0.8147 with it, 0.9698 without). When the user has not listed the
+features, :func:`screen` leaves out, with one line each, two sorts of column, and no
+other: identifiers, and columns whose removal changes no probability.
 
-* an **ID**: an integer or text column whose values are all different, in every row;
-* a **constant** column: one value (or none) in every row;
-* a **near-unique category**: a text column (a categorical feature by default) with
-  more distinct values than :data:`MAX_DISTINCT_SHARE` of its non-NULL rows, which the
-  model could only learn as one category per row.
+* An **identifier**, by its values: an integer, decimal or text column (not
+  floating-point, not boolean) whose values are all different, one in every row; an
+  integer column with distinct values in at least :data:`NEAR_UNIQUE` (90%) of its
+  non-NULL rows, when it has :data:`NEAR_MIN_ROWS` (100) of them or more and is not a
+  count feature (multinomial, complement, Bernoulli: counts of a frequent term in a few
+  hundred documents are near-unique too); a text column the model would learn as
+  categories with more distinct values than :data:`MAX_DISTINCT_SHARE` (50%) of its
+  non-NULL rows.
+* An **identifier by its name**: a column whose last word is ``id``, ``ids``, ``uuid``,
+  ``guid`` or ``identifier`` (:func:`id_like_name`: ``id``, ``sample_id``, ``SampleID``,
+  ``customerId``, ``order-uuid``; not ``paid`` or ``valid``), of any numeric or text type
+  (a float column too: an integer ID with NULLs written by pandas), when its values also
+  look like one: distinct in at least :data:`NAME_SHARE` (50%) of its non-NULL rows, at
+  least :data:`MIN_ROWS` of them. A code such as ``region_id`` with ten values stays.
+* A **constant** column (one value, or NULL, in every row) only where it adds the same
+  term to every class, so that leaving it out changes no probability
+  (:func:`constant_free`): a Gaussian feature (the same mean and variance, the floor, in
+  every class), and a categorical or binned feature of a naive structure with unseen
+  values treated as missing (its one value has probability 1 in every class); and in
+  LDA, QDA and logistic regression. A constant multinomial or complement feature is part
+  of the vocabulary (its α enters every class's denominator) and a constant Bernoulli
+  feature adds a class-dependent absent (or present) term, so they are kept: the model is
+  then scikit-learn's, which counts them; so are constants of tree (TAN) features and of
+  categorical features with ``unseen="bucket"``.
 
-Floating-point columns are never IDs (measurements are often all different). The check
-reads the first :data:`SAMPLE_ROWS` rows only, so its cost does not grow with the data;
-the constant rule is applied only when those rows are the whole source, because a rare
-value later in the data would make the column informative. One query takes ``COUNT``,
-``MIN`` and ``MAX`` of every column; a column is constant when its minimum equals its
-maximum (in DuckDB, hundreds or more numeric columns are read in the long shape,
-:func:`sqlnb.sql.long_select`, beside that query). ``COUNT(DISTINCT ...)`` is needed only for the columns that could still be an ID
-or a near-unique category: text columns, and integer columns with a value in every row
-whose range ``max − min + 1`` holds as many values as there are rows (a 0/1 column of 2,000
-rows cannot be an ID). Those are counted :data:`DISTINCT_CHUNK` columns per query: DuckDB's
-time for one SELECT of many distinct aggregates grows much faster than their number
-(300 columns of 2,000 rows: 1.9 s; 600: 16.9 s), which made screening a 1,000-column table
-take over a minute. A column is kept by naming it (``keep``, ``--keep-columns``) or by
-listing the features explicitly.
+Floating-point columns are never identifiers by their values (measurements are often all
+different). The check reads the first :data:`SAMPLE_ROWS` rows only, so its cost does not
+grow with the data; the constant rule is applied only when those rows are the whole
+source, because a rare value later in the data would make the column informative. One
+query takes ``COUNT``, ``MIN`` and ``MAX`` of every column; a column is constant when its
+minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
+long shape, :func:`sqlnb.sql.long_select`, beside that query). ``COUNT(DISTINCT ...)`` is
+needed only for the columns that could still be an identifier: text columns, integer
+columns whose range ``max − min + 1`` holds enough different values (a 0/1 column of
+2,000 rows cannot be an ID), and columns named like an identifier. Those are counted
+:data:`DISTINCT_CHUNK` columns per query: DuckDB's time for one SELECT of many distinct
+aggregates grows much faster than their number (300 columns of 2,000 rows: 1.9 s; 600:
+16.9 s), which made screening a 1,000-column table take over a minute. A column is kept
+by naming it (``keep``, ``--keep-columns``) or by listing the features explicitly.
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import ScreeningWarning
+from sqlnb.models.naive_bayes.fit import planned_kinds
 from sqlnb.source import Source
 from sqlnb.sql.types import is_float, is_numeric, is_text_type
 
@@ -46,6 +70,24 @@ SAMPLE_ROWS = 100_000
 MIN_ROWS = 20
 #: A text column with more distinct values than this share of its non-NULL rows is left out.
 MAX_DISTINCT_SHARE = 0.5
+#: An integer column with distinct values in at least this share of its non-NULL rows is an
+#: identifier (issue 27: 441 distinct sample IDs in 467 rows, 94%) ...
+NEAR_UNIQUE = 0.9
+#: ... when it has at least this many non-NULL rows (in fewer, an integer measurement of a
+#: wide range, a count of cells, is near-unique by chance).
+NEAR_MIN_ROWS = 100
+#: A column named like an identifier (:func:`id_like_name`) with distinct values in at least
+#: this share of its non-NULL rows is one.
+NAME_SHARE = 0.5
+#: Last words of a name that make it an identifier's (with values that look like one).
+ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "identifier"})
+#: Families whose constant feature adds the same term to every class (see :func:`constant_free`).
+CONSTANT_FREE = frozenset({"gaussian", "categorical", "binned"})
+#: Count families: a constant changes their probabilities, and near-unique counts are no IDs.
+COUNT_FAMILIES = frozenset({"multinomial", "complement", "bernoulli"})
+_INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                            "UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "BYTE",
+                            "SHORT", "LONG"})
 #: Columns per ``COUNT(DISTINCT ...)`` query (see the module docstring).
 DISTINCT_CHUNK = 64
 
@@ -83,28 +125,74 @@ def candidates(source: Source, label: str, weight: str | None, exclude: Sequence
             if c not in skip and (is_numeric(t) or t.upper() == "BOOLEAN" or (is_text_type(t) and not numeric_only))]
 
 
+def id_like_name(name: str) -> bool:
+    """Whether a column's name ends in a word of :data:`ID_WORDS`: words split at
+    anything but letters and digits and where a lower-case letter or digit meets an
+    upper-case one (``SampleID``, ``customerId``: ``id``); ``paid``, ``valid`` and ``idx``
+    are not."""
+    words = re.split(r"[^0-9A-Za-z]+|(?<=[a-z0-9])(?=[A-Z])", name.strip())
+    words = [w for w in words if w]
+    return bool(words) and words[-1].lower() in ID_WORDS
+
+
+def constant_free(family: str | None, unseen: str = "missing", structure: str = "naive") -> bool:
+    """Whether a constant (or all-NULL) feature of ``family`` adds the same term to every
+    class, so that leaving it out changes no probability.
+
+    A Gaussian one has the same mean and variance (the floor ε) in every class; a
+    categorical or binned one has one value of probability ``(N_c + α)/(N_c + α·1) = 1``
+    in every class, but not with ``unseen="bucket"`` (two slots: ``(N_c + α)/(N_c + 2α)``)
+    nor as a tree feature (``structure="tan"``, where it takes part in the tree). A
+    multinomial or complement one is part of the vocabulary (``α`` in the denominator of
+    every class), a Bernoulli one adds ``ln((N_c + α)/(N_c + 2α))``, different per class.
+    ``None`` (a dense model, or a type without a kind, which the plan refuses): True."""
+    if family is None:
+        return True
+    if family not in CONSTANT_FREE:
+        return False
+    if family == "gaussian":
+        return True
+    return structure != "tan" and (family == "binned" or unseen != "bucket")
+
+
 def screen_plan(engine: Any, source: Source, label: str, weight: str | None, features: Sequence[str] | None,
                 exclude: Sequence[str] | None, keep: Sequence[str] | None, enabled: bool = True,
-                numeric_only: bool = False, asked: Sequence[str] = ()) -> list[Screened]:
+                numeric_only: bool = False, asked: Sequence[str] = (),
+                naive_bayes: Iterable[Mapping[str, Any]] | None = None) -> list[Screened]:
     """Screening of an automatic feature plan: none when ``features`` are listed or
     ``enabled`` is false; otherwise :func:`screen` over the :func:`candidates`, each
     column left out said as a :class:`~sqlnb.errors.ScreeningWarning`. Columns in
     ``keep`` must exist (a typo is an error, not a silent no-op); ``asked`` are columns the
-    caller asked for otherwise (given a kind), checked where they are used."""
+    caller asked for otherwise (given a kind), checked where they are used.
+
+    ``naive_bayes`` are the options (``kind``, ``feature_kinds``, ``bins``, ``unseen``,
+    ``structure``) of each naive Bayes model the plan is for (one for a fit, one per grid
+    point for cross-validation): a constant column is left out only when it is
+    :func:`constant_free` in every one, and a column that is a count feature in any is
+    no identifier by near-unique values. None: LDA, QDA, logistic regression."""
     if keep:
         source.require(list(keep), "column to keep")
     if features is not None or not enabled:
         return []
-    found = screen(engine, source, candidates(source, label, weight, exclude, [*(keep or ()), *asked],
-                                              numeric_only))
+    columns = candidates(source, label, weight, exclude, [*(keep or ()), *asked], numeric_only)
+    free, counts = None, set()
+    if naive_bayes is not None:
+        free = set(columns)
+        for o in naive_bayes:
+            kinds = planned_kinds(source, columns, o.get("kind", "auto"), o.get("feature_kinds"), o.get("bins"))
+            free &= {c for c, k in kinds.items()
+                     if constant_free(k, o.get("unseen", "missing"), o.get("structure", "naive"))}
+            counts |= {c for c, k in kinds.items() if k in COUNT_FAMILIES}
+    found = screen(engine, source, columns, constant_free=free, counts=counts)
     for s in found:
         warnings.warn(s.line(), ScreeningWarning, stacklevel=4)
     return found
 
 
-def screen(engine: Any, source: Source, columns: Sequence[str],
-           sample_rows: int = SAMPLE_ROWS) -> list[Screened]:
-    """The columns among ``columns`` to leave out of an automatic feature plan.
+def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int = SAMPLE_ROWS,
+           constant_free: Iterable[str] | None = None, counts: Iterable[str] = ()) -> list[Screened]:
+    """The columns among ``columns`` to leave out of an automatic feature plan (the rules
+    of the module docstring).
 
     Parameters
     ----------
@@ -116,6 +204,11 @@ def screen(engine: Any, source: Source, columns: Sequence[str],
         Candidate feature columns (see :func:`candidates`).
     sample_rows : int
         Rows read from the start of the source.
+    constant_free : collection of str, optional
+        The columns left out when constant (whose constant term is the same in every
+        class); None: every column.
+    counts : collection of str
+        Count features, which are no identifiers by near-unique values.
     """
     if not columns:
         return []
@@ -138,25 +231,36 @@ def screen(engine: Any, source: Source, columns: Sequence[str],
     lo_hi = {c: (row[2 + 3 * j], row[3 + 3 * j]) for j, c in enumerate(narrow)}
     if long:
         _screen_long(engine, source, long, sample_rows, present, lo_hi)
+    counts = set(counts)
+    share = {c: _id_share(c, source.columns[c], present[c], n, c in counts) for c in columns}
     distinct = {c: (0 if present[c] == 0 else 1 if lo == hi else None) for c, (lo, hi) in lo_hi.items()}
-    wanted = [c for c in columns if distinct[c] is None and _may_be_unique(source.columns[c], present[c], n, *lo_hi[c])]
+    wanted = [c for c in columns if distinct[c] is None and share[c] is not None
+              and _has_room(source.columns[c], present[c], share[c], *lo_hi[c])]
     for a in range(0, len(wanted), DISTINCT_CHUNK):
         chunk = wanted[a:a + DISTINCT_CHUNK]
-        counts = [exp.alias_(exp.Count(this=exp.Distinct(expressions=[sql.col(c, "s")])), f"d{j}", quoted=True)
-                  for j, c in enumerate(chunk)]
-        got = engine.execute(exp.select(*counts).from_(_sample(source, chunk, sample_rows), copy=False))[0]
+        aggs = [exp.alias_(exp.Count(this=exp.Distinct(expressions=[sql.col(c, "s")])), f"d{j}", quoted=True)
+                for j, c in enumerate(chunk)]
+        got = engine.execute(exp.select(*aggs).from_(_sample(source, chunk, sample_rows), copy=False))[0]
         distinct.update({c: int(d) for c, d in zip(chunk, got)})
+    free = set(columns if constant_free is None else constant_free)
     out = []
     for c in columns:
         t, d, m = source.columns[c], distinct[c], present[c]
         if d is None:  # not counted: neither constant nor possibly unique
             continue
-        if whole and d <= 1:
-            what = "NULL in every row" if d == 0 else "the same value in every row"
-            out.append(Screened(c, f"constant ({what})"))
+        rows = f"{m:,} non-NULL rows" + ("" if whole else f" of the first {n:,}")
+        if d <= 1:
+            if whole and c in free:
+                what = "NULL in every row" if d == 0 else "the same value in every row"
+                out.append(Screened(c, f"constant ({what}), which changes no probability"))
         elif not is_float(t) and t.upper() != "BOOLEAN" and m == n and d == n:
             out.append(Screened(c, f"a different value in each of the {'' if whole else 'first '}{n:,} rows, "
                                    "like an ID"))
+        elif _is_integer(t) and c not in counts and m >= NEAR_MIN_ROWS and d >= NEAR_UNIQUE * m:
+            out.append(Screened(c, f"{d:,} distinct integers in {rows} (at least {NEAR_UNIQUE:.0%}), like an ID"))
+        elif id_like_name(c) and m >= MIN_ROWS and d >= NAME_SHARE * m:
+            out.append(Screened(c, f"named like an ID, with {d:,} distinct values in {rows} "
+                                   f"(at least {NAME_SHARE:.0%})"))
         elif is_text_type(t) and m and d > MAX_DISTINCT_SHARE * m:
             out.append(Screened(c, f"{d:,} distinct values in {m:,} non-NULL rows "
                                    f"(more than {MAX_DISTINCT_SHARE:.0%}), too many to learn as categories"))
@@ -201,14 +305,38 @@ def _sample(source: Source, columns: Sequence[str], sample_rows: int) -> exp.Sub
     return exp.Subquery(this=head.limit(sample_rows, copy=False), alias=exp.TableAlias(this=sql.ident("s")))
 
 
-def _may_be_unique(t: str, present: int, n: int, lo: Any, hi: Any) -> bool:
-    """Whether a column (neither NULL everywhere nor constant) could be an ID or a
-    near-unique category, so its distinct values need counting: a text column; an integer
-    column with a value in every row and room for ``n`` different integers in its range."""
+def _is_integer(t: str) -> bool:
+    """An integer type, or a decimal of scale 0."""
+    base = " ".join(t.upper().split("(")[0].split())
+    if base in ("DECIMAL", "NUMERIC"):
+        scale = t.split("(", 1)[1].rstrip(") ").split(",") if "(" in t else []
+        return len(scale) == 2 and scale[1].strip() == "0"
+    return base in _INTEGER_TYPES and "[" not in t
+
+
+def _id_share(name: str, t: str, present: int, n: int, count: bool) -> float | None:
+    """The smallest share of distinct values among a column's ``present`` non-NULL values
+    (of ``n`` rows) at which a rule could call it an identifier, or None (no rule could):
+    a text column, the smaller of :data:`MAX_DISTINCT_SHARE` and :data:`NAME_SHARE`; a
+    numeric name like an ID, :data:`NAME_SHARE`; an integer non-count column of
+    :data:`NEAR_MIN_ROWS` values, :data:`NEAR_UNIQUE`; another non-float column with a
+    value in every row, all different."""
+    if t.upper() in ("BOOLEAN", "BOOL"):
+        return None
     if is_text_type(t):
-        return True
-    if is_float(t) or t.upper() == "BOOLEAN" or present != n:
-        return False
+        return min(MAX_DISTINCT_SHARE, NAME_SHARE)
+    if id_like_name(name) and is_numeric(t) and present >= MIN_ROWS:
+        return NAME_SHARE
+    if _is_integer(t) and not count and present >= NEAR_MIN_ROWS:
+        return NEAR_UNIQUE
+    if is_float(t) or present != n:
+        return None
+    return 1.0
+
+
+def _has_room(t: str, present: int, share: float, lo: Any, hi: Any) -> bool:
+    """Whether an integer column's range ``hi − lo + 1`` holds ``share`` of ``present``
+    different values (other columns: counted)."""
     if isinstance(lo, int) and isinstance(hi, int) and not isinstance(lo, bool):
-        return hi - lo + 1 >= n
-    return True  # decimals, dates, ...: count them
+        return hi - lo + 1 >= share * present
+    return True  # text, floats named like an ID, decimals, ...: count them

@@ -601,8 +601,10 @@ def cross_validate(
 
     def screened(src: Source, skip: Sequence[str] | None) -> list[str]:
         # The columns a fit would leave out (sqlnb.models.screening), read from ``src``.
+        # Naive Bayes: a constant is left out only where no grid point's model counts it.
         found = screen_plan(con, src, label, options.get("weight"), features, skip, keep_columns, screen,
-                            numeric_only=not text_is_categorical, asked=list(options.get("feature_kinds") or {}))
+                            numeric_only=not text_is_categorical, asked=list(options.get("feature_kinds") or {}),
+                            naive_bayes=[{**options, **p} for p in points] if model == "naive_bayes" else None)
         return [s.column for s in found]
 
     if not materialize_source:

@@ -420,7 +420,8 @@ def select_features(
         if features is None:  # the columns a fit would leave out, read from the copy
             text_is_categorical = options.get("kind", "auto") in ("auto", "categorical")
             screened = screen_plan(engine, copy, label, None, None, [fold.name], keep_columns, screen,
-                                   numeric_only=not text_is_categorical, asked=list(options.get("feature_kinds") or {}))
+                                   numeric_only=not text_is_categorical, asked=list(options.get("feature_kinds") or {}),
+                                   naive_bayes=[options])
             skip = [fold.name, *(s.column for s in screened)]
         plan = cv._naive_bayes_plan(engine, copy, label, fold, folds, features, skip, dict(options),
                                      pairs=options.get("structure") == "tan")

@@ -98,21 +98,12 @@ def plan_features(
     out = []
     for name in names:
         sql_type = source.columns[name]
-        k = feature_kinds.get(name, kind)
-        spec = column_bins.get(name)
-        if spec is not None:
-            k = "binned"
-        elif every_bins is not None and k == "auto" and default_kind(sql_type) == "gaussian":
-            k, spec = "binned", every_bins
-        if k == "binned":
-            spec = spec or every_bins or "mdl"
-        if k == "auto":
-            k = default_kind(sql_type)
-            if k is None:
-                raise SqlnbError(
-                    f"column {name!r} has type {sql_type}, which has no default kind; give it one "
-                    f"(--feature-kind {name}=categorical) or leave it out (--exclude {name})"
-                )
+        k, spec = _kind_of(name, sql_type, kind, feature_kinds, every_bins, column_bins)
+        if k is None:
+            raise SqlnbError(
+                f"column {name!r} has type {sql_type}, which has no default kind; give it one "
+                f"(--feature-kind {name}=categorical) or leave it out (--exclude {name})"
+            )
         thr = binarize.get(name, 0.0) if isinstance(binarize, Mapping) else float(binarize)
         if k in BAG_KINDS and bag_layout(sql_type) is not None:
             out.append(bag_feature(name, k, sql_type, float(thr), text))
@@ -125,6 +116,34 @@ def plan_features(
     if isinstance(binarize, Mapping):
         _check_thresholds(binarize, out)
     return out
+
+
+def _kind_of(name: str, sql_type: str, kind: str, feature_kinds: Mapping[str, str], every_bins: str | None,
+             column_bins: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The family of one column in :func:`plan_features` (None: its type has no default
+    kind) and, for a binned column, its bins spec."""
+    k = feature_kinds.get(name, kind)
+    spec = column_bins.get(name)
+    if spec is not None:
+        k = "binned"
+    elif every_bins is not None and k == "auto" and default_kind(sql_type) == "gaussian":
+        k, spec = "binned", every_bins
+    if k == "binned":
+        spec = spec or every_bins or "mdl"
+    if k == "auto":
+        k = default_kind(sql_type)
+    return k, spec
+
+
+def planned_kinds(source: Source, columns: Sequence[str], kind: str = "auto",
+                  feature_kinds: Mapping[str, str] | None = None,
+                  bins: str | Mapping[Any, str] | None = None) -> dict[str, str | None]:
+    """The family :func:`plan_features` would give each of ``columns`` (None: no default
+    kind for its type), without checking anything: what column screening needs to know
+    before the plan (sqlnb.models.screening)."""
+    every_bins, column_bins = split_bins(bins)
+    return {c: _kind_of(c, source.columns[c], kind, dict(feature_kinds or {}), every_bins, column_bins)[0]
+            for c in columns}
 
 
 def _check_thresholds(binarize: Mapping[str, float], features: Sequence[Feature]) -> None:

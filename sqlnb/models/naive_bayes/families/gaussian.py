@@ -36,6 +36,38 @@ from sqlnb.stats import Moments
 from sqlnb.models.naive_bayes.families.base import Family, wcount, wsum
 
 
+def floor_lifter(features, stats, var_smoothing: float) -> tuple[str, float, float, list[tuple[str, float]]] | None:
+    """The Gaussian column that lifts the variance floor above other columns' own
+    variances, or None.
+
+    The floor ``ε = var_smoothing · max_j VAR_POP(x_j)`` is added to every class variance
+    of every Gaussian column. When one column's variance is more than 1/var_smoothing
+    times another's (an identifier in the hundreds of thousands beside measurements in
+    units: issue 27 measured 5.3e11, ε ≈ 527), ε exceeds that other column's variance
+    over all training rows, so its class densities are flattened towards one and the
+    column barely counts. That is scikit-learn's definition, so the model keeps it; fit
+    says so (:func:`sqlnb.api.fit`).
+
+    Returns
+    -------
+    (column, its variance, ε, [(other column, its variance), ...] in increasing variance)
+        The column of the largest variance and the columns (of a positive variance:
+        a constant is flat anyway) whose variance is below ε.
+    """
+    gaussian = [f.name for f in features if f.kind == "gaussian"]
+    variances = {}
+    for name in gaussian:
+        n, _, m2 = stats[name].pooled()
+        variances[name] = m2 / n if n > 0 else 0.0
+    finite = {k: v for k, v in variances.items() if math.isfinite(v)}
+    if len(finite) < 2 or var_smoothing <= 0:
+        return None
+    top = max(finite, key=lambda k: (finite[k], k))
+    eps = var_smoothing * finite[top]
+    below = sorted(((k, v) for k, v in finite.items() if k != top and 0 < v < eps), key=lambda kv: (kv[1], kv[0]))
+    return (top, finite[top], eps, below) if below else None
+
+
 class Gaussian(Family):
     name = "gaussian"
 
