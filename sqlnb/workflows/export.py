@@ -1,7 +1,7 @@
 """SQL to take elsewhere: the training queries per dialect, and DuckDB scoring macros.
 
-:func:`fit_sql` renders the training aggregations (the statistics scan and, outside
-DuckDB, the categorical counts) for a dialect, so a warehouse sqlnb has no engine for can
+:func:`fit_sql` renders the training aggregations (the statistics scan, outside DuckDB
+the categorical counts, and a tree-augmented model's pair counts) for a dialect, so a warehouse sqlnb has no engine for can
 compute the sufficient statistics itself. Dialect gaps are met by choosing another
 builder, never by editing text:
 
@@ -11,7 +11,11 @@ builder, never by editing text:
   (``AVG(x) OVER (PARTITION BY label)``) in a subquery and the variance is
   ``AVG((x − mean)²)`` — the same two-pass, cancellation-free form.
 * SQLite has no ``GROUPING SETS``: one ``GROUP BY (label, column)`` per categorical
-  column, glued with ``UNION ALL``, with the same output columns.
+  column (one ``GROUP BY (label, a, b)`` per pair of tree features), glued with
+  ``UNION ALL``, with the same output columns.
+
+What no static statement holds (cut points, a weighted Gaussian second pass, token
+counts) is listed by :func:`fit_notes`, which ``sqlnb sql --fit`` prints on stderr.
 
 :func:`duckdb_macro` wraps a model's scoring SELECT in a DuckDB table macro,
 ``CREATE MACRO "score_<name>"(tbl) AS TABLE ... FROM query_table(tbl) AS src``, so an
