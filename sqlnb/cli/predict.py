@@ -364,12 +364,18 @@ def _source_node(text: str, dialect: str) -> sqlglot.exp.Expression:
 
 def _training_sql(m, source: Source | None, node, label, dialect, pretty, plan: dict, con) -> str:
     """The statistics query (and, where categorical counts need it, the GROUPING SETS
-    counts query) that ``sqlnb fit`` runs, for the model's plan or for the options. A
-    weighted model's Gaussian second pass needs the first pass's means and is not shown."""
+    counts query, and for a tree-augmented model the pair counts) that ``sqlnb fit``
+    runs, for the model's plan or for the options. What no static statement holds (a
+    weighted model's Gaussian second pass, bin cut points, token counts) is said on
+    stderr, one ``note:`` line each (:func:`sqlnb.workflows.export.fit_notes`)."""
+    pairs: list[str] = []
     if m is not None:
         if m.kind != "naive_bayes":
-            raise SqlnbError(f"--fit prints naive Bayes training SQL; this model is {m.kind!r}")
+            raise SqlnbError(f"--fit prints naive Bayes training SQL; this model is {m.kind!r}, which sqlnb fits "
+                             "itself (sqlnb fit --kind " + m.kind + "); export its scoring SELECT with sqlnb sql")
         label, weight, feats = m.label, m.weight, m.features
+        if m.stats.pairs is not None:  # tree-augmented: the pair scan is part of the fit
+            pairs = list(m.stats.pairs.features)
         if source is None:
             columns = {f.name: f.sql_type for f in feats} | {label: m.label_type}
             source = Source(node if node is not None else sql.table(DEFAULT_SOURCE), columns, "the source")
@@ -385,5 +391,8 @@ def _training_sql(m, source: Source | None, node, label, dialect, pretty, plan: 
             source = dataclasses.replace(resolve(Query(sql.render(node.this)), con), expr=node)
         weight = plan["weight"]
         feats = plan_features(source, label, **plan)
-    return "\n\n".join(sql.render(s, dialect, pretty=pretty) + ";"
-                       for s in export.fit_queries(source, label, feats, dialect, weight))
+    text = "\n\n".join(sql.render(s, dialect, pretty=pretty) + ";"
+                       for s in export.fit_queries(source, label, feats, dialect, weight, pairs))
+    for note in export.fit_notes(feats, weight):
+        click.echo(note, err=True)
+    return text

@@ -34,6 +34,15 @@ SELECT, uncalibrated, in DuckDB, and aggregates there:
 Rows with a NULL label are skipped; so are rows whose scores are not all finite (NULL for an
 incomplete row of LDA, QDA or logistic regression; −inf for a class ruled out by the MLE
 estimator): they carry no information a calibrator can fit.
+
+Degenerate held-out rows are refused before any optimiser runs, in one line saying why:
+rows of one class (every method; scikit-learn's ``CalibratedClassifierCV`` fails on them
+too); for Platt, rows that all have the same log-odds ``s`` (only A·s + B would be
+determined); for temperature, rows whose scores do not vary, or whose best temperature is
+T = ∞ (the labelled class scores no higher than the average class: uniform
+probabilities) or T = 0 (every row's own class scores highest: probabilities 0 and 1).
+Isotonic regression on a constant ``s`` is a constant, the held-out frequency of class 1,
+as scikit-learn's.
 """
 
 from __future__ import annotations
@@ -292,12 +301,16 @@ def calibrate(model, data: Any, method: str = "temperature", *, label: str | Non
         n = sum(counts.values())
         if n == 0:
             raise SqlnbError(f"{source.description} has no labelled rows with finite scores to calibrate on")
-        if method in BINARY and len(counts) < 2:
+        if len(counts) < 2:
+            # Fitted on one class, any calibrator only learns to favour that class (a
+            # temperature then runs to 0 or to infinity); scikit-learn's
+            # CalibratedClassifierCV fails on such rows too.
             only = model.classes[next(iter(counts))]
+            need = "rows of both classes" if K == 2 else "rows of at least two classes"
             raise SqlnbError(f"every held-out row of {source.description} is of class {only!r}; {method} "
-                             "calibration needs rows of both classes")
+                             f"calibration needs {need}; calibrate on held-out rows of every class")
         fit = {"temperature": _fit_temperature, "platt": _fit_platt, "isotonic": _fit_isotonic}[method]
-        cal = fit(con, work, K, counts)
+        cal = fit(con, work, K, counts, source.description)
     finally:
         con.execute(sql.render(exp.Drop(tables=[sql.table(work)], kind="TABLE", exists=True)))
     return with_calibration(model, Calibration(**cal, method=method, rows=n, source=source.description))
@@ -309,12 +322,14 @@ def _sums(con, work: str, exprs: list[exp.Expression]) -> list[float]:
     return [float(v) for v in con.execute(sql.render(q)).fetchall()[0]]
 
 
-def _newton(evaluate, start: np.ndarray, what: str) -> np.ndarray:
+def _newton(evaluate, start: np.ndarray, what: str, hint: str = "calibrate on other held-out rows") -> np.ndarray:
     """Minimise a smooth convex function by Newton steps, halved until the value does not
     rise; ``evaluate(x) -> (value, gradient, Hessian)``. Stops when a step would move ``x``
-    by less than 1e-15 relative, or when no step along the Newton direction lowers the
-    value any more (both: converged up to rounding). Newton converges quadratically, so
-    that takes a handful of aggregate queries (~5-10 measured)."""
+    by less than 1e-15 relative, when the Newton decrement is below 1e-24·|value|, or when
+    no step along the Newton direction lowers the value any more (all: converged up to
+    rounding). Newton converges quadratically, so
+    that takes a handful of aggregate queries (~5-10 measured). ``hint`` ends the error
+    raised when it does not converge: why that can be, and what to do."""
     x = start
     f, g, h = evaluate(x)
     for _ in range(MAX_STEPS):
@@ -326,6 +341,11 @@ def _newton(evaluate, start: np.ndarray, what: str) -> np.ndarray:
             raise SqlnbError(f"cannot fit the {what}: the held-out scores do not vary")
         if np.all(np.abs(step) <= 1e-15 * np.maximum(1.0, np.abs(x))):
             return x  # converged: the next step would not move x
+        if float(g @ step) <= 1e-24 * max(1.0, abs(f)):
+            # The Newton decrement gᵀH⁻¹g ≈ (x − x*)ᵀH(x − x*) is at the level of the
+            # sums' rounding: converged, though an ill-conditioned H (scores that vary
+            # little) lets rounding noise move x by more than 1e-15 at every step.
+            return x
         t = 1.0
         while True:
             xn = x - t * step
@@ -336,15 +356,46 @@ def _newton(evaluate, start: np.ndarray, what: str) -> np.ndarray:
             if t < 1e-9:
                 return x  # no lower value along the Newton direction: at the minimum up to rounding
         x, f, g, h = xn, fn, gn, hn
-    raise SqlnbError(f"the {what} did not converge in {MAX_STEPS} Newton steps; calibrate on other held-out rows")
+    raise SqlnbError(f"the {what} did not converge in {MAX_STEPS} Newton steps; {hint}")
 
 
-def _fit_temperature(con, work: str, K: int, counts: dict) -> dict:
+def _fit_temperature(con, work: str, K: int, counts: dict, where: str) -> dict:
     """Newton on β = 1/T of NLL(β) = Σ_i [ln Σ_c exp(β d_ic) − β d_i,y_i]:
-    NLL' = Σ (E_p[d] − d_y), NLL'' = Σ Var_p[d] ≥ 0 with p = softmax(β d)."""
+    NLL' = Σ (E_p[d] − d_y), NLL'' = Σ Var_p[d] ≥ 0 with p = softmax(β d).
+
+    NLL is convex in β, so it has a minimum at a finite β > 0 unless (checked first, in
+    one aggregate query, and refused in one line saying why):
+
+    * every row scores every class the same (d = 0): NLL does not depend on β;
+    * NLL'(0) = Σ (mean_c d_ic − d_i,y_i) ≥ 0, the labelled class scoring no higher than
+      the mean class on average: NLL rises from β = 0, the minimum is T = ∞ (uniform
+      probabilities: a T of about 1e10 came out before this check);
+    * every row's own class scores highest (d_y = 0): NLL falls towards β = ∞, T = 0
+      (probabilities 0 and 1)."""
     d = [sql.col(f"d{k}") for k in range(K)]
     d_y = exp.Case(ifs=[exp.If(this=exp.EQ(this=sql.col("y"), expression=exp.Literal.number(k)), true=d[k].copy())
                         for k in range(K)])
+    one, zero = sql.dbl(1.0), sql.dbl(0.0)
+    varies = exp.Case(ifs=[exp.If(this=exp.or_(*[exp.LT(this=v.copy(), expression=zero.copy()) for v in d]),
+                                  true=one.copy())], default=zero.copy())
+    wrong = exp.Case(ifs=[exp.If(this=exp.LT(this=d_y.copy(), expression=zero.copy()), true=one.copy())],
+                     default=zero.copy())
+    mean = exp.Div(this=exp.paren(sql.add(v.copy() for v in d)), expression=sql.dbl(float(K)))
+    n_varied, n_wrong, slope0 = _sums(con, work, [varies, wrong, exp.Sub(this=mean, expression=d_y.copy())])
+    n = sum(counts.values())
+    if n_varied == 0:
+        raise SqlnbError(f"cannot fit the temperature: the held-out scores do not vary (every class scores the same "
+                         f"on each of the {n:,} rows of {where}, as when their features are all NULL under a uniform "
+                         "prior); calibrate on rows whose features tell the classes apart")
+    if slope0 >= 0:
+        raise SqlnbError(f"the held-out rows of {where} carry no information for temperature scaling (their own class "
+                         "scores no higher than the average class, so the log loss falls as T grows without bound, "
+                         "to uniform probabilities); check the held-out labels (--label) and the model: a "
+                         "temperature cannot fix scores that point away from the labels")
+    if n_wrong == 0:
+        raise SqlnbError(f"every one of the {n:,} held-out rows of {where} scores its own class highest, so the log "
+                         "loss falls as T shrinks to 0 (probabilities of exactly 0 and 1); calibrate on more "
+                         "held-out rows, some of which the model gets wrong")
 
     def evaluate(x):
         beta = float(x[0])
@@ -371,14 +422,29 @@ def _fit_temperature(con, work: str, K: int, counts: dict) -> dict:
     return {"temperature": float(T)}
 
 
-def _fit_platt(con, work: str, K: int, counts: dict) -> dict:
+def _fit_platt(con, work: str, K: int, counts: dict, where: str) -> dict:
     """Newton on (A, B) of Σ_i [softplus(z_i) − t_i z_i], z = A·s + B, with Platt's
-    targets; gradient Σ (σ(z) − t)(s, 1), Hessian Σ σ(z)σ(−z)(s, 1)(s, 1)ᵀ."""
+    targets; gradient Σ (σ(z) − t)(s, 1), Hessian Σ σ(z)σ(−z)(s, 1)(s, 1)ᵀ.
+
+    The targets lie strictly between 0 and 1, so the objective has a finite minimum
+    whenever ``s`` takes two values; when every row has the same ``s`` only A·s + B is
+    determined (the Hessian is singular) and the fit is refused in one line, checked
+    before the optimiser (Newton's steps would grow without bound)."""
     n_neg, n_pos = float(counts.get(0, 0)), float(counts.get(1, 0))
     t_pos, t_neg = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
-    s, y = sql.col("s"), sql.col("y")
+    y = sql.col("y")
+    lo, hi, mid = con.execute(sql.render(exp.select(exp.Min(this=sql.col("s")), exp.Max(this=sql.col("s")),
+                                                    exp.Avg(this=sql.col("s"))).from_(sql.table(work)))).fetchone()
+    if lo == hi:
+        raise SqlnbError(f"every one of the {int(n_neg + n_pos):,} held-out rows of {where} has the same log-odds "
+                         f"({float(lo):.6g}), as when their features are all NULL or equal: Platt scaling needs "
+                         "scores that vary; calibrate on rows whose features vary")
     t = exp.Case(ifs=[exp.If(this=exp.EQ(this=y, expression=exp.Literal.number(1)), true=sql.dbl(t_pos))],
                  default=sql.dbl(t_neg))
+    # Newton runs on the centred score s − m (m its mean), z = A·(s − m) + B': the same
+    # minimiser (B = B' − A·m), but a Hessian that stays well conditioned when s varies
+    # little about a large offset (a spread of 1e-6 about −0.42 did not converge on s).
+    s = exp.paren(exp.Sub(this=sql.col("s"), expression=sql.dbl(float(mid))))
 
     def evaluate(x):
         A, B = float(x[0]), float(x[1])
@@ -402,14 +468,21 @@ def _fit_platt(con, work: str, K: int, counts: dict) -> dict:
             exp.Mul(this=w.copy(), expression=s.copy()), w.copy()])
         return f, np.array([gs, g1]), np.array([[hss, hs1], [hs1, h11]])
 
-    A, B = _newton(evaluate, np.array([0.0, math.log((n_pos + 1.0) / (n_neg + 1.0))]), "Platt sigmoid")
+    hint = (f"the held-out log-odds of {where} vary only from {float(lo):.17g} to {float(hi):.17g}, too little to "
+            "fit a slope; calibrate on rows whose features vary more")
+    A, B = _newton(evaluate, np.array([0.0, math.log((n_pos + 1.0) / (n_neg + 1.0))]), "Platt sigmoid", hint)
+    B = B - A * float(mid)
     if not (math.isfinite(A) and math.isfinite(B)):
         raise SqlnbError("the fitted Platt sigmoid is not finite; calibrate on more held-out rows")
     return {"slope": float(A), "intercept": float(B)}
 
 
-def _fit_isotonic(con, work: str, K: int, counts: dict) -> dict:
-    """Rows and positives per distinct score (``GROUP BY s``), then pool-adjacent-violators."""
+def _fit_isotonic(con, work: str, K: int, counts: dict, where: str) -> dict:
+    """Rows and positives per distinct score (``GROUP BY s``), then pool-adjacent-violators.
+
+    Held-out rows that all have the same ``s`` give one threshold, a constant: every row
+    then gets the held-out frequency of class 1, as scikit-learn's IsotonicRegression does
+    on a constant input."""
     s = sql.col("s")
     q = (exp.select(s, exp.Count(this=exp.Star()), exp.Sum(this=sql.col("y"))).from_(sql.table(work))
          .group_by(s.copy()).order_by(s.copy()))

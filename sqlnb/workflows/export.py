@@ -1,7 +1,7 @@
 """SQL to take elsewhere: the training queries per dialect, and DuckDB scoring macros.
 
-:func:`fit_sql` renders the training aggregations (the statistics scan and, outside
-DuckDB, the categorical counts) for a dialect, so a warehouse sqlnb has no engine for can
+:func:`fit_sql` renders the training aggregations (the statistics scan, outside DuckDB
+the categorical counts, and a tree-augmented model's pair counts) for a dialect, so a warehouse sqlnb has no engine for can
 compute the sufficient statistics itself. Dialect gaps are met by choosing another
 builder, never by editing text:
 
@@ -11,7 +11,11 @@ builder, never by editing text:
   (``AVG(x) OVER (PARTITION BY label)``) in a subquery and the variance is
   ``AVG((x − mean)²)`` — the same two-pass, cancellation-free form.
 * SQLite has no ``GROUPING SETS``: one ``GROUP BY (label, column)`` per categorical
-  column, glued with ``UNION ALL``, with the same output columns.
+  column (one ``GROUP BY (label, a, b)`` per pair of tree features), glued with
+  ``UNION ALL``, with the same output columns.
+
+What no static statement holds (cut points, a weighted Gaussian second pass, token
+counts) is listed by :func:`fit_notes`, which ``sqlnb sql --fit`` prints on stderr.
 
 :func:`duckdb_macro` wraps a model's scoring SELECT in a DuckDB table macro,
 ``CREATE MACRO "score_<name>"(tbl) AS TABLE ... FROM query_table(tbl) AS src``, so an
@@ -30,6 +34,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.fit import statistics_query, weighted_counts_query
+from sqlnb.models.naive_bayes.tan import pairs_query
 from sqlnb.source import Source, Table
 
 
@@ -91,11 +96,38 @@ def _counts_union(source: Source, label: str, weight: str | None, cats: Sequence
     return out
 
 
+def _pairs_union(source: Source, label: str, weight: str | None, tree: Sequence[Feature]) -> exp.Expression:
+    """:func:`~sqlnb.models.naive_bayes.tan.pairs_query` without GROUPING SETS: the same
+    query once per pair, grouped by that pair alone, with the other columns' value NULL and
+    grouping flag 1, glued with ``UNION ALL`` (the same rows and columns)."""
+    full = pairs_query(source, label, weight, tree)
+    inner = full.args["from_"].this
+    F = len(tree)
+    n = full.expressions[-1].copy()
+    parts = []
+    for a in range(F):
+        for b in range(a + 1, F):
+            cols = [sql.col("k", "t")]
+            for j in range(F):
+                on = j in (a, b)
+                cols += [exp.alias_(sql.col(f"x{j}", "t") if on else exp.null(), f"v{j}", quoted=True),
+                         exp.alias_(exp.Literal.number(0 if on else 1), f"g{j}", quoted=True)]
+            parts.append(exp.select(*cols, n.copy()).from_(inner.copy())
+                         .group_by(sql.col("k", "t"), sql.col(f"x{a}", "t"), sql.col(f"x{b}", "t")))
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.Union(this=out, expression=p, distinct=False)
+    return out
+
+
 def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: str,
-                weight: str | None = None) -> list[exp.Expression]:
+                weight: str | None = None, pairs: Sequence[str] = ()) -> list[exp.Expression]:
     """The training statements for ``dialect`` as trees: the statistics scan, then (outside
-    DuckDB, or when weighted) the categorical counts. The weighted Gaussian second pass
-    needs the class means from the first result, so it is not part of a static export."""
+    DuckDB, or when weighted) the categorical counts, then (``pairs``: the tree features of
+    a tree-augmented model, in the model's order) the pair counts of
+    :func:`~sqlnb.models.naive_bayes.tan.pairs_query`. The weighted Gaussian second pass
+    needs the class means from the first result, so it is not part of a static export
+    (:func:`fit_notes` says so)."""
     src = _unbound(source, features, label, weight)
     histogram = dialect == "duckdb"
     stats = statistics_query(src, label, weight, features, histogram)
@@ -107,11 +139,51 @@ def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: s
     if cats:
         out.append(_counts_union(src, label, weight, cats) if dialect in sql.NO_GROUPING_SETS
                    else weighted_counts_query(src, label, weight, cats))
+    if pairs:
+        by_name = {f.name: f for f in features}
+        tree = [by_name[n] for n in pairs]
+        out.append(_pairs_union(src, label, weight, tree) if dialect in sql.NO_GROUPING_SETS
+                   else pairs_query(src, label, weight, tree))
     return out
 
 
+def fit_notes(features: Sequence[Feature], weight: str | None = None) -> list[str]:
+    """What :func:`fit_queries` cannot hold, one ``note:`` line each: the passes
+    ``sqlnb fit`` runs besides its statements, whose results depend on another result
+    (so no static SQL reproduces them on other rows).
+
+    * binned columns: their cut points are the model's, written into the statements as
+      numbers; finding them is a pass of its own (quantiles, or MDL on per-value counts
+      in Python);
+    * weighted Gaussian columns: the variance is a second pass about the class means
+      of the first result;
+    * token bags: their term counts are a ``GROUP BY label, token`` query per bag (with
+      vocabulary pruning), run after the statistics scan, which gives only their document
+      counts.
+    """
+    notes = []
+    binned = [f for f in features if f.kind == "binned"]
+    if binned:
+        names = ", ".join(f"{f.name!r} ({f.bins})" for f in binned)
+        notes.append(f"note: the cut points of binned column{'s' if len(binned) > 1 else ''} {names} are the model's, "
+                     "written into the SQL as numbers; finding them on other rows is a pass of its own that "
+                     "this SQL leaves out (sqlnb fit --bins)")
+    gauss = [f.name for f in features if f.kind == "gaussian" and f.bag is None]
+    if weight and gauss:
+        notes.append(f"note: weighted Gaussian column{'s' if len(gauss) > 1 else ''} "
+                     f"{', '.join(map(repr, gauss))}: the variances are a second pass about the class means of the "
+                     "first statement's result, which this SQL leaves out (sqlnb fit runs it)")
+    bags = [f.name for f in features if f.bag is not None]
+    if bags:
+        many = len(bags) > 1
+        notes.append(f"note: token bag{'s' if many else ''} {', '.join(map(repr, bags))}: this SQL counts "
+                     f"{'their' if many else 'its'} documents only; the per-term counts are a GROUP BY label, token "
+                     "query per bag that sqlnb fit runs after it, which this SQL leaves out")
+    return notes
+
+
 def fit_sql(source: Any, label: str, features: Sequence[Feature], dialect: str = "duckdb",
-            weight: str | None = None, pretty: bool = True) -> str:
+            weight: str | None = None, pretty: bool = True, pairs: Sequence[str] = ()) -> str:
     """The training SQL for ``dialect``: statements separated by ``;``.
 
     Parameters
@@ -126,6 +198,10 @@ def fit_sql(source: Any, label: str, features: Sequence[Feature], dialect: str =
         One of :data:`sqlnb.sql.DIALECTS`.
     weight : str, optional
         A weight column.
+    pairs : list of str, optional
+        A tree-augmented model's tree features (``model.stats.pairs.features``): adds
+        their pair counts (columns ``k``, ``v<j>``, ``g<j>`` per tree feature and ``n``;
+        the rows with two ``g<j> = 0`` count that pair).
 
     Returns
     -------
@@ -136,7 +212,7 @@ def fit_sql(source: Any, label: str, features: Sequence[Feature], dialect: str =
         column — ``g<j> = 0`` marks the rows counting column ``j`` — and ``n``).
     """
     return ";\n\n".join(sql.render(q, dialect, pretty=pretty) for q in
-                        fit_queries(source, label, features, dialect, weight)) + ";\n"
+                        fit_queries(source, label, features, dialect, weight, pairs)) + ";\n"
 
 
 def duckdb_macro_tree(model, name: str, outputs: Sequence[str] = ("prediction", "proba")) -> exp.Create:
