@@ -325,7 +325,17 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
                 else Table(source_text or DEFAULT_SOURCE))
             text = m.to_sql(dialect, source=target, con=con, outputs=outputs, pretty=pretty, key=key,
                             explain=explain) + ";"
+            if dialect == "postgres":
+                click.echo(POSTGRES_JIT_NOTE, err=True)
     click.echo(text)
+
+
+#: Said on stderr with every PostgreSQL scoring SELECT: the setting cannot be inside it (it
+#: stays one SELECT, pasteable into a CTE), and a default server compiles it with JIT once
+#: the planner's estimate passes jit_above_cost, which on large tables can take minutes
+#: and gigabytes (docs/dialects.md, "PostgreSQL's JIT").
+POSTGRES_JIT_NOTE = ("note: run this SELECT in a session with SET jit = off: PostgreSQL's JIT (on by default) "
+                     "can take minutes compiling it on large tables (docs/dialects.md)")
 
 
 def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m, outputs,
