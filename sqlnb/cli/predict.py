@@ -268,7 +268,8 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     under a decision rule expected_cost_*, min_expected_cost or max_proba). The model's
     decision rule (sqlnb decide) is in the SELECT: prediction, expected_cost (and
     rejected). --source names what the SQL reads in the target warehouse; a qualified
-    name goes in a query: --source 'SELECT * FROM a.b'.
+    name goes in a query: --source 'SELECT * FROM a.b'. Run PostgreSQL's in a session
+    with SET jit = off (a note on stderr says so; docs/dialects.md).
 
     \b
     Example:
