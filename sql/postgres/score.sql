@@ -162,6 +162,7 @@ FROM (
             CAST(-1.252762968495368 AS DOUBLE PRECISION)
           )) AS "lookup colour"("v", "c0", "c1", "c2")
           ON "src"."colour" = "lookup colour"."v"
+        OFFSET 0
       ) AS "s1"
     ) AS "s2"
   ) AS "s3"

@@ -269,7 +269,8 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     under a decision rule expected_cost_*, min_expected_cost or max_proba). The model's
     decision rule (sqlnb decide) is in the SELECT: prediction, expected_cost (and
     rejected). --source names what the SQL reads in the target warehouse; a qualified
-    name goes in a query: --source 'SELECT * FROM a.b'.
+    name goes in a query: --source 'SELECT * FROM a.b'. Run PostgreSQL's in a session
+    with SET jit = off (a note on stderr says so; docs/dialects.md).
 
     \b
     Example:
@@ -329,7 +330,17 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
                 else Table(source_text or DEFAULT_SOURCE))
             text = m.to_sql(dialect, source=target, con=con, outputs=outputs, pretty=pretty, key=key,
                             explain=explain) + ";"
+            if dialect == "postgres":
+                click.echo(POSTGRES_JIT_NOTE, err=True)
     click.echo(text)
+
+
+#: Said on stderr with every PostgreSQL scoring SELECT: the setting cannot be inside it (it
+#: stays one SELECT, pasteable into a CTE), and a default server compiles it with JIT once
+#: the planner's estimate passes jit_above_cost, which on large tables can take minutes
+#: and gigabytes (docs/dialects.md, "PostgreSQL's JIT").
+POSTGRES_JIT_NOTE = ("note: run this SELECT in a session with SET jit = off: PostgreSQL's JIT (on by default) "
+                     "can take minutes compiling it on large tables (docs/dialects.md)")
 
 
 def _refuse_clash_in_model_db(settings: Settings, model: str, name: str, m, outputs,

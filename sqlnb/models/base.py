@@ -301,6 +301,10 @@ class Model:
     ) -> str:
         """The self-contained scoring SELECT (parameters inlined as DOUBLE literals).
 
+        One SELECT, so it cannot carry a setting: run PostgreSQL's in a session with
+        ``SET jit = off`` (a server's default JIT can spend minutes and gigabytes compiling
+        a wide model's SELECT on a large table; docs/dialects.md, "PostgreSQL's JIT").
+
         Parameters
         ----------
         dialect : str

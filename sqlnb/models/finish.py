@@ -58,6 +58,16 @@ MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN = "max_jll", "exp_shifted_", "sum_exp_shi
 #: for 400 rows of a 300-threshold calibrator. Each calibration stage gets ``OFFSET 0``
 #: (``LIMIT -1 OFFSET 0`` in SQLite), which both keep as a subquery computed once per row.
 FLATTENS_SUBQUERIES = ("postgres", "sqlite")
+#: Dialects whose first stage (the class scores) ends with ``OFFSET 0``. Unfenced,
+#: PostgreSQL pulls the stages up into one projection and writes ``b_c`` wherever a later
+#: stage reads it (B, e_c, Σ e_c, lse, each output: every class score about 50 times),
+#: then evaluates each copy per row; with JIT on (the default), LLVM compiles all of them.
+#: 40 Gaussian columns x 3 classes x 600 rows took 66 s and a 3.4 GB backend (0.8 s with
+#: JIT off), and a 580-column model on 1,500 rows got the server OOM-killed (issue 27).
+#: Fenced, each class score is computed once per row: 0.03 s and 19 MB, and the 580-column
+#: model 1.4 s and 73 MB (docs/dialects.md). SQLite's flattener copies the same way, but
+#: its shape is left as measured and tested there (its calibration stages are fenced).
+FENCES_CLASS_SCORES = ("postgres",)
 #: Helper columns of a class score cut into parts: ``part<i>_<class>``.
 PART_PREFIX = "part"
 #: The source row's position, carried through a plan with a join (``keep_order``).
@@ -378,6 +388,8 @@ def scoring_select(
                             ).from_(source_from, copy=False)
         for j in joins:
             stage1.append("joins", j.copy())
+        if dialect in FENCES_CLASS_SCORES:
+            stage1 = stage1.offset(0, copy=False)
         for i, cols in enumerate(calibration.stages(classes) if calibration is not None else []):
             stage1 = stage([_as(e, n) for n, e in cols], stage1, f"c{i}")
             if dialect in FLATTENS_SUBQUERIES:
