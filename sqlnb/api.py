@@ -22,7 +22,7 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models import screening
 from sqlnb.source import read_with
 from sqlnb.models.naive_bayes import information
-from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features, resolve_edges
+from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
@@ -142,8 +142,12 @@ def fit(
                                      asked=list(feature_kinds or {}))
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
-    feats = resolve_edges(engine, source, label, feats)  # binned columns: cut points first
+    # Binned columns: their per-(class, value) counts, then the cut points from them; the
+    # model keeps the counts so that an update recomputes the cut points (fit.recut).
+    cut_classes, cuts = cut_counts(engine, source, label, weight, feats)
+    feats = resolve_edges(engine, source, label, feats, cuts)
     stats = collect_statistics(engine, source, label, feats, weight, pairs=hyper.structure == "tan")
+    stats.cuts = {name: vc.align(cut_classes, stats.classes) for name, vc in cuts.items()}
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     if select_k is not None:
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)
