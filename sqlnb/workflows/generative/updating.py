@@ -100,6 +100,13 @@ def update(
     pruning (``min_df``, ``max_df``, ``max_features``, ``select_k``) each batch is pruned
     by itself, so the model keeps the union of the kept terms and is no longer the refit.
     Models fitted on a long token table (:func:`sqlnb.fit_long`) cannot be updated.
+    Binned columns: the per-(class, value) counts the model keeps merge too, and the cut
+    points and per-bin counts are recomputed from them
+    (:func:`~sqlnb.models.naive_bayes.fit.recut`), as the refit's; a tree-augmented model
+    whose binned pair columns' cut points move, and a binned model stored without those
+    counts, are refused (refit them).
+    A decision rule, calibrator or novelty threshold the update cannot keep as it was is
+    said as an :class:`~sqlnb.errors.UpdateWarning` (:func:`_carry_over`).
 
     Parameters
     ----------
@@ -124,7 +131,8 @@ def update(
     NaiveBayes
         A new model. ``report["updates"]`` counts the updates and ``report["last_update"]``
         describes the last one; a stored novelty threshold is dropped (it was calibrated
-        on the old parameters: compute it again with :func:`novelty_threshold`).
+        on the old parameters: compute it again with :func:`novelty_threshold`), and so is
+        a calibrator; a decision rule is kept, or extended to new classes (said).
 
     Examples
     --------
