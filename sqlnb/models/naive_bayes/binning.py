@@ -39,6 +39,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from sqlnb import sql
@@ -180,28 +181,28 @@ def value_counts_query(source, label: str, weight: str | None, features: Sequenc
             .group_by(exp.GroupingSets(expressions=sets)))
 
 
-def value_counts(features: Sequence, rows: Sequence[Sequence[Any]]) -> tuple[list, dict[str, ValueCounts]]:
+def value_counts(features: Sequence, table: pa.Table) -> tuple[list, dict[str, ValueCounts]]:
     """(the classes, in the model's order; each feature's :class:`~sqlnb.stats.ValueCounts`
-    over them) from :func:`value_counts_query`'s rows. NULL values are in no bin and left
-    out; so are NaN and ±inf, which the training scan refuses itself."""
-    if not rows:
+    over them) from :func:`value_counts_query`'s result as an Arrow table (columnar: a
+    continuous column brings about a row per training row). NULL values are in no bin and
+    left out; so are NaN and ±inf, which the training scan refuses itself."""
+    if table.num_rows == 0:
         return [], {f.name: ValueCounts(np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0))) for f in features}
-    cols = list(zip(*rows))
-    classes = sorted_values(cols[0])  # class order: the same sums on every engine
-    index = {c: i for i, c in enumerate(classes)}
-    k = np.array([index[c] for c in cols[0]])
-    n_rows, n_w = np.array(cols[-2], dtype=float), np.array([float(x or 0.0) for x in cols[-1]])
+    labels = table.column(0)
+    classes = sorted_values(pc.unique(labels).to_pylist())  # class order: the same sums on every engine
+    k = pc.index_in(labels, value_set=pa.array(classes, type=labels.type)).to_numpy(zero_copy_only=False)
+
+    def numbers(i: int) -> np.ndarray:
+        return pc.cast(table.column(i), pa.float64()).to_numpy(zero_copy_only=False)  # NULL -> NaN
+
+    n_rows, n_w = numbers(table.num_columns - 2), np.nan_to_num(numbers(table.num_columns - 1), nan=0.0)
     out = {}
     for j, f in enumerate(features):
-        mine = np.array(cols[2 + 2 * j]) == 0  # GROUPING(v_j) = 0: this set's rows
-        v = np.array(cols[1 + 2 * j], dtype=object)[mine]
-        present = np.array([x is not None for x in v], dtype=bool)
-        x = v[present].astype(float)
-        finite = np.isfinite(x)
-        x, kk = x[finite], k[mine][present][finite]
-        values, inv = np.unique(x, return_inverse=True)
+        x = numbers(1 + 2 * j)
+        mine = (numbers(2 + 2 * j) == 0) & np.isfinite(x)  # GROUPING(v_j) = 0: this set's rows; NULL is NaN
+        values, inv = np.unique(x[mine], return_inverse=True)
         size = len(values) * len(classes)
-        got = [np.bincount(kk * len(values) + inv, weights=w[mine][present][finite], minlength=size)
+        got = [np.bincount(k[mine] * len(values) + inv, weights=w[mine], minlength=size)
                .reshape(len(classes), len(values)) for w in (n_rows, n_w)]
         out[f.name] = ValueCounts(values, got[0], got[1])
     return classes, out
@@ -261,17 +262,17 @@ def quantile_edges(features: Sequence, row: Sequence[Any]) -> dict[str, tuple]:
 def cut_counts_table(cuts: Mapping[str, ValueCounts]) -> pa.Table:
     """The value counts of every binned feature as one long table ``(feature,
     class_index, value, rows, n)``, non-zero cells only."""
-    cols: dict[str, list] = {c: [] for c in ("feature", "class_index", "value", "rows", "n")}
+    parts = []
     for name, vc in cuts.items():
         ks, vs = np.nonzero((vc.rows != 0) | (vc.n != 0))
-        cols["feature"] += [name] * len(ks)
-        cols["class_index"] += ks.tolist()
-        cols["value"] += vc.values[vs].tolist()
-        cols["rows"] += vc.rows[ks, vs].tolist()
-        cols["n"] += vc.n[ks, vs].tolist()
-    return pa.table({"feature": pa.array(cols["feature"], pa.string()),
-                     "class_index": pa.array(cols["class_index"], pa.int32()),
-                     **{c: pa.array(cols[c], pa.float64()) for c in ("value", "rows", "n")}})
+        parts.append(pa.table({"feature": pa.array(np.full(len(ks), name, dtype=object), pa.string()),
+                               "class_index": pa.array(ks.astype(np.int32)),
+                               "value": pa.array(vc.values[vs], pa.float64()),
+                               "rows": pa.array(vc.rows[ks, vs], pa.float64()),
+                               "n": pa.array(vc.n[ks, vs], pa.float64())}))
+    schema = pa.schema([("feature", pa.string()), ("class_index", pa.int32()), ("value", pa.float64()),
+                        ("rows", pa.float64()), ("n", pa.float64())])
+    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def cut_counts_from_table(table: pa.Table | None, names: Sequence[str], n_classes: int) -> dict[str, ValueCounts]:
@@ -280,17 +281,17 @@ def cut_counts_from_table(table: pa.Table | None, names: Sequence[str], n_classe
     table (an older sqlnb), which an update then refuses."""
     if table is None:
         return {}
-    d = table.to_pydict()
-    feature, k = np.array(d["feature"], dtype=object), np.array(d["class_index"], dtype=np.int64)
-    value, rows, n = (np.array(d[c], dtype=float) for c in ("value", "rows", "n"))
+    feature = table.column("feature")
+    k, value, rows, n = (pc.cast(table.column(c), pa.float64()).to_numpy(zero_copy_only=False)
+                         for c in ("class_index", "value", "rows", "n"))
     out = {}
     for name in names:
-        mine = feature == name
+        mine = pc.equal(feature, name).to_numpy(zero_copy_only=False).astype(bool)
         values, inv = np.unique(value[mine], return_inverse=True)
         got = []
         for w in (rows, n):
             a = np.zeros((n_classes, len(values)))
-            a[k[mine], inv] = w[mine]
+            a[k[mine].astype(np.int64), inv] = w[mine]
             got.append(a)
         out[name] = ValueCounts(values, got[0], got[1])
     return out

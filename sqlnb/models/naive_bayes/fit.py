@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
@@ -325,7 +326,16 @@ def cut_counts(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, lab
     if not binned:
         return [], {}
     engine = as_engine(engine)
-    return value_counts(binned, engine.execute(value_counts_query(source, label, weight, binned)))
+    q = value_counts_query(source, label, weight, binned)
+    if engine.dialect == "duckdb":  # columnar: a continuous column brings a row per training row
+        table = engine.relation(q).to_arrow_table()
+    else:
+        rows = engine.execute(q)
+        names = ["k", *[c for j in range(len(binned)) for c in (f"v{j}", f"g{j}")], "rows", "n"]
+        table = pa.table({c: pa.array([r[i] for r in rows]) if c == "k" else
+                          pa.array([None if r[i] is None else float(r[i]) for r in rows], pa.float64())
+                          for i, c in enumerate(names)})
+    return value_counts(binned, table)
 
 
 def resolve_edges(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str,
