@@ -181,9 +181,36 @@ def value_counts_query(source, label: str, weight: str | None, features: Sequenc
             .group_by(exp.GroupingSets(expressions=sets)))
 
 
+def value_counts_long_query(source, label: str, weight: str | None, features: Sequence) -> exp.Select:
+    """:func:`value_counts_query` in the long shape (DuckDB): ``SELECT k, j, v, COUNT(*),
+    SUM(w) … GROUP BY k, j, v`` over each labelled row's values unnested to (``j``, ``v``).
+    Its result has 5 columns rather than 2·F + 3 mostly NULL ones: a fit of 1M rows x 5
+    continuous quantile-binned columns peaked at 1.3 GB with the GROUPING SETS result."""
+    from sqlnb.models.naive_bayes.families import REGISTRY
+    fam = REGISTRY["binned"]
+    labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    w = sql.as_double(sql.col(weight, "src")) if weight is not None else sql.dbl(1.0)
+    lists = exp.select(exp.alias_(sql.col(label, "src"), "k", quoted=True),
+                       exp.alias_(exp.Array(expressions=[fam.value(f) for f in features]), "l", quoted=True),
+                       exp.alias_(w, "w", quoted=True)).from_(source.from_("src")).where(labelled)
+    col = lambda name: exp.column(name, quoted=True)  # noqa: E731
+    rows = exp.select(col("k"), col("w"),
+                      exp.alias_(exp.Unnest(expressions=[col("l")]), "v", quoted=True),
+                      exp.alias_(exp.Unnest(expressions=[exp.Anonymous(this="range", expressions=[
+                          exp.Literal.number(len(features))])]), "j", quoted=True)
+                      ).from_(exp.Subquery(this=lists, alias=exp.TableAlias(this=sql.ident("l"))))
+    n = exp.Sum(this=col("w")) if weight is not None else exp.Count(this=exp.Star())
+    return (exp.select(col("k"), col("j"), col("v"), exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
+                       exp.alias_(n, "n", quoted=True))
+            .from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=sql.ident("u"))))
+            .where(exp.Not(this=exp.Is(this=col("v"), expression=exp.Null())))
+            .group_by(col("k"), col("j"), col("v")))
+
+
 def value_counts(features: Sequence, table: pa.Table) -> tuple[list, dict[str, ValueCounts]]:
     """(the classes, in the model's order; each feature's :class:`~sqlnb.stats.ValueCounts`
-    over them) from :func:`value_counts_query`'s result as an Arrow table (columnar: a
+    over them) from :func:`value_counts_query`'s or :func:`value_counts_long_query`'s
+    result as an Arrow table (columnar: a
     continuous column brings about a row per training row). NULL values are in no bin and
     left out; so are NaN and ±inf, which the training scan refuses itself."""
     if table.num_rows == 0:
@@ -196,10 +223,17 @@ def value_counts(features: Sequence, table: pa.Table) -> tuple[list, dict[str, V
         return pc.cast(table.column(i), pa.float64()).to_numpy(zero_copy_only=False)  # NULL -> NaN
 
     n_rows, n_w = numbers(table.num_columns - 2), np.nan_to_num(numbers(table.num_columns - 1), nan=0.0)
+    long = table.column_names[1] == "j"  # value_counts_long_query's (k, j, v, rows, n)
+    if long:
+        j_all, v_all = numbers(1), numbers(2)
     out = {}
     for j, f in enumerate(features):
-        x = numbers(1 + 2 * j)
-        mine = (numbers(2 + 2 * j) == 0) & np.isfinite(x)  # GROUPING(v_j) = 0: this set's rows; NULL is NaN
+        if long:
+            x, mine = v_all, j_all == j
+        else:
+            x = numbers(1 + 2 * j)
+            mine = numbers(2 + 2 * j) == 0  # GROUPING(v_j) = 0: this set's rows
+        mine = mine & np.isfinite(x)  # NULL (NaN here) and non-finite values: in no bin
         values, inv = np.unique(x[mine], return_inverse=True)
         size = len(values) * len(classes)
         got = [np.bincount(k[mine] * len(values) + inv, weights=w[mine], minlength=size)

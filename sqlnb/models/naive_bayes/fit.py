@@ -32,7 +32,8 @@ from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
 from sqlnb.models.naive_bayes.binning import (mdl_edges, quantile_edges, quantile_edges_from_counts,
-                                               quantile_query, split_bins, value_counts, value_counts_query)
+                                               quantile_query, split_bins, value_counts, value_counts_long_query,
+                                               value_counts_query)
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes import wide
 from sqlnb.models.naive_bayes.families.categorical import counts_from
@@ -326,10 +327,10 @@ def cut_counts(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, lab
     if not binned:
         return [], {}
     engine = as_engine(engine)
-    q = value_counts_query(source, label, weight, binned)
-    if engine.dialect == "duckdb":  # columnar: a continuous column brings a row per training row
-        table = engine.relation(q).to_arrow_table()
+    if engine.dialect == "duckdb":  # long and columnar: a continuous column brings a row per training row
+        table = engine.relation(value_counts_long_query(source, label, weight, binned)).to_arrow_table()
     else:
+        q = value_counts_query(source, label, weight, binned)
         rows = engine.execute(q)
         names = ["k", *[c for j in range(len(binned)) for c in (f"v{j}", f"g{j}")], "rows", "n"]
         table = pa.table({c: pa.array([r[i] for r in rows]) if c == "k" else
