@@ -24,7 +24,7 @@ from sqlnb.models import screening
 from sqlnb.source import read_with
 from sqlnb.models.naive_bayes import information
 from sqlnb.models.naive_bayes.families.gaussian import floor_lifter
-from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features, resolve_edges
+from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
@@ -150,8 +150,12 @@ def fit(
                                                    "unseen": hyper.unseen, "structure": hyper.structure}])
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
-    feats = resolve_edges(engine, source, label, feats)  # binned columns: cut points first
+    # Binned columns: their per-(class, value) counts, then the cut points from them; the
+    # model keeps the counts so that an update recomputes the cut points (fit.recut).
+    cut_classes, cuts = cut_counts(engine, source, label, weight, feats)
+    feats = resolve_edges(engine, source, label, feats, cuts)
     stats = collect_statistics(engine, source, label, feats, weight, pairs=hyper.structure == "tan")
+    stats.cuts = {name: vc.align(cut_classes, stats.classes) for name, vc in cuts.items()}
     _note_variance_floor(feats, stats, hyper.var_smoothing, listed=features is not None)
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     if select_k is not None:

@@ -34,6 +34,13 @@ class VarianceFloorWarning(ScreeningWarning):
     to leave it out."""
 
 
+class UpdateWarning(ScreeningWarning):
+    """Something stored with a model that an update could not keep as it was (a decision
+    rule made for fewer classes, a calibrator or novelty threshold fitted on the old
+    parameters); the message says what changed and how to set it again. A subclass of
+    :class:`ScreeningWarning`, so the CLI prints it on stderr the same way."""
+
+
 def suggest(name: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices``, or an empty string."""
     choices = [str(c) for c in choices]

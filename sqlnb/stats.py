@@ -12,6 +12,9 @@ Per class ``c`` (arrays are indexed by the position of ``c`` in the sorted class
   feature is not NULL (``n``) and weighted total (``Σ w·x``, or ``Σ w·[x > t]``).
 * :class:`Counts` (categorical): weighted count per (class, value).
 * :class:`Bag` (token bags): per (class, term) weighted counts and document counts.
+* :class:`ValueCounts` (binned columns, beside their per-bin :class:`Counts`): rows and
+  weighted count per (class, distinct value), what the cut points and the per-bin counts
+  are computed from, so that an update can recompute both as the refit would.
 
 Two sets of statistics merge exactly (:meth:`Statistics.merge`); Gaussian moments merge
 by Chan, Golub & LeVeque, which is stable where the textbook ``Σx², Σx`` form is not.
@@ -166,6 +169,53 @@ class Counts:
 
 
 @dataclass
+class ValueCounts:
+    """Per (class, distinct value) counts of one binned column: the statistics its cut
+    points are a function of (:mod:`sqlnb.models.naive_bayes.binning`: Fayyad & Irani's
+    MDL splits read the per-value class histogram; quantiles read the value counts), and
+    from which its per-bin counts follow for any cut points. They merge by addition, so
+    an update recomputes the cut points of the refit on all rows.
+
+    ``values`` are the distinct non-NULL values, ascending; ``rows[c, v]`` the rows of
+    class ``c`` with value ``v`` (unweighted: the cut points are computed from unweighted
+    counts) and ``n[c, v]`` their weighted count (equal to ``rows`` without weights).
+    Exponential forgetting (:meth:`scaled`) shrinks ``n`` only: the decayed model is a
+    weighted fit, and a weighted fit's cut points come from unweighted counts.
+    """
+
+    values: np.ndarray  # (m,) float, ascending
+    rows: np.ndarray  # (n_classes, m)
+    n: np.ndarray  # (n_classes, m)
+
+    def align(self, src: list, dst: list) -> "ValueCounts":
+        return ValueCounts(self.values.copy(), _align(self.rows, src, dst), _align(self.n, src, dst))
+
+    def merge(self, other: "ValueCounts") -> "ValueCounts":
+        values = np.union1d(self.values, other.values)
+        out = [np.zeros((self.rows.shape[0], len(values))) for _ in range(2)]
+        for vc in (self, other):
+            at = np.searchsorted(values, vc.values)
+            out[0][:, at] += vc.rows
+            out[1][:, at] += vc.n
+        return ValueCounts(values, out[0], out[1])
+
+    def scaled(self, factor: float) -> "ValueCounts":
+        return ValueCounts(self.values.copy(), self.rows.copy(), self.n * factor)
+
+    def take(self, idx) -> "ValueCounts":
+        return ValueCounts(self.values.copy(), self.rows[idx], self.n[idx])
+
+    def binned(self, edges: Sequence[float]) -> np.ndarray:
+        """Weighted count per (class, bin) for the cut points ``edges``: bin ``b`` holds
+        ``e_b <= x < e_{b+1}``, as the training scan's conditions."""
+        b = np.searchsorted(np.asarray(edges, dtype=float), self.values, side="right")
+        out = np.zeros((self.n.shape[0], len(edges) + 1))
+        for k in range(self.n.shape[0]):
+            out[k] = np.bincount(b, weights=self.n[k], minlength=len(edges) + 1)
+        return out
+
+
+@dataclass
 class Bag:
     """Per (class, term) statistics of one token bag (a text, LIST or MAP column, or a
     long token table): see :mod:`sqlnb.models.naive_bayes.text`.
@@ -238,6 +288,10 @@ class Statistics:
     pairs : Pairs, optional
         Per (class, value, value) counts of every pair of discrete features, for
         tree-augmented naive Bayes (:mod:`sqlnb.models.naive_bayes.tan`); None otherwise.
+    cuts : dict
+        Binned feature name -> :class:`ValueCounts`, what its cut points are computed
+        from (empty for statistics that do not keep them: cross-validation folds, models
+        saved before they were kept).
     """
 
     classes: list
@@ -246,6 +300,7 @@ class Statistics:
     features: dict = field(default_factory=dict)
     null_label_rows: int = 0
     pairs: Any = None
+    cuts: dict = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:
@@ -260,6 +315,7 @@ class Statistics:
             {k: v.align(self.classes, classes) for k, v in self.features.items()},
             self.null_label_rows,
             None if self.pairs is None else self.pairs.align(self.classes, classes),
+            {k: v.align(self.classes, classes) for k, v in self.cuts.items()},
         )
 
     def merge(self, other: "Statistics") -> "Statistics":
@@ -279,6 +335,8 @@ class Statistics:
             # Pair counts add like every other count; statistics without them (a naive
             # model's) make a merge without them.
             a.pairs.merge(b.pairs) if a.pairs is not None and b.pairs is not None else None,
+            # A column's value counts merge when both sides kept them (else it has none).
+            {k: v.merge(b.cuts[k]) for k, v in a.cuts.items() if k in b.cuts},
         )
 
     def scaled(self, factor: float) -> "Statistics":
@@ -289,6 +347,7 @@ class Statistics:
             class_rows=self.class_rows * factor,
             features={k: v.scaled(factor) for k, v in self.features.items()},
             pairs=None if self.pairs is None else self.pairs.scaled(factor),
+            cuts={k: v.scaled(factor) for k, v in self.cuts.items()},
         )
 
     def only_classes(self, keep: list) -> "Statistics":
@@ -309,6 +368,7 @@ class Statistics:
             {k: pick(v) for k, v in self.features.items()},
             self.null_label_rows,
             None if self.pairs is None else self.pairs.take(idx),
+            {k: v.take(idx) for k, v in self.cuts.items()},
         )
 
 

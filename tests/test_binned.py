@@ -204,22 +204,20 @@ def test_mdl_edges_from_sql_equal_the_row_implementation_and_round_trip(tmp_path
     assert a == b
 
 
-def test_update_keeps_the_edges_and_adds_counts():
-    """``sqlnb.update`` bins the new rows with the stored cut points and adds their
-    counts: the statistics of one scan of all rows with those cut points."""
-    from sqlnb.engines import as_engine
-    from sqlnb.models.naive_bayes.fit import collect_statistics
-    from sqlnb.source import read_with
+def test_update_recomputes_the_edges_as_the_refit():
+    """``sqlnb.update`` recomputes the cut points from the merged value counts the model
+    keeps, and re-derives the per-bin counts from them: the cut points and counts of the
+    refit on all rows (issue 27, found 4; it used to keep the first batch's cut points)."""
     train = _data(300)
     con = duckdb.connect()
     for name, t in (("first", train.slice(0, 200)), ("rest", train.slice(200)), ("train", train)):
         con.register(name, t)
     m = sqlnb.fit("first", "y", con=con, bins="mdl")
     up = sqlnb.update(m, "rest", con=con)
-    assert [f.edges for f in up.features] == [f.edges for f in m.features]
-    whole = collect_statistics(con, as_engine(con).resolve(read_with("train")), "y", m.features)
-    for f in m.features:
-        np.testing.assert_array_equal(up.stats.features[f.name].counts, whole.features[f.name].counts)
+    whole = sqlnb.fit("train", "y", con=con, bins="mdl")
+    assert [f.edges for f in up.features] == [f.edges for f in whole.features]
+    for f in whole.features:
+        np.testing.assert_array_equal(up.stats.features[f.name].counts, whole.stats.features[f.name].counts)
 
 
 def test_bins_errors_are_one_line():

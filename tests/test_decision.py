@@ -530,7 +530,15 @@ def test_an_update_keeps_the_rule_while_the_classes_stay(duck):
     m.decision = DecisionRule.for_model(m, costs={("a", "c"): 4.0}, reject=0.3)
     assert update(m, "three", con=duck).decision == m.decision
     duck.register("four", mixed_table(40, seed=9, classes=("a", "b", "c", "d")))
-    assert update(m, "four", con=duck).decision is None  # a new class: the 3x3 costs no longer fit
+    # A new class: the costs given stay, the new class's pairs get the default 0/1 costs,
+    # and the update says so (issue 27: it used to drop the rule silently).
+    from sqlnb.errors import UpdateWarning
+    with pytest.warns(UpdateWarning, match=r"added class 'd'.*sqlnb decide --costs"):
+        rule = update(m, "four", con=duck).decision
+    assert rule.classes == ("a", "b", "c", "d") and rule.reject == 0.3
+    want = 1.0 - np.eye(4)
+    want[0, 2] = 4.0
+    assert np.array_equal(rule.loss(), want)
 
 
 def test_a_rule_leaves_the_calibration_figures_alone():

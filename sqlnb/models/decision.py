@@ -256,6 +256,37 @@ class DecisionRule:
         """L as a K×K array (0/1 when no costs were given)."""
         return np.array(self.costs if self.costs is not None else _zero_one(len(self.classes)), dtype=float)
 
+    def for_classes(self, classes: Sequence) -> tuple["DecisionRule", str | None]:
+        """This rule for ``classes``, a superset of its own (an update that brought new
+        classes), and a line saying what changed (None when nothing did).
+
+        A cost matrix is extended: the new classes' pairs get the costs of pairs a costs
+        file leaves out (0 on the diagonal, 1 off it), the given costs stay. A threshold
+        decides between two classes, so with more it no longer applies and is dropped (the
+        prediction is then the most probable class). A reject option stays as it is.
+        """
+        classes = list(classes)
+        new = [c for c in classes if c not in self.classes]
+        if not new:
+            return self, None
+        names = ", ".join(repr(label_text(c)) for c in new)
+        added = f"the update added class{'es' if len(new) > 1 else ''} {names}"
+        costs, note = None, None
+        if self.costs is not None:
+            pos = [classes.index(c) for c in self.classes]
+            L = 1.0 - np.eye(len(classes))
+            L[np.ix_(pos, pos)] = self.loss()
+            costs = tuple(tuple(float(c) for c in row) for row in L)
+            note = (f"{added}: the stored cost matrix gives its pairs with the new class{'es' if len(new) > 1 else ''} "
+                    "the default costs (0 on the diagonal, 1 off it); set their costs with sqlnb decide --costs")
+        if self.threshold is not None:
+            i, p = self.threshold
+            kept = " (the reject option stays)" if self.reject is not None else ""
+            note = (f"{added}: the stored rule 'predict {label_text(self.classes[i])} when p >= {p:g}' decides "
+                    f"between two classes and no longer applies; predictions are now the most probable class{kept}; "
+                    "set a rule again with sqlnb decide")
+        return DecisionRule(tuple(classes), costs, None, self.reject), note
+
     # -- storing and showing --------------------------------------------------------------------
     def to_dict(self) -> dict:
         """Plain data for the model's metadata and ``sqlnb show --format json``."""

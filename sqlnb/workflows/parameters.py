@@ -16,6 +16,7 @@ kind            parameters
 naive Bayes     class prior π_c; per feature by family: gaussian mean and variance per
                 class (the variance with the ``var_smoothing`` floor added); categorical
                 p(value | class) (and the unseen slot's, with ``unseen=bucket``);
+                binned p(bin | class), the bins shown as intervals of the cut points;
                 bernoulli p(present | class); multinomial p(feature | class) per count;
                 complement the per-count weight; token bags: their number of terms
                 (``sqlnb show --top-terms`` lists them)
@@ -37,12 +38,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from sqlnb.models.finish import label_text
+from sqlnb.models.naive_bayes.families.binned import bin_label
 from sqlnb.workflows.report import format_table
 
 #: The title of each naive Bayes family's table, in the order the tables are printed.
 FAMILY_TITLES = {
     "gaussian": "gaussian features: mean and variance per class",
     "categorical": "categorical features: p(value | class)",
+    "binned": "binned features: p(bin | class)",
     "bernoulli": "bernoulli features: p(present | class)",
     "multinomial": "multinomial features: p(feature | class), per count",
     "complement": "complement features: weight per count",
@@ -108,6 +111,11 @@ def _naive_bayes(model) -> dict:
             d["values"] = list(values)
             d["proba"] = _nums(np.exp(flp))  # (classes, values)
             d["unseen_proba"] = None if unseen is None else _nums(np.exp(unseen))
+        elif f.kind == "binned":  # a categorical over the bins, shown as intervals
+            values, flp, _ = p
+            d["bins"], d["edges"] = f.bins, list(f.edges or ())
+            d["values"] = [bin_label(f.edges or (), int(v)) for v in values]
+            d["proba"] = _nums(np.exp(flp))  # (classes, bins)
         elif f.kind == "bernoulli":
             d["threshold"] = f.threshold
             d["proba_present"] = _nums(np.exp(p[0]))
@@ -178,11 +186,11 @@ def parameter_tables(d: dict) -> list[Table]:
         if kind == "gaussian":
             rows = [[f["name"], stat, *f[key]] for f in feats for stat, key in (("mean", "mean"), ("var", "var"))]
             table(title, ["feature", ""], rows)
-        elif kind == "categorical":
+        elif kind in ("categorical", "binned"):
             rows = []
             for f in feats:
                 rows += [[f["name"], label_text(v), *(p[j] for p in f["proba"])] for j, v in enumerate(f["values"])]
-                if f["unseen_proba"] is not None:
+                if f.get("unseen_proba") is not None:
                     rows.append([f["name"], "(unseen)", *f["unseen_proba"]])
             table(title, ["feature", "value"], rows)
         else:

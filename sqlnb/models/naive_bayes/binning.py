@@ -34,14 +34,17 @@ scan, which counts rows per (class, bin) (:mod:`sqlnb.models.naive_bayes.familie
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.stats import sorted_values
+from sqlnb.stats import ValueCounts, sorted_values
 
 def parse_bins(spec: str, where: str = "bins") -> str:
     """``spec`` checked and normalised: ``"mdl"`` or ``"quantile:K"`` with an integer K >= 2."""
@@ -150,27 +153,121 @@ def _quantile_edges(row: Sequence[Any]) -> tuple:
     return tuple(e for e in edges if e > float(lo))
 
 
-def mdl_edges(features: Sequence, rows: Sequence[Sequence[Any]]) -> dict[str, tuple]:
-    """Each feature's MDL cut points from the GROUPING SETS rows ``(label, v_0, g_0, v_1,
-    g_1, …, n)`` (:func:`~sqlnb.models.naive_bayes.fit.weighted_counts_query`): column by
-    column with numpy, since a continuous column brings about one row per training row."""
-    if not rows:
-        return {f.name: () for f in features}
-    cols = list(zip(*rows))
-    index = {c: i for i, c in enumerate(sorted_values(cols[0]))}  # class order: the same sums on every engine
-    k = np.array([index[c] for c in cols[0]])
-    n = np.array(cols[-1], dtype=float)
+def value_counts_query(source, label: str, weight: str | None, features: Sequence) -> exp.Select:
+    """Per (class, value) rows and weighted counts of the binned ``features``: ``SELECT k,
+    v_0, g_0, v_1, g_1, …, COUNT(*), SUM(w)`` over ``GROUPING SETS ((k, v_0), (k, v_1), …)``
+    of the labelled rows, ``v_j`` the column as the DOUBLE the bins compare
+    (``SUM(w)`` is ``COUNT(*)`` again without a weight). A continuous column brings about
+    one row per training row; they are what MDL reads anyway, and the model keeps them
+    (:class:`~sqlnb.stats.ValueCounts`) so that an update recomputes the cut points."""
+    from sqlnb.models.naive_bayes.families import REGISTRY
+    fam = REGISTRY["binned"]
+    inner = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+    inner += [exp.alias_(fam.value(f), f"v{j}", quoted=True) for j, f in enumerate(features)]
+    if weight is not None:
+        inner.append(exp.alias_(sql.as_double(sql.col(weight, "src")), "w", quoted=True))
+    labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    rows = exp.select(*inner).from_(source.from_("src")).where(labelled)
+    k = exp.column("k", quoted=True)
+    cols = [k.copy()]
+    sets = []
+    for j in range(len(features)):
+        v = exp.column(f"v{j}", quoted=True)
+        cols += [v.copy(), exp.alias_(exp.Grouping(expressions=[v.copy()]), f"g{j}", quoted=True)]
+        sets.append(exp.Tuple(expressions=[k.copy(), v.copy()]))
+    n = exp.Sum(this=exp.column("w", quoted=True)) if weight is not None else exp.Count(this=exp.Star())
+    cols += [exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True), exp.alias_(n, "n", quoted=True)]
+    return (exp.select(*cols).from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=sql.ident("r"))))
+            .group_by(exp.GroupingSets(expressions=sets)))
+
+
+def value_counts_long_query(source, label: str, weight: str | None, features: Sequence) -> exp.Select:
+    """:func:`value_counts_query` in the long shape (DuckDB): ``SELECT k, j, v, COUNT(*),
+    SUM(w) … GROUP BY k, j, v`` over each labelled row's values unnested to (``j``, ``v``).
+    Its result has 5 columns rather than 2·F + 3 mostly NULL ones: a fit of 1M rows x 5
+    continuous quantile-binned columns peaked at 1.3 GB with the GROUPING SETS result."""
+    from sqlnb.models.naive_bayes.families import REGISTRY
+    fam = REGISTRY["binned"]
+    labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    w = sql.as_double(sql.col(weight, "src")) if weight is not None else sql.dbl(1.0)
+    lists = exp.select(exp.alias_(sql.col(label, "src"), "k", quoted=True),
+                       exp.alias_(exp.Array(expressions=[fam.value(f) for f in features]), "l", quoted=True),
+                       exp.alias_(w, "w", quoted=True)).from_(source.from_("src")).where(labelled)
+    col = lambda name: exp.column(name, quoted=True)  # noqa: E731
+    rows = exp.select(col("k"), col("w"),
+                      exp.alias_(exp.Unnest(expressions=[col("l")]), "v", quoted=True),
+                      exp.alias_(exp.Unnest(expressions=[exp.Anonymous(this="range", expressions=[
+                          exp.Literal.number(len(features))])]), "j", quoted=True)
+                      ).from_(exp.Subquery(this=lists, alias=exp.TableAlias(this=sql.ident("l"))))
+    n = exp.Sum(this=col("w")) if weight is not None else exp.Count(this=exp.Star())
+    return (exp.select(col("k"), col("j"), col("v"), exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
+                       exp.alias_(n, "n", quoted=True))
+            .from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=sql.ident("u"))))
+            .where(exp.Not(this=exp.Is(this=col("v"), expression=exp.Null())))
+            .group_by(col("k"), col("j"), col("v")))
+
+
+def value_counts(features: Sequence, table: pa.Table) -> tuple[list, dict[str, ValueCounts]]:
+    """(the classes, in the model's order; each feature's :class:`~sqlnb.stats.ValueCounts`
+    over them) from :func:`value_counts_query`'s or :func:`value_counts_long_query`'s
+    result as an Arrow table (columnar: a
+    continuous column brings about a row per training row). NULL values are in no bin and
+    left out; so are NaN and ±inf, which the training scan refuses itself."""
+    if table.num_rows == 0:
+        return [], {f.name: ValueCounts(np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0))) for f in features}
+    labels = table.column(0)
+    classes = sorted_values(pc.unique(labels).to_pylist())  # class order: the same sums on every engine
+    k = pc.index_in(labels, value_set=pa.array(classes, type=labels.type)).to_numpy(zero_copy_only=False)
+
+    def numbers(i: int) -> np.ndarray:
+        return pc.cast(table.column(i), pa.float64()).to_numpy(zero_copy_only=False)  # NULL -> NaN
+
+    n_rows, n_w = numbers(table.num_columns - 2), np.nan_to_num(numbers(table.num_columns - 1), nan=0.0)
+    long = table.column_names[1] == "j"  # value_counts_long_query's (k, j, v, rows, n)
+    if long:
+        j_all, v_all = numbers(1), numbers(2)
     out = {}
     for j, f in enumerate(features):
-        mine = np.array(cols[2 + 2 * j]) == 0  # GROUPING(x_j) = 0: this set's rows
-        v = np.array(cols[1 + 2 * j], dtype=object)[mine]
-        present = np.array([x is not None for x in v], dtype=bool)
-        x = v[present].astype(float)
-        finite = np.isfinite(x)  # NaN/inf: refused by the training scan itself
-        x, kk, nn = x[finite], k[mine][present][finite], n[mine][present][finite]
-        values, inv = np.unique(x, return_inverse=True)
-        counts = np.bincount(inv * len(index) + kk, weights=nn, minlength=len(values) * len(index))
-        out[f.name] = tuple(mdl_cuts(values, counts.reshape(len(values), len(index))))
+        if long:
+            x, mine = v_all, j_all == j
+        else:
+            x = numbers(1 + 2 * j)
+            mine = numbers(2 + 2 * j) == 0  # GROUPING(v_j) = 0: this set's rows
+        mine = mine & np.isfinite(x)  # NULL (NaN here) and non-finite values: in no bin
+        values, inv = np.unique(x[mine], return_inverse=True)
+        size = len(values) * len(classes)
+        got = [np.bincount(k[mine] * len(values) + inv, weights=w[mine], minlength=size)
+               .reshape(len(classes), len(values)) for w in (n_rows, n_w)]
+        out[f.name] = ValueCounts(values, got[0], got[1])
+    return classes, out
+
+
+def mdl_edges(features: Sequence, counts: Mapping[str, ValueCounts]) -> dict[str, tuple]:
+    """Each feature's MDL cut points from its per-(class, value) row counts (unweighted:
+    the criterion is a code length in examples, which a row weight does not change)."""
+    return {f.name: tuple(mdl_cuts(counts[f.name].values, counts[f.name].rows.T)) for f in features}
+
+
+def quantile_edges_from_counts(engine, features: Sequence, counts: Mapping[str, ValueCounts]) -> dict[str, tuple]:
+    """Each ``quantile:K`` feature's cut points from its value counts: DuckDB's
+    ``quantile_cont`` (:func:`quantile_query`) over the values repeated as often as rows
+    had them — the very multiset the fit's query read, so the very cut points (its
+    interpolation is DuckDB's own; recomputing it in numpy differs in the last bit)."""
+    from sqlnb.source import Table, resolve
+    con = engine.con
+    out = {}
+    for f in features:
+        vc = counts[f.name]
+        reps = np.rint(vc.rows.sum(axis=0)).astype(np.int64)
+        name = f"sqlnb_cut_values_{id(vc):x}"
+        con.register(name, pa.table({"k": pa.array(np.zeros(int(reps.sum()), dtype=np.int8)),
+                                     "x": pa.array(np.repeat(vc.values, reps), pa.float64())}))
+        try:
+            feature = replace(f, name="x", sql_type="DOUBLE")
+            row = engine.execute(quantile_query(resolve(Table(name), con), "k", [feature]))[0]
+            out[f.name] = quantile_edges([feature], row)["x"]
+        finally:
+            con.unregister(name)
     return out
 
 
@@ -192,3 +289,43 @@ def quantile_query(source, label: str, features: Sequence) -> exp.Select:
 def quantile_edges(features: Sequence, row: Sequence[Any]) -> dict[str, tuple]:
     """Each feature's cut points from :func:`quantile_query`'s row."""
     return {f.name: _quantile_edges(row[2 * j:2 * j + 2]) for j, f in enumerate(features)}
+
+
+# -- storage of the value counts (a model's ``cut_counts`` part) ------------------------------
+
+def cut_counts_table(cuts: Mapping[str, ValueCounts]) -> pa.Table:
+    """The value counts of every binned feature as one long table ``(feature,
+    class_index, value, rows, n)``, non-zero cells only."""
+    parts = []
+    for name, vc in cuts.items():
+        ks, vs = np.nonzero((vc.rows != 0) | (vc.n != 0))
+        parts.append(pa.table({"feature": pa.array(np.full(len(ks), name, dtype=object), pa.string()),
+                               "class_index": pa.array(ks.astype(np.int32)),
+                               "value": pa.array(vc.values[vs], pa.float64()),
+                               "rows": pa.array(vc.rows[ks, vs], pa.float64()),
+                               "n": pa.array(vc.n[ks, vs], pa.float64())}))
+    schema = pa.schema([("feature", pa.string()), ("class_index", pa.int32()), ("value", pa.float64()),
+                        ("rows", pa.float64()), ("n", pa.float64())])
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def cut_counts_from_table(table: pa.Table | None, names: Sequence[str], n_classes: int) -> dict[str, ValueCounts]:
+    """:func:`cut_counts_table` read back, for the binned features ``names`` (a feature
+    without any non-NULL value gets empty counts); ``{}`` for a model stored without the
+    table (an older sqlnb), which an update then refuses."""
+    if table is None:
+        return {}
+    feature = table.column("feature")
+    k, value, rows, n = (pc.cast(table.column(c), pa.float64()).to_numpy(zero_copy_only=False)
+                         for c in ("class_index", "value", "rows", "n"))
+    out = {}
+    for name in names:
+        mine = pc.equal(feature, name).to_numpy(zero_copy_only=False).astype(bool)
+        values, inv = np.unique(value[mine], return_inverse=True)
+        got = []
+        for w in (rows, n):
+            a = np.zeros((n_classes, len(values)))
+            a[k[mine].astype(np.int64), inv] = w[mine]
+            got.append(a)
+        out[name] = ValueCounts(values, got[0], got[1])
+    return out

@@ -24,18 +24,21 @@ from typing import Any, Mapping, Sequence
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
-from sqlnb.models.naive_bayes.binning import mdl_edges, quantile_edges, quantile_query, split_bins
+from sqlnb.models.naive_bayes.binning import (mdl_edges, quantile_edges, quantile_edges_from_counts,
+                                               quantile_query, split_bins, value_counts, value_counts_long_query,
+                                               value_counts_query)
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes import wide
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
-from sqlnb.stats import Statistics, _sort_key, census_query, nonfinite_values, overflow_error
+from sqlnb.stats import Counts, Statistics, _sort_key, census_query, nonfinite_values, overflow_error
 from sqlnb.models.naive_bayes.text import BAG_KINDS, bag_feature, bag_layout, collect_bags, family_for
 
 
@@ -332,12 +335,36 @@ def weighted_counts_query(source: Source, label: str, weight: str | None, featur
     )
 
 
+def cut_counts(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str, weight: str | None,
+               features: Sequence[Feature]) -> tuple[list, dict]:
+    """(classes, {binned feature: :class:`~sqlnb.stats.ValueCounts`}) of the labelled rows
+    of ``source``: one GROUPING SETS query
+    (:func:`~sqlnb.models.naive_bayes.binning.value_counts_query`) for all binned
+    features; ``([], {})`` without any. The model keeps them, so that an update recomputes
+    the cut points as the refit on all rows would (:func:`recut`)."""
+    binned = [f for f in features if f.kind == "binned"]
+    if not binned:
+        return [], {}
+    engine = as_engine(engine)
+    if engine.dialect == "duckdb":  # long and columnar: a continuous column brings a row per training row
+        table = engine.relation(value_counts_long_query(source, label, weight, binned)).to_arrow_table()
+    else:
+        q = value_counts_query(source, label, weight, binned)
+        rows = engine.execute(q)
+        names = ["k", *[c for j in range(len(binned)) for c in (f"v{j}", f"g{j}")], "rows", "n"]
+        table = pa.table({c: pa.array([r[i] for r in rows]) if c == "k" else
+                          pa.array([None if r[i] is None else float(r[i]) for r in rows], pa.float64())
+                          for i, c in enumerate(names)})
+    return value_counts(binned, table)
+
+
 def resolve_edges(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str,
-                  features: Sequence[Feature]) -> list[Feature]:
+                  features: Sequence[Feature], counts: Mapping[str, Any] | None = None) -> list[Feature]:
     """``features`` with the cut points of every ``binned`` feature that has none yet,
     computed from the labelled rows of ``source`` (:mod:`sqlnb.models.naive_bayes.binning`):
-    one aggregate query for the ``quantile:K`` columns (DuckDB only), one GROUPING SETS
-    count query (:func:`weighted_counts_query`, unweighted) for the ``mdl`` ones."""
+    one aggregate query for the ``quantile:K`` columns (DuckDB only); the ``mdl`` ones from
+    their per-(class, value) counts ``counts`` (:func:`cut_counts`), or, without them, one
+    GROUPING SETS count query."""
     todo = [f for f in features if f.kind == "binned" and f.edges is None]
     if not todo:
         return list(features)
@@ -351,8 +378,62 @@ def resolve_edges(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, 
         edges.update(quantile_edges(quant, engine.execute(quantile_query(source, label, quant))[0]))
     mdl = [f for f in todo if f.bins == "mdl"]
     if mdl:
-        edges.update(mdl_edges(mdl, engine.execute(weighted_counts_query(source, label, None, mdl))))
+        if counts is None or any(f.name not in counts for f in mdl):
+            counts = cut_counts(engine, source, label, None, mdl)[1]
+        edges.update(mdl_edges(mdl, counts))
     return [replace(f, edges=edges[f.name]) if f.name in edges else f for f in features]
+
+
+def require_cut_counts(features: Sequence[Feature], stats: Statistics) -> None:
+    """Raise a one-line error when a binned feature has no value counts in ``stats`` (a
+    model saved before sqlnb kept them): its cut points cannot follow new rows."""
+    lacking = [f.name for f in features if f.kind == "binned" and f.name not in stats.cuts]
+    if lacking:
+        raise SqlnbError(f"binned column {lacking[0]!r} has no stored value counts (the model was saved by an "
+                         "sqlnb that did not keep them), so an update cannot recompute its cut points as the refit "
+                         "would; refit the model on all rows (sqlnb fit) instead")
+
+
+def recut(engine: "duckdb.DuckDBPyConnection | Engine", features: Sequence[Feature],
+          stats: Statistics) -> tuple[list[Feature], Statistics, list[str]]:
+    """The binned features' cut points recomputed from the value counts ``stats.cuts``
+    (merged over every batch of an update), and their per-(class, bin) counts re-derived
+    from them: the cut points and counts of the refit on all rows.
+
+    Returns the features, the statistics, and the names of the features whose cut points
+    moved. Raises a one-line error for a binned feature without value counts (a model
+    saved before they were kept) and for a tree-augmented model whose pair counts span a
+    feature whose cut points moved (pair counts per bin cannot be recounted for new bins
+    from the counts of single columns)."""
+    binned = [f for f in features if f.kind == "binned"]
+    require_cut_counts(features, stats)
+    if not binned:
+        return list(features), stats, []
+    edges = mdl_edges([f for f in binned if f.bins == "mdl"], stats.cuts)
+    quant = [f for f in binned if f.bins.startswith("quantile:")]
+    if quant:
+        edges.update(quantile_edges_from_counts(as_engine(engine), quant, stats.cuts))
+    moved = [f.name for f in binned if tuple(edges[f.name]) != tuple(f.edges or ())]
+    paired = set(stats.pairs.features) if stats.pairs is not None else set()
+    if paired & set(moved):
+        name = next(n for n in moved if n in paired)
+        old = next(f.edges for f in binned if f.name == name)
+        raise SqlnbError(f"the new rows move the cut points of binned column {name!r} ({_cut_text(old)} -> "
+                         f"{_cut_text(edges[name])}), and this tree-augmented model's pair counts over its bins "
+                         "cannot be recounted without the old rows; refit the model on all rows (sqlnb fit "
+                         "--structure tan) instead")
+    feats = {**stats.features}
+    out = []
+    for f in features:
+        if f.name in moved:
+            f = replace(f, edges=tuple(edges[f.name]))
+            feats[f.name] = Counts(list(range(len(f.edges) + 1)), stats.cuts[f.name].binned(f.edges))
+        out.append(f)
+    return out, replace(stats, features=feats), moved
+
+
+def _cut_text(edges) -> str:
+    return ", ".join(f"{e:.6g}" for e in edges) if edges else "no cut"
 
 
 def _class_case(label: str, label_type: str, classes: list, values: Sequence[float]) -> exp.Expression:

@@ -149,5 +149,6 @@ def select_k(features: Sequence, stats: Statistics, k: int) -> tuple[list, Stati
             dropped.append(f.name)
     if not kept:
         raise SqlnbError("select_k left no feature")
-    out = Statistics(stats.classes, stats.class_n, stats.class_rows, feats, stats.null_label_rows)
+    out = Statistics(stats.classes, stats.class_n, stats.class_rows, feats, stats.null_label_rows,
+                     cuts={k: v for k, v in stats.cuts.items() if k in feats})
     return kept, out, {"k": k, "kept": len(best), "dropped": dropped}

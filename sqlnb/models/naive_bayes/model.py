@@ -38,6 +38,7 @@ from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import class_alphas, given_prior, own_prior
 from sqlnb.models.naive_bayes import tan, text, wide
+from sqlnb.models.naive_bayes.binning import cut_counts_from_table, cut_counts_table
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
@@ -489,7 +490,8 @@ class NaiveBayes(Model):
         (gaussian), ``sums`` (bernoulli/multinomial/complement), ``counts`` (categorical,
         non-zero cells only) and one ``values_<j>`` table per categorical feature ``j``
         holding its values in their own SQL type; ``pairs`` (tree-augmented models: pair
-        counts, :func:`~sqlnb.models.naive_bayes.tan.pair_table`).
+        counts, :func:`~sqlnb.models.naive_bayes.tan.pair_table`); ``cut_counts`` (binned
+        features: per (class, value) counts, :func:`~sqlnb.models.naive_bayes.binning.cut_counts_table`).
         """
         import pyarrow as pa
         s = self.stats
@@ -530,6 +532,8 @@ class NaiveBayes(Model):
                     t[c] += np.asarray(getattr(st, c), dtype=float).tolist()
         if s.pairs is not None:
             parts["pairs"] = (tan.pair_table(s.pairs, s), {})
+        if s.cuts:  # binned columns: the value counts their cut points come from
+            parts["cut_counts"] = (cut_counts_table(s.cuts), {})
         for part, cols in long.items():
             if cols["class_index"]:
                 parts[part] = (pa.table({c: pa.array(v, pa.int32() if c in ("class_index", "value_index")
@@ -565,8 +569,9 @@ class NaiveBayes(Model):
                 *(np.array([r[x] for r in mine], dtype=float) for x in fields))
         pairs = (tan.pairs_from_table(meta["pair_features"], tables.get("pairs"), feats, K)
                  if meta.get("pair_features") else None)
+        cuts = cut_counts_from_table(tables.get("cut_counts"), [f.name for f in features if f.kind == "binned"], K)
         stats = Statistics(classes, np.array(ct["n"], dtype=float), np.array(ct["rows"], dtype=float),
-                           feats, int(meta["report"].get("null_label_rows", 0)), pairs)
+                           feats, int(meta["report"].get("null_label_rows", 0)), pairs, cuts)
         hyper = dict(meta["hyperparameters"])
         # Models saved before feature_alpha was checked at fit may name columns that are no
         # (discrete) feature; such a key never had an effect, so it is dropped, not refused.

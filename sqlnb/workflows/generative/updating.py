@@ -4,15 +4,16 @@
 from __future__ import annotations
 
 import time
+import warnings
 from datetime import datetime, timezone
 from dataclasses import replace
 from typing import Any
 
 import duckdb
 
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.models.naive_bayes.families import Feature, is_numeric
-from sqlnb.models.naive_bayes.fit import collect_statistics
+from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, recut, require_cut_counts
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.text import bag_layout
 from sqlnb.source import Source, read_with, resolve
@@ -99,6 +100,13 @@ def update(
     pruning (``min_df``, ``max_df``, ``max_features``, ``select_k``) each batch is pruned
     by itself, so the model keeps the union of the kept terms and is no longer the refit.
     Models fitted on a long token table (:func:`sqlnb.fit_long`) cannot be updated.
+    Binned columns: the per-(class, value) counts the model keeps merge too, and the cut
+    points and per-bin counts are recomputed from them
+    (:func:`~sqlnb.models.naive_bayes.fit.recut`), as the refit's; a tree-augmented model
+    whose binned pair columns' cut points move, and a binned model stored without those
+    counts, are refused (refit them).
+    A decision rule, calibrator or novelty threshold the update cannot keep as it was is
+    said as an :class:`~sqlnb.errors.UpdateWarning` (:func:`_carry_over`).
 
     Parameters
     ----------
@@ -123,7 +131,8 @@ def update(
     NaiveBayes
         A new model. ``report["updates"]`` counts the updates and ``report["last_update"]``
         describes the last one; a stored novelty threshold is dropped (it was calibrated
-        on the old parameters: compute it again with :func:`novelty_threshold`).
+        on the old parameters: compute it again with :func:`novelty_threshold`), and so is
+        a calibrator; a decision rule is kept, or extended to new classes (said).
 
     Examples
     --------
@@ -132,6 +141,7 @@ def update(
     >>> model = sqlnb.update(model, "march.parquet", decay=0.9)         # doctest: +SKIP
     """
     model = _require_naive_bayes(model, "update")
+    require_cut_counts(model.features, model.stats)  # before reading anything
     con = con if con is not None else duckdb.connect()
     start = time.perf_counter()
     source = resolve(read_with(data, model.column_types()), con)
@@ -141,7 +151,13 @@ def update(
     # A tree-augmented model's pair counts add too (its tree is derived from them).
     pairs = list(model.stats.pairs.features) if model.stats.pairs is not None else False
     batch = collect_statistics(con, source, model.label, features, model.weight, min_classes=1, pairs=pairs)
-    updated = model.merge(batch, decay=decay)
+    cut_classes, cuts = cut_counts(con, source, model.label, model.weight, features)
+    batch.cuts = {name: vc.align(cut_classes, batch.classes) for name, vc in cuts.items()}
+    merged = model.merge(batch, decay=decay)
+    # Binned columns: the cut points of all rows, and their counts per bin, from the merged
+    # value counts (the batch was binned with the old cut points, right only where they stay).
+    feats, stats, _ = recut(con, model.features, merged.stats)
+    updated = NaiveBayes(model.label, model.label_type, feats, stats, model.hyper, merged.report, model.weight)
     report = dict(updated.report)
     report.pop(NOVELTY, None)
     report["updates"] = int(model.report.get("updates", 0)) + 1
@@ -158,6 +174,25 @@ def update(
     report["batches"] = [*(model.report.get("batches") or [first]),
                          {**report["last_update"], "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}]
     out = _with_report(updated, report)
-    if list(out.classes) == list(model.classes):  # a decision rule is kept while the classes are (sqlnb decide)
-        out.decision = model.decision
+    _carry_over(model, out)
     return out
+
+
+def _carry_over(model: NaiveBayes, out: NaiveBayes) -> None:
+    """What ``model`` stored besides its statistics, carried to the updated ``out`` where
+    it still applies, and each change said as an :class:`~sqlnb.errors.UpdateWarning`
+    (the CLI prints it on stderr): a decision rule is kept, or made for the new classes
+    (:meth:`~sqlnb.models.decision.DecisionRule.for_classes`: a cost matrix extended, a
+    two-class threshold dropped); a calibrator and a novelty threshold were fitted on the
+    old parameters and are dropped."""
+    rule = getattr(model, "decision", None)
+    if rule is not None:
+        out.decision, note = rule.for_classes(out.classes)
+        if note is not None:
+            warnings.warn(note, UpdateWarning, stacklevel=3)
+    if getattr(model, "calibration", None) is not None:
+        warnings.warn(f"the model's {model.calibration.method} calibrator was fitted on its old scores and is dropped; "
+                      "fit it again with sqlnb calibrate", UpdateWarning, stacklevel=3)
+    if model.report.get(NOVELTY) is not None:
+        warnings.warn("the model's novelty threshold was computed from its old parameters and is dropped; "
+                      "compute it again with sqlnb novelty", UpdateWarning, stacklevel=3)
