@@ -133,7 +133,8 @@ def test_selection_step_figures_equal_each_subset_models_own_scoring():
     engine = as_engine(con)
     features = [*KINDS, "g"]
     source = resolve("t", con)
-    name, copy, fold = cv.materialize(engine, *assign_folds(source, "y", 4, 0, ["rid"]), features, None)
+    folded, fold = assign_folds(source, "y", 4, 0, ["rid"])
+    name, copy, fold = cv.materialize(engine, folded, "y", fold, features, None)
     plan = cv._naive_bayes_plan(engine, copy, "y", fold, 4, features, None,
                                 {"feature_kinds": KINDS, "structure": "tan", "bins": "mdl"}, pairs=True)
     fold_models = [plan.fold_model(i, {}) for i in range(4)]
