@@ -236,11 +236,13 @@ def _row_terms(label: str, classes: Sequence, label_type: str) -> dict[str, exp.
     clipped = exp.Greatest(this=exp.Least(this=p_label, expressions=[sql.dbl(1.0 - EPS)]),
                            expressions=[sql.dbl(EPS)])
     indicator = [exp.Case(ifs=[exp.If(this=c.copy(), true=sql.dbl(1.0))], default=sql.dbl(0.0)) for c in is_class]
-    # A label that is no class had probability 0: its own term (0 − 1)² = 1 (1 − Σ indicators
-    # is 1 exactly there and 0 exactly on a class), as scikit-learn's brier_score_loss with
-    # that label as one more column of probability 0.
-    unknown = exp.Sub(this=sql.dbl(1.0), expression=sql.paren(sql.add(i.copy() for i in indicator)))
-    squares = sql.add([*(_square(exp.Sub(this=p.copy(), expression=i)) for p, i in zip(probas, indicator)), unknown])
+    squares = sql.add(_square(exp.Sub(this=p.copy(), expression=i)) for p, i in zip(probas, indicator))
+    # A label that is no class had probability 0: its own term (0 − 1)² = 1 is added, as
+    # scikit-learn's brier_score_loss with that label as one more column of probability 0
+    # (a class's rows keep the sum as it was, term for term).
+    known = exp.or_(*[c.copy() for c in is_class])
+    squares = exp.Case(ifs=[exp.If(this=known, true=squares)],
+                       default=exp.Add(this=sql.paren(squares.copy()), expression=sql.dbl(1.0)))
     # sqlglot renders trees as built, without precedence parentheses: add them.
     brier = exp.Mul(this=sql.paren(squares), expression=sql.dbl(0.5)) if K == 2 else squares
     labelled = _not_null(y.copy())
