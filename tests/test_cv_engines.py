@@ -28,7 +28,7 @@ import sqlnb
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows import compare
-from sqlnb.workflows.cv import fold_expression
+from sqlnb.workflows.cv import assign_folds
 from support.cli import mixed_table, write_parquet
 from support.engines import SPARK_ENV, close_to, postgres_engine, run_sqlnb, spark_engine
 from support.engines import unavailable as _unavailable
@@ -119,9 +119,9 @@ def test_rows_land_in_the_same_folds_on_every_engine(request, engine_name):
             folds = args["folds"]
 
             def query(src, dialect):
-                fold = fold_expression(src, folds, seed, ["id"], dialect)
+                folded, fold = assign_folds(src, "y", folds, seed, ["id"], dialect)
                 return (exp.select(sql.col("id", "src"), exp.alias_(fold, "f"))
-                        .from_(src.from_("src")).order_by(sql.col("id", "src")))
+                        .from_(folded.from_("src")).order_by(sql.col("id", "src")))
             want = [(int(i), int(f)) for i, f in con.execute(sql.render(query(want_src, "duckdb"))).fetchall()]
             got = [(int(i), int(f)) for i, f in engine.execute(query(got_src, engine.dialect))]
             assert got == want, (case, seed)

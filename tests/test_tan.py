@@ -363,13 +363,13 @@ def test_cross_validation_of_tan_equals_fold_by_fold_fits(data):
     TAN fit on the other folds does."""
     from sqlnb import sql
     from sqlnb.source import resolve
-    from sqlnb.workflows.cv import fold_expression
+    from sqlnb.workflows.cv import assign_folds
     con, _, _ = data
     r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid={"structure": ["naive", "tan"]},
                              features=list(DISCRETE), feature_kinds=DISCRETE)
-    fold = fold_expression(resolve("train", con), 3, 0, ["rid"])
+    source = resolve("train", con)
     con.execute("CREATE OR REPLACE TEMP TABLE folded AS "
-                + sql.render(_with_fold(fold)))
+                + sql.render(_with_fold(source, *assign_folds(source, "y", 3, 0, ["rid"]))))
     for i in range(3):
         con.execute(f"CREATE OR REPLACE TEMP VIEW fit_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold <> {i}")
         con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * EXCLUDE (fold) FROM folded "
@@ -383,12 +383,12 @@ def test_cross_validation_of_tan_equals_fold_by_fold_fits(data):
             assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
 
 
-def _with_fold(fold):
+def _with_fold(source, folded, fold):
+    """The rows of ``source`` with their fold (of ``folded``, :func:`assign_folds`) as ``fold``."""
     from sqlglot import exp
     from sqlnb import sql
-    return exp.select(exp.Column(this=exp.Star(), table=sql.ident("src")),
-                      exp.alias_(fold, "fold", quoted=True)).from_(
-        exp.alias_(sql.table("train"), "src", table=True, quoted=True))
+    return exp.select(*[sql.col(c, "src") for c in source.columns],
+                      exp.alias_(fold, "fold", quoted=True)).from_(folded.from_("src"))
 
 
 def test_sampling_and_em_refuse_a_tree(data):

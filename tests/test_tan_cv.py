@@ -19,7 +19,7 @@ from sqlglot import exp
 import sqlnb
 from sqlnb.workflows import cv, select
 from sqlnb.workflows.evaluate import evaluate
-from sqlnb.workflows.folds import fold_expression
+from sqlnb.workflows.folds import assign_folds
 from sqlnb.source import resolve
 from sqlnb.engines import as_engine
 from sqlnb import sql
@@ -102,10 +102,11 @@ def test_tan_cv_figures_equal_fold_by_fold_scoring(bins):
     r = sqlnb.cross_validate("t", "y", con=con, folds=4, key=["rid"], features=features, feature_kinds=KINDS,
                              structure="tan", refit=False, **options)
     source = resolve("t", con)
-    fold = fold_expression(source, 4, 0, ["rid"])
+    folded, fold = assign_folds(source, "y", 4, 0, ["rid"])
     con.execute("CREATE TEMP TABLE folded AS " + sql.render(
-        exp.select(exp.Column(this=exp.Star(), table=sql.ident("src")), exp.alias_(fold, "fold", quoted=True))
-        .from_(exp.alias_(sql.table("t"), "src", table=True, quoted=True))))
+        exp.select(*[sql.col(c, "src") for c in source.columns], exp.alias_(fold, "fold", quoted=True))
+        .from_(folded.from_("src"))))
+    source = folded
     plan = cv._naive_bayes_plan(as_engine(con), source, "y", fold, 4, features, None,
                                 {"feature_kinds": KINDS, "structure": "tan", **options}, pairs=True)
     for i in range(4):
@@ -132,7 +133,8 @@ def test_selection_step_figures_equal_each_subset_models_own_scoring():
     engine = as_engine(con)
     features = [*KINDS, "g"]
     source = resolve("t", con)
-    name, copy, fold = cv.materialize(engine, source, "y", fold_expression(source, 4, 0, ["rid"]), features, None)
+    folded, fold = assign_folds(source, "y", 4, 0, ["rid"])
+    name, copy, fold = cv.materialize(engine, folded, "y", fold, features, None)
     plan = cv._naive_bayes_plan(engine, copy, "y", fold, 4, features, None,
                                 {"feature_kinds": KINDS, "structure": "tan", "bins": "mdl"}, pairs=True)
     fold_models = [plan.fold_model(i, {}) for i in range(4)]

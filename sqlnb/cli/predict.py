@@ -29,7 +29,7 @@ from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, read_wi
 from sqlnb.workflows import export, plots
 from sqlnb.workflows.curves import curve_points
 from sqlnb.workflows.checks import unseen_categories, unseen_counts
-from sqlnb.workflows.evaluate import evaluate as evaluate_model, text_report
+from sqlnb.workflows.evaluate import LABELS, evaluate as evaluate_model, text_report
 from sqlnb.workflows.generative import novelty_query
 
 #: ``--explain K`` of ``score`` and ``sql`` (sqlnb.models.explain).
@@ -134,7 +134,14 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     settings.summary(f"scored {done}")
 
 
-def measure(settings: Settings, m, spec, label: str | None, curves: bool) -> tuple:
+#: ``--labels`` of ``evaluate`` and ``report``: which labels the precision/recall/F1 averages are over.
+labels_option = click.option(
+    "--labels", type=click.Choice(LABELS), default="present", show_default=True,
+    help="The labels the macro/weighted/micro precision, recall and F1 average over: those in the rows' labels or "
+         "predictions (scikit-learn's default), or every class of the model (scikit-learn's labels=classes).")
+
+
+def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels: str = "present") -> tuple:
     """Evaluate ``m`` on DATA ``spec`` in DuckDB or on the engine: ``(evaluation, unseen
     category counts, curve points or None, the data's description)``. With ``curves``, a
     second statement aggregates the ROC and precision-recall points and the reliability
@@ -147,14 +154,14 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool) -> tup
         source = engine.resolve(read_with(spec, m.read_types()))
         unseen = warn_unseen(m, source, engine)
         settings.summary(doing.format(source.description))
-        ev = evaluate_model(m, source, engine, label)
+        ev = evaluate_model(m, source, engine, label, labels)
         points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
     else:
         with settings.working(), settings.connect() as con:
             source = data_source(con, spec, types=m.read_types())
             unseen = warn_unseen(m, source, con)
             settings.summary(doing.format(source.description))
-            ev = evaluate_model(m, source, con, label)
+            ev = evaluate_model(m, source, con, label, labels)
             points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
     return ev, unseen, points, source.description
 
@@ -183,11 +190,12 @@ def plot_targets(directory: str, replace: bool) -> dict[str, str]:
               help="Also write confusion_matrix.svg, reliability.svg, roc.svg and precision_recall.svg "
                    "into DIR (created when missing).")
 @replace_option
+@labels_option
 @override_options
 @source_options
 @click.pass_obj
-def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_dir, replace, costs, threshold, reject,
-             reading):
+def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_dir, replace, labels, costs, threshold,
+             reject, reading):
     """Measure MODEL on labelled DATA: accuracy, log loss, Brier, per-class
     precision/recall/F1, confusion matrix, and ROC AUC for two classes.
 
@@ -197,7 +205,9 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_di
     predictions are the rule's, and the report adds the expected cost of the decisions
     (the mean L(label, prediction) over the accepted rows whose label is a class) and,
     with a reject option, the rejected rows and the accuracy on the accepted ones (rows
-    with probabilities but no prediction count as errors in accuracy). With --engine
+    with probabilities but no prediction count as errors in accuracy). Macro and weighted
+    averages are over the labels present in the rows or their predictions, as
+    scikit-learn's (--labels model: over every class of the model). With --engine
     postgres|spark, DATA (a table, view or query there, or files Spark reads) is scored
     and measured on the engine. --plots DIR draws the confusion matrix, the reliability diagram and the
     one-vs-rest ROC and precision-recall curves as SVG files, from figures aggregated in
@@ -213,7 +223,7 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_di
     spec = data_spec(settings, data, reading)
     files = plot_targets(plots_dir, replace) if plots_dir is not None else None
     m = use_rule(load(settings, model), costs, threshold, reject)
-    ev, unseen, points, _ = measure(settings, m, spec, label, curves=files is not None)
+    ev, unseen, points, _ = measure(settings, m, spec, label, curves=files is not None, labels=labels)
     if files:
         os.makedirs(plots_dir, exist_ok=True)
         for stem, svg in plots.evaluation_plots(ev, points).items():

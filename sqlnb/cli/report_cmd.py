@@ -8,7 +8,7 @@ import click
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import load, write_text_file
 from sqlnb.cli.options import data_spec, label_option, model_option, replace_option, source_options
-from sqlnb.cli.predict import measure
+from sqlnb.cli.predict import labels_option, measure
 from sqlnb.errors import SqlnbError
 from sqlnb.io import output
 from sqlnb.io.locations import FileOut
@@ -22,9 +22,10 @@ from sqlnb.workflows import html_report
 @label_option("The label column in DATA (default: the model's).", required=False)
 @click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, help="Features listed per class.")
 @replace_option
+@labels_option
 @source_options
 @click.pass_obj
-def report(settings: Settings, data, model, out, label, top, replace, reading):
+def report(settings: Settings, data, model, out, label, top, replace, labels, reading):
     """Write one HTML page about MODEL on labelled DATA: the model's summary and
     parameters, the decision rule, the metrics of 'sqlnb evaluate', the confusion
     matrix, reliability diagram, ROC and precision-recall curves, and the features that
@@ -44,6 +45,6 @@ def report(settings: Settings, data, model, out, label, top, replace, reading):
     output.check_target(FileOut(out, "html"), replace)
     spec = data_spec(settings, data, reading)
     m = load(settings, model)
-    ev, _, points, description = measure(settings, m, spec, label, curves=True)
+    ev, _, points, description = measure(settings, m, spec, label, curves=True, labels=labels)
     write_text_file(out, html_report.render(m, ev, points, description, top=top))
     settings.summary(f"report on {ev.rows:,} rows written to {out}")

@@ -39,8 +39,8 @@ def selection_text(s: Selection) -> str:
 @click.option("--direction", type=click.Choice(DIRECTIONS), default="forward", show_default=True,
               help="forward: add features one at a time from none; backward: remove them one at a time from all.")
 @click.option("--folds", type=int, default=5, show_default=True, help="Number of folds (>= 2).")
-@seed_option("Seed of the fold hash.", default=0)
-@click.option("--key", metavar="COLUMN", help="An integer column (a row id) hashed into the folds "
+@seed_option("Seed of the hash that shuffles each class's rows into the folds.", default=0)
+@click.option("--key", metavar="COLUMN", help="An integer column (a row id) hashed to shuffle the rows into the folds "
               "(default: a hash of every column), as for sqlnb cv.")
 @click.option("--until-all", is_flag=True, help="Walk the whole path (every feature added, or every one removed) "
               "and choose its best subset, instead of stopping when a step does not improve.")

@@ -23,7 +23,7 @@ from sqlnb.io import output
 from sqlnb.io.locations import FileOut, data_source
 from sqlnb.workflows import compare as compare_module
 from sqlnb.source import read_with
-from sqlnb.workflows.cv import cross_validate, fold_expression, fold_source
+from sqlnb.workflows.cv import assign_folds, cross_validate, fold_source
 
 
 def _grid_value(text: str) -> Any:
@@ -70,9 +70,9 @@ def cv_text(r) -> str:
 @model_option("With --refit: where to save the best model.", required=False)
 @model_kind_option
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True, help="Number of folds.")
-@seed_option("Seed of the fold hash.", default=0)
+@seed_option("Seed of the hash that shuffles each class's rows into the folds.", default=0)
 @click.option("--key", metavar="COLUMN",
-              help="An integer column (a row id) hashed into the folds: the same folds on every engine "
+              help="An integer column (a row id) hashed to shuffle the rows into the folds: the same folds on every engine "
                    "(required with --engine postgres|spark; default: a hash of every column, in DuckDB).")
 @click.option("--grid", multiple=True, metavar="NAME=V1,V2",
               help="Hyperparameter values to try (repeatable: the grid is their product).")
@@ -91,8 +91,9 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, key, grid, sco
        keep_columns, copy_source, fmt, reading, replace):
     """Cross-validate on DATA, optionally over a grid of hyperparameters.
 
-    Rows go to folds by a hash of their values, or of --key (and --seed); one scan
-    collects every fold's statistics. Prints accuracy and log loss per fold and their
+    Folds are stratified (as scikit-learn's StratifiedKFold): each class's rows, shuffled by
+    a hash of their values or of --key (and --seed), are dealt to the folds in turn, so per
+    class the fold sizes differ by at most one. One scan collects every fold's statistics. Prints accuracy and log loss per fold and their
     means; with --refit the best grid point is fitted on all rows and saved as --model.
     With --engine postgres|spark (naive Bayes, LDA, QDA) everything runs on the engine
     and only aggregates come back; --key is then required.
@@ -207,7 +208,8 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
         if test_spec is not None:
             test = source(test_spec)
         else:
-            fold = fold_expression(train, 4, seed, [key] if key else None, as_engine(con).dialect)
+            # A quarter held out, stratified as cross-validation's folds (sqlnb.workflows.folds).
+            train, fold = assign_folds(train, label, 4, seed, [key] if key else None, as_engine(con).dialect)
             train, test = fold_source(train, fold, 0, held_out=False), fold_source(train, fold, 0)
         train, test, options = compare_module.encode(con, train, test, label, split_list(features),
                                                      split_list(exclude), binarize)

@@ -1,7 +1,9 @@
 """k-fold cross-validation and grid search, reading the training data once.
 
-Folds (:mod:`sqlnb.workflows.folds`): a portable integer hash of a row id on any engine,
-or DuckDB's ``hash()`` of the key columns.
+Folds (:mod:`sqlnb.workflows.folds`): stratified and balanced as scikit-learn's
+``StratifiedKFold`` (per class, fold sizes differ by at most one), each class's rows
+shuffled by a portable integer hash of a row id on any engine, or DuckDB's ``hash()`` of
+the key columns; a column of the source, computed by one window as it is read.
 
 On an engine (``con`` a :class:`~sqlnb.engines.PostgresEngine` or
 :class:`~sqlnb.engines.SparkEngine`) every statement below runs there and only aggregates
@@ -75,8 +77,8 @@ from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
 from sqlnb.source import Source, Table, read_with
-from sqlnb.workflows.folds import (FOLD_PRIME, fold_constants, fold_expression, fold_source,  # noqa: F401
-                                   is_integer_type, portable_fold, portable_hash)
+from sqlnb.workflows.folds import (FOLD_PRIME, assign_folds, fold_constants, fold_source,  # noqa: F401
+                                   is_integer_type, portable_hash)
 
 #: Model kinds cross-validation knows (as :data:`sqlnb.api.MODELS`).
 MODELS = ("naive_bayes", "lda", "qda", "logistic")
@@ -297,10 +299,12 @@ def materialize(con: "duckdb.DuckDBPyConnection | Engine", source: Source, label
     -------
     (table name, the copy as a Source described like ``source``, the fold column)
     """
-    name = _unused_name(source.columns, "cv_fold")
+    # The fold of assign_folds is a column of the source already: copied under its name.
+    given = fold.name if isinstance(fold, exp.Column) and fold.name in source.columns else None
+    name = given or _unused_name(source.columns, "cv_fold")
     dropped = set(exclude or ())
-    columns = [c for c in source.columns
-               if c == label or (c in features if features is not None else c not in dropped)]
+    columns = [c for c in source.columns if c != given and
+               (c == label or (c in features if features is not None else c not in dropped))]
     engine = as_engine(con)
     table = f"sqlnb_cv_{uuid.uuid4().hex}"
     query = exp.select(*[exp.alias_(sql.col(c, "src"), c, quoted=True) for c in columns],
@@ -546,9 +550,10 @@ def cross_validate(
     folds : int
         Number of folds (>= 2).
     seed : int
-        Seed of the fold hash (see the module docstring).
+        Seed of the hash that shuffles each class's rows before they are dealt to the
+        folds (stratified, :mod:`sqlnb.workflows.folds`).
     key : list of str, optional
-        Columns hashed into the fold (default: every column, DuckDB only). One integer
+        Columns hashed for that shuffle (default: every column, DuckDB only). One integer
         column (a row id) is hashed portably: the same rows form the same folds on
         DuckDB, PostgreSQL and Spark.
     grid : mapping of parameter -> list of values, or list of dicts, optional
@@ -592,9 +597,10 @@ def cross_validate(
     con = as_engine(con)
     source = con.resolve(read_with(data, keep_text=(label,)))
     source.require([label], "label column")
-    fold = fold_expression(source, folds, seed, key, con.dialect)
+    source, fold = assign_folds(source, label, folds, seed, key, con.dialect)
     if features is not None and exclude:
         raise SqlnbError("give either the features to use or the ones to exclude, not both")
+    # Checked against the columns the user gave (not the fold column assign_folds adds).
     source.require(list(features or ()), "feature column")
     source.require(list(exclude or ()), "excluded column")  # checked here: the copy leaves them out
     text_is_categorical = model == "naive_bayes" and options.get("kind", "auto") in ("auto", "categorical")
@@ -608,6 +614,8 @@ def cross_validate(
         return [s.column for s in found]
 
     if not materialize_source:
+        if features is None:  # the fold column is no feature
+            exclude = [*(exclude or ()), fold.name]
         exclude = [*(exclude or ()), *screened(source, exclude)] or None
         return _cross_validate(con, source, label, fold, model, folds, seed, points, scoring, refit,
                                features, exclude, options, start, source_reads=2)

@@ -15,9 +15,25 @@ NULL; unlabelled rows are counted and left out)::
                + ½ negatives scored equal) / (n₊·n₋)
     AP_c       average precision, one-vs-rest: Σ_n (R_n − R_{n−1}) P_n over the distinct
                scores in decreasing order
-    macro      the mean over the classes (where defined); weighted: by the class's rows
+    macro      precision, recall, F1: the mean over the averaged labels (below); weighted:
+               by their rows; micro: from the summed counts; balanced accuracy: the mean
+               recall over the labels that have rows. ROC AUC, AP: over the classes where
+               defined (:mod:`sqlnb.workflows.ranking`)
     ECE        Σ_b (n_b/n)·|accuracy_b − mean confidence_b| over 15 equal-width bins of the
                top-class probability max_c p_c (bin min(floor(15·conf), 14))
+
+**Which labels the averages are over** (``labels``), as scikit-learn's
+``precision_recall_fscore_support``: by default (``"present"``) the labels present in the
+rows' labels or predictions — a class of the model that no row has and none is predicted
+is left out, and a label the model does not know (support > 0, never predicted:
+precision, recall and F1 0) is in. ``"model"``: the model's classes, every one (absent
+ones count with F1 0, unknown labels are out), as ``labels=model.classes``. A row with no
+prediction (below) is a false negative of its label and no label's false positive.
+Balanced accuracy is scikit-learn's ``balanced_accuracy_score`` either way (the mean
+recall over the labels that have rows). These averages are computed from the confusion
+counts; ROC AUC and average precision are one-vs-rest over the classes with positive
+(and, for AUC, negative) ranked rows whatever ``labels`` says: ``roc_auc_score`` finds the
+classes in ``y_true`` (it raises on a one-class test set, where these are None).
 
 These are scikit-learn's definitions (``log_loss``, ``brier_score_loss``,
 ``precision_recall_fscore_support`` with ``zero_division=0``, ``roc_auc_score`` with
@@ -35,8 +51,9 @@ Two kinds of rows are reported rather than silently dropped:
   confusion matrix (predicted ``None``), and are left out of log loss, Brier, AUC,
   average precision and ECE;
 * rows whose label is not a class of the model: errors in accuracy, probability 0 for
-  their label in log loss (so ``−ln ε ≈ 36``) and Brier, wrong predictions in the ECE,
-  and left out of AUC and average precision.
+  their label in log loss (so ``−ln ε ≈ 36``) and Brier (its term ``(0 − 1)² = 1`` beside
+  the classes' ``p_c²``: scikit-learn's figures with the label as one more class of
+  probability 0), wrong predictions in the ECE, and left out of AUC and average precision.
 """
 
 from __future__ import annotations
@@ -51,6 +68,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import as_engine
+from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.decision import DecisionMetrics, decision_metrics, report_lines
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.source import read_with
@@ -108,6 +126,17 @@ class Evaluation:
     weighted_average_precision: float | None = None
     ece: float | None = None
     reliability: list[dict] = field(default_factory=list)
+    # Label averages (module docstring), over ``averaged_labels`` as ``labels`` says.
+    labels: str = "present"
+    averaged_labels: list = field(default_factory=list)
+    macro_precision: float | None = None
+    macro_recall: float | None = None
+    weighted_precision: float | None = None
+    weighted_recall: float | None = None
+    micro_precision: float | None = None
+    micro_recall: float | None = None
+    micro_f1: float | None = None
+    balanced_accuracy: float | None = None
 
     @property
     def unknown_labels(self) -> list:
@@ -208,6 +237,12 @@ def _row_terms(label: str, classes: Sequence, label_type: str) -> dict[str, exp.
                            expressions=[sql.dbl(EPS)])
     indicator = [exp.Case(ifs=[exp.If(this=c.copy(), true=sql.dbl(1.0))], default=sql.dbl(0.0)) for c in is_class]
     squares = sql.add(_square(exp.Sub(this=p.copy(), expression=i)) for p, i in zip(probas, indicator))
+    # A label that is no class had probability 0: its own term (0 − 1)² = 1 is added, as
+    # scikit-learn's brier_score_loss with that label as one more column of probability 0
+    # (a class's rows keep the sum as it was, term for term).
+    known = exp.or_(*[c.copy() for c in is_class])
+    squares = exp.Case(ifs=[exp.If(this=known, true=squares)],
+                       default=exp.Add(this=sql.paren(squares.copy()), expression=sql.dbl(1.0)))
     # sqlglot renders trees as built, without precedence parentheses: add them.
     brier = exp.Mul(this=sql.paren(squares), expression=sql.dbl(0.5)) if K == 2 else squares
     labelled = _not_null(y.copy())
@@ -219,14 +254,13 @@ def _summary_ratios(K: int, agg: str = "agg") -> list[exp.Expression]:
     """The figures of a summary row from its counts (columns of ``agg``: ``rows``,
     ``labelled``, ``no_proba``, ``unknown``, ``correct``, ``log_loss``, ``brier`` and
     ``support<k>``, ``predicted<k>``, ``tp<k>`` per class): accuracy, per-class
-    precision, recall and F1, macro and weighted F1."""
+    precision, recall and F1."""
     def a(name: str) -> exp.Column:
         return sql.col(name, agg)
 
     outer: list[exp.Expression] = [a(n) for n in ("rows", "labelled", "no_proba", "unknown", "log_loss", "brier")]
     outer.append(exp.alias_(exp.Case(ifs=[exp.If(this=exp.GT(this=a("labelled"), expression=exp.Literal.number(0)),
                                                  true=_ratio(a("correct"), a("labelled")))]), "accuracy", quoted=True))
-    f1s, supports = [], []
     for k in range(K):
         tp, sup, prd = a(f"tp{k}"), a(f"support{k}"), a(f"predicted{k}")
         f1 = _ratio(exp.Mul(this=exp.Literal.number(2), expression=tp.copy()),
@@ -234,11 +268,8 @@ def _summary_ratios(K: int, agg: str = "agg") -> list[exp.Expression]:
         outer += [sup, prd, exp.alias_(_ratio(tp.copy(), prd.copy()), f"precision{k}", quoted=True),
                   exp.alias_(_ratio(tp.copy(), sup.copy()), f"recall{k}", quoted=True),
                   exp.alias_(f1, f"f1_{k}", quoted=True)]
-        f1s.append(f1.copy())
-        supports.append(sup.copy())
-    outer.append(exp.alias_(exp.Div(this=sql.paren(sql.add(f1s)), expression=sql.dbl(float(K))), "macro_f1", quoted=True))
-    weighted = sql.add(exp.Mul(this=sql.paren(f), expression=sql.as_double(s)) for f, s in zip(f1s, supports))
-    outer.append(exp.alias_(_ratio(weighted, sql.paren(sql.add(s.copy() for s in supports))), "weighted_f1", quoted=True))
+    # The averages over labels are taken from these counts (label_averages): which labels
+    # they are over depends on the unknown labels too, which are not columns here.
     return outer
 
 
@@ -405,8 +436,60 @@ def scoring_for_metrics(model, data: Any, con: Any, label: str | None) -> tuple[
     return engine, label, scored
 
 
+#: What the label averages may be over (module docstring; scikit-learn's ``labels``).
+LABELS = ("present", "model")
+
+
+def check_labels(labels: str) -> str:
+    """``labels`` if it is one of :data:`LABELS`, else a one-line error naming the choices."""
+    if labels not in LABELS:
+        raise SqlnbError(f"unknown labels {labels!r}{suggest(str(labels), LABELS)}; choose 'present' (the labels "
+                         "in the rows or their predictions, as scikit-learn) or 'model' (the model's classes)")
+    return labels
+
+
+def label_averages(classes: Sequence, true_labels: Sequence, predicted: Sequence, matrix: Sequence[Sequence[int]],
+                   labels: str = "present") -> dict:
+    """Macro, weighted and micro precision, recall and F1 and the balanced accuracy, from
+    the confusion counts (``matrix[i][j]``: rows labelled ``true_labels[i]`` predicted
+    ``predicted[j]``; ``predicted`` holds the classes and maybe None, no prediction), over
+    the labels ``labels`` names (module docstring). scikit-learn's
+    ``precision_recall_fscore_support(..., zero_division=0)`` and
+    ``balanced_accuracy_score``, from the same integer counts: the divisions and means are
+    the only rounding. None for every figure when no row is labelled."""
+    col = {p: j for j, p in enumerate(predicted)}
+    support = {y: sum(r) for y, r in zip(true_labels, matrix)}
+    hits = {y: (r[col[y]] if y in col else 0) for y, r in zip(true_labels, matrix)}
+    chosen = {y: sum(r[col[y]] for r in matrix) if y in col else 0 for y in true_labels}
+    if labels == "model":
+        over = list(classes)
+    else:
+        over = [y for y in true_labels if support[y] or chosen[y]]
+    out: dict[str, Any] = {"averaged_labels": over}
+    names = ("macro_precision", "macro_recall", "macro_f1", "weighted_precision", "weighted_recall", "weighted_f1",
+             "micro_precision", "micro_recall", "micro_f1", "balanced_accuracy")
+    if not sum(support.values()):
+        return out | dict.fromkeys(names)
+
+    def ratio(a: float, b: float) -> float:
+        return a / b if b else 0.0  # zero_division=0
+
+    figures = {"precision": [ratio(hits[y], chosen[y]) for y in over],
+               "recall": [ratio(hits[y], support[y]) for y in over],
+               "f1": [ratio(2 * hits[y], support[y] + chosen[y]) for y in over]}
+    weights = [support[y] for y in over]
+    for name, values in figures.items():
+        out[f"macro_{name}"] = float(np.mean(values)) if values else 0.0
+        out[f"weighted_{name}"] = float(np.average(values, weights=weights)) if sum(weights) else 0.0
+    tp, pred, true = (sum(d[y] for y in over) for d in (hits, chosen, support))
+    out |= {"micro_precision": ratio(tp, pred), "micro_recall": ratio(tp, true), "micro_f1": ratio(2 * tp, pred + true)}
+    recalls = [hits[y] / support[y] for y in true_labels if support[y]]
+    out["balanced_accuracy"] = float(np.mean(recalls))
+    return out
+
+
 @sql.trees_collected_by_refcount
-def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Evaluation:
+def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels: str = "present") -> Evaluation:
     """Evaluate ``model`` on labelled ``data``, in SQL, where the data is.
 
     One statement (:func:`metrics_query`) reads the scored rows once and returns one row
@@ -425,6 +508,10 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Eva
         that scores and aggregates the rows itself.
     label : str, optional
         The label column in ``data`` (default: the model's label).
+    labels : {"present", "model"}
+        The labels the precision, recall and F1 averages are over: those present in the
+        rows' labels or predictions (scikit-learn's default), or the model's classes
+        (scikit-learn's ``labels=model.classes``). See the module docstring.
 
     Returns
     -------
@@ -439,6 +526,7 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Eva
     0.9121
     """
     start = time.perf_counter()
+    check_labels(labels)
     engine, label, scored = scoring_for_metrics(model, data, con, label)
     classes = list(model.classes)
     query = metrics_query(label, classes, model.label_type, scored)
@@ -460,20 +548,20 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None) -> Eva
     matrix = [[0] * len(predicted) for _ in true_labels]
     for y, p, n in counts:
         matrix[ti[y]][pi[p]] += int(n)
+    averages = label_averages(classes, true_labels, predicted, matrix, labels)
     return Evaluation(
         label=label, classes=classes, rows=int(row["rows"]), labelled_rows=int(row["labelled"]),
         unlabelled_rows=int(row["rows"]) - int(row["labelled"]), no_proba_rows=int(row["no_proba"]),
         unknown_label_rows=int(row["unknown"]), accuracy=_num(row["accuracy"]), log_loss=_num(row["log_loss"]),
         brier=_num(row["brier"]), roc_auc=_num(row["auc1"]) if len(classes) == 2 else None, positive_class=classes[1] if len(classes) == 2 else None,
-        macro_f1=_num(row["macro_f1"]) if row["labelled"] else None,
-        weighted_f1=_num(row["weighted_f1"]) if row["labelled"] else None,
+        macro_f1=averages.pop("macro_f1"), weighted_f1=averages.pop("weighted_f1"),
         per_class=per_class, confusion_true=true_labels, confusion_predicted=predicted, confusion=matrix,
         seconds=round(time.perf_counter() - start, 3),
         decision=decision_metrics(model.decision, found, int(row["no_proba"])),
         macro_roc_auc=_num(row["macro_roc_auc"]), weighted_roc_auc=_num(row["weighted_roc_auc"]),
         macro_average_precision=_num(row["macro_average_precision"]),
         weighted_average_precision=_num(row["weighted_average_precision"]),
-        ece=_num(row["ece"]), reliability=ranking.reliability(bins))
+        ece=_num(row["ece"]), reliability=ranking.reliability(bins), labels=labels, **averages)
 
 
 def _unknown_examples(ev: Evaluation, most: int = 2) -> str:
@@ -506,7 +594,17 @@ def text_report(ev: Evaluation, digits: int = 4) -> str:
         lines.append(f"ROC AUC     {f(ev.macro_roc_auc)} macro, {f(ev.weighted_roc_auc)} weighted (one-vs-rest)")
     lines.append(f"avg prec.   {f(ev.macro_average_precision)} macro, {f(ev.weighted_average_precision)} weighted")
     lines.append(f"ECE         {f(ev.ece)}  ({ranking.BINS} equal-width bins of the top-class probability)")
-    lines.append(f"macro F1    {f(ev.macro_f1)}")
+    over = ev.averaged_labels
+    if ev.labels == "present" and over != list(ev.classes):
+        # Only said where it matters: the averages are then not over the model's classes.
+        left = [label_text(c) for c in ev.classes if c not in over]
+        extra = [label_text(y) for y in over if y not in ev.classes]
+        why = ([f"class {', '.join(map(repr, left))} in no row's label or prediction left out"] if left else []) + \
+              ([f"unknown label {', '.join(map(repr, extra))} counted"] if extra else [])
+        lines.append(f"macro F1    {f(ev.macro_f1)}  (over {len(over)} labels: {'; '.join(why)}; "
+                     "--labels model averages over the model's classes)")
+    else:
+        lines.append(f"macro F1    {f(ev.macro_f1)}")
     if ev.decision is not None:
         lines += report_lines(ev.decision, digits)
     if ev.no_proba_rows:

@@ -1,23 +1,33 @@
-"""Which fold of a cross-validation each row falls in: the same on every engine.
+"""Which fold of a cross-validation each row falls in: stratified, balanced, the same on every engine.
 
-Folds, when ``key`` is one integer column (a row id), the portable hash
-(:func:`portable_fold`)::
+Rows are put in order — by label, then by a seeded hash within each label — and dealt to
+the folds in turn, as scikit-learn's ``StratifiedKFold`` deals them::
+
+    fold(row) = (row_number() OVER (ORDER BY label NULLS LAST, h, <ties>) − 1) mod k
+
+so the rows of one class take consecutive positions: per class, the fold sizes differ by
+at most one (a class with at least k rows is in every fold), and so do the folds' total
+sizes. Each class's rows are shuffled by ``h``, so which rows share a fold changes with
+the seed and nothing else. It is one window over one read of the source (a sort of the
+rows by label and hash; benchmarks/README.md measures it against the unstratified hash
+folds it replaced). Labels are ordered as the engine sorts them (byte order for text,
+``COLLATE "C"`` on PostgreSQL), rows with no label last (they are in no fold's figures).
+
+``h``, when ``key`` is one integer column (a row id), is the portable hash
+(:func:`portable_hash`)::
 
     x = ((key mod P) + P) mod P,  P = 2³¹ − 1     (a NULL key counts as 0)
     h = (x·a + b) mod P;  h = (h·h + c) mod P;  h = (h·d + b) mod P
-    fold(row) = h mod k
 
 in BIGINT arithmetic that never overflows (every product is below 2⁶²), with ``a, b, c,
-d`` drawn from the seed by SplitMix64 in Python. It is integer arithmetic only, so a row
-lands in the same fold on DuckDB, PostgreSQL and Spark; on PostgreSQL and Spark it is the
-only fold assignment (they need ``key``). Otherwise, on DuckDB::
-
-    fold(row) = hash(<key columns>, seed) % k
-
-with DuckDB's variadic ``hash()`` (UBIGINT; the seed is one more argument), so folds are
-reproducible for a given seed and DuckDB version and need no row order. The default key
-is every column of the source (identical rows then share a fold); give ``key`` (a row id)
-for balanced folds on data with many duplicate rows.
+d`` drawn from the seed by SplitMix64 in Python, and ties of ``h`` broken by the key. It is
+integer arithmetic only, so a row lands in the same fold on DuckDB, PostgreSQL and Spark;
+on PostgreSQL and Spark it is the only fold assignment (they need ``key``). Otherwise, on
+DuckDB, ``h = hash(<key columns>, seed)`` with DuckDB's variadic ``hash()`` (UBIGINT; the
+seed is one more argument), reproducible for a given seed and DuckDB version, needing no
+row order. The default key is every column of the source: rows that tie are identical,
+so which of them goes where does not matter; with another ``key``, rows sharing its
+value are ordered by the hash of all their columns.
 """
 
 from __future__ import annotations
@@ -61,12 +71,6 @@ def is_integer_type(sql_type: str) -> bool:
     return is_numeric(sql_type) and not is_float(sql_type) and base not in ("DECIMAL", "NUMERIC")
 
 
-def portable_fold(column: exp.Expression, folds: int, seed: int) -> exp.Expression:
-    """The fold of an integer ``column`` by the portable hash of the module docstring: the
-    same fold on every engine (only BIGINT ``%``, ``*`` and ``+``, no overflow)."""
-    return exp.Mod(this=portable_hash(column, seed), expression=exp.Literal.number(folds))
-
-
 def portable_hash(column: exp.Expression, seed: int) -> exp.Expression:
     """``h`` of the module docstring for an integer ``column``: in ``[0, 2³¹ − 1)``, the
     same on every engine."""
@@ -87,31 +91,70 @@ def portable_hash(column: exp.Expression, seed: int) -> exp.Expression:
     return mod(exp.Add(this=exp.Mul(this=h, expression=lit(d)), expression=lit(b)), FOLD_PRIME)
 
 
-def fold_expression(source: Source, folds: int, seed: int = 0, key: Sequence[str] | None = None,
-                    dialect: str = "duckdb") -> exp.Expression:
-    """Each row's fold over the source alias ``src`` (module docstring): the portable hash
-    of ``key`` when it is one integer column, else (DuckDB only) ``hash(<key columns>,
-    seed) % folds``."""
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise SqlnbError(f"folds must be an integer >= 2, not {folds!r}")
+def shuffle_keys(source: Source, seed: int = 0, key: Sequence[str] | None = None,
+                 dialect: str = "duckdb") -> list[exp.Expression]:
+    """The order of the rows within a class (module docstring): ``h``, then what breaks its ties."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise SqlnbError(f"seed must be an integer, not {seed!r}")
     columns = list(key) if key is not None else list(source.columns)
     source.require(columns, "fold key column")
     if key is not None and len(columns) == 1 and is_integer_type(source.columns[columns[0]]):
-        return portable_fold(sql.col(columns[0], "src"), folds, seed)
+        # h is 31 bits (two keys share one now and then): the key itself decides between them.
+        return [portable_hash(sql.col(columns[0], "src"), seed), sql.col(columns[0], "src")]
     if dialect != "duckdb":
         what = "no key" if key is None else f"key {', '.join(columns)!r} ({', '.join(source.columns[c] for c in columns)})"
         raise SqlnbError(f"cross-validation on {dialect} needs a key: one integer column (a row id) whose hash puts "
                          f"each row in the same fold on every engine (key=[...], --key); got {what}")
-    args = [sql.col(c, "src") for c in columns] + [exp.Literal.number(seed)]
-    return exp.Mod(this=exp.Anonymous(this="hash", expressions=args), expression=exp.Literal.number(folds))
+
+    def hashed(names: Sequence[str]) -> exp.Expression:
+        return exp.Anonymous(this="hash", expressions=[*(sql.col(c, "src") for c in names), exp.Literal.number(seed)])
+
+    return [hashed(columns)] if key is None else [hashed(columns), hashed(list(source.columns))]
+
+
+def fold_column_name(columns: Sequence[str], base: str = "cv_fold") -> str:
+    """``base`` with underscores prepended until no column has that name (case-insensitively)."""
+    taken = {c.lower() for c in columns}
+    while base.lower() in taken:
+        base = f"_{base}"
+    return base
+
+
+def assign_folds(source: Source, label: str, folds: int, seed: int = 0, key: Sequence[str] | None = None,
+                 dialect: str = "duckdb") -> tuple[Source, exp.Column]:
+    """``source`` with each row's fold as one more BIGINT column, and that column over ``src``.
+
+    Stratified and balanced, one window over one read of the source (module docstring).
+    The fold is a column, not an expression of the row, so it can be grouped by and
+    filtered on: every step reads the returned source (or :func:`sqlnb.workflows.cv.materialize`'s
+    copy of it), and :func:`fold_source` leaves the column out of the rows it returns."""
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise SqlnbError(f"folds must be an integer >= 2, not {folds!r}")
+    source.require([label], "label column")
+    keys = shuffle_keys(source, seed, key, dialect)
+    by_label: exp.Expression = sql.col(label, "src")
+    if dialect == "postgres" and not is_numeric(source.columns[label]):
+        by_label = exp.Collate(this=by_label, expression=exp.Identifier(this="C", quoted=True))
+    order = [exp.Ordered(this=by_label, nulls_first=False), *(exp.Ordered(this=k, nulls_first=False) for k in keys)]
+    position = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=order))
+    fold = exp.Mod(this=sql.paren(exp.Sub(this=position, expression=exp.Literal.number(1))),
+                   expression=exp.Literal.number(folds))
+    name = fold_column_name(list(source.columns))
+    query = exp.select(exp.Column(this=exp.Star(), table=sql.ident("src")),
+                       exp.alias_(exp.Cast(this=fold, to=exp.DataType.build("bigint")), name, quoted=True)
+                       ).from_(source.from_("src"))
+    folded = Source(expr=exp.Subquery(this=query), columns={**source.columns, name: "BIGINT"},
+                    description=source.description, engine=source.engine)
+    return folded, sql.col(name, "src")
 
 
 def fold_source(source: Source, fold: exp.Expression, i: int, held_out: bool = True) -> Source:
-    """The rows of fold ``i`` (``held_out``) or of every other fold, as a source."""
+    """The rows of fold ``i`` (``held_out``) or of every other fold, as a source; without
+    the fold column (:func:`assign_folds`), so a fit on them sees the original columns."""
     cond = (exp.EQ if held_out else exp.NEQ)(this=fold.copy(), expression=exp.Literal.number(i))
-    query = exp.select(exp.Column(this=exp.Star(), table=sql.ident("src"))).from_(source.from_("src")).where(cond)
+    drop = fold.name if isinstance(fold, exp.Column) else None
+    columns = {c: t for c, t in source.columns.items() if c != drop}
+    query = exp.select(*[exp.alias_(sql.col(c, "src"), c, quoted=True) for c in columns]
+                       ).from_(source.from_("src")).where(cond)
     which = f"fold {i}" if held_out else f"all but fold {i}"
-    return Source(expr=exp.Subquery(this=query), columns=dict(source.columns),
-                  description=f"{source.description} ({which})")
+    return Source(expr=exp.Subquery(this=query), columns=columns, description=f"{source.description} ({which})")

@@ -409,7 +409,7 @@ def select_features(
         raise SqlnbError(f"feature selection runs in DuckDB, not on {engine.dialect}; use --engine duckdb")
     source = engine.resolve(read_with(data, keep_text=(label,)))
     source.require([label], "label column")
-    fold = cv.fold_expression(source, folds, seed, key, engine.dialect)
+    source, fold = cv.assign_folds(source, label, folds, seed, key, engine.dialect)
     if features is not None and exclude:
         raise SqlnbError("give either the features to use or the ones to exclude, not both")
     source.require(list(features or ()), "feature column")
