@@ -87,7 +87,7 @@ def write_out(settings: Settings, out: str, replace: bool, query: RowsQuery) -> 
     if isinstance(target, StdOut):
         with output.spool(settings.temp_directory) as tmp:
             with settings.working(), settings.connect() as con:
-                _bound_write_memory(settings, con)
+                bound_memory(settings, con)
                 rows = query(con, None)
                 _bound_ordered_write(settings, con, rows)
                 n = output.write(con, rows, tmp, True)
@@ -97,7 +97,7 @@ def write_out(settings: Settings, out: str, replace: bool, query: RowsQuery) -> 
         with settings.working(), output.new_file_guard(own_db), settings.connect(own_db) as con:
             output.check_target(target, replace, con)
             if not isinstance(target, DbObject):
-                _bound_write_memory(settings, con)
+                bound_memory(settings, con)
             rows = query(con, own_db)
             if not isinstance(target, DbObject):
                 _bound_ordered_write(settings, con, rows)
@@ -105,9 +105,10 @@ def write_out(settings: Settings, out: str, replace: bool, query: RowsQuery) -> 
     return f"{'?' if n is None else format(n, ',')} rows into {target}, {time.perf_counter() - start:.2f} s"
 
 
-def _bound_write_memory(settings: Settings, con: duckdb.DuckDBPyConnection) -> None:
+def bound_memory(settings: Settings, con: duckdb.DuckDBPyConnection) -> None:
     """Give ``con`` DuckDB's memory limit :data:`~sqlnb.io.output.WRITE_MEMORY_LIMIT`
-    unless the user chose one (``--memory-limit``).
+    unless the user chose one (``--memory-limit``): writes of rows to files and
+    ``evaluate``, whose hash aggregates then spill to the temporary directory.
 
     Writing a file in input order, DuckDB holds every finished batch that is ahead of the
     one being written, and a memory limit is the only back-pressure its ordered COPY has:
