@@ -75,7 +75,8 @@ def in_order(scored: str, source: str) -> bool:
 
 
 def load() -> str:
-    return os.getloadavg().__repr__()
+    """The 1, 5 and 15-minute load averages (other processes share the cores)."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main(argv=None) -> int:
@@ -111,7 +112,7 @@ def main(argv=None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{args.rows:,} rows x 20 DOUBLE, pyarrow row groups of {CHUNK:,} rows; sqlnb from "
           f"{os.path.dirname(sqlnb.__file__)}\n")
-    print("| command | classes | exit | peak RSS MiB | wall s | user CPU s | rows in order | load (1, 5, 15 min) before -> after |")
+    print("| command | classes | exit | peak RSS MiB | wall s | user CPU s | rows in order | load 1/5/15 min, before -> after |")
     print("|---|---:|---:|---:|---:|---:|---|---|")
     for r in rows_out:
         order = {True: "yes", False: "NO"}.get(r.get("order"), "–")
