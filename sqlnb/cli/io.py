@@ -87,32 +87,70 @@ def write_out(settings: Settings, out: str, replace: bool, query: RowsQuery) -> 
     if isinstance(target, StdOut):
         with output.spool(settings.temp_directory) as tmp:
             with settings.working(), settings.connect() as con:
-                _bound_write_memory(settings, con)
-                n = output.write(con, query(con, None), tmp, True)
+                bound_memory(settings, con)
+                rows = query(con, None)
+                _bound_ordered_write(settings, con, rows)
+                n = output.write(con, rows, tmp, True)
             sys.stdout.flush()
             output.stream(tmp.path, sys.stdout.buffer)
     else:
         with settings.working(), output.new_file_guard(own_db), settings.connect(own_db) as con:
             output.check_target(target, replace, con)
             if not isinstance(target, DbObject):
-                _bound_write_memory(settings, con)
-            n = output.write(con, query(con, own_db), target, replace)
+                bound_memory(settings, con)
+            rows = query(con, own_db)
+            if not isinstance(target, DbObject):
+                _bound_ordered_write(settings, con, rows)
+            n = output.write(con, rows, target, replace)
     return f"{'?' if n is None else format(n, ',')} rows into {target}, {time.perf_counter() - start:.2f} s"
 
 
-def _bound_write_memory(settings: Settings, con: duckdb.DuckDBPyConnection) -> None:
+def bound_memory(settings: Settings, con: duckdb.DuckDBPyConnection) -> None:
     """Give ``con`` DuckDB's memory limit :data:`~sqlnb.io.output.WRITE_MEMORY_LIMIT`
-    unless the user chose one (``--memory-limit``).
+    unless the user chose one (``--memory-limit``): writes of rows to files and
+    ``evaluate``, whose hash aggregates then spill to the temporary directory.
 
-    Writing a file in input order, DuckDB holds every finished row group that is ahead
-    of the one being written, and a memory limit is the only back-pressure its ordered
-    COPY has: scoring 10M rows x 20 columns to Parquet peaked at 1.3-1.4 GB without one,
-    ~0.7 GB with 1 GB (benchmarks/README.md, "Scoring memory").
+    Writing a file in input order, DuckDB holds every finished batch that is ahead of the
+    one being written, and a memory limit is the only back-pressure its ordered COPY has:
+    scoring 10M rows x 20 columns peaked at 1.3-1.4 GB without one, ~0.7 GB with 1 GB
+    (benchmarks/README.md, "Scoring memory"). It is safe together with
+    :func:`_bound_ordered_write` only.
     """
     if settings.memory_limit is None:
-        item = sqlglot.exp.SetItem(this=sqlglot.exp.EQ(this=sql.col("memory_limit"),
-                                                       expression=sqlglot.exp.Literal.string(output.WRITE_MEMORY_LIMIT)))
-        con.execute(sql.render(sqlglot.exp.Set(expressions=[item])))
+        _set(con, "memory_limit", output.WRITE_MEMORY_LIMIT)
+
+
+def _bound_ordered_write(settings: Settings, con: duckdb.DuckDBPyConnection, rows: sqlglot.exp.Expression) -> None:
+    """Under the default memory limit (no ``--memory-limit``), read Parquet files with large
+    row groups without prefetch and, unless the user chose ``--threads``, with fewer
+    threads (:func:`~sqlnb.io.output.ordered_write_settings`).
+
+    The ordered COPY collects each input batch (a Parquet row group) whole before it can
+    write it, in every thread: with pyarrow's 1,048,576-row row groups two threads need
+    more than the 1 GB limit, and the write failed with DuckDB's out-of-memory error
+    (issue 27); one thread writes them in ~0.3 GB.
+    """
+    if settings.memory_limit is not None:
+        return
+    chosen = output.ordered_write_settings(con, rows)
+    if settings.threads is not None:
+        chosen.pop("threads", None)
+    for name, value in chosen.items():
+        _set(con, name, value)
+
+
+def _set(con: duckdb.DuckDBPyConnection, name: str, value) -> None:
+    """``SET name = value`` on ``con``."""
+    item = sqlglot.exp.SetItem(this=sqlglot.exp.EQ(this=sql.col(name), expression=_literal(value)))
+    con.execute(sql.render(sqlglot.exp.Set(expressions=[item])))
+
+
+def _literal(value) -> sqlglot.exp.Expression:
+    if isinstance(value, bool):
+        return sqlglot.exp.Boolean(this=value)
+    if isinstance(value, int):
+        return sqlglot.exp.Literal.number(value)
+    return sqlglot.exp.Literal.string(str(value))
 
 
 def arrow_rows(table) -> RowsQuery:

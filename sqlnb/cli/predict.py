@@ -14,7 +14,7 @@ import sqlglot
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
 from sqlnb.cli.decide import override_options, use_rule
-from sqlnb.cli.io import dump_json, load, write_out, write_text_file
+from sqlnb.cli.io import bound_memory, dump_json, load, write_out, write_text_file
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
                                no_proba_option, out_option, outputs_option, replace_option, score_outputs)
@@ -158,6 +158,9 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
         points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
     else:
         with settings.working(), settings.connect() as con:
+            # The exact ROC AUC keeps a group per class and distinct score: without a limit
+            # 10M rows held 5.4 GB; under it the aggregate spills (benchmarks/README.md).
+            bound_memory(settings, con)
             source = data_source(con, spec, types=m.read_types())
             unseen = warn_unseen(m, source, con)
             settings.summary(doing.format(source.description))

@@ -38,11 +38,85 @@ from sqlnb.io.locations import DbObject, FileOut, StdOut, table_exists
 
 
 #: DuckDB's memory limit while the CLI writes query results to a file or standard output,
-#: when no ``--memory-limit`` is given. DuckDB's ordered COPY buffers finished row groups
-#: that are ahead of the writer, bounded only by the memory limit: scoring 10M rows x 20
-#: columns to Parquet peaked at 1.3-1.4 GB by default and at ~0.7 GB with this limit.
+#: when neither ``--memory-limit`` nor ``--threads`` is given. DuckDB's ordered COPY
+#: buffers finished batches that are ahead of the writer, bounded only by the memory
+#: limit: scoring 10M rows x 20 columns (DuckDB-written Parquet, 122,880-row row groups)
+#: to Parquet peaked at 1.3-1.4 GB without a limit and at ~0.7 GB with this one. It is
+#: safe only together with :func:`ordered_write_settings`, which keeps what the ordered
+#: COPY cannot spill (a whole input batch per thread) well under it.
 #: Joins and aggregations over the limit spill to ``--temp-directory``.
 WRITE_MEMORY_LIMIT = "1GB"
+
+#: The most the ordered COPY may hold in input batches at once, by the estimate of
+#: :func:`ordered_write_settings` (rows of the largest Parquet row group x the output
+#: row's width x threads). DuckDB reads a Parquet row group as one batch and the ordered
+#: COPY collects each batch whole, in every thread, before it can write it: with
+#: pyarrow's 1,048,576-row row groups and 25 output columns that is ~200 MB of raw
+#: values per thread and, prepared and encoded, over 1 GB for two threads (out of
+#: memory under a 1 GB limit, 2.4-2.8 GB without one; issue 27). Fewer threads write such
+#: files in ~0.6 GB.
+ORDERED_BATCH_BYTES = 256 * 2**20
+
+#: Parquet row groups larger than this (compressed bytes of the columns read) are read
+#: without DuckDB's prefetch, which loads a whole row group's column chunks per thread:
+#: ~160 MB for a 1M-row row group of 20 DOUBLE columns, 1.6 GB for a 10M-row one.
+PREFETCH_MAX_BYTES = 64 * 2**20
+
+
+def parquet_paths(tree: exp.Expression) -> list[str]:
+    """The paths (or globs) of the ``read_parquet`` calls in ``tree``."""
+    out = []
+    for node in tree.find_all(exp.Anonymous):
+        if str(node.this).lower() == "read_parquet" and node.expressions:
+            first = node.expressions[0]
+            if isinstance(first, exp.Literal) and first.is_string:
+                out.append(first.this)
+    return out
+
+
+def _row_width(types) -> int:
+    """Bytes per row DuckDB keeps for these column types: 8 for fixed-width numbers, 16
+    for strings (an inlined string or a pointer; long strings more) and anything else."""
+    return sum(8 if str(t).upper() in ("DOUBLE", "FLOAT", "BIGINT", "INTEGER", "SMALLINT", "TINYINT",
+                                       "BOOLEAN", "DATE", "UBIGINT", "UINTEGER") else 16 for t in types)
+
+
+def largest_row_group(con: duckdb.DuckDBPyConnection, paths: list[str]) -> tuple[int, int]:
+    """``(rows, compressed bytes)`` of the largest row group of the Parquet files
+    ``paths`` (footers only; (0, 0) for none)."""
+    rows = size = 0
+    for path in paths:
+        meta = exp.Table(this=exp.Anonymous(this="parquet_metadata", expressions=[exp.Literal.string(path)]))
+        inner = (exp.select(exp.alias_(exp.Max(this=sql.col("row_group_num_rows")), "r", quoted=True),
+                            exp.alias_(exp.Sum(this=sql.col("total_compressed_size")), "b", quoted=True))
+                 .from_(meta).group_by(sql.col("file_name"), sql.col("row_group_id")))
+        top = exp.select(exp.Max(this=sql.col("r")), exp.Max(this=sql.col("b"))).from_(
+            exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("g"))))
+        r, b = con.execute(sql.render(top)).fetchall()[0]
+        rows, size = max(rows, int(r or 0)), max(size, int(b or 0))
+    return rows, size
+
+
+def ordered_write_settings(con: duckdb.DuckDBPyConnection, query: exp.Expression) -> dict[str, object]:
+    """DuckDB settings that bound the memory of writing ``query``'s rows in order from
+    Parquet files with large row groups: ``threads`` so that one input batch per thread
+    stays within :data:`ORDERED_BATCH_BYTES`, and no prefetch of row groups over
+    :data:`PREFETCH_MAX_BYTES`. Empty when the rows come in small batches (DuckDB tables,
+    CSV, Parquet written by DuckDB): those are written with every thread as before."""
+    paths = parquet_paths(query)
+    if not paths:
+        return {}
+    rows, size = largest_row_group(con, paths)
+    width = _row_width(con.sql(sql.render(query)).types)
+    setting = exp.Anonymous(this="current_setting", expressions=[exp.Literal.string("threads")])
+    threads = int(con.execute(sql.render(exp.select(setting))).fetchall()[0][0])
+    out: dict[str, object] = {}
+    fit = max(1, ORDERED_BATCH_BYTES // max(1, rows * width))
+    if fit < threads:
+        out["threads"] = fit
+    if size > PREFETCH_MAX_BYTES:
+        out["disable_parquet_prefetching"] = True
+    return out
 
 
 def check_target(out: DbObject | FileOut | StdOut, replace: bool,

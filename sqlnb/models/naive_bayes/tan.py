@@ -1,8 +1,10 @@
 """Tree-augmented naive Bayes (Friedman, Geiger & Goldszmidt 1997): each discrete feature
 conditioned on the class and on at most one other feature, its parent in a tree.
 
-Statistics. One scan counts every pair of tree features per class, ``n(c, x_a, x_b)``,
-by ``GROUP BY GROUPING SETS ((label, a, b), …)`` over all pairs (:func:`pairs_query`);
+Statistics. A scan counts every pair of tree features per class, ``n(c, x_a, x_b)``,
+by ``GROUP BY GROUPING SETS ((label, a, b), …)`` over the pairs (:func:`pairs_query`;
+in DuckDB split into statements of a few dozen sets, whose hash tables cost memory each:
+:data:`GROUPING_SET_BYTES`);
 rows where either value is NULL are left out of a pair's counts. These :class:`Pairs`
 are part of the model's :class:`~sqlnb.stats.Statistics`: they add under ``update``
 (and scale under its ``decay``), and the tree and the conditional tables are derived
@@ -82,6 +84,15 @@ STRUCTURES = ("naive", "tan")
 #: Most tree features: F(F−1)/2 grouping sets in the pair scan (40 features: 780 sets).
 MAX_FEATURES = 40
 BERNOULLI_VALUES = [False, True]
+#: DuckDB's hash aggregate gives every grouping set a hash table of its own in every thread
+#: that reads rows, ~2.3 MB each however few the rows (measured with duckdb 2.0: 528 sets
+#: of 232 rows peaked at 1.24 GB; 190 sets of 500,000 rows at 0.56 GB on one thread, 0.98
+#: GB on two). The pair scan is therefore split into statements of at most
+#: ``PAIR_SCAN_BYTES / (threads · GROUPING_SET_BYTES)`` sets (at least
+#: ``MIN_SETS_PER_SCAN``): each reads the rows again, but the per-set work is the same.
+GROUPING_SET_BYTES = 2.5 * 2**20
+PAIR_SCAN_BYTES = 128 * 2**20
+MIN_SETS_PER_SCAN = 4
 
 
 # -- statistics ---------------------------------------------------------------------------
@@ -182,12 +193,14 @@ def _fit_value(f: Feature) -> exp.Expression:
 
 
 def pairs_query(source, label: str, weight: str | None, features: Sequence[Feature],
-                group: exp.Expression | None = None) -> exp.Select:
+                group: exp.Expression | None = None,
+                pairs: Sequence[tuple[int, int]] | None = None) -> exp.Select:
     """``SELECT k, x0, GROUPING(x0) AS g0, …, COUNT(*) AS n FROM (SELECT label AS k,
     <value> AS x0, … FROM src WHERE label IS NOT NULL) GROUP BY GROUPING SETS ((k, x0, x1),
     (k, x0, x2), …)``: every pair's per-class counts in one scan (``SUM(w)`` when weighted).
     ``group`` (e.g. a cross-validation fold, over ``src``) is one more key of every set,
-    returned as the last column."""
+    returned as the last column. ``pairs``: only these pairs (positions in ``features``,
+    each of which must be in one of them; default every pair)."""
     cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
     if group is not None:
         cols.append(exp.alias_(group.copy(), "fold", quoted=True))
@@ -199,8 +212,10 @@ def pairs_query(source, label: str, weight: str | None, features: Sequence[Featu
     x = [sql.col(f"x{j}", "t") for j in range(len(features))]
     k = sql.col("k", "t")
     extra = [sql.col("fold", "t")] if group is not None else []
+    if pairs is None:
+        pairs = [(a, b) for a in range(len(features)) for b in range(a + 1, len(features))]
     sets = [exp.Tuple(expressions=[k.copy(), *(e.copy() for e in extra), x[a].copy(), x[b].copy()])
-            for a in range(len(features)) for b in range(a + 1, len(features))]
+            for a, b in pairs]
     out = [k.copy()]
     for j in range(len(features)):
         out += [exp.alias_(x[j].copy(), f"v{j}", quoted=True),
@@ -228,18 +243,37 @@ def collect_pairs(engine, source, label: str, weight: str | None, features: Sequ
             f"past the limit of {MAX_FEATURES} features; choose columns with --features / --exclude")
     index = {c: i for i, c in enumerate(classes)}
     by_group: dict[Any, dict] = {}
-    for r in engine.execute(pairs_query(source, label, weight, features, group)):
-        g = r[-1] if group is not None else None
-        n = float((r[-2] if group is not None else r[-1]) or 0.0)
-        a, b = (j for j in range(F) if r[2 + 2 * j] == 0)
-        va, vb = r[1 + 2 * a], r[1 + 2 * b]
-        if va is None or vb is None or r[0] not in index:
-            continue
-        cell = by_group.setdefault(g, {}).setdefault((features[a].name, features[b].name), {})
-        cell[(index[r[0]], va, vb)] = cell.get((index[r[0]], va, vb), 0.0) + n
+    every = [(a, b) for a in range(F) for b in range(a + 1, F)]
+    step = sets_per_scan(engine)
+    for start in range(0, len(every), step):
+        chunk = every[start:start + step]
+        used = sorted({j for pair in chunk for j in pair})  # the features of this statement
+        at = {j: i for i, j in enumerate(used)}
+        query = pairs_query(source, label, weight, [features[j] for j in used], group,
+                            [(at[a], at[b]) for a, b in chunk])
+        for r in engine.execute(query):
+            g = r[-1] if group is not None else None
+            n = float((r[-2] if group is not None else r[-1]) or 0.0)
+            a, b = (j for i, j in enumerate(used) if r[2 + 2 * i] == 0)
+            va, vb = r[1 + 2 * at[a]], r[1 + 2 * at[b]]
+            if va is None or vb is None or r[0] not in index:
+                continue
+            cell = by_group.setdefault(g, {}).setdefault((features[a].name, features[b].name), {})
+            cell[(index[r[0]], va, vb)] = cell.get((index[r[0]], va, vb), 0.0) + n
     if group is None:
         return _pairs(features, len(classes), by_group.get(None, {}))
     return {g: _pairs(features, len(classes), cells) for g, cells in by_group.items()}
+
+
+def sets_per_scan(engine) -> int:
+    """How many pair grouping sets one statement of :func:`collect_pairs` takes: in DuckDB,
+    as many as fit :data:`PAIR_SCAN_BYTES` at :data:`GROUPING_SET_BYTES` per set and
+    thread (at least :data:`MIN_SETS_PER_SCAN`); on other engines, every pair (one scan)."""
+    if getattr(engine, "dialect", None) != "duckdb":
+        return MAX_FEATURES * (MAX_FEATURES - 1) // 2
+    setting = exp.Anonymous(this="current_setting", expressions=[exp.Literal.string("threads")])
+    threads = max(1, int(engine.execute(exp.select(setting))[0][0]))
+    return max(MIN_SETS_PER_SCAN, int(PAIR_SCAN_BYTES // (threads * GROUPING_SET_BYTES)))
 
 
 def _pairs(features: Sequence[Feature], K: int, cells: Mapping[tuple[str, str], dict]) -> Pairs:
