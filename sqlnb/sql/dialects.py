@@ -80,6 +80,23 @@ def _double_literal(dialect: str, node: exp.Cast) -> exp.Expression | None:
     return None
 
 
+#: Dialects whose ``isnan(x)`` is written ``(NOT ISFINITE(x) AND NOT ISINF(x))``: DuckDB
+#: (2.0.1) folds ``isnan`` — and ``x = 'NaN'``, ``NULLIF(x, 'NaN')``, ``ABS(x) < inf`` —
+#: to a constant from a Parquet column's row-group min/max statistics, which pyarrow's
+#: writer computes leaving NaN out: over a file of NaN among values in [1, 3] and no NULL,
+#: ``isnan(x)`` and ``isnan(x + 0.5)`` are false for the NaN. ``isfinite`` is evaluated per
+#: row (``isinf`` may be folded, rightly: a NaN is not infinite). Measured over 10 DOUBLE
+#: columns × 5M rows, ``CASE WHEN <test> THEN NULL ELSE x END``: ``isnan`` 2.21 s,
+#: the finiteness test 2.17 s, ``x IS NOT DISTINCT FROM 'NaN'`` (also right) 2.86 s, best
+#: of 3, one thread, on a busy machine (a bare sum 1.30 s).
+_NAN_BY_FINITENESS = ("duckdb",)
+
+
+def _isnan_by_finiteness(g, node: exp.IsNan) -> str:
+    x = g.sql(node.this)  # rendered once, written twice
+    return f"(NOT ISFINITE({x}) AND NOT ISINF({x}))"
+
+
 _DIALECT_CLASSES: dict[str, sqlglot.Dialect] = {}
 
 
@@ -101,7 +118,10 @@ def _sqlglot_dialect(dialect: str) -> sqlglot.Dialect:
                 return parent(g, out) if parent is not None else g.cast_sql(out)
             return g.sql(out)
 
-        generator = type("Generator", (gen,), {"TRANSFORMS": {**gen.TRANSFORMS, exp.Cast: cast}})
+        transforms = {**gen.TRANSFORMS, exp.Cast: cast}
+        if dialect in _NAN_BY_FINITENESS:
+            transforms[exp.IsNan] = _isnan_by_finiteness
+        generator = type("Generator", (gen,), {"TRANSFORMS": transforms})
         _DIALECT_CLASSES[dialect] = type(f"Sqlnb{base.__name__}", (base,), {"Generator": generator})()
     return _DIALECT_CLASSES[dialect]
 
