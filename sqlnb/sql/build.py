@@ -83,19 +83,19 @@ def dbl(value: float) -> exp.Expression:
 # -- NaN ------------------------------------------------------------------------------------
 #
 # Every NaN test sqlnb writes is :func:`is_nan`, and everything that reads NaN as missing is
-# built on it. Not ``NULLIF(x, 'NaN')``, ``x = 'NaN'``, ``x <> x`` or ``ABS(x) < inf``:
-# DuckDB (2.0.1) answers a comparison on a column from its Parquet row-group min/max
-# statistics, and pyarrow's writer leaves NaN out of them, so over a file written by
-# pyarrow with a NaN beside values in [1, 3] those are folded to constants — ``x = 'NaN'``
-# false, ``ABS(x) < inf`` true — and the NaN passes through as a value. ``isnan(x)`` is
-# evaluated per row (CSV, DuckDB-written Parquet and Parquet without statistics never
-# showed the folding). Cost: ``CASE WHEN isnan(x) THEN NULL ELSE x END`` summed over 10
-# columns × 5M rows took 0.64–0.69 s against NULLIF's 1.01–1.26 s (tests/test_defaults_nan.py
-# keeps the behaviour; the commit that added these helpers has the measurement).
+# built on it. Not ``NULLIF(x, 'NaN')``, ``x = 'NaN'``, ``x <> x`` or ``ABS(x) < inf``: DuckDB
+# (2.0.1) answers those — and ``isnan(x)`` itself, also of arithmetic on ``x`` — from a
+# Parquet column's row-group min/max statistics, which pyarrow's writer computes leaving NaN
+# out; over a row group holding a NaN among values in [1, 3] and no NULL they are folded to
+# "not NaN" and the NaN passes through as a value. :func:`sqlnb.sql.render` therefore spells
+# ``isnan(x)`` for DuckDB as ``(NOT ISFINITE(x) AND NOT ISINF(x))``, which DuckDB evaluates
+# per row (sqlnb/sql/dialects.py, with the cost). CSV, DuckDB-written Parquet, Parquet
+# without statistics and a row group with a NULL in the column never showed the folding.
 
 def is_nan(x: exp.Expression) -> exp.Expression:
-    """``isnan(x)``: the one NaN test (see above). :func:`sqlnb.sql.render` writes it
-    ``x = 'NaN'`` where a dialect has no ``isnan`` (PostgreSQL, Snowflake, SQLite)."""
+    """``isnan(x)``: the one NaN test (see above); NULL for NULL. :func:`sqlnb.sql.render`
+    spells it for each dialect: the finiteness test in DuckDB, ``x = 'NaN'`` in PostgreSQL
+    and Snowflake, ``x <> x`` in SQLite (which has no NaN)."""
     return exp.IsNan(this=x)
 
 

@@ -143,13 +143,16 @@ def _exp_without_underflow_error(node: exp.Expression) -> exp.Expression:
 _PLAIN_GREATEST_IS_NULL_PROPAGATING = ("sqlite", "snowflake")
 
 #: Dialects without an ``isnan`` function. PostgreSQL and Snowflake compare NaN equal to
-#: itself, so ``x = 'NaN'`` is the test; SQLite stores NaN as NULL, so there the test
-#: becomes ``x = NULL`` — never true, as no value can be NaN.
+#: itself, so ``x = 'NaN'`` is the test. SQLite stores NaN as NULL, so no value is NaN
+#: there: the test is ``x <> x``, false for every value and NULL for NULL, as ``isnan``
+#: (not ``x = NULL``, NULL for every value: ``NOT isnan(x)`` must be true for a number).
 _NAN_BY_EQUALITY = ("postgres", "snowflake", "sqlite")
 
 
-def _isnan_as_equality(node: exp.Expression) -> exp.Expression:
+def _isnan_as_equality(node: exp.Expression, dialect: str) -> exp.Expression:
     if isinstance(node, exp.IsNan):
+        if dialect == "sqlite":
+            return exp.paren(exp.NEQ(this=node.this, expression=node.this.copy()))
         return exp.paren(exp.EQ(this=node.this, expression=dbl(float("nan"))))
     return node
 
@@ -230,7 +233,7 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
          _plain_greatest),
         (dialect == "postgres",
          lambda n: isinstance(n, exp.Exp) and not n.meta.get("sqlnb_guarded"), _exp_without_underflow_error),
-        (dialect in _NAN_BY_EQUALITY, lambda n: isinstance(n, exp.IsNan), _isnan_as_equality),
+        (dialect in _NAN_BY_EQUALITY, lambda n: isinstance(n, exp.IsNan), lambda n: _isnan_as_equality(n, dialect)),
         (dialect == "sqlite", lambda n: isinstance(n, exp.Values) and n.args.get("alias") is not None,
          _values_as_union),
         (dialect in _NO_MATERIALIZED_CTE,
