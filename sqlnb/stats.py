@@ -381,9 +381,8 @@ class Statistics:
 
 def census_query(source: "Source", label: str, x: exp.Expression) -> exp.Select:
     """Per class: the number of NaN or ±inf values of ``x`` (an expression over ``src``)
-    and its largest finite ``|x|``. ``ABS(x) < inf`` is false for NaN and ±inf (NaN sorts
-    above every number in DuckDB, PostgreSQL and Spark) and NULL for NULL."""
-    finite = exp.LT(this=exp.Abs(this=x.copy()), expression=sql.dbl(math.inf))
+    and its largest finite ``|x|``, by :func:`sqlnb.sql.finite` (NULL for NULL)."""
+    finite = sql.finite(x)
     bad = exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=exp.Not(this=sql.paren(finite.copy()))))
     largest = exp.Filter(this=exp.Max(this=exp.Abs(this=x.copy())), expression=exp.Where(this=finite))
     return (exp.select(exp.alias_(sql.col(label, "src"), "k", quoted=True), exp.alias_(bad, "bad", quoted=True),

@@ -57,9 +57,17 @@ FROM (
           `src`.`smoker`,
           CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
             CAST(0.35578404114406353 AS FLOAT64) - (
-              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(1.375 AS FLOAT64)
+              CASE
+                WHEN IS_NAN(CAST(`src`.`height` AS FLOAT64))
+                THEN NULL
+                ELSE CAST(`src`.`height` AS FLOAT64)
+              END - CAST(1.375 AS FLOAT64)
             ) * (
-              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(1.375 AS FLOAT64)
+              CASE
+                WHEN IS_NAN(CAST(`src`.`height` AS FLOAT64))
+                THEN NULL
+                ELSE CAST(`src`.`height` AS FLOAT64)
+              END - CAST(1.375 AS FLOAT64)
             ) * CAST(6.399999857740168 AS FLOAT64),
             CAST(0.0 AS FLOAT64)
           ) + COALESCE(`lookup colour`.`c0`, CAST(0.0 AS FLOAT64)) + CASE
@@ -81,9 +89,17 @@ FROM (
           END AS `jll_ash`,
           CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
             CAST(0.35578404114406353 AS FLOAT64) - (
-              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(2.625 AS FLOAT64)
+              CASE
+                WHEN IS_NAN(CAST(`src`.`height` AS FLOAT64))
+                THEN NULL
+                ELSE CAST(`src`.`height` AS FLOAT64)
+              END - CAST(2.625 AS FLOAT64)
             ) * (
-              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(2.625 AS FLOAT64)
+              CASE
+                WHEN IS_NAN(CAST(`src`.`height` AS FLOAT64))
+                THEN NULL
+                ELSE CAST(`src`.`height` AS FLOAT64)
+              END - CAST(2.625 AS FLOAT64)
             ) * CAST(6.399999857740168 AS FLOAT64),
             CAST(0.0 AS FLOAT64)
           ) + COALESCE(`lookup colour`.`c1`, CAST(0.0 AS FLOAT64)) + CASE
@@ -105,9 +121,17 @@ FROM (
           END AS `jll_birch`,
           CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
             CAST(-0.2528249665702085 AS FLOAT64) - (
-              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
+              CASE
+                WHEN IS_NAN(CAST(`src`.`height` AS FLOAT64))
+                THEN NULL
+                ELSE CAST(`src`.`height` AS FLOAT64)
+              END - CAST(4.583333333333333 AS FLOAT64)
             ) * (
-              NULLIF(CAST(`src`.`height` AS FLOAT64), CAST('nan' AS FLOAT64)) - CAST(4.583333333333333 AS FLOAT64)
+              CASE
+                WHEN IS_NAN(CAST(`src`.`height` AS FLOAT64))
+                THEN NULL
+                ELSE CAST(`src`.`height` AS FLOAT64)
+              END - CAST(4.583333333333333 AS FLOAT64)
             ) * CAST(1.8947368296365943 AS FLOAT64),
             CAST(0.0 AS FLOAT64)
           ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS FLOAT64)) + CASE

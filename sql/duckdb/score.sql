@@ -36,7 +36,7 @@ FROM (
     CASE
       WHEN "max_jll" = CAST('-Infinity' AS DOUBLE)
       THEN CAST('-Infinity' AS DOUBLE)
-      WHEN ISNAN("max_jll")
+      WHEN (NOT ISFINITE("max_jll") AND NOT ISINF("max_jll"))
       THEN NULL
       ELSE "max_jll" + LN("exp_shifted_ash" + "exp_shifted_birch" + "exp_shifted_cedar")
     END AS "log_evidence"
@@ -57,9 +57,17 @@ FROM (
           "src"."smoker",
           -1.0986122886681098e0 + COALESCE(
             0.35578404114406353e0 - (
-              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 1.375e0
+              CASE
+                WHEN (NOT ISFINITE("src"."height") AND NOT ISINF("src"."height"))
+                THEN NULL
+                ELSE "src"."height"
+              END - 1.375e0
             ) * (
-              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 1.375e0
+              CASE
+                WHEN (NOT ISFINITE("src"."height") AND NOT ISINF("src"."height"))
+                THEN NULL
+                ELSE "src"."height"
+              END - 1.375e0
             ) * 6.399999857740168e0,
             0.0e0
           ) + COALESCE(
@@ -77,9 +85,17 @@ FROM (
           END AS "jll_ash",
           -1.0986122886681098e0 + COALESCE(
             0.35578404114406353e0 - (
-              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 2.625e0
+              CASE
+                WHEN (NOT ISFINITE("src"."height") AND NOT ISINF("src"."height"))
+                THEN NULL
+                ELSE "src"."height"
+              END - 2.625e0
             ) * (
-              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 2.625e0
+              CASE
+                WHEN (NOT ISFINITE("src"."height") AND NOT ISINF("src"."height"))
+                THEN NULL
+                ELSE "src"."height"
+              END - 2.625e0
             ) * 6.399999857740168e0,
             0.0e0
           ) + COALESCE(
@@ -97,9 +113,17 @@ FROM (
           END AS "jll_birch",
           -1.0986122886681098e0 + COALESCE(
             -0.2528249665702085e0 - (
-              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 4.583333333333333e0
+              CASE
+                WHEN (NOT ISFINITE("src"."height") AND NOT ISINF("src"."height"))
+                THEN NULL
+                ELSE "src"."height"
+              END - 4.583333333333333e0
             ) * (
-              NULLIF("src"."height", CAST('NaN' AS DOUBLE)) - 4.583333333333333e0
+              CASE
+                WHEN (NOT ISFINITE("src"."height") AND NOT ISINF("src"."height"))
+                THEN NULL
+                ELSE "src"."height"
+              END - 4.583333333333333e0
             ) * 1.8947368296365943e0,
             0.0e0
           ) + COALESCE(

@@ -71,9 +71,21 @@ FROM (
           "src"."smoker",
           CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
             CAST(0.35578404114406353 AS DOUBLE PRECISION) - (
-              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(1.375 AS DOUBLE PRECISION)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS DOUBLE PRECISION) = CAST('NaN' AS DOUBLE PRECISION)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE PRECISION)
+              END - CAST(1.375 AS DOUBLE PRECISION)
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(1.375 AS DOUBLE PRECISION)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS DOUBLE PRECISION) = CAST('NaN' AS DOUBLE PRECISION)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE PRECISION)
+              END - CAST(1.375 AS DOUBLE PRECISION)
             ) * CAST(6.399999857740168 AS DOUBLE PRECISION),
             CAST(0.0 AS DOUBLE PRECISION)
           ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE PRECISION)) + CASE
@@ -95,9 +107,21 @@ FROM (
           END AS "jll_ash",
           CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
             CAST(0.35578404114406353 AS DOUBLE PRECISION) - (
-              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(2.625 AS DOUBLE PRECISION)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS DOUBLE PRECISION) = CAST('NaN' AS DOUBLE PRECISION)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE PRECISION)
+              END - CAST(2.625 AS DOUBLE PRECISION)
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(2.625 AS DOUBLE PRECISION)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS DOUBLE PRECISION) = CAST('NaN' AS DOUBLE PRECISION)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE PRECISION)
+              END - CAST(2.625 AS DOUBLE PRECISION)
             ) * CAST(6.399999857740168 AS DOUBLE PRECISION),
             CAST(0.0 AS DOUBLE PRECISION)
           ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE PRECISION)) + CASE
@@ -119,9 +143,21 @@ FROM (
           END AS "jll_birch",
           CAST(-1.0986122886681098 AS DOUBLE PRECISION) + COALESCE(
             CAST(-0.2528249665702085 AS DOUBLE PRECISION) - (
-              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(4.583333333333333 AS DOUBLE PRECISION)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS DOUBLE PRECISION) = CAST('NaN' AS DOUBLE PRECISION)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE PRECISION)
+              END - CAST(4.583333333333333 AS DOUBLE PRECISION)
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE PRECISION), CAST('NaN' AS DOUBLE PRECISION)) - CAST(4.583333333333333 AS DOUBLE PRECISION)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS DOUBLE PRECISION) = CAST('NaN' AS DOUBLE PRECISION)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE PRECISION)
+              END - CAST(4.583333333333333 AS DOUBLE PRECISION)
             ) * CAST(1.8947368296365943 AS DOUBLE PRECISION),
             CAST(0.0 AS DOUBLE PRECISION)
           ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE PRECISION)) + CASE

@@ -37,7 +37,7 @@ FROM (
       WHEN "max_jll" = -1e999
       THEN -1e999
       WHEN (
-        "max_jll" = NULL
+        "max_jll" <> "max_jll"
       )
       THEN NULL
       ELSE "max_jll" + LN("exp_shifted_ash" + "exp_shifted_birch" + "exp_shifted_cedar")
@@ -59,9 +59,21 @@ FROM (
           "src"."smoker",
           CAST(-1.0986122886681098 AS REAL) + COALESCE(
             CAST(0.35578404114406353 AS REAL) - (
-              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(1.375 AS REAL)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS REAL) <> CAST("src"."height" AS REAL)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS REAL)
+              END - CAST(1.375 AS REAL)
             ) * (
-              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(1.375 AS REAL)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS REAL) <> CAST("src"."height" AS REAL)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS REAL)
+              END - CAST(1.375 AS REAL)
             ) * CAST(6.399999857740168 AS REAL),
             CAST(0.0 AS REAL)
           ) + COALESCE("lookup colour"."c0", CAST(0.0 AS REAL)) + CASE
@@ -83,9 +95,21 @@ FROM (
           END AS "jll_ash",
           CAST(-1.0986122886681098 AS REAL) + COALESCE(
             CAST(0.35578404114406353 AS REAL) - (
-              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(2.625 AS REAL)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS REAL) <> CAST("src"."height" AS REAL)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS REAL)
+              END - CAST(2.625 AS REAL)
             ) * (
-              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(2.625 AS REAL)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS REAL) <> CAST("src"."height" AS REAL)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS REAL)
+              END - CAST(2.625 AS REAL)
             ) * CAST(6.399999857740168 AS REAL),
             CAST(0.0 AS REAL)
           ) + COALESCE("lookup colour"."c1", CAST(0.0 AS REAL)) + CASE
@@ -107,9 +131,21 @@ FROM (
           END AS "jll_birch",
           CAST(-1.0986122886681098 AS REAL) + COALESCE(
             CAST(-0.2528249665702085 AS REAL) - (
-              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS REAL) <> CAST("src"."height" AS REAL)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS REAL)
+              END - CAST(4.583333333333333 AS REAL)
             ) * (
-              NULLIF(CAST("src"."height" AS REAL), NULL) - CAST(4.583333333333333 AS REAL)
+              CASE
+                WHEN (
+                  CAST("src"."height" AS REAL) <> CAST("src"."height" AS REAL)
+                )
+                THEN NULL
+                ELSE CAST("src"."height" AS REAL)
+              END - CAST(4.583333333333333 AS REAL)
             ) * CAST(1.8947368296365943 AS REAL),
             CAST(0.0 AS REAL)
           ) + COALESCE("lookup colour"."c2", CAST(0.0 AS REAL)) + CASE

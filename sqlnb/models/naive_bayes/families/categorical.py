@@ -107,17 +107,14 @@ class Categorical(Family):
         on = exp.EQ(this=self.raw(feature), expression=sql.col("v", self.alias(feature)))
         return exp.Join(this=table, on=on, side="LEFT")
 
-    def term(self, feature, params, k):
-        values, flp, unseen = params
+    def term(self, feature, params, k, input_type: str | None = None):
+        """The class's log-probability read from the row :meth:`join` found: 0 without
+        one, or with ``unseen="bucket"`` the bucket's unless the value is missing (NULL, or
+        NaN when the input, ``input_type`` or else the fitted type, can hold it)."""
+        values, _, unseen = params
         if not values:
             return sql.dbl(0.0)
-        hit = sql.col(f"c{k}", self.alias(feature))
-        if unseen is None:
-            return exp.Coalesce(this=hit, expressions=[sql.dbl(0.0)])
-        return exp.Case(
-            ifs=[exp.If(this=exp.Is(this=self.raw(feature), expression=exp.Null()), true=sql.dbl(0.0))],
-            default=exp.Coalesce(this=hit, expressions=[sql.dbl(float(unseen[k]))]),
-        )
+        return self._seen_or_not(feature, sql.col(f"c{k}", self.alias(feature)), unseen, k, input_type)
 
     def in_place_term(self, feature, params, k, input_type: str | None = None):
         """The same term without a join (DuckDB), so the scored rows keep their order.
@@ -162,9 +159,9 @@ class Categorical(Family):
         missing (NULL, or NaN when the input can hold it)."""
         if unseen is None:
             return exp.Coalesce(this=hit, expressions=[sql.dbl(0.0)])
-        missing = exp.Is(this=self.raw(feature), expression=exp.Null())
-        if input_type is not None and is_float(input_type):
-            missing = exp.Or(this=missing, expression=exp.IsNan(this=self.raw(feature)))
+        # Without the input's type (SQL exported for a table of unknown columns), the
+        # fitted type: a column fitted as DOUBLE is read as one.
+        missing = sql.missing(self.raw(feature), nan=is_float(input_type or feature.sql_type))
         return exp.Case(ifs=[exp.If(this=missing, true=sql.dbl(0.0))],
                         default=exp.Coalesce(this=hit, expressions=[sql.dbl(float(unseen[k]))]))
 
@@ -289,6 +286,13 @@ def json_list(texts) -> exp.Expression:
         exp.Literal.string(json.dumps(list(texts), ensure_ascii=False)), exp.Literal.string('["VARCHAR"]')])
 
 
+def nan_as_null_text(name: str) -> str:
+    """``CASE WHEN ISNAN("name") THEN NULL ELSE "name" END AS "name"``: what a source query
+    selects to read a column's NaN as NULL (:func:`sqlnb.sql.nan_as_null`; ``NULLIF(name,
+    'NaN')`` is folded away by DuckDB over Parquet files written by pyarrow)."""
+    return sql.render(exp.alias_(sql.nan_as_null(sql.col(name)), name, quoted=True))
+
+
 def counts_from(hists: list[dict], feature=None, where: str = "the data") -> Counts:
     """Per-class ``{value: count}`` dicts -> :class:`Counts` (NULL values dropped).
 
@@ -298,7 +302,8 @@ def counts_from(hists: list[dict], feature=None, where: str = "the data") -> Cou
     if any(isinstance(v, float) and math.isnan(v) for h in hists for v in h):
         name = feature.name if feature is not None else "?"
         raise SqlnbError(f"column {name!r} in {where} holds NaN; a category cannot be NaN: make it NULL "
-                         f"(NULLIF({name}, 'NaN')) so it counts as missing, or filter those rows")
+                         f"in a source query ({nan_as_null_text(name)}) so it counts as missing, or filter "
+                         "those rows")
     values = sorted_values(v for h in hists for v in h if v is not None)
     pos = {v: i for i, v in enumerate(values)}
     counts = np.zeros((len(hists), len(values)))

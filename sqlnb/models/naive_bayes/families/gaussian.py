@@ -196,7 +196,7 @@ class Gaussian(Family):
 
     def term(self, feature, params, k, nan_guard: bool = True, compiled: bool = False):
         """``−½ ln(2π var) − (x − θ)² · (1 / (2 var))``, 0 for NULL (COALESCE) and, with
-        ``nan_guard``, for NaN (NULLIF on the input). Without the guard a NaN input makes
+        ``nan_guard``, for NaN (the input read through :func:`sqlnb.sql.nan_as_null`). Without the guard a NaN input makes
         the term NaN: pure arithmetic propagates it, which is what lets the scoring query
         test the sum once per row instead of guarding every term (sqlnb/models/finish.py).
 
@@ -242,7 +242,7 @@ class Gaussian(Family):
                           expression=sql.paren(exp.Sub(this=x.copy(), expression=m.copy())))
             body = exp.Add(this=sql.dbl(const), expression=scaled(neg))
             if is_float(feature.sql_type):
-                body = exp.Anonymous(this="NANVL", expressions=[body, sql.dbl(0.0)])
+                body = sql.nan_as(body, sql.dbl(0.0))
         else:
             d = exp.Sub(this=x, expression=m)
             quad = scaled(exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())))
