@@ -372,9 +372,11 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
     cells = exp.select(*cell_keys, *sums, *ranking.cell_columns()).from_(sql.table(ROWS)).group_by(sets)
     # The ranking sums, one row per group of classes: windows over only k and the scores
     # (what a sort carries), a class's sort apart from another's.
-    ranks = [(f"ranks{group[0]}", exp.select(*ranking.rank_sums(group)).from_(
-        _from(exp.select(*ranking.rank_terms(K, group)).from_(sql.table(ROWS)), "terms")))
-        for group in ranking.rank_groups(K)]
+    if K == 2:
+        ranks = [("ranks0", exp.select(*ranking.rank_sums([0, 1])).from_(
+            _from(exp.select(*ranking.rank_terms(K, [0, 1])).from_(sql.table(ROWS)), "terms")))]
+    else:
+        ranks = [("ranks0", ranking.stacked_terms(K, ROWS))]
 
     def c(name: str) -> exp.Column:
         return sql.col(name, "cells")

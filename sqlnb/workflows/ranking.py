@@ -307,7 +307,7 @@ def _count(K: int, c: int, positive: bool, at_least: bool) -> exp.Expression:
 def rank_groups(K: int) -> list[list[int]]:
     """The classes whose terms one window pass computes: both of two classes (one sort),
     else each class alone (a query of its own, whose sort carries only ``k`` and its score)."""
-    return [[0, 1]] if K == 2 else [[c] for c in range(K)]
+    return [[0, 1]] if K == 2 else [list(range(K))]
 
 
 def rank_terms(K: int, classes: Sequence[int]) -> list[exp.Expression]:
@@ -351,9 +351,9 @@ def rank_figures(K: int, total) -> tuple[list[exp.Expression], list[str]]:
     for i in range(K):
         P = total(exp.and_(is_cell.copy(), exp.EQ(this=k.copy(), expression=_num(i))), m.copy())
         N = total(exp.and_(is_cell.copy(), exp.NEQ(this=k.copy(), expression=_num(i))), m.copy())
-        auc = exp.Coalesce(this=sql.col(f"a{i}", f"ranks{rank_groups(K)[0][0] if K == 2 else i}"),
+        auc = exp.Coalesce(this=sql.col(f"a{i}", "ranks0"),
                            expressions=[sql.dbl(0.0)])
-        ap = exp.Coalesce(this=sql.col(f"q{i}", f"ranks{rank_groups(K)[0][0] if K == 2 else i}"),
+        ap = exp.Coalesce(this=sql.col(f"q{i}", "ranks0"),
                           expressions=[sql.dbl(0.0)])
         PN = exp.Mul(this=P.copy(), expression=N)
         both = exp.and_(exp.GT(this=P.copy(), expression=sql.dbl(0.0)), exp.GT(this=N.copy(), expression=sql.dbl(0.0)))
@@ -369,3 +369,39 @@ def rank_figures(K: int, total) -> tuple[list[exp.Expression], list[str]]:
     out.append(exp.alias_(_when(exp.GT(this=n, expression=sql.dbl(0.0)),
                                 exp.Div(this=total(in_bin, gap), expression=n.copy())), "ece", quoted=True))
     return out, [f"{f}{i}" for i in range(K) for f in ("auc", "ap", "ranked")] + ["ece"]
+
+
+def _window_count(cls: exp.Expression, positive: bool, at_least: bool) -> exp.Expression:
+    """:func:`_count` over the rows ``(c, k, s)`` of :func:`stacked_terms`, partitioned by class."""
+    k = sql.col("k")
+    of = exp.EQ(this=k, expression=cls.copy()) if positive else exp.NEQ(this=k, expression=cls.copy())
+    one = _when(exp.and_(_not_null(sql.col("s")), of), _num(1), _num(0))
+    spec = (exp.WindowSpec(kind="RANGE", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW") if at_least
+            else exp.WindowSpec(kind="RANGE", start="CURRENT ROW", end="UNBOUNDED", end_side="FOLLOWING"))
+    return sql.as_double(exp.Window(this=exp.Sum(this=one), partition_by=[sql.col("c")],
+                                    order=exp.Order(expressions=[exp.Ordered(this=sql.col("s"), desc=True)]),
+                                    spec=spec))
+
+
+def stacked_terms(K: int, rows: str) -> exp.Select:
+    """More than two classes: the rows of ``rows`` once per class ``c`` as ``(c, k, s)``
+    (``s`` its score_c), and per row its class's terms ``a`` and ``q`` (:func:`rank_terms`)
+    from windows partitioned by class: one window operator, whose sort spills, in place of
+    one per class (three of them ran out of a 160 MB limit on 10M rows)."""
+    parts = [exp.select(exp.alias_(_num(c), "c", quoted=True), sql.col("k"),
+                        exp.alias_(sql.col(score_names(K)[c]), "s", quoted=True)).from_(sql.table(rows))
+             for c in range(K)]
+    stacked = parts[0]
+    for p in parts[1:]:
+        stacked = exp.union(stacked, p, distinct=False)
+    cls = sql.col("c")
+    own = exp.and_(exp.EQ(this=sql.col("k"), expression=cls.copy()), _not_null(sql.col("s")))
+    fge, fle, tps = _window_count(cls, False, True), _window_count(cls, False, False), _window_count(cls, True, True)
+    terms = [exp.alias_(_when(own, exp.Sub(this=fle, expression=fge)), "a", quoted=True),
+             exp.alias_(_when(own.copy(), exp.Div(this=tps, expression=sql.paren(exp.Add(this=tps.copy(),
+                                                                                         expression=fge.copy())))),
+                        "q", quoted=True)]
+    inner = exp.select(cls.copy(), *terms).from_(exp.Subquery(this=stacked, alias=exp.TableAlias(this=sql.ident("stacked"))))
+    sums = [exp.alias_(exp.Sum(this=_when(exp.EQ(this=sql.col("c"), expression=_num(c)), sql.col(t))), f"{t}{c}",
+                       quoted=True) for c in range(K) for t in "aq"]
+    return exp.select(*sums).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("terms"))))
