@@ -339,25 +339,27 @@ def metric_rows(label: str, classes: Sequence, label_type: str) -> exp.Select:
 def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
     """Every figure of an :class:`Evaluation` in one statement that reads the scored rows once.
 
-    Each step reads the one before it once, so no engine scores a row twice (Spark inlines
-    a CTE at every reference, and would score the data once per metric query), and only
-    the last step's rows — one per confusion cell, calibration bin and class — come back::
+    The scored rows are read once; their per-row terms (``rows``, a materialised CTE on
+    DuckDB and PostgreSQL) are read by ``cells`` and by ``ranks`` (once per class for more
+    than two classes). Spark inlines a CTE at every reference and may score the rows once
+    per read of ``rows`` there. Only the last step's rows — one per confusion cell and
+    calibration bin — come back::
 
         rows    per scored row: k (index of the label among the classes; NULL for a label
                 that is no class, or none), y (such a label), p (the prediction), the log
                 loss and Brier terms, the confidence, bin and hit of the calibration, and
                 per class c its one-vs-rest score s<c> (:mod:`sqlnb.workflows.ranking`)
-        groups  one aggregate, GROUPING SETS ((k, y, p), (bin), (s0), …, (s<K−1>)):
-                the confusion cells (n rows, m with probabilities, sums of the terms),
-                the calibration bins, and per class a group per distinct score
-        ranked  per class, windows over its score groups in decreasing score
-        cells   the cells and bins pass through; a class's score groups fold into one
-                row holding its AUC and AP sums
+        cells   one aggregate, GROUPING SETS ((k, y, p), (bin)): the confusion cells (n
+                rows, m with probabilities, sums of the terms) and the calibration bins
+        ranks   one row of sums of per-row AUC and AP terms from windows over the rows in
+                decreasing score, RANGE frames taking in the ties (:func:`sqlnb.workflows.
+                ranking.rank_terms`; more than two classes: the rows stacked once per class,
+                the window partitioned by class)
         agg     every summary count as a SUM over all rows, next to each row
 
-    ``groups`` has a row per class and distinct score; it stays on the engine. The windows
-    over it are partitioned by class: on Spark they run in one task per class (an
-    executor's memory, which spills), not on the driver.
+    No group per class and distinct score is kept (it held ~1.2 GB for 10M rows): the
+    windows sort, and the sort spills, so under the CLI's default 160MB limit evaluate peaks
+    near ``score`` (benchmarks/README.md, "Default memory").
     """
     K = len(classes)
     lits = _row_terms(label, classes, label_type)["lits"]
