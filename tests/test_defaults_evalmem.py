@@ -11,6 +11,7 @@ fresh process and its peak is that process's ``getrusage(RUSAGE_CHILDREN).ru_max
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -90,3 +91,37 @@ def test_ranking_with_ties_equals_scikit_learn(K):
         assert len(np.unique(s)) < n / 10  # heavily tied
         assert abs(ev.per_class[c].roc_auc - metrics.roc_auc_score(truth, s)) <= 1e-12
         assert abs(ev.per_class[c].average_precision - metrics.average_precision_score(truth, s)) <= 1e-12
+
+
+def test_evaluate_reruns_under_1gb_when_the_small_limit_runs_out(tmp_path, monkeypatch):
+    """Rows too wide for the small default limit: the same statement runs again under the
+    1GB one and gives the same figures (here the small limit is made 1MB)."""
+    from sqlnb.cli.app import Settings
+    from sqlnb.cli.io import load
+    from sqlnb.io import output
+    from support.cli import invoke
+
+    rng = np.random.default_rng(1)
+    n = 50_000
+    y = rng.integers(0, 3, n)
+    data = str(tmp_path / "d.parquet")
+    pq.write_table(pa.table({**{f"x{j}": rng.normal(y * 0.2, 1.0) for j in range(6)},
+                             "label": np.char.add("c", y.astype(str))}), data)
+    model = f"{tmp_path / 'm.duckdb'}:g"
+    assert invoke("fit", data, "--label", "label", "--model", model).exit_code == 0
+
+    def figures() -> dict:
+        got = invoke("evaluate", data, "--model", model, "--format", "json")
+        assert got.exit_code == 0, got.stderr
+        out = json.loads(got.stdout)
+        out.pop("seconds", None)
+        return out
+
+    default = figures()
+    monkeypatch.setattr(output, "EVALUATE_MEMORY_LIMIT", "1MB")
+    con = duckdb.connect()  # the small limit does run out
+    con.execute("SET memory_limit = '1MB'")
+    con.execute("SET disable_parquet_prefetching = true")
+    with pytest.raises(duckdb.OutOfMemoryException):
+        evaluate(load(Settings(), model), data, con)
+    assert figures() == default
