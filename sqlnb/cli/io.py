@@ -120,6 +120,18 @@ def bound_memory(settings: Settings, con: duckdb.DuckDBPyConnection) -> None:
         _set(con, "memory_limit", output.WRITE_MEMORY_LIMIT)
 
 
+def bound_evaluate(settings: Settings, con: duckdb.DuckDBPyConnection) -> bool:
+    """Under the defaults (no ``--memory-limit``), give ``con`` the small memory limit
+    :data:`~sqlnb.io.output.EVALUATE_MEMORY_LIMIT` and read Parquet without prefetch (which
+    loads a whole row group per thread, 150 MiB for 1M rows x 20 DOUBLE): ``evaluate``'s
+    aggregates and its sort by score spill instead. True when it did so."""
+    if settings.memory_limit is not None:
+        return False
+    _set(con, "memory_limit", output.EVALUATE_MEMORY_LIMIT)
+    _set(con, "disable_parquet_prefetching", True)
+    return True
+
+
 def _bound_ordered_write(settings: Settings, con: duckdb.DuckDBPyConnection, rows: sqlglot.exp.Expression) -> None:
     """Under the default memory limit (no ``--memory-limit``), read Parquet files with large
     row groups without prefetch and, unless the user chose ``--threads``, with fewer

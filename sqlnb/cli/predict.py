@@ -9,12 +9,13 @@ import dataclasses
 import os
 
 import click
+import duckdb
 import sqlglot
 
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
 from sqlnb.cli.decide import override_options, use_rule
-from sqlnb.cli.io import bound_memory, dump_json, load, write_out, write_text_file
+from sqlnb.cli.io import bound_evaluate, bound_memory, dump_json, load, write_out, write_text_file
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
                                no_proba_option, out_option, outputs_option, replace_option, score_outputs)
@@ -158,13 +159,24 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
         points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
     else:
         with settings.working(), settings.connect() as con:
-            # The exact ROC AUC keeps a group per class and distinct score: without a limit
-            # 10M rows held 5.4 GB; under it the aggregate spills (benchmarks/README.md).
-            bound_memory(settings, con)
+            # The curves keep a group per class and distinct score (10M rows held 5.4 GB
+            # without a limit; under 1 GB it spills); the figures alone sort the rows by
+            # score and spill under a far smaller limit (benchmarks/README.md).
+            small = not curves and bound_evaluate(settings, con)
+            if not small:
+                bound_memory(settings, con)
             source = data_source(con, spec, types=m.read_types())
             unseen = warn_unseen(m, source, con)
             settings.summary(doing.format(source.description))
-            ev = evaluate_model(m, source, con, label, labels)
+            try:
+                ev = evaluate_model(m, source, con, label, labels)
+            except duckdb.OutOfMemoryException:
+                if not small:
+                    raise
+                # Rows too wide for the small limit (a batch DuckDB cannot split): the same
+                # statement, so the same figures, under the 1 GB one.
+                bound_memory(settings, con)
+                ev = evaluate_model(m, source, con, label, labels)
             points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
     return ev, unseen, points, source.description
 

@@ -339,25 +339,27 @@ def metric_rows(label: str, classes: Sequence, label_type: str) -> exp.Select:
 def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
     """Every figure of an :class:`Evaluation` in one statement that reads the scored rows once.
 
-    Each step reads the one before it once, so no engine scores a row twice (Spark inlines
-    a CTE at every reference, and would score the data once per metric query), and only
-    the last step's rows — one per confusion cell, calibration bin and class — come back::
+    The scored rows are read once; their per-row terms (``rows``, a materialised CTE on
+    DuckDB and PostgreSQL) are read by ``cells`` and by ``ranks`` (once per class for more
+    than two classes). Spark inlines a CTE at every reference and may score the rows once
+    per read of ``rows`` there. Only the last step's rows — one per confusion cell and
+    calibration bin — come back::
 
         rows    per scored row: k (index of the label among the classes; NULL for a label
                 that is no class, or none), y (such a label), p (the prediction), the log
                 loss and Brier terms, the confidence, bin and hit of the calibration, and
                 per class c its one-vs-rest score s<c> (:mod:`sqlnb.workflows.ranking`)
-        groups  one aggregate, GROUPING SETS ((k, y, p), (bin), (s0), …, (s<K−1>)):
-                the confusion cells (n rows, m with probabilities, sums of the terms),
-                the calibration bins, and per class a group per distinct score
-        ranked  per class, windows over its score groups in decreasing score
-        cells   the cells and bins pass through; a class's score groups fold into one
-                row holding its AUC and AP sums
+        cells   one aggregate, GROUPING SETS ((k, y, p), (bin)): the confusion cells (n
+                rows, m with probabilities, sums of the terms) and the calibration bins
+        ranks   one row of sums of per-row AUC and AP terms from windows over the rows in
+                decreasing score, RANGE frames taking in the ties (:func:`sqlnb.workflows.
+                ranking.rank_terms`; more than two classes: the rows stacked once per class,
+                the window partitioned by class)
         agg     every summary count as a SUM over all rows, next to each row
 
-    ``groups`` has a row per class and distinct score; it stays on the engine. The windows
-    over it are partitioned by class: on Spark they run in one task per class (an
-    executor's memory, which spills), not on the driver.
+    No group per class and distinct score is kept (it held ~1.2 GB for 10M rows): the
+    windows sort, and the sort spills, so under the CLI's default 160MB limit evaluate peaks
+    near ``score`` (benchmarks/README.md, "Default memory").
     """
     K = len(classes)
     lits = _row_terms(label, classes, label_type)["lits"]
@@ -367,22 +369,21 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
             exp.alias_(exp.Sum(this=sql.col("loss")), "loss", quoted=True),
             exp.alias_(exp.Sum(this=sql.col("brier")), "brier", quoted=True)]
     cell_keys = [sql.col(c) for c in ("k", "y", "p")]
-    groups = (exp.select(*cell_keys, *sums, *ranking.group_columns(K, "k"))
-              .from_(sql.table(ROWS)).group_by(ranking.grouping_sets(K, cell_keys)))
-    passed = ["part", "k", "y", "p", "bin", "c", "n", "m", "loss", "brier", "conf", "hits"]
-    ranked = exp.select(*[sql.col(c) for c in passed], *ranking.ranked_columns()).from_(_from(groups, "groups"))
-    keys = [sql.col(c) for c in ("part", "k", "y", "p", "bin", "c")]
-    # Cells and bins pass through one to one (each is one row of "groups"); a class's
-    # score groups fold into one row.
-    cells = (exp.select(*[c.copy() for c in keys],
-                        *[exp.alias_(exp.Sum(this=sql.col(c)), c, quoted=True) for c in ("n", "m", "loss", "brier")],
-                        *ranking.fold_columns())
-             .from_(_from(ranked, "ranked")).group_by(*[c.copy() for c in keys]))
+    sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=[c.copy() for c in cell_keys]),
+                                         exp.Tuple(expressions=[sql.col("bin")])])
+    cells = exp.select(*cell_keys, *sums, *ranking.cell_columns()).from_(sql.table(ROWS)).group_by(sets)
+    # The ranking sums, one row per group of classes: windows over only k and the scores
+    # (what a sort carries), a class's sort apart from another's.
+    if K == 2:
+        ranks = [("ranks0", exp.select(*ranking.rank_sums([0, 1])).from_(
+            _from(exp.select(*ranking.rank_terms(K, [0, 1])).from_(sql.table(ROWS)), "terms")))]
+    else:
+        ranks = [("ranks0", ranking.stacked_terms(K, ROWS))]
 
     def c(name: str) -> exp.Column:
         return sql.col(name, "cells")
 
-    order = [c(name) for name in ("part", "k", "y", "p", "bin", "c")]
+    order = [c(name) for name in ("part", "k", "y", "p", "bin")]
     is_cell = exp.EQ(this=c("part"), expression=exp.Literal.number(ranking.CELL))
 
     def window(cond: exp.Expression | None, value: exp.Expression, default=exp.Literal.number(0)) -> exp.Expression:
@@ -403,7 +404,7 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
     labelled = exp.or_(_not_null(c("k")), _not_null(c("y")))
     is_k = [exp.EQ(this=c("k"), expression=exp.Literal.number(i)) for i in range(K)]
     is_pred = [exp.EQ(this=c("p"), expression=v.copy()) for v in lits]
-    row_names = ["part", "k", "y", "p", "bin", "c", "n", "conf", "hits"]
+    row_names = ["part", "k", "y", "p", "bin", "n", "conf", "hits"]
     agg_items = [*[exp.alias_(c(name), name, quoted=True) for name in row_names],
                  total(None, "rows"), total(labelled, "labelled"),
                  total(labelled.copy(), "no_proba", exp.Sub(this=c("n"), expression=c("m"))),
@@ -414,11 +415,14 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
         agg_items += [total(is_k[i].copy(), f"support{i}"),
                       total(exp.and_(labelled.copy(), is_pred[i].copy()), f"predicted{i}"),
                       total(exp.and_(is_k[i].copy(), is_pred[i].copy()), f"tp{i}")]
-    figures, figure_names = ranking.class_figures(K, lambda cond, value: window(cond, value, sql.dbl(0.0)))
+    figures, figure_names = ranking.rank_figures(K, lambda cond, value: window(cond, value, sql.dbl(0.0)))
     agg_items += figures
     # One row even when there are no rows at all: the totals then come out as 0 (NULL means).
     one = _from(exp.select(exp.alias_(exp.Literal.number(1), "one", quoted=True)), "one")
-    agg = exp.select(*agg_items).from_(one).join(_from(cells, "cells"), on=exp.true(), join_type="left")
+    agg = (exp.select(*agg_items).from_(one).join(_from(cells, "cells"), on=exp.true(), join_type="left")
+           )
+    for name, r in ranks:
+        agg = agg.join(_from(r, name), on=exp.true())
     out = [sql.col(name, "agg") for name in row_names] + _summary_ratios(K)
     out += [sql.col(name, "agg") for name in figure_names] + ranking.averages(K)
     return over_scored(exp.select(*out).from_(_from(agg, "agg")), scoring, [(ROWS, rows)])
