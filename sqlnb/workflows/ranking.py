@@ -207,11 +207,23 @@ def class_figures(K: int, total) -> tuple[list[exp.Expression], list[str]]:
         auc = total(of_class.copy(), sql.col("auc_sum", "cells"))
         ap = total(of_class.copy(), sql.col("ap_sum", "cells"))
         both = exp.and_(exp.GT(this=P.copy(), expression=sql.dbl(0.0)), exp.GT(this=N.copy(), expression=sql.dbl(0.0)))
-        out += [exp.alias_(_when(both, exp.Div(this=auc, expression=sql.paren(exp.Mul(this=P.copy(), expression=N)))),
-                           f"auc{i}", quoted=True),
-                exp.alias_(_when(exp.GT(this=P.copy(), expression=sql.dbl(0.0)), exp.Div(this=ap, expression=P.copy())),
-                           f"ap{i}", quoted=True),
-                exp.alias_(P, f"ranked{i}", quoted=True)]
+        out += _per_class(i, both, exp.Div(this=auc, expression=sql.paren(exp.Mul(this=P.copy(), expression=N))), ap, P)
+    return _with_ece(out, K, total)
+
+
+def _per_class(i: int, both: exp.Expression, auc: exp.Expression, ap_sum: exp.Expression,
+               P: exp.Expression) -> list[exp.Expression]:
+    """``auc<i>`` (where the class has positive and negative rows: ``both``), ``ap<i>``
+    (``ap_sum / P`` where it has positives) and ``ranked<i>`` (P)."""
+    return [exp.alias_(_when(both, auc), f"auc{i}", quoted=True),
+            exp.alias_(_when(exp.GT(this=P.copy(), expression=sql.dbl(0.0)), exp.Div(this=ap_sum, expression=P.copy())),
+                       f"ap{i}", quoted=True),
+            exp.alias_(P, f"ranked{i}", quoted=True)]
+
+
+def _with_ece(out: list[exp.Expression], K: int, total) -> tuple[list[exp.Expression], list[str]]:
+    """``out`` and the ``ece`` column (the calibration bins' mean |hits − conf|), with the
+    names the last step reads them by."""
     in_bin = exp.and_(exp.EQ(this=sql.col("part", "cells"), expression=_num(BIN)), _not_null(sql.col("bin", "cells")))
     gap = exp.Abs(this=exp.Sub(this=sql.col("hits", "cells"), expression=sql.col("conf", "cells")))
     n = total(in_bin.copy(), sql.as_double(sql.col("n", "cells")))
@@ -359,16 +371,8 @@ def rank_figures(K: int, total) -> tuple[list[exp.Expression], list[str]]:
         both = exp.and_(exp.GT(this=P.copy(), expression=sql.dbl(0.0)), exp.GT(this=N.copy(), expression=sql.dbl(0.0)))
         auc = exp.Div(this=sql.paren(exp.Add(this=PN, expression=auc)),
                       expression=sql.paren(exp.Mul(this=sql.dbl(2.0), expression=sql.paren(PN.copy()))))
-        out += [exp.alias_(_when(both, auc), f"auc{i}", quoted=True),
-                exp.alias_(_when(exp.GT(this=P.copy(), expression=sql.dbl(0.0)), exp.Div(this=ap, expression=P.copy())),
-                           f"ap{i}", quoted=True),
-                exp.alias_(P, f"ranked{i}", quoted=True)]
-    in_bin = exp.and_(exp.EQ(this=sql.col("part", "cells"), expression=_num(BIN)), _not_null(sql.col("bin", "cells")))
-    gap = exp.Abs(this=exp.Sub(this=sql.col("hits", "cells"), expression=sql.col("conf", "cells")))
-    n = total(in_bin.copy(), sql.as_double(sql.col("n", "cells")))
-    out.append(exp.alias_(_when(exp.GT(this=n, expression=sql.dbl(0.0)),
-                                exp.Div(this=total(in_bin, gap), expression=n.copy())), "ece", quoted=True))
-    return out, [f"{f}{i}" for i in range(K) for f in ("auc", "ap", "ranked")] + ["ece"]
+        out += _per_class(i, both, auc, ap, P)
+    return _with_ece(out, K, total)
 
 
 def _window_count(cls: exp.Expression, positive: bool, at_least: bool) -> exp.Expression:
