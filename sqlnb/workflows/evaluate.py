@@ -336,7 +336,8 @@ def metric_rows(label: str, classes: Sequence, label_type: str) -> exp.Select:
                       *ranking.row_columns(classes, k, t["scored"], correct)).from_(sql.table(SCORED))
 
 
-def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
+def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select,
+                  dialect: str = "duckdb") -> exp.Select:
     """Every figure of an :class:`Evaluation` in one statement that reads the scored rows once.
 
     The scored rows are read once; their per-row terms (``rows``, a materialised CTE on
@@ -360,6 +361,17 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
     No group per class and distinct score is kept (it held ~1.2 GB for 10M rows): the
     windows sort, and the sort spills, so under the CLI's default 160MB limit evaluate peaks
     near ``score`` (benchmarks/README.md, "Default memory").
+
+    That shape is DuckDB's (``dialect``). Elsewhere the ranking keeps its group per class and
+    distinct score, each step reading the one before it once::
+
+        groups  one aggregate, GROUPING SETS ((k, y, p), (bin), (s0), …, (s<K−1>))
+        ranked  per class, windows over its score groups in decreasing score
+        cells   the cells and bins pass through; a class's score groups fold into one row
+
+    Spark inlines a CTE at every reference, so the windowed shape would score the rows once
+    per read, and its unpartitioned window runs in one task; the grouped windows are
+    partitioned by class (a task per class, in an executor's memory, which spills).
     """
     K = len(classes)
     lits = _row_terms(label, classes, label_type)["lits"]
@@ -371,19 +383,25 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
     cell_keys = [sql.col(c) for c in ("k", "y", "p")]
     sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=[c.copy() for c in cell_keys]),
                                          exp.Tuple(expressions=[sql.col("bin")])])
-    cells = exp.select(*cell_keys, *sums, *ranking.cell_columns()).from_(sql.table(ROWS)).group_by(sets)
-    # The ranking sums, one row per group of classes: windows over only k and the scores
-    # (what a sort carries), a class's sort apart from another's.
-    if K == 2:
-        ranks = [("ranks0", exp.select(*ranking.rank_sums([0, 1])).from_(
-            _from(exp.select(*ranking.rank_terms(K, [0, 1])).from_(sql.table(ROWS)), "terms")))]
+    windowed = dialect == "duckdb"
+    if windowed:
+        cells = exp.select(*cell_keys, *sums, *ranking.cell_columns()).from_(sql.table(ROWS)).group_by(sets)
+        # The ranking sums, one row per group of classes: windows over only k and the scores
+        # (what a sort carries), a class's sort apart from another's.
+        if K == 2:
+            ranks = [("ranks0", exp.select(*ranking.rank_sums([0, 1])).from_(
+                _from(exp.select(*ranking.rank_terms(K, [0, 1])).from_(sql.table(ROWS)), "terms")))]
+        else:
+            ranks = [("ranks0", ranking.stacked_terms(K, ROWS))]
+        keys = ("part", "k", "y", "p", "bin")
     else:
-        ranks = [("ranks0", ranking.stacked_terms(K, ROWS))]
+        cells, ranks = _grouped_cells(K, cell_keys, sums), []
+        keys = ("part", "k", "y", "p", "bin", "c")
 
     def c(name: str) -> exp.Column:
         return sql.col(name, "cells")
 
-    order = [c(name) for name in ("part", "k", "y", "p", "bin")]
+    order = [c(name) for name in keys]
     is_cell = exp.EQ(this=c("part"), expression=exp.Literal.number(ranking.CELL))
 
     def window(cond: exp.Expression | None, value: exp.Expression, default=exp.Literal.number(0)) -> exp.Expression:
@@ -404,7 +422,7 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
     labelled = exp.or_(_not_null(c("k")), _not_null(c("y")))
     is_k = [exp.EQ(this=c("k"), expression=exp.Literal.number(i)) for i in range(K)]
     is_pred = [exp.EQ(this=c("p"), expression=v.copy()) for v in lits]
-    row_names = ["part", "k", "y", "p", "bin", "n", "conf", "hits"]
+    row_names = [*keys, "n", "conf", "hits"]
     agg_items = [*[exp.alias_(c(name), name, quoted=True) for name in row_names],
                  total(None, "rows"), total(labelled, "labelled"),
                  total(labelled.copy(), "no_proba", exp.Sub(this=c("n"), expression=c("m"))),
@@ -415,17 +433,34 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
         agg_items += [total(is_k[i].copy(), f"support{i}"),
                       total(exp.and_(labelled.copy(), is_pred[i].copy()), f"predicted{i}"),
                       total(exp.and_(is_k[i].copy(), is_pred[i].copy()), f"tp{i}")]
-    figures, figure_names = ranking.rank_figures(K, lambda cond, value: window(cond, value, sql.dbl(0.0)))
+    figures, figure_names = (ranking.rank_figures if windowed else ranking.class_figures)(
+        K, lambda cond, value: window(cond, value, sql.dbl(0.0)))
     agg_items += figures
     # One row even when there are no rows at all: the totals then come out as 0 (NULL means).
     one = _from(exp.select(exp.alias_(exp.Literal.number(1), "one", quoted=True)), "one")
-    agg = (exp.select(*agg_items).from_(one).join(_from(cells, "cells"), on=exp.true(), join_type="left")
-           )
+    agg = exp.select(*agg_items).from_(one).join(_from(cells, "cells"), on=exp.true(), join_type="left")
     for name, r in ranks:
         agg = agg.join(_from(r, name), on=exp.true())
     out = [sql.col(name, "agg") for name in row_names] + _summary_ratios(K)
     out += [sql.col(name, "agg") for name in figure_names] + ranking.averages(K)
     return over_scored(exp.select(*out).from_(_from(agg, "agg")), scoring, [(ROWS, rows)])
+
+
+def _grouped_cells(K: int, cell_keys: Sequence[exp.Column], sums: Sequence[exp.Expression]) -> exp.Select:
+    """The ``cells`` step of :func:`metrics_query` off DuckDB: the confusion cells, the
+    calibration bins and per class one row of AUC and AP sums, from a group per class and
+    distinct score (``groups`` → ``ranked`` → ``cells``)."""
+    groups = (exp.select(*[c.copy() for c in cell_keys], *[s.copy() for s in sums], *ranking.group_columns(K, "k"))
+              .from_(sql.table(ROWS)).group_by(ranking.grouping_sets(K, [c.copy() for c in cell_keys])))
+    passed = ["part", "k", "y", "p", "bin", "c", "n", "m", "loss", "brier", "conf", "hits"]
+    ranked = exp.select(*[sql.col(c) for c in passed], *ranking.ranked_columns()).from_(_from(groups, "groups"))
+    keys = [sql.col(c) for c in ("part", "k", "y", "p", "bin", "c")]
+    # Cells and bins pass through one to one (each is one row of "groups"); a class's
+    # score groups fold into one row.
+    return (exp.select(*[c.copy() for c in keys],
+                       *[exp.alias_(exp.Sum(this=sql.col(c)), c, quoted=True) for c in ("n", "m", "loss", "brier")],
+                       *ranking.fold_columns())
+            .from_(_from(ranked, "ranked")).group_by(*[c.copy() for c in keys]))
 
 
 def scoring_for_metrics(model, data: Any, con: Any, label: str | None) -> tuple[Any, str, exp.Select]:
@@ -533,7 +568,7 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels
     check_labels(labels)
     engine, label, scored = scoring_for_metrics(model, data, con, label)
     classes = list(model.classes)
-    query = metrics_query(label, classes, model.label_type, scored)
+    query = metrics_query(label, classes, model.label_type, scored, engine.dialect)
     names = [e.alias_or_name for e in query.expressions]
     cells = [dict(zip(names, r)) for r in engine.execute(query)]
     row = cells[0]  # every row carries the totals (one row, all NULL, when there are no rows)
