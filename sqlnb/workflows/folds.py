@@ -42,7 +42,7 @@ from sqlnb.source import Source
 from sqlnb.sql.types import is_float, is_numeric
 
 
-#: The prime modulus of :func:`portable_fold` (2³¹ − 1: products of two residues fit BIGINT).
+#: The prime modulus of :func:`portable_hash` (2³¹ − 1: products of two residues fit BIGINT).
 FOLD_PRIME = 2147483647
 
 
@@ -57,7 +57,7 @@ def _splitmix64(state: int) -> tuple[int, int]:
 
 
 def fold_constants(seed: int) -> list[int]:
-    """``a, b, c, d`` of :func:`portable_fold`, each in ``[1, P − 1]``, from the seed."""
+    """``a, b, c, d`` of :func:`portable_hash`, each in ``[1, P − 1]``, from the seed."""
     state, out = seed & ((1 << 64) - 1), []
     for _ in range(4):
         state, z = _splitmix64(state)

@@ -44,7 +44,9 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.source import Table, resolve
 from sqlnb.stats import ValueCounts, sorted_values
+from sqlnb.models.naive_bayes.families import REGISTRY
 
 def parse_bins(spec: str, where: str = "bins") -> str:
     """``spec`` checked and normalised: ``"mdl"`` or ``"quantile:K"`` with an integer K >= 2."""
@@ -160,7 +162,6 @@ def value_counts_query(source, label: str, weight: str | None, features: Sequenc
     (``SUM(w)`` is ``COUNT(*)`` again without a weight). A continuous column brings about
     one row per training row; they are what MDL reads anyway, and the model keeps them
     (:class:`~sqlnb.stats.ValueCounts`) so that an update recomputes the cut points."""
-    from sqlnb.models.naive_bayes.families import REGISTRY
     fam = REGISTRY["binned"]
     inner = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
     inner += [exp.alias_(fam.value(f), f"v{j}", quoted=True) for j, f in enumerate(features)]
@@ -186,7 +187,6 @@ def value_counts_long_query(source, label: str, weight: str | None, features: Se
     SUM(w) … GROUP BY k, j, v`` over each labelled row's values unnested to (``j``, ``v``).
     Its result has 5 columns rather than 2·F + 3 mostly NULL ones: a fit of 1M rows x 5
     continuous quantile-binned columns peaked at 1.3 GB with the GROUPING SETS result."""
-    from sqlnb.models.naive_bayes.families import REGISTRY
     fam = REGISTRY["binned"]
     labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
     w = sql.as_double(sql.col(weight, "src")) if weight is not None else sql.dbl(1.0)
@@ -253,7 +253,6 @@ def quantile_edges_from_counts(engine, features: Sequence, counts: Mapping[str, 
     ``quantile_cont`` (:func:`quantile_query`) over the values repeated as often as rows
     had them — the very multiset the fit's query read, so the very cut points (its
     interpolation is DuckDB's own; recomputing it in numpy differs in the last bit)."""
-    from sqlnb.source import Table, resolve
     con = engine.con
     out = {}
     for f in features:
@@ -274,7 +273,6 @@ def quantile_edges_from_counts(engine, features: Sequence, counts: Mapping[str, 
 def quantile_query(source, label: str, features: Sequence) -> exp.Select:
     """``SELECT MIN(x_j), quantile_cont(x_j, [1/K, …, (K−1)/K]), …`` over the labelled
     rows, for the ``quantile:K`` features (DuckDB's aggregate)."""
-    from sqlnb.models.naive_bayes.families import REGISTRY
     fam = REGISTRY["binned"]
     cols = []
     for f in features:
