@@ -1,4 +1,10 @@
-"""Cross-validation: one read of the source per grid (two without the copy), fold figures equal to refits."""
+"""Cross-validation: one read of the source per grid (two without the copy), fold figures equal to refits.
+
+The refits are the oracle, and use nothing of sqlnb.workflows.cv: the folds are the rows
+the documented rule (sqlnb/workflows/folds.py) deals to each fold, computed here with
+numpy over DuckDB's ``hash()``; each fold's model is a plain ``sqlnb.fit`` on the other
+folds' rows, and its accuracy and log loss are scikit-learn's on its per-row predictions
+and probabilities."""
 
 from __future__ import annotations
 
@@ -8,12 +14,12 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from sklearn.metrics import accuracy_score, log_loss
 
 import sqlnb
 from conftest import frame
 from sqlnb.workflows import cv
 from sqlnb.models.base import Model
-from sqlnb.source import resolve
 
 try:
     from duckdb import sqltypes as T
@@ -65,24 +71,62 @@ def counted():
     con.close()
 
 
-def refit_figures(con, model_kind, source, label, fold, folds, params, **options):
-    """Per fold: fit on the other folds from scratch, then evaluate on the held-out fold."""
+def oracle_folds(con, relation: str, label: str, folds: int, seed: int) -> tuple[pa.Table, np.ndarray]:
+    """The rows of ``relation`` and each row's fold by the rule sqlnb/workflows/folds.py
+    documents, written here without sqlnb: sort the rows by label, then by DuckDB's
+    ``hash(<every column>, seed)``, and deal them to the folds in turn,
+    ``fold = (position − 1) mod k``. Rows whose sort keys tie are identical (the hash
+    covers every column), so which of them goes where cannot change a figure."""
+    columns = [c for c in con.sql(f'SELECT * FROM "{relation}" LIMIT 0').columns]
+    hashed = ", ".join(f'"{c}"' for c in columns)
+    rows = con.sql(f'SELECT *, hash({hashed}, {int(seed)}) AS "__oracle_h" FROM "{relation}"').to_arrow_table()
+    h = rows["__oracle_h"].to_numpy()
+    y = rows[label].to_numpy(zero_copy_only=False)
+    position = np.empty(len(h), dtype=np.int64)
+    position[np.lexsort((h, y))] = np.arange(len(h))
+    return rows.drop_columns(["__oracle_h"]), position % folds
+
+
+def oracle_figures(model, held_out: pa.Table, label: str, con) -> dict:
+    """Accuracy and log loss of ``model`` on ``held_out`` from its per-row predictions and
+    probabilities, by scikit-learn (the definitions of sqlnb.workflows.evaluate): a row
+    without probabilities (zero likelihood under MLE) is an error in accuracy and left out
+    of the log loss."""
+    scored = model.score(held_out, con, outputs=("proba", "prediction"), keep=[]).to_arrow_table()
+    y = held_out[label].to_pylist()
+    pred = scored["prediction"].to_pylist()
+    P = np.array([scored[c].to_pylist() for c in model.proba_columns()], dtype=float).T
+    has = ~np.isnan(P).any(axis=1)
+    ll = (log_loss([v for v, ok in zip(y, has) if ok], y_proba=P[has], labels=model.classes)
+          if has.any() else float("nan"))
+    return {"accuracy": accuracy_score([repr(v) for v in y], [repr(v) for v in pred]), "log_loss": ll,
+            "rows": len(y), "no_proba": int((~has).sum())}
+
+
+def refit_figures(con, relation, label, folds, seed, model_kind="naive_bayes", params=None, **options):
+    """Per fold of the documented fold rule (:func:`oracle_folds`): a model fitted from
+    scratch on the other folds' rows, scored on the held-out rows, measured by scikit-learn
+    (:func:`oracle_figures`). Nothing of sqlnb.workflows.cv is used."""
+    rows, fold = oracle_folds(con, relation, label, folds, seed)
     out = []
     for i in range(folds):
-        model = sqlnb.fit(cv.fold_source(source, fold, i, held_out=False), label, con=con, model=model_kind,
-                          **options, **params)
-        out.append(cv.evaluate_fold(con, model, cv.fold_source(source, fold, i), label))
+        model = sqlnb.fit(rows.filter(pa.array(fold != i)), label, con=con, model=model_kind,
+                          **options, **(params or {}))
+        out.append(oracle_figures(model, rows.filter(pa.array(fold == i)), label, con))
     return out
 
 
-def assert_matches_refits(con, result, source, model_kind="naive_bayes", **options):
+def assert_matches_refits(con, result, relation, model_kind="naive_bayes", **options):
     """Every grid point's fold accuracies are those of a refit on the training folds, and
-    its log losses agree within 1e-9."""
-    source, fold = cv.assign_folds(source, "y", result.folds, result.seed)
+    its log losses agree within 1e-9; the folds hold the rows the documented rule puts there."""
+    first = None
     for r in result.results:
-        ref = refit_figures(con, model_kind, source, "y", fold, result.folds, r["params"], **options)
+        ref = refit_figures(con, relation, "y", result.folds, result.seed, model_kind, r["params"], **options)
+        first = first or ref
         assert r["accuracy"] == [f["accuracy"] for f in ref]
         np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=0, atol=1e-9)
+    assert result.fold_rows == [f["rows"] for f in first]
+    return first
 
 
 GRIDS = [
@@ -109,7 +153,7 @@ def test_naive_bayes_cv_reads_the_source_once(counted, folds, grid):
     np.testing.assert_allclose([r["log_loss"] for r in direct.results], [r["log_loss"] for r in result.results],
                                rtol=0, atol=1e-12)
     if folds == 3:
-        assert_matches_refits(con, result, resolve("data", con))
+        assert_matches_refits(con, result, "data")
 
 
 @pytest.mark.parametrize("folds,grid", GRIDS)
@@ -143,7 +187,7 @@ def test_naive_bayes_cv_without_the_copy_reads_the_source_twice(counted, monkeyp
     assert result.scans == {"source": 2, "statistics": 1, "scoring": 1} and sum(result.fold_rows) == n
     assert len(result.results) == G and all(len(r["accuracy"]) == folds for r in result.results)
     if folds == 3:
-        assert_matches_refits(con, result, resolve("data", con))
+        assert_matches_refits(con, result, "data")
         # The best point refitted from the merged fold statistics equals a plain fit.
         best = sqlnb.fit("data", "y", con=con, **result.best_params)
         a = result.best_model.predict_proba("raw", con).to_arrow_table()
@@ -165,19 +209,10 @@ def test_naive_bayes_fold_figures_equal_refits(con, options, grid):
     con.register("t", nb_data(3))
     result = sqlnb.cross_validate("t", "y", con=con, folds=4, seed=2, grid=grid, refit=False, **options)
     assert result.scans["scoring"] == 1
-    fit_options = {k: v for k, v in options.items() if k in ("feature_kinds", "binarize")}
-    source = resolve("t", con)
-    source, fold = cv.assign_folds(source, "y", 4, 2)
-    for r in result.results:
-        ref = refit_figures(con, "naive_bayes", source, "y", fold, 4, r["params"], **fit_options,
-                            **{k: v for k, v in options.items() if k in ("features", "exclude")})
-        assert r["accuracy"] == [f["accuracy"] for f in ref]
-        np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=0, atol=1e-9)
+    # The refit is given the options cross_validate was given: features, exclude, kinds.
+    first = assert_matches_refits(con, result, "t", **options)
     if grid == {"estimator": ["mle"]}:  # rare values seen in one class only: zero likelihood somewhere
-        ev = [sqlnb.workflows.evaluate.evaluate(sqlnb.fit(cv.fold_source(source, fold, i, held_out=False), "y", con=con,
-                                                estimator="mle", features=["colour", "rare"]),
-                                      cv.fold_source(source, fold, i), con) for i in range(4)]
-        assert any(e.no_proba_rows for e in ev)
+        assert any(f["no_proba"] for f in first)
 
 
 def test_token_bags_are_scored_fold_by_fold(con):
@@ -190,7 +225,7 @@ def test_token_bags_are_scored_fold_by_fold(con):
     opts = {"feature_kinds": {"toks": "multinomial"}}
     result = sqlnb.cross_validate("t", "y", con=con, folds=3, grid={"alpha": [0.5, 1.0]}, refit=False, **opts)
     assert result.scans == {"source": 1, "statistics": 1, "scoring": 6}
-    assert_matches_refits(con, result, resolve("t", con), **opts)
+    assert_matches_refits(con, result, "t", **opts)
 
 
 @pytest.mark.parametrize("kind,grid", [("lda", {"shrinkage": [None, 0.5]}),
@@ -200,7 +235,7 @@ def test_dense_models_match_refits(kind, grid, con):
     con.register("t", mixed(1).drop_columns(["colour"]))
     result = sqlnb.cross_validate("t", "y", model=kind, con=con, folds=3, seed=1, grid=grid)
     assert result.scans["scoring"] == 1
-    assert_matches_refits(con, result, resolve("t", con), kind)
+    assert_matches_refits(con, result, "t", kind)
     assert isinstance(result.best_model, Model) and result.best_model.kind == kind
     assert [row["mean_accuracy"] for row in result.table()] == [r["mean_accuracy"] for r in result.results]
 
