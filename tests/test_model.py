@@ -107,9 +107,23 @@ def test_failed_save_leaves_database_unchanged(tmp_path, monkeypatch):
         parts["boom"] = (pa.table({"x": [1]}), {"x": "NOT_A_TYPE"})
         return parts
 
+    def contents():
+        """Every table of the database (any schema: the model's part tables too) with its
+        row count, and the catalog's rows."""
+        with duckdb.connect(str(db), read_only=True) as c:
+            tables = c.sql("SELECT table_schema, table_name FROM information_schema.tables "
+                           "ORDER BY ALL").fetchall()
+            counts = [(s, t, c.execute(f'SELECT count(*) FROM "{s}"."{t}"').fetchall()[0][0]) for s, t in tables]
+            return counts, c.sql("SELECT * FROM sqlnb.models ORDER BY ALL").fetchall()
+
+    before = contents()
+    assert len(before[0]) == 1 + len(real)  # the catalog and the first model's parts
     monkeypatch.setattr(m2, "parameter_tables", broken)
     with pytest.raises(Exception):
         m2.save(db, "m", replace=True)
+    # The save wrote the new model's part tables before the broken one failed: the
+    # transaction must take them away again, and leave the old model as it was.
+    assert contents() == before
     assert sqlnb.load(db, "m").hyper.alpha == 1.0
 
 
