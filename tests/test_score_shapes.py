@@ -187,23 +187,35 @@ def test_the_garbage_collector_is_paused_only_inside_the_call_and_restored():
         gc.enable()
 
 
-def test_a_class_score_of_over_a_thousand_columns_stays_within_the_parsers_depth():
+def test_a_per_term_class_score_of_many_columns_stays_within_the_parsers_depth():
     # A chain a + b + c ... nests one level per term, and DuckDB refuses SQL nested past
-    # 1,000 levels: a model of 1,000 Gaussian columns could be fitted but not scored.
-    # sql.add writes long sums as parenthesised runs (issue 16, the wide models).
+    # max_expression_depth (1,000 by default): a model of 1,000 Gaussian columns scored
+    # term by term could be fitted but not scored. sql.add writes long sums as
+    # parenthesised runs of ADD_RUN terms (issue 16, the wide models), so the depth stays
+    # near ADD_RUN whatever the number of terms (up to ADD_RUN²). 1,000 columns scored term
+    # by term take a minute to bind (why the wide list_dot_product shape takes over from
+    # WIDE_MIN columns, and a 1,050-column model never reaches the chain); the same depth
+    # question at a tenth of the scale: 130 columns, below WIDE_MIN so every term is its
+    # own, on a connection whose limit is 120 levels. A plain chain needs about 147 levels
+    # there and is refused; the runs need about 82.
     from sklearn.naive_bayes import GaussianNB
 
+    from sqlnb.models.naive_bayes import wide
     from sqlnb.sql import build
 
+    text = sqlnb.sql.render(sqlnb.sql.add([sqlnb.sql.col(f"x{j}") for j in range(1050)]), "duckdb")
+    assert text.count("(") == -(-1050 // build.ADD_RUN)  # one run per 64 terms
     rng = np.random.default_rng(16)
-    n, d = 60, 1050
+    n, d = 60, 130
+    assert build.ADD_RUN < d < wide.WIDE_MIN
     y = rng.integers(0, 2, n)
     X = rng.normal(size=(n, d)) + y[:, None] * 0.1
     t = pa.table({**{f"x{j}": X[:, j] for j in range(d)}, "y": y})
     model = sqlnb.fit(t, "y", kind="gaussian", screen=False)
-    text = sqlnb.sql.render(sqlnb.sql.add([sqlnb.sql.col(f"x{j}") for j in range(d)]), "duckdb")
-    assert text.count("(") == -(-d // build.ADD_RUN)  # one run per 64 terms
-    got = model.score(t, outputs=("proba", "prediction")).to_arrow_table()
+    assert "LIST_DOT_PRODUCT" not in model.to_sql("duckdb").upper()  # the per-term shape
+    con = duckdb.connect()
+    con.execute("SET max_expression_depth TO 120")
+    got = model.score(t, con, outputs=("proba", "prediction")).to_arrow_table()
     want = GaussianNB().fit(X, y)
     np.testing.assert_allclose(np.column_stack([got.column("proba_0").to_numpy(), got.column("proba_1").to_numpy()]),
                                want.predict_proba(X), rtol=0, atol=1e-9)
