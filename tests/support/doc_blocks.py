@@ -22,8 +22,16 @@ HTML comments right before a fence (invisible on GitHub) say how the block is ru
   DSN is a placeholder): ``tests/test_docs.py`` leaves the block to
   ``tests/test_docs_postgres.py``, which runs it against a throw-away server, with that
   server's DSN in place of the placeholder (see there).
-* ``<!-- doc-test: not run: REASON -->`` -- the block is not run; the test lists these blocks
-  (and allows none at the moment).
+* ``<!-- doc-test: not run: REASON -->`` -- the block is not run (a diagram, a formula, a
+  synopsis, a call on placeholder files or servers, a benchmark of minutes); the test lists
+  these blocks with their reasons.
+
+Every fenced block of the docs is one of these: a shell block run in a session, a ``file``
+block, an ``engine`` block, or marked ``not run`` with a reason. Any other block is
+*unmarked* (:attr:`Block.unmarked`), and ``tests/test_docs.py`` allows none, so a block
+added without a test fails until it is made to run or says why it is not. An indented
+code block (four spaces, outside a list) cannot carry a directive: it is reported as
+unmarked too (write it as a fence).
 
 Only the run-dependent text in :data:`NORMALISE` is replaced before comparing, in the
 documented output and in the actual output alike.
@@ -76,10 +84,22 @@ class Block:
     not_run: str | None = None   # reason
     engine: str | None = None    # run by that engine's own doc test, not as a session
     commands: list[Command] = field(default_factory=list)
+    indented: bool = False       # an indented code block (no fence: cannot carry a directive)
 
     @property
     def where(self) -> str:
         return f"{self.path.name}:{self.line}"
+
+    @property
+    def is_session(self) -> bool:
+        """A shell block whose commands run in its session (module docstring)."""
+        return bool(self.commands) and self.not_run is None and self.engine is None and self.file is None
+
+    @property
+    def unmarked(self) -> bool:
+        """Neither run (session, file or engine block) nor marked ``not run``."""
+        return (self.indented or (not self.is_session and self.file is None and self.engine is None
+                                  and self.not_run is None))
 
 
 def parse_commands(body: list[str], first_line: int) -> list[Command]:
@@ -114,12 +134,17 @@ def parse_commands(body: list[str], first_line: int) -> list[Command]:
     return commands
 
 
+LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
+
+
 def parse_markdown(path: Path) -> list[Block]:
-    """Every shell block and every ``file`` block of one markdown file, in order."""
+    """Every fenced block (shell, ``file`` and any other) and every indented code block of
+    one markdown file, in order."""
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
     session, requires = "main", ()
     pending: list[str] = []      # directives seen since the last fence
+    in_list = False              # indented lines after a list item continue it
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -130,10 +155,20 @@ def parse_markdown(path: Path) -> list[Block]:
             continue
         fence = re.match(r"^```(\S*)\s*$", line)
         if not fence:
+            if line.startswith("    ") and line.strip() and not in_list and (i == 0 or not lines[i - 1].strip()):
+                j = i
+                while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+                    j += 1
+                blocks.append(Block(path, i + 1, "", [ln[4:] for ln in lines[i:j]], indented=True))
+                i = j
+                continue
             if line.strip():
                 pending = []     # a directive belongs to the fence right after it
+                if not line.startswith(" "):
+                    in_list = bool(LIST_ITEM.match(line))
             i += 1
             continue
+        in_list = False
         j = i + 1
         while j < len(lines) and not lines[j].startswith("```"):
             j += 1
@@ -154,12 +189,10 @@ def parse_markdown(path: Path) -> list[Block]:
                 raise ValueError(f"{path.name}:{i}: unknown doc-test directive {d!r}")
         pending = []
         block.session, block.requires = session, requires
-        if block.file is not None:
-            blocks.append(block)
-        elif block.lang in SHELL_FENCES and body and body[0].startswith("$ "):
-            if block.not_run is None:
-                block.commands = parse_commands(body, i + 2)
-            blocks.append(block)
+        if (block.file is None and block.not_run is None and block.lang in SHELL_FENCES
+                and body and body[0].startswith("$ ")):
+            block.commands = parse_commands(body, i + 2)
+        blocks.append(block)
         i = j + 1
     return blocks
 
