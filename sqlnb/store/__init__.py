@@ -9,6 +9,13 @@ layout is :mod:`sqlnb.store.catalog`. Each engine's storage is one small class b
 * :mod:`sqlnb.store.postgres` — a PostgreSQL server, one transaction per save;
 * :mod:`sqlnb.store.spark` — a Spark catalog, an append-only log.
 
+Many processes may share one store (docs/concurrency.md): a reader sees a model as it was
+before a save or after it, never a mix, and writers queue. On a DuckDB file that is the
+file lock (a writer excludes everyone, readers share it) and a bounded wait to get it
+(:mod:`sqlnb.engines.waiting`); on PostgreSQL an advisory lock, exclusive for a save or
+drop and shared while a model is read, each in its transaction. Every function here
+takes ``wait``, the seconds to wait for that lock (default 60).
+
 The store imports no model class. Each model module registers its kind with
 :func:`register_kind` (``"naive_bayes"``, ``"lda"``, ``"qda"``, ``"logistic"``), and
 :func:`load_model` rebuilds a model with that class's ``from_stored`` (its ``from_tables``
@@ -20,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
 # Not ``import duckdb``: importing the submodule ``duckdb`` of this package binds that
@@ -28,6 +35,7 @@ from typing import Any, Iterator
 import duckdb as duckdb_lib
 
 from sqlnb.engines import DuckDBEngine, as_engine
+from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
 from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, Storage
 from sqlnb.store.duckdb import DuckDBStorage
@@ -63,9 +71,11 @@ def versions() -> dict:
 
 
 @contextmanager
-def connection(target: Any, read_only: bool = False) -> Iterator[duckdb_lib.DuckDBPyConnection]:
+def connection(target: Any, read_only: bool = False,
+               wait: float | None = None) -> Iterator[duckdb_lib.DuckDBPyConnection]:
     """A DuckDB connection for ``target``: a connection or engine (used as is) or a
-    database path (opened here, closed on exit)."""
+    database path (opened here, closed on exit; while another process holds the file,
+    the open waits up to ``wait`` seconds for it)."""
     if isinstance(target, duckdb_lib.DuckDBPyConnection):
         yield target
         return
@@ -76,7 +86,7 @@ def connection(target: Any, read_only: bool = False) -> Iterator[duckdb_lib.Duck
     if read_only and not os.path.exists(path):
         raise SqlnbNotFound(f"database {path!r} does not exist")
     try:
-        con = duckdb_lib.connect(path, read_only=read_only)
+        con = retry_locked(lambda: duckdb_lib.connect(path, read_only=read_only), path, wait)
     except duckdb_lib.Error as e:
         raise SqlnbError(f"cannot open database {path!r}: {str(e).splitlines()[0]}") from None
     try:
@@ -86,16 +96,20 @@ def connection(target: Any, read_only: bool = False) -> Iterator[duckdb_lib.Duck
 
 
 @contextmanager
-def storage(target: Any, read_only: bool = False) -> Iterator[Storage]:
+def storage(target: Any, read_only: bool = False, wait: float | None = None) -> Iterator[Storage]:
     """The storage behind ``target``: a DuckDB connection, engine or database path; a
-    PostgresEngine or SparkEngine (or a psycopg connection or SparkSession)."""
+    PostgresEngine or SparkEngine (or a psycopg connection or SparkSession). ``wait``:
+    seconds to wait for another process's lock on the store."""
     if not isinstance(target, (str, os.PathLike, duckdb_lib.DuckDBPyConnection, DuckDBEngine)):
         engine = as_engine(target)
+        if engine.dialect == "postgres":
+            yield PostgresStorage(engine, wait)
+            return
         if engine.dialect in _BACKENDS:
             yield _BACKENDS[engine.dialect](engine)
             return
         target = engine
-    with connection(target, read_only=read_only and isinstance(target, (str, os.PathLike))) as con:
+    with connection(target, read_only=read_only and isinstance(target, (str, os.PathLike)), wait=wait) as con:
         yield DuckDBStorage(con)
 
 
@@ -105,9 +119,9 @@ def _not_found(name: str, where: Storage) -> SqlnbNotFound:
                          f"models here: {', '.join(names) if names else 'none'}")
 
 
-def save_model(model, target: Any, name: str, replace: bool = False) -> None:
+def save_model(model, target: Any, name: str, replace: bool = False, wait: float | None = None) -> None:
     """Write ``model`` under ``name``: atomically, and over an existing model only with
-    ``replace``."""
+    ``replace``; waiting up to ``wait`` seconds for another process's lock on the store."""
     if not isinstance(name, str) or not name:
         raise SqlnbError("a model needs a non-empty name")
 
@@ -122,13 +136,20 @@ def save_model(model, target: Any, name: str, replace: bool = False) -> None:
     parts = dict(model.parameter_tables())
     cal = getattr(model, "calibration", None)
     parts.update(cal.tables() if cal is not None else {})
-    with storage(target) as st:
+    with storage(target, wait=wait) as st:
         st.save(name, model.kind, parts, meta, replace)
 
 
-def load_model(target: Any, name: str):
+def _reading(st: Storage):
+    """What makes a read of ``st`` one consistent snapshot (a backend's ``reading()``;
+    a DuckDB file is consistent through its lock already)."""
+    reading = getattr(st, "reading", None)
+    return reading() if reading is not None else nullcontext()
+
+
+def load_model(target: Any, name: str, wait: float | None = None):
     """Load the model saved as ``name`` (see :func:`sqlnb.load`)."""
-    with storage(target, read_only=True) as st:
+    with storage(target, read_only=True, wait=wait) as st, _reading(st):
         row = st.lookup(name)
         if row is None:
             raise _not_found(name, st)
@@ -136,7 +157,8 @@ def load_model(target: Any, name: str):
         if kind not in _KINDS:
             raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
         meta = json.loads(meta_text)
-        model = _KINDS[kind].from_stored(meta, st.read_parts(model_id))
+        parts = st.read_parts(model_id)
+    model = _KINDS[kind].from_stored(meta, parts)
     model.name = name
     if meta.get("decision") is not None:  # a decision rule, stored with any kind
         model.decision = model.decision_from_dict(meta["decision"])
@@ -145,9 +167,9 @@ def load_model(target: Any, name: str):
     return model
 
 
-def list_models(target: Any) -> list[dict]:
+def list_models(target: Any, wait: float | None = None) -> list[dict]:
     """One dict per saved model: name, kind, created, label, features, rows."""
-    with storage(target, read_only=True) as st:
+    with storage(target, read_only=True, wait=wait) as st, _reading(st):
         rows = st.rows()
     out = []
     for name, kind, created, meta_text in rows:
@@ -157,15 +179,15 @@ def list_models(target: Any) -> list[dict]:
     return out
 
 
-def model_names(target: Any) -> list[str]:
+def model_names(target: Any, wait: float | None = None) -> list[str]:
     """Names of the saved models, sorted."""
-    with storage(target, read_only=True) as st:
+    with storage(target, read_only=True, wait=wait) as st, _reading(st):
         return st.names()
 
 
-def drop_model(target: Any, name: str) -> None:
+def drop_model(target: Any, name: str, wait: float | None = None) -> None:
     """Delete the model ``name`` and its tables."""
-    with storage(target) as st:
+    with storage(target, wait=wait) as st:
         row = st.lookup(name)
         if row is None:
             raise _not_found(name, st)
