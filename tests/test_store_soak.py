@@ -33,8 +33,9 @@ from sqlnb.errors import SqlnbError
 from support.cli import invoke, mixed_table, write_parquet
 from support.engines import postgres_engine
 
-#: Seconds each soak process keeps starting commands (after one full round of them).
-SOAK_SECONDS = 6
+#: Seconds each soak process keeps starting commands (after its first two steps: with 7
+#: steps, the 6 processes run each at least once).
+SOAK_SECONDS = 5
 WORKERS = 6
 REPO = Path(__file__).resolve().parents[1]
 
@@ -63,8 +64,9 @@ WORKER = textwrap.dedent('''
     runner = CliRunner()
     with open(log_file, "w") as log:
         k = 0
-        while k < len(plan) or time.time() < deadline:
+        while k < 2 or time.time() < deadline:
             for args in plan[(wid + k) % len(plan)]:
+                args = [a.replace("{w}", str(wid)) for a in args]
                 r = runner.invoke(cli, args, catch_exceptions=True)
                 log.write(json.dumps({"args": args, "exit": r.exit_code, "stdout": r.stdout if "score" in args else "",
                                       "stderr": r.stderr, "exception": None if r.exception is None or
@@ -108,23 +110,30 @@ def _soak(tmp_path: Path, plan: list, score_data: str, n_rows: int, env: dict) -
     records = [json.loads(line) for i in range(WORKERS) for line in (tmp_path / f"log{i}.jsonl").open()]
     failed = [r for r in records if r["exit"] != 0 or r["exception"]]
     assert not failed, f"{len(failed)} of {len(records)} commands failed, e.g. {failed[:3]}"
-    assert len(records) >= len(plan)
+    assert len(records) >= 2 * WORKERS
     assert list(tmp.iterdir()) == []  # no temporary file left (spools, stdin copies)
 
-    # Every score output is one of the versions written, complete (every row once).
-    versions = {}
-    for i in range(WORKERS):
-        db = tmp_path / f"versions{i}.duckdb"
-        for name in sqlnb.store.model_names(str(db)) if db.exists() else []:
-            r = invoke("score", score_data, "--model", f"{db}:{name}", "--keep", "id", "--out", "-")
+    # Every score output is one of the versions written, complete (every row once). The
+    # versions are scored as needed: the outputs are a few distinct ones, many times each.
+    written = [(tmp_path / f"versions{i}.duckdb", name) for i in range(WORKERS)
+               if (tmp_path / f"versions{i}.duckdb").exists()
+               for name in sqlnb.store.model_names(str(tmp_path / f"versions{i}.duckdb"))]
+    assert len(written) >= 2
+    scored: dict = {}
+
+    def version(key):
+        if key not in scored:
+            r = invoke("score", score_data, "--model", f"{key[0]}:{key[1]}", "--keep", "id", "--out", "-")
             assert r.exit_code == 0, r.stderr
-            versions[(i, name)] = _rows(r.stdout)
-    assert len(versions) >= 2
-    scores = [_rows(r["stdout"]) for r in records if "score" in r["args"]]
-    assert scores
-    for got in scores:
-        assert len(got) == n_rows
-        assert any(_same(got, want) for want in versions.values())
+            scored[key] = _rows(r.stdout)
+        return scored[key]
+
+    outputs = {r["stdout"] for r in records if "score" in r["args"]}
+    assert outputs
+    for text in outputs:
+        got = _rows(text)
+        assert len(got) == n_rows and len(text.strip().splitlines()) == n_rows + 1
+        assert any(_same(got, version(key)) for key in sorted(written, key=lambda k: k in scored, reverse=True))
     return records
 
 
@@ -134,20 +143,17 @@ def test_soak_duckdb_file(tmp_path):
     write_parquet(train_b, tmp_path / "b.parquet")
     write_parquet(mixed_table(120, seed=3), tmp_path / "hold.parquet")
     write_parquet(mixed_table(100, seed=4), tmp_path / "test.parquet")
-    m, d = "models.duckdb:m", "models.duckdb:d"
+    m, d = "models.duckdb:m", "models.duckdb:d{w}"  # each process fits and drops a name of its own
     base = ["--exclude", "id"]
     assert invoke("fit", tmp_path / "a.parquet", "-y", "y", *base, "--model", tmp_path / m).exit_code == 0
     plan = [
         [["fit", "a.parquet", "-y", "y", *base, "--model", m, "--replace"]],
         [["score", "test.parquet", "--model", m, "--keep", "id", "--out", "-"]],
-        [["update", "b.parquet", "--model", m]],
-        [["evaluate", "test.parquet", "--model", m]],
-        [["calibrate", "hold.parquet", "--model", m]],
-        [["show", "--model", m]],
-        [["fit", "b.parquet", "-y", "y", *base, "--model", m, "--replace"]],
-        [["fit", "b.parquet", "-y", "y", *base, "--model", d, "--replace"], ["drop", "--model", d]],
-        [["models", "models.duckdb"], ["sql", "--model", m, "--source", "t"]],
+        [["update", "b.parquet", "--model", m], ["show", "--model", m]],
+        [["evaluate", "test.parquet", "--model", m], ["models", "models.duckdb"]],
+        [["calibrate", "hold.parquet", "--model", m], ["sql", "--model", m, "--source", "t"]],
         [["score", "test.parquet", "--model", m, "--keep", "id", "--out", "-"]],
+        [["fit", "b.parquet", "-y", "y", *base, "--model", d, "--replace"], ["drop", "--model", d]],
     ]
     records = _soak(tmp_path, plan, str(tmp_path / "test.parquet"), 100, {})
     assert {"fit", "update", "calibrate", "score", "evaluate", "show", "drop"} <= {r["args"][0] for r in records}
@@ -172,12 +178,11 @@ def test_soak_postgres_store(tmp_path):
         plan = [
             [[*pg, "fit", "a", "-y", "y", *base, "--model", "m", "--replace"]],
             [[*pg, "score", "test", "--model", "m", "--keep", "id", "--out", "-"]],
-            [[*pg, "evaluate", "test", "--model", "m"]],
-            [[*pg, "show", "--model", "m"]],
+            [[*pg, "evaluate", "test", "--model", "m"], [*pg, "models"]],
             [[*pg, "fit", "b", "-y", "y", *base, "--model", "m", "--replace"]],
-            [[*pg, "fit", "b", "-y", "y", *base, "--model", "d", "--replace"], [*pg, "drop", "--model", "d"]],
-            [[*pg, "models"]],
+            [[*pg, "show", "--model", "m"]],
             [[*pg, "score", "test", "--model", "m", "--keep", "id", "--out", "-"]],
+            [[*pg, "fit", "b", "-y", "y", *base, "--model", "d{w}", "--replace"], [*pg, "drop", "--model", "d{w}"]],
         ]
         records = _soak(tmp_path, plan, str(tmp_path / "test.parquet"), 100, {})
         assert {"fit", "score", "evaluate", "show", "drop"} <= {a for r in records for a in r["args"]}
