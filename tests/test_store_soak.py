@@ -304,3 +304,39 @@ def test_postgres_lock_bounds_the_wait_and_one_fit_of_a_name_wins(tmp_path):
         lines = results[1][1].strip().splitlines()  # found the name taken, at its start or at its save
         assert len(lines) == 1 and "model 'same' already exists" in lines[0], results[1][1]
         assert [m["name"] for m in sqlnb.models(engine)].count("same") == 1
+
+
+def test_a_save_over_a_model_read_before_refuses_a_model_replaced_since(fitted):
+    from sqlnb.store.catalog import ModelChanged
+
+    db = str(fitted / "m.duckdb")
+    m = sqlnb.load(db, "m")
+    sqlnb.load(db, "m").save(db, "m", replace=True)  # another process saves m meanwhile
+    with pytest.raises(ModelChanged, match="'m' in this database was replaced by another process"):
+        sqlnb.store.save_model(m, db, "m", replace=True, expect=m.stored_id)
+    sqlnb.drop(db, "m")
+    with pytest.raises(ModelChanged, match="was dropped"):
+        sqlnb.store.save_model(m, db, "m", replace=True, expect=m.stored_id)
+
+
+def test_update_redoes_its_change_over_a_model_saved_meanwhile(fitted, monkeypatch):
+    """``update`` reads MODEL, scans DATA, saves: a save by another process in between
+    is not overwritten (its rows would be lost); the update runs again over it."""
+    import sqlnb.cli.generative as gen
+
+    db = str(fitted / "m.duckdb")
+    write_parquet(mixed_table(40, seed=7), fitted / "more.parquet")
+    real, calls = gen.update_model, []
+
+    def update_while_another_saves(m, source, **kw):
+        if not calls:
+            merged = real(sqlnb.load(db, "m"), str(fitted / "more.parquet"))  # 150 + 40 rows
+            merged.save(db, "m", replace=True)
+        calls.append(m.stats.n_rows)
+        return real(m, source, **kw)
+
+    monkeypatch.setattr(gen, "update_model", update_while_another_saves)
+    r = invoke("update", fitted / "train.parquet", "--model", f"{db}:m")
+    assert r.exit_code == 0, r.stderr
+    assert calls == [150, 190]
+    assert sqlnb.load(db, "m").stats.n_rows == 190 + 150  # the other save's rows, and this update's

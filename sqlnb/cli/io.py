@@ -60,13 +60,43 @@ def check_new_model(settings: Settings, loc: DbObject | str, replace: bool) -> N
                          "pass --replace to overwrite it")
 
 
-def save(settings: Settings, m, loc: DbObject | str, replace: bool) -> None:
-    """Save ``m`` in one transaction; a database file this creates is removed on failure."""
+def save(settings: Settings, m, loc: DbObject | str, replace: bool, expect: str | None = None) -> None:
+    """Save ``m`` in one transaction; a database file this creates is removed on failure.
+    ``expect``: only over the model stored under that id (see :func:`modify`)."""
     if isinstance(loc, str):
-        save_model(m, settings.warehouse(), loc, replace)
+        save_model(m, settings.warehouse(), loc, replace, expect=expect)
         return
     with settings.working(), output.new_file_guard(loc.db), settings.connect(loc.db) as con:
-        save_model(m, con, loc.name, replace)
+        save_model(m, con, loc.name, replace, expect=expect)
+
+
+#: How many times :func:`modify` redoes a change that another process overtook.
+MODIFY_ATTEMPTS = 5
+
+
+def modify(settings: Settings, text: str, change: Callable[[Any], Any]) -> tuple[Any, DbObject | str]:
+    """Read MODEL, ``change`` it (may scan data: no lock is held meanwhile) and save the
+    result over it, only if MODEL is still the one read; returns (new model, location).
+
+    Another process may save or drop MODEL while ``change`` runs (``update`` scans its
+    data, seconds to minutes): writing over that would silently lose its change. So the
+    save expects the id the model was read under (``save_model(expect=)``, checked inside
+    the save's transaction, under the store's lock) and, when another model is there now,
+    the whole read-change-save runs again, up to :data:`MODIFY_ATTEMPTS` times.
+    """
+    from sqlnb.store.catalog import ModelChanged
+
+    loc = model_location(settings, text)
+    for attempt in range(MODIFY_ATTEMPTS):
+        m = load(settings, text)
+        new = change(m)
+        try:
+            save(settings, new, loc, replace=True, expect=m.stored_id)
+            return new, loc
+        except ModelChanged:
+            if attempt == MODIFY_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 # -- results ------------------------------------------------------------------------------------

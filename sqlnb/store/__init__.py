@@ -119,9 +119,14 @@ def _not_found(name: str, where: Storage) -> SqlnbNotFound:
                          f"models here: {', '.join(names) if names else 'none'}")
 
 
-def save_model(model, target: Any, name: str, replace: bool = False, wait: float | None = None) -> None:
+def save_model(model, target: Any, name: str, replace: bool = False, wait: float | None = None,
+               expect: str | None = None) -> None:
     """Write ``model`` under ``name``: atomically, and over an existing model only with
-    ``replace``; waiting up to ``wait`` seconds for another process's lock on the store."""
+    ``replace``; waiting up to ``wait`` seconds for another process's lock on the store.
+    ``expect`` (a read-modify-write: update, calibrate, decide): write only over the model
+    stored under that id (``model.stored_id`` of the model read), else raise
+    :class:`~sqlnb.store.catalog.ModelChanged`, so that a change made by another process
+    in between is not lost."""
     if not isinstance(name, str) or not name:
         raise SqlnbError("a model needs a non-empty name")
 
@@ -137,7 +142,7 @@ def save_model(model, target: Any, name: str, replace: bool = False, wait: float
     cal = getattr(model, "calibration", None)
     parts.update(cal.tables() if cal is not None else {})
     with storage(target, wait=wait) as st:
-        st.save(name, model.kind, parts, meta, replace)
+        st.save(name, model.kind, parts, meta, replace, expect=expect)
 
 
 def _reading(st: Storage):
@@ -160,6 +165,7 @@ def load_model(target: Any, name: str, wait: float | None = None):
         parts = st.read_parts(model_id)
     model = _KINDS[kind].from_stored(meta, parts)
     model.name = name
+    model.stored_id = model_id  # what a read-modify-write expects to replace (save_model(expect=))
     if meta.get("decision") is not None:  # a decision rule, stored with any kind
         model.decision = model.decision_from_dict(meta["decision"])
     model.created = meta.get("created")

@@ -24,8 +24,8 @@ from sqlnb import sql
 from sqlnb.engines.postgres import PostgresEngine
 from sqlnb.engines.waiting import wait_seconds
 from sqlnb.errors import SqlnbError, SqlnbNotFound
-from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, catalog_table, create_catalog,
-                                 delete_catalog_row, insert_catalog_row, new_id, now, part_table)
+from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, catalog_table, check_expected,
+                                 create_catalog, delete_catalog_row, insert_catalog_row, new_id, now, part_table)
 
 
 #: The advisory lock of the store (a bigint: "sqlnb" in ASCII), one per database.
@@ -120,11 +120,13 @@ class PostgresStorage:
             if t.startswith(f"m_{model_id}_"):
                 self.engine.execute(exp.Drop(tables=[sql.table(t, SCHEMA)], kind="TABLE"))
 
-    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool) -> None:
+    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool,
+             expect: str | None = None) -> None:
         with self._locked(exclusive=True):
             for statement in create_catalog(primary_key=True):
                 self.engine.execute(statement)
             old = self.lookup(name)
+            check_expected(name, old, expect, self.where)
             if old is not None and not replace:
                 raise already_exists(name, self.where)
             model_id = new_id()

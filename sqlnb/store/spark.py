@@ -27,8 +27,8 @@ from sqlnb import sql
 from sqlnb.engines.base import arrow_table
 from sqlnb.engines.spark import SparkEngine
 from sqlnb.errors import SqlnbError
-from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, create_catalog,
-                                 catalog_table, insert_catalog_row, new_id, now, part_table)
+from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, catalog_table,
+                                 check_expected, create_catalog, insert_catalog_row, new_id, now, part_table)
 
 
 class SparkStorage:
@@ -100,10 +100,12 @@ class SparkStorage:
             if t.startswith(f"m_{model_id}_"):
                 self.engine.execute(exp.Drop(tables=[sql.table(t, SCHEMA)], kind="TABLE", exists=True))
 
-    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool) -> None:
+    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool,
+             expect: str | None = None) -> None:
         """Write new part tables, append the catalog row, drop the old tables."""
         self._create_catalog()
         old = self._latest().get(name)
+        check_expected(name, old, expect, self.where)
         if old is not None and not replace:
             raise already_exists(name, self.where)
         model_id = new_id()
