@@ -74,6 +74,8 @@ def holder(error: BaseException) -> str:
         return f"PID {pid}"
     if len(argv) >= 3 and argv[1:3] == ["-m", "sqlnb"]:
         argv = ["sqlnb", *argv[3:]]
+    elif argv:
+        argv[0] = os.path.basename(argv[0])  # the PID says which one; the program's name is enough
     command = " ".join(" ".join(argv).split())  # one line, whatever the arguments hold
     return f"PID {pid}: {command[:160] + '...' if len(command) > 160 else command}"
 
