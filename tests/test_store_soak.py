@@ -49,7 +49,8 @@ WORKER = textwrap.dedent('''
     from sqlnb.cli import cli
     import sqlnb.cli.io as cli_io
 
-    wid, deadline, plan_file, log_file, versions = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+    wid, deadline, plan_file, log_file, versions = sys.argv[1:6]
+    wid, deadline = int(wid), float(deadline)
     plan = json.load(open(plan_file))
     saved = []
     original = cli_io.save_model
@@ -192,7 +193,8 @@ def test_soak_postgres_store(tmp_path):
         assert names and all(t.split("_")[1] in ids for t in names)  # no stranded parameter table
 
 
-HOLD = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(float(sys.argv[2]))"
+HOLD = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+        "time.sleep(float(sys.argv[2]))")
 
 
 def _holder(db: Path, seconds: float) -> subprocess.Popen:
@@ -273,7 +275,7 @@ def test_python_api_wait(fitted):
 
 def test_wait_option_is_checked():
     r = invoke("--wait", "-1", "models", "x.duckdb")
-    assert r.exit_code == 2 and "--wait" in r.stderr
+    assert r.exit_code == 2 and "Invalid value for '--wait'" in r.stderr and "range" in r.stderr, r.stderr
 
 
 def test_postgres_lock_bounds_the_wait_and_one_fit_of_a_name_wins(tmp_path):

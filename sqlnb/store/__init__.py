@@ -37,7 +37,7 @@ import duckdb as duckdb_lib
 from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, Storage
+from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, ModelChanged, Storage
 from sqlnb.store.duckdb import DuckDBStorage
 from sqlnb.store.postgres import PostgresStorage
 from sqlnb.store.spark import SparkStorage
@@ -47,6 +47,10 @@ __all__ = ["CATALOG", "FORMAT", "SCHEMA", "register_kind", "model_kinds", "save_
            "list_models", "drop_model", "model_names", "connection", "versions"]
 
 _KINDS: dict[str, type] = {}
+
+#: How many times a load looks a model up again when its tables went while it read them
+#: (a Spark catalog, which has no lock; DuckDB and PostgreSQL reads hold one).
+READ_ATTEMPTS = 5
 
 #: Storage backend per engine dialect.
 _BACKENDS = {"postgres": PostgresStorage, "spark": SparkStorage}
@@ -154,15 +158,22 @@ def _reading(st: Storage):
 
 def load_model(target: Any, name: str, wait: float | None = None):
     """Load the model saved as ``name`` (see :func:`sqlnb.load`)."""
-    with storage(target, read_only=True, wait=wait) as st, _reading(st):
-        row = st.lookup(name)
-        if row is None:
-            raise _not_found(name, st)
-        model_id, kind, meta_text = row
-        if kind not in _KINDS:
-            raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
-        meta = json.loads(meta_text)
-        parts = st.read_parts(model_id)
+    with storage(target, read_only=True, wait=wait) as st:
+        for attempt in range(READ_ATTEMPTS):
+            with _reading(st):
+                row = st.lookup(name)
+                if row is None:
+                    raise _not_found(name, st)
+                model_id, kind, meta_text = row
+                if kind not in _KINDS:
+                    raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
+                meta = json.loads(meta_text)
+                try:
+                    parts = st.read_parts(model_id)
+                    break
+                except ModelChanged:  # a store without locks (Spark): replaced while read
+                    if attempt == READ_ATTEMPTS - 1:
+                        raise
     model = _KINDS[kind].from_stored(meta, parts)
     model.name = name
     model.stored_id = model_id  # what a read-modify-write expects to replace (save_model(expect=))
