@@ -342,3 +342,33 @@ def test_update_redoes_its_change_over_a_model_saved_meanwhile(fitted, monkeypat
     assert r.exit_code == 0, r.stderr
     assert calls == [150, 190]
     assert sqlnb.load(db, "m").stats.n_rows == 190 + 150  # the other save's rows, and this update's
+
+
+FLOCK = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); "
+         "print('held', flush=True); time.sleep(float(sys.argv[2]))")
+
+
+def test_a_spark_warehouse_directory_is_held_by_one_process_and_the_others_queue(tmp_path):
+    """A local Spark warehouse's Derby metastore admits one process: a second one waits
+    for the directory's lock (taken before the session starts), bounded by the wait."""
+    from sqlnb.engines.waiting import hold_directory
+
+    p = subprocess.Popen([sys.executable, "-c", FLOCK, str(tmp_path), "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "held"
+        with pytest.raises(SqlnbError, match=rf"the Spark warehouse directory '.*' is in use by another process "
+                                             rf"\(PID {p.pid}: .*import fcntl.*\) and stayed so for the 0.3 s"):
+            hold_directory(str(tmp_path), "the Spark warehouse directory", wait=0.3)
+    finally:
+        p.kill()
+        p.wait()
+    p = subprocess.Popen([sys.executable, "-c", FLOCK, str(tmp_path), "0.5"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "held"
+        start = time.monotonic()
+        fd = hold_directory(str(tmp_path), "the Spark warehouse directory", wait=30)  # waits for the release
+        assert fd is not None and time.monotonic() - start >= 0.2
+        os.close(fd)
+    finally:
+        p.wait()
+    assert os.listdir(tmp_path) == []  # the lock is on the directory: no lock file

@@ -112,3 +112,54 @@ def retry_locked(action: Callable[[], _T], path: str, wait: float | None = None)
                 raise locked_error(os.fspath(path), e, seconds) from None
         time.sleep(min(left, pause * random.uniform(0.5, 1.5)))
         pause = min(pause * 2, LONGEST_PAUSE)
+
+
+def _flock_holder(path: str) -> str:
+    """The process holding a ``flock`` on ``path``, from /proc/locks (Linux), named as
+    :func:`holder` names one; ``another process`` elsewhere."""
+    try:
+        inode = os.stat(path).st_ino
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if "FLOCK" in fields and len(fields) > 5 and fields[5].endswith(f":{inode}"):
+                    return holder(RuntimeError(f"(PID {fields[4]})"))
+    except OSError:
+        pass
+    return "another process"
+
+
+def hold_directory(path: str, what: str, wait: float | None = None) -> int | None:
+    """Take an exclusive ``flock`` on the directory ``path`` for this process, waiting for
+    another process's for at most ``wait`` seconds; returns the descriptor that holds it
+    (closing it, or the process ending, lets go), or None where ``flock`` is missing.
+
+    For a resource that admits one process at a time and fails at once otherwise (a Spark
+    warehouse's embedded Derby metastore): processes queue here instead. The lock is on the
+    directory itself, so no lock file is left behind.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; the resource's own error stands
+        return None
+    seconds = wait_seconds(wait)
+    fd = os.open(path, os.O_RDONLY)
+    deadline = time.monotonic() + seconds
+    pause = FIRST_PAUSE
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                holding = _flock_holder(path)
+                os.close(fd)
+                raise SqlnbError(f"{what} {path!r} is in use by another process ({holding}) and stayed so for "
+                                 f"the {seconds:g} s this command waits; run it again once that process has "
+                                 "finished, or wait longer with --wait SECONDS (wait= in Python)") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        time.sleep(min(left, pause * random.uniform(0.5, 1.5)))
+        pause = min(pause * 4, 0.5)  # held for whole commands (seconds), not for a short write
