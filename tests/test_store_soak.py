@@ -372,3 +372,26 @@ def test_a_spark_warehouse_directory_is_held_by_one_process_and_the_others_queue
     finally:
         p.wait()
     assert os.listdir(tmp_path) == []  # the lock is on the directory: no lock file
+
+
+def test_a_failed_save_keeps_a_models_file_another_process_created_meanwhile(tmp_path, monkeypatch):
+    """The file is missing when ``fit`` starts; another process creates it with its model
+    while this fit waits; this fit then fails (the name is taken): the file stays."""
+    from sqlnb.cli.app import Settings
+
+    write_parquet(mixed_table(150), tmp_path / "train.parquet")
+    db = tmp_path / "m.duckdb"
+    real, created = Settings.connect, []
+
+    def another_process_first(self, path=None, read_only=False):
+        if path is not None and not created:
+            created.append(subprocess.run(
+                [sys.executable, "-m", "sqlnb", "fit", str(tmp_path / "train.parquet"), "-y", "y", "--model",
+                 f"{db}:m"], env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True).returncode)
+        return real(self, path, read_only)
+
+    monkeypatch.setattr(Settings, "connect", another_process_first)
+    r = invoke("fit", tmp_path / "train.parquet", "-y", "y", "--model", f"{db}:m")
+    assert created == [0]
+    assert r.exit_code == 2 and "model 'm' already exists" in r.stderr, r.stderr
+    assert db.exists() and [m["name"] for m in sqlnb.models(str(db))] == ["m"]
