@@ -169,28 +169,36 @@ def test_soak_duckdb_file(tmp_path):
     assert tables and all(t.split("_")[1] in ids for t in tables)
 
 
-def test_soak_postgres_store(tmp_path):
-    tables = {"a": mixed_table(200, seed=1), "b": mixed_table(200, seed=2), "test": mixed_table(100, seed=4)}
-    write_parquet(tables["test"], tmp_path / "test.parquet")
+@pytest.fixture(scope="module")
+def pg_engine():
+    """One throw-away PostgreSQL server for the module's tests, with their tables."""
+    tables = {"a": mixed_table(200, seed=1), "b": mixed_table(200, seed=2), "test": mixed_table(100, seed=4),
+              "train": mixed_table(150)}
     with postgres_engine(tables) as engine:
-        pg = ["--engine", "postgres", "--dsn", engine.dsn]
-        base = ["--exclude", "id"]
-        assert invoke(*pg, "fit", "a", "-y", "y", *base, "--model", "m").exit_code == 0
-        plan = [
-            [[*pg, "fit", "a", "-y", "y", *base, "--model", "m", "--replace"]],
-            [[*pg, "score", "test", "--model", "m", "--keep", "id", "--out", "-"]],
-            [[*pg, "evaluate", "test", "--model", "m"], [*pg, "models"]],
-            [[*pg, "fit", "b", "-y", "y", *base, "--model", "m", "--replace"]],
-            [[*pg, "show", "--model", "m"]],
-            [[*pg, "score", "test", "--model", "m", "--keep", "id", "--out", "-"]],
-            [[*pg, "fit", "b", "-y", "y", *base, "--model", "d{w}", "--replace"], [*pg, "drop", "--model", "d{w}"]],
-        ]
-        records = _soak(tmp_path, plan, str(tmp_path / "test.parquet"), 100, {})
-        assert {"fit", "score", "evaluate", "show", "drop"} <= {a for r in records for a in r["args"]}
-        ids = {r[0] for r in engine.con.execute("SELECT id FROM sqlnb.models").fetchall()}
-        names = [r[0] for r in engine.con.execute("SELECT table_name FROM information_schema.tables "
-                                                  "WHERE table_schema = 'sqlnb' AND table_name <> 'models'")]
-        assert names and all(t.split("_")[1] in ids for t in names)  # no stranded parameter table
+        yield engine
+
+
+def test_soak_postgres_store(tmp_path, pg_engine):
+    engine = pg_engine
+    write_parquet(mixed_table(100, seed=4), tmp_path / "test.parquet")
+    pg = ["--engine", "postgres", "--dsn", engine.dsn]
+    base = ["--exclude", "id"]
+    assert invoke(*pg, "fit", "a", "-y", "y", *base, "--model", "m").exit_code == 0
+    plan = [
+        [[*pg, "fit", "a", "-y", "y", *base, "--model", "m", "--replace"]],
+        [[*pg, "score", "test", "--model", "m", "--keep", "id", "--out", "-"]],
+        [[*pg, "evaluate", "test", "--model", "m"], [*pg, "models"]],
+        [[*pg, "fit", "b", "-y", "y", *base, "--model", "m", "--replace"]],
+        [[*pg, "show", "--model", "m"]],
+        [[*pg, "score", "test", "--model", "m", "--keep", "id", "--out", "-"]],
+        [[*pg, "fit", "b", "-y", "y", *base, "--model", "d{w}", "--replace"], [*pg, "drop", "--model", "d{w}"]],
+    ]
+    records = _soak(tmp_path, plan, str(tmp_path / "test.parquet"), 100, {})
+    assert {"fit", "score", "evaluate", "show", "drop"} <= {a for r in records for a in r["args"]}
+    ids = {r[0] for r in engine.con.execute("SELECT id FROM sqlnb.models").fetchall()}
+    names = [r[0] for r in engine.con.execute("SELECT table_name FROM information_schema.tables "
+                                              "WHERE table_schema = 'sqlnb' AND table_name <> 'models'")]
+    assert names and all(t.split("_")[1] in ids for t in names)  # no stranded parameter table
 
 
 HOLD = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
@@ -278,34 +286,34 @@ def test_wait_option_is_checked():
     assert r.exit_code == 2 and "Invalid value for '--wait'" in r.stderr and "range" in r.stderr, r.stderr
 
 
-def test_postgres_lock_bounds_the_wait_and_one_fit_of_a_name_wins(tmp_path):
+def test_postgres_lock_bounds_the_wait_and_one_fit_of_a_name_wins(pg_engine):
     import psycopg
     from sqlnb.store.postgres import LOCK_KEY
 
-    with postgres_engine({"train": mixed_table(150)}) as engine:
-        pg = ["--engine", "postgres", "--dsn", engine.dsn]
-        assert invoke(*pg, "fit", "train", "-y", "y", "--model", "m").exit_code == 0
-        with psycopg.connect(engine.dsn) as other:  # another session writing the store
-            other.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
-            backend = other.info.backend_pid
-            r = invoke("--wait", "0.3", *pg, "fit", "train", "-y", "y", "--model", "m", "--replace")
-            assert r.exit_code == 2, r.stderr
-            lines = r.stderr.strip().splitlines()
-            assert len(lines) == 1 and f"backend PID {backend}" in lines[0] and "--wait SECONDS" in lines[0]
-            r = invoke("--wait", "0.3", *pg, "show", "--model", "m")
-            assert r.exit_code == 2 and "being written by another session" in r.stderr
-            other.rollback()
-        assert invoke("--wait", "0.3", *pg, "show", "--model", "m").exit_code == 0
+    engine = pg_engine
+    pg = ["--engine", "postgres", "--dsn", engine.dsn]
+    assert invoke(*pg, "fit", "train", "-y", "y", "--model", "locked").exit_code == 0
+    with psycopg.connect(engine.dsn) as other:  # another session writing the store
+        other.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+        backend = other.info.backend_pid
+        r = invoke("--wait", "0.3", *pg, "fit", "train", "-y", "y", "--model", "locked", "--replace")
+        assert r.exit_code == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"backend PID {backend}" in lines[0] and "--wait SECONDS" in lines[0]
+        r = invoke("--wait", "0.3", *pg, "show", "--model", "locked")
+        assert r.exit_code == 2 and "being written by another session" in r.stderr
+        other.rollback()
+    assert invoke("--wait", "0.3", *pg, "show", "--model", "locked").exit_code == 0
 
-        # Two fits of one new name at once, without --replace: one wins, the other one line.
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        procs = [subprocess.Popen([sys.executable, "-m", "sqlnb", *pg, "fit", "train", "-y", "y", "--model", "same"],
-                                  stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
-        results = sorted((p.wait(timeout=120), p.stderr.read()) for p in procs)
-        assert [code for code, _ in results] == [0, 2], results
-        lines = results[1][1].strip().splitlines()  # found the name taken, at its start or at its save
-        assert len(lines) == 1 and "model 'same' already exists" in lines[0], results[1][1]
-        assert [m["name"] for m in sqlnb.models(engine)].count("same") == 1
+    # Two fits of one new name at once, without --replace: one wins, the other one line.
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    procs = [subprocess.Popen([sys.executable, "-m", "sqlnb", *pg, "fit", "train", "-y", "y", "--model", "same"],
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    results = sorted((p.wait(timeout=120), p.stderr.read()) for p in procs)
+    assert [code for code, _ in results] == [0, 2], results
+    lines = results[1][1].strip().splitlines()  # found the name taken, at its start or at its save
+    assert len(lines) == 1 and "model 'same' already exists" in lines[0], results[1][1]
+    assert [m["name"] for m in sqlnb.models(engine)].count("same") == 1
 
 
 def test_a_save_over_a_model_read_before_refuses_a_model_replaced_since(fitted):
