@@ -19,6 +19,7 @@ from sqlnb import sql
 from sqlnb.models import dense
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.engines import as_engine
+from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, VarianceFloorWarning, suggest
 from sqlnb.models import screening
 from sqlnb.source import read_with
@@ -381,6 +382,7 @@ def connect(
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike | None = None,
     read_only: bool = False,
+    wait: float | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with resource limits applied.
 
@@ -396,11 +398,16 @@ def connect(
         Where DuckDB spills.
     read_only : bool
         Open ``path`` read-only (it must exist).
+    wait : float, optional
+        Seconds to wait while another process holds ``path`` (DuckDB lets one process
+        write a file, or several read it, never both); default 60
+        (:data:`sqlnb.engines.waiting.DEFAULT_WAIT`). See docs/concurrency.md.
 
     Raises
     ------
     SqlnbError
-        One line naming the setting DuckDB rejected, or why the file cannot be opened.
+        One line naming the setting DuckDB rejected, or why the file cannot be opened
+        (another process held it for longer than ``wait``: that process is named).
 
     Examples
     --------
@@ -415,8 +422,11 @@ def connect(
         ("temp_directory", None if temp_directory is None else os.fspath(temp_directory)),
     ) if value is not None}
     database = ":memory:" if path is None else os.fspath(path)
-    try:
+    def open_it() -> duckdb.DuckDBPyConnection:
         return duckdb.connect(database, read_only=read_only and path is not None, config=config)
+
+    try:
+        return open_it() if path is None else retry_locked(open_it, database, wait)
     except duckdb.Error as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         for key, value in config.items():
@@ -429,7 +439,7 @@ def connect(
         raise SqlnbError(f"cannot open database {database!r}: {reason}") from None
 
 
-def load(target: Any, name: str):
+def load(target: Any, name: str, wait: float | None = None):
     """Load a saved model.
 
     Parameters
@@ -438,15 +448,19 @@ def load(target: Any, name: str):
         The database holding the model.
     name : str
         The model's name.
+    wait : float, optional
+        Seconds to wait while another process writes the store (default 60; see
+        docs/concurrency.md). The model read is the one before that write or after it.
     """
-    return load_model(target, name)
+    return load_model(target, name, wait=wait)
 
 
-def models(target: Any) -> list[dict]:
-    """The models saved in a database."""
-    return list_models(target)
+def models(target: Any, wait: float | None = None) -> list[dict]:
+    """The models saved in a database (``wait``: as in :func:`load`)."""
+    return list_models(target, wait=wait)
 
 
-def drop(target: Any, name: str) -> None:
-    """Delete a saved model."""
-    drop_model(target, name)
+def drop(target: Any, name: str, wait: float | None = None) -> None:
+    """Delete a saved model (``wait``: seconds to wait for another process's write or
+    read of the store, default 60)."""
+    drop_model(target, name, wait=wait)

@@ -105,8 +105,14 @@ def stderr_is_terminal() -> bool:
                    "that keeps models between commands [env SQLNB_WAREHOUSE; default for a local "
                    "session: ./spark-warehouse].")
 @click.option("--verbose", "-v", is_flag=True, help="Show the engine's own log (Spark's log lines and progress bars).")
+@click.option("--wait", type=click.FloatRange(min=0), default=60, show_default=True, envvar="SQLNB_WAIT",
+              metavar="SECONDS",
+              help="How long to wait while another process writes the models (a DuckDB file, the PostgreSQL "
+                   "store) or, for a write, reads them; then one Error: line naming it. 0: fail at once "
+                   "[env SQLNB_WAIT]. See docs/concurrency.md.")
 @click.pass_context
-def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, master, remote, warehouse, verbose):
+def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, master, remote, warehouse, verbose,
+        wait):
     """Train and score naive Bayes classifiers inside DuckDB, in SQL.
 
     DATA is Parquet/CSV/JSON files by path or glob (lake/2026/*.parquet) or a table in a
@@ -134,7 +140,8 @@ def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, 
         warehouse = "spark-warehouse"  # a local session keeps its catalog in the working directory
     ctx.obj = Settings(threads, memory_limit, temp_directory, terminal=stderr_is_terminal(),
                        engine=engine, dsn=dsn, master=master, warehouse_dir=warehouse, verbose=verbose,
-                       spark_remote=remote)
+                       spark_remote=remote, wait=wait)
+    ctx.obj.apply_wait()
     ctx.call_on_close(ctx.obj.close)
 
 

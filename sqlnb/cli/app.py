@@ -217,11 +217,22 @@ class Settings:
     warehouse_dir: str | None = None
     verbose: bool = False
     spark_remote: str | None = None  # --remote: a Spark Connect URL
+    wait: float | None = None  # --wait: seconds to wait for another process's lock on a store
     interrupted: threading.Event = dataclasses.field(default_factory=threading.Event)
     stopped_by: int | None = None  # the signal that set ``interrupted``: SIGINT or SIGTERM
     connections: list = dataclasses.field(default_factory=list)
 
     _warehouse: Any = None
+    _wait_token: Any = None
+
+    def apply_wait(self) -> None:
+        """Make ``--wait`` the wait of every open of a database file in this command
+        (:data:`sqlnb.engines.waiting.WAIT`: also ATTACHes of DATA tables); undone by
+        :meth:`close`."""
+        from sqlnb.engines import waiting
+
+        if self.wait is not None and self._wait_token is None:
+            self._wait_token = waiting.WAIT.set(float(self.wait))
 
     @property
     def remote(self) -> bool:
@@ -253,6 +264,14 @@ class Settings:
         if close is not None:
             close()
         self._warehouse = None
+        if self._wait_token is not None:
+            from sqlnb.engines import waiting
+
+            try:
+                waiting.WAIT.reset(self._wait_token)
+            except ValueError:  # set in another context (a thread): nothing to undo here
+                pass
+            self._wait_token = None
 
     def connect(self, path: str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         """A connection with the resource settings; DuckDB's progress bar only for a
@@ -267,7 +286,8 @@ class Settings:
 
         if self.interrupted.is_set():
             raise KeyboardInterrupt
-        con = api.connect(path, self.threads, self.memory_limit, self.temp_directory, read_only=read_only)
+        con = api.connect(path, self.threads, self.memory_limit, self.temp_directory, read_only=read_only,
+                          wait=self.wait)
         setting = sqlglot.exp.SetItem(this=sqlglot.exp.EQ(this=sql.col("enable_progress_bar"),
                                                           expression=sqlglot.exp.Boolean(this=self.terminal)))
         con.execute(sql.render(sqlglot.exp.Set(expressions=[setting])))

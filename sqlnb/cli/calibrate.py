@@ -7,8 +7,8 @@ import click
 
 from sqlnb.cli.app import Settings
 from sqlnb.cli.generative import _refit
-from sqlnb.cli.io import dump_json, load, model_str, save
-from sqlnb.cli.options import format_option, model_location, model_option, source_options
+from sqlnb.cli.io import dump_json, model_str, modify
+from sqlnb.cli.options import format_option, model_option, source_options
 from sqlnb.errors import SqlnbError
 from sqlnb.models.calibration import METHODS, calibrate as fit_calibration, with_calibration
 
@@ -40,8 +40,7 @@ def calibrate(settings: Settings, data, model, method, label, clear, fmt, readin
         if data is not None:
             raise SqlnbError("--clear removes the calibrator and reads no DATA; give only --model")
         settings.require_duckdb("calibrate")
-        m = load(settings, model)
-        save(settings, with_calibration(m, None), model_location(settings, model), replace=True)
+        modify(settings, model, lambda m: with_calibration(m, None))
         settings.summary(f"removed the calibrator of {model}")
         return
     if data is None:

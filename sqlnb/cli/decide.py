@@ -8,8 +8,8 @@ from __future__ import annotations
 import click
 
 from sqlnb.cli.app import Settings
-from sqlnb.cli.io import load, model_str, save
-from sqlnb.cli.options import _options, model_location, model_option
+from sqlnb.cli.io import model_str, modify
+from sqlnb.cli.options import _options, model_option
 from sqlnb.errors import SqlnbError
 from sqlnb.models.decision import DecisionRule
 
@@ -65,9 +65,9 @@ def decide(settings: Settings, model, costs, threshold, reject, clear):
     given = costs is not None or threshold is not None or reject is not None
     if clear == given:
         raise SqlnbError("give --costs FILE, --threshold CLASS=P and/or --reject R, or --clear alone")
-    loc = model_location(settings, model)
-    m = load(settings, model)
-    m.decision = None if clear else DecisionRule.for_model(m, costs, threshold, reject)  # validated before saving
-    save(settings, m, loc, replace=True)
+    def change(m):
+        m.decision = None if clear else DecisionRule.for_model(m, costs, threshold, reject)  # validated before saving
+        return m
+    m, loc = modify(settings, model, change)  # saved only over the model read
     settings.summary(f"{model_str(loc)}: " + ("the most probable class" if m.decision is None
                                                else m.decision.describe()))

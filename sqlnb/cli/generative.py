@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 from sqlnb.cli.app import Settings
-from sqlnb.cli.io import arrow_rows, check_new_model, dump_json, load, model_str, save, write_out
+from sqlnb.cli.io import arrow_rows, check_new_model, dump_json, load, model_str, modify, save, write_out
 from sqlnb.cli.options import (alpha_option, source_options, features_options, format_option, kind_option, label_option,
                                model_option, out_option, replace_option, seed_option, split_list)
 from sqlnb.errors import SqlnbError, suggest
@@ -20,13 +20,13 @@ def _refit(settings: Settings, command: str, data: str, model: str, reading: Rea
     """Load MODEL, replace it by ``refit(model, source, con)`` over DATA, save it under
     the same name; returns (the new model, its location)."""
     settings.require_duckdb(command)
-    loc = parse_model(model)
+    parse_model(model)
     spec = parse_data(data, reading)
-    m = load(settings, model)
-    with settings.working(), settings.connect() as con:
-        m = refit(m, data_source(con, spec, types=m.column_types()), con)
-    save(settings, m, loc, replace=True)
-    return m, loc
+
+    def change(m):
+        with settings.working(), settings.connect() as con:
+            return refit(m, data_source(con, spec, types=m.column_types()), con)
+    return modify(settings, model, change)  # read, refit, save only over the model read
 
 
 @click.command()

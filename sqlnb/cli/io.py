@@ -9,7 +9,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import duckdb
 import sqlglot
@@ -60,13 +61,73 @@ def check_new_model(settings: Settings, loc: DbObject | str, replace: bool) -> N
                          "pass --replace to overwrite it")
 
 
-def save(settings: Settings, m, loc: DbObject | str, replace: bool) -> None:
-    """Save ``m`` in one transaction; a database file this creates is removed on failure."""
+def save(settings: Settings, m, loc: DbObject | str, replace: bool, expect: str | None = None) -> None:
+    """Save ``m`` in one transaction; a database file this creates is removed on failure.
+    ``expect``: only over the model stored under that id (see :func:`modify`)."""
     if isinstance(loc, str):
-        save_model(m, settings.warehouse(), loc, replace)
+        save_model(m, settings.warehouse(), loc, replace, expect=expect)
         return
-    with settings.working(), output.new_file_guard(loc.db), settings.connect(loc.db) as con:
-        save_model(m, con, loc.name, replace)
+    with settings.working(), _new_store_guard(settings, loc.db) as con:
+        save_model(m, con, loc.name, replace, expect=expect)
+
+
+@contextmanager
+def _new_store_guard(settings: Settings, path: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A write connection to the models file ``path``; when this command created the file
+    and then fails, the file is removed (a failed fit leaves no empty database behind).
+
+    Whether it created it is decided once the connection holds the file's lock: missing
+    before, and without a table now. Another process may have created it, and saved a
+    model, while this one waited for the lock (:func:`output.new_file_guard` decides
+    before and would remove that process's models).
+    """
+    existed = os.path.exists(path)
+    ours = False
+    try:
+        with settings.connect(path) as con:
+            ours = not existed and not _has_tables(con)
+            yield con
+    except BaseException:
+        if ours:
+            for p in (path, f"{path}.wal"):
+                if os.path.exists(p):
+                    os.remove(p)
+        raise
+
+
+def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    q = sqlglot.exp.select(sqlglot.exp.Count(this=sqlglot.exp.Star())).from_(
+        sqlglot.exp.to_table("information_schema.tables"))
+    return con.execute(sql.render(q)).fetchone()[0] > 0
+
+
+#: How many times :func:`modify` redoes a change that another process overtook.
+MODIFY_ATTEMPTS = 5
+
+
+def modify(settings: Settings, text: str, change: Callable[[Any], Any]) -> tuple[Any, DbObject | str]:
+    """Read MODEL, ``change`` it (may scan data: no lock is held meanwhile) and save the
+    result over it, only if MODEL is still the one read; returns (new model, location).
+
+    Another process may save or drop MODEL while ``change`` runs (``update`` scans its
+    data, seconds to minutes): writing over that would silently lose its change. So the
+    save expects the id the model was read under (``save_model(expect=)``, checked inside
+    the save's transaction, under the store's lock) and, when another model is there now,
+    the whole read-change-save runs again, up to :data:`MODIFY_ATTEMPTS` times.
+    """
+    from sqlnb.store.catalog import ModelChanged
+
+    loc = model_location(settings, text)
+    for attempt in range(MODIFY_ATTEMPTS):
+        m = load(settings, text)
+        new = change(m)
+        try:
+            save(settings, new, loc, replace=True, expect=m.stored_id)
+            return new, loc
+        except ModelChanged:
+            if attempt == MODIFY_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 # -- results ------------------------------------------------------------------------------------

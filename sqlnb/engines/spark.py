@@ -15,6 +15,7 @@ from typing import Iterator
 
 from sqlnb import sql
 from sqlnb.engines.base import ColumnsFromResolve, duckdb_type, probe, source_node
+from sqlnb.engines.waiting import hold_directory
 from sqlnb.errors import SqlnbError, SqlnbNotFound
 from sqlnb.source import Files, Source, Table, file_format, guess
 
@@ -39,6 +40,7 @@ class SparkEngine(ColumnsFromResolve):
     def __init__(self, session, owned: bool = False):
         self.spark = session
         self._owned = owned  # started by :meth:`start`: stopped by :meth:`close`
+        self._warehouse_lock: int | None = None  # the flock on a warehouse directory (start)
 
     @property
     def connect(self) -> bool:
@@ -53,6 +55,9 @@ class SparkEngine(ColumnsFromResolve):
         if self._owned:
             self._owned = False
             self.spark.stop()
+        if self._warehouse_lock is not None:  # after stop: the metastore is shut down
+            os.close(self._warehouse_lock)
+            self._warehouse_lock = None
 
     @classmethod
     def start(cls, master: str | None = None, warehouse: str | None = None, quiet: bool = False,
@@ -118,19 +123,30 @@ class SparkEngine(ColumnsFromResolve):
         # sqlnb starts: getOrCreate would apply it to a session already running here too.
         if not running:
             builder = builder.config("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT))
+        lock = None
         if warehouse is not None:
-            for key, value in _catalog_settings(warehouse).items():
+            settings = _catalog_settings(warehouse)
+            for key, value in settings.items():
                 builder = builder.config(key, value)
             builder = builder.enableHiveSupport()
+            if not running:
+                # The embedded Derby metastore admits one process at a time, for the whole
+                # session, and a second one fails at once: processes queue here instead,
+                # each for at most --wait seconds (docs/concurrency.md).
+                lock = hold_directory(settings["spark.sql.warehouse.dir"], "the Spark warehouse directory")
         try:
             with _java_output(quiet and not running):
                 session = builder.getOrCreate()
         except Exception as e:  # pyspark's JAVA_GATEWAY_EXITED: no Java, a bad option, a port in use
+            if lock is not None:
+                os.close(lock)
             hint = " (run with -v to see Spark's own messages)" if quiet else ""
             raise SqlnbError(f"Spark did not start: {_start_failure(e, master)}{hint}") from None
         if quiet:
             _quiet_python_loggers()
-        return cls(session, owned=not running)
+        engine = cls(session, owned=not running)
+        engine._warehouse_lock = lock
+        return engine
 
     def execute(self, tree, params=None):
         df = self.spark.sql(sql.render(tree, self.dialect), args=list(params) if params is not None else None)

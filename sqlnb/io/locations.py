@@ -31,6 +31,7 @@ import duckdb
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
 from sqlnb.source import QUERY_START, Files, Query, Source, Table, file_format, read_with, resolve
 
@@ -229,7 +230,8 @@ def attach(con: duckdb.DuckDBPyConnection, path: str, alias: str = DATA_ALIAS) -
     stmt = exp.Attach(this=exp.alias_(exp.Literal.string(path), sql.ident(alias)),
                       expressions=[exp.AttachOption(this=exp.var("READ_ONLY"))])
     try:
-        con.execute(sql.render(stmt))
+        # Another process writing the file holds it for a moment (sqlnb.engines.waiting).
+        retry_locked(lambda: con.execute(sql.render(stmt)), path)
     except duckdb.Error as e:
         raise SqlnbError(f"cannot open database {path!r}: {str(e).strip().splitlines()[0]}") from None
     return alias

@@ -347,14 +347,16 @@ class Model:
         return sql.render(tree, dialect, pretty=pretty)
 
     # -- storage ------------------------------------------------------------------------
-    def save(self, target: Any, name: str, replace: bool = False) -> None:
+    def save(self, target: Any, name: str, replace: bool = False, wait: float | None = None) -> None:
         """Save the model as tables under ``name`` in a DuckDB database.
 
         ``target`` is a connection or a database file path (created when missing). The
         write is one transaction: an existing model is replaced only with
-        ``replace=True``, and a failure leaves the database as it was.
+        ``replace=True``, and a failure leaves the database as it was. While another
+        process reads or writes the file, the save waits up to ``wait`` seconds (default
+        60; docs/concurrency.md).
         """
-        save_model(self, target, name, replace)
+        save_model(self, target, name, replace, wait=wait)
 
     # -- hooks for the store ------------------------------------------------------------
     def decision_from_dict(self, stored: dict) -> DecisionRule:

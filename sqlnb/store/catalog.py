@@ -49,8 +49,9 @@ class Storage(Protocol):
         """Part name -> pyarrow table of the model stored under ``model_id``."""
 
     def save(self, name: str, kind: str, parts: dict[str, tuple[Any, dict]], meta: MetaText,
-             replace: bool) -> None:
-        """Write the parts and the catalog row atomically (see each backend)."""
+             replace: bool, expect: str | None = None) -> None:
+        """Write the parts and the catalog row atomically (see each backend); with
+        ``expect``, only over the model stored under that id (:func:`check_expected`)."""
 
     def drop(self, name: str, model_id: str) -> None:
         """Remove the model ``name`` (stored under ``model_id``) and its tables."""
@@ -106,6 +107,20 @@ def casted_select(columns: list[str], casts: dict, view: str) -> exp.Select:
     cols = [exp.alias_(exp.Cast(this=sql.col(c), to=exp.DataType.build(casts[c], dialect="duckdb")), c, quoted=True)
             if c in casts else sql.col(c) for c in columns]
     return exp.select(*cols).from_(sql.table(view))
+
+
+class ModelChanged(SqlnbError):
+    """A save that rewrites a model read before (``expect``: the id it was read under)
+    found another one stored under the name since: another process saved or dropped it
+    in between. The caller reads the model again and redoes its change."""
+
+
+def check_expected(name: str, old: tuple | None, expect: str | None, where: str) -> None:
+    """Raise :class:`ModelChanged` when ``expect`` is given and the live model ``old``
+    (``(id, ...)`` or None) is not the one stored under that id."""
+    if expect is not None and (old is None or old[0] != expect):
+        raise ModelChanged(f"model {name!r} in {where} was {'dropped' if old is None else 'replaced'} by another "
+                           "process while this command worked on it; run the command again")
 
 
 def already_exists(name: str, where: str) -> SqlnbError:

@@ -14,8 +14,8 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, catalog_table,
-                                 create_catalog, delete_catalog_row, insert_catalog_row, new_id, now,
-                                 part_table)
+                                 check_expected, create_catalog, delete_catalog_row, insert_catalog_row, new_id,
+                                 now, part_table)
 
 
 class DuckDBStorage:
@@ -87,11 +87,13 @@ class DuckDBStorage:
             self.con.rollback()
             raise
 
-    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool) -> None:
+    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool,
+             expect: str | None = None) -> None:
         def work():
             for statement in create_catalog(primary_key=True):
                 self._run(statement)
             old = self.lookup(name)
+            check_expected(name, old, expect, self.where)
             if old is not None and not replace:
                 raise already_exists(name, self.where)
             model_id = new_id()

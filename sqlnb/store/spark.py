@@ -27,8 +27,9 @@ from sqlnb import sql
 from sqlnb.engines.base import arrow_table
 from sqlnb.engines.spark import SparkEngine
 from sqlnb.errors import SqlnbError
-from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, create_catalog,
-                                 catalog_table, insert_catalog_row, new_id, now, part_table)
+from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, ModelChanged, already_exists, casted_select,
+                                 catalog_table, check_expected, create_catalog, insert_catalog_row, new_id, now,
+                                 part_table)
 
 
 class SparkStorage:
@@ -87,12 +88,24 @@ class SparkStorage:
         return [(n, v[1], v[2], v[3]) for n, v in sorted(self._latest().items())]
 
     def read_parts(self, model_id):
+        """The parts of ``model_id``. Spark has no lock to hold them still: another process's
+        save of the name drops them once its catalog row is in, so tables that are gone
+        (all of them, or one between listing and reading) raise
+        :class:`~sqlnb.store.catalog.ModelChanged`, and :func:`sqlnb.store.load_model`
+        looks the name up again."""
         prefix = f"m_{model_id}_"
         out = {}
         for t in self._tables():
             if t.startswith(prefix):
-                df = self.engine.relation(exp.select(exp.Star()).from_(sql.table(t, SCHEMA)))
-                out[t[len(prefix):]] = arrow_table(df.columns, [tuple(r) for r in df.collect()])
+                try:
+                    df = self.engine.relation(exp.select(exp.Star()).from_(sql.table(t, SCHEMA)))
+                    out[t[len(prefix):]] = arrow_table(df.columns, [tuple(r) for r in df.collect()])
+                except Exception as e:  # pyspark's AnalysisException
+                    if "TABLE_OR_VIEW_NOT_FOUND" not in str(e) and "not found" not in str(e).lower():
+                        raise
+                    raise ModelChanged(f"the tables of model id {model_id} were dropped while read") from None
+        if not out:
+            raise ModelChanged(f"the tables of model id {model_id} were dropped before they were read")
         return out
 
     def _drop_parts(self, model_id: str) -> None:
@@ -100,10 +113,12 @@ class SparkStorage:
             if t.startswith(f"m_{model_id}_"):
                 self.engine.execute(exp.Drop(tables=[sql.table(t, SCHEMA)], kind="TABLE", exists=True))
 
-    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool) -> None:
+    def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool,
+             expect: str | None = None) -> None:
         """Write new part tables, append the catalog row, drop the old tables."""
         self._create_catalog()
         old = self._latest().get(name)
+        check_expected(name, old, expect, self.where)
         if old is not None and not replace:
             raise already_exists(name, self.where)
         model_id = new_id()

@@ -59,6 +59,8 @@ NORMALISE = (
     (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z?"), "<TIMESTAMP>"),
     (re.compile(r"\b\d+(\.\d+)? s\b"), "<SECONDS> s"),
     (re.compile(r"\b(sqlnb|duckdb) \d+\.\d+\.\d+[\w.+-]*"), r"\1 <VERSION>"),
+    # another process named in an error (docs/concurrency.md): its PID and program differ per run
+    (re.compile(r"\(PID \d+: \S+"), "(PID <PID>: <PROGRAM>"),
 )
 
 
