@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,31 +25,16 @@ import pytest
 
 import sqlnb
 from support.cli import assert_error, mixed_table, write_parquet
+from support.engines import require_pyspark
 
 pytestmark = pytest.mark.spark
 
 TOL = 1e-9
-ON_CI = bool(os.environ.get("CI"))
 
 #: For the test JVMs only: C1-only JIT and serial GC roughly halve a short session's start
 #: (see tests/support/spark.py), two shuffle partitions for 120 rows, no web UI.
 SUBMIT_ARGS = ('--conf "spark.driver.defaultJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" '
                "--conf spark.sql.shuffle.partitions=2 --conf spark.ui.enabled=false pyspark-shell")
-
-
-def _require_spark() -> None:
-    try:
-        import pyspark  # noqa: F401
-    except ImportError as e:
-        reason = f"pyspark is not installed: {e}"
-    else:
-        java_home = os.environ.get("JAVA_HOME")
-        if (java_home and os.access(Path(java_home, "bin", "java"), os.X_OK)) or shutil.which("java"):
-            return
-        reason = "no Java runtime found (need Java 17+; `bash .ci/install-engines.sh`)"
-    if ON_CI:
-        pytest.fail(f"Spark is not available: {reason} (CI is set: engine tests must run, not skip)", pytrace=False)
-    pytest.skip(f"Spark is not available: {reason}")
 
 
 def spark_cli(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -67,7 +51,7 @@ def runs(tmp_path_factory):
     """Fit, a repeated fit, fit --replace, score, show, models, a failing score, drop and a
     fit into a warehouse that lost its catalog, each in its own process;
     ``{step: CompletedProcess}`` and the paths."""
-    _require_spark()
+    require_pyspark()
     root = tmp_path_factory.mktemp("spark_cli")
     work = root / "work"  # the working directory: the catalog goes to ./spark-warehouse
     work.mkdir()
