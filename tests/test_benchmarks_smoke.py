@@ -10,6 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.slow  # each runs a benchmark script in its own process
+
 
 @pytest.mark.parametrize("shape", ["wide", "mixed", "categorical"])
 def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, shape):

@@ -159,6 +159,7 @@ def _assert_same_statistics(a, b, null_rows=7):
                 np.testing.assert_allclose(a[name][k], b[name][k], rtol=1e-12, atol=1e-12, err_msg=f"{name}.{k}")
 
 
+@pytest.mark.slow  # 300 columns through the per-term query too: 30-40 s
 def test_the_long_statistics_equal_the_one_pass_query(monkeypatch):
     """From WIDE_MIN Gaussian and Bernoulli columns DuckDB aggregates them in the long
     shape (wide.long_statistics_query); the statistics are those of the one-pass query
@@ -269,6 +270,7 @@ def test_screening_in_the_long_shape_leaves_out_the_same_columns(monkeypatch, on
     assert left_out == {"const", "cint", "id32", "allnull"} | (set() if only_exact else {"idbig", "txt"})
 
 
+@pytest.mark.slow  # 300 columns through the per-term query too: 30-40 s
 def test_the_exact_second_pass_in_the_long_shape(monkeypatch):
     """Columns constant in a class (indicators present in one class only) lose every digit
     of their M2 in the shifted sums and are summed again around the class means; from
