@@ -7,6 +7,36 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+# In CI (support.ci.in_ci) every skip is a failure: the two hooks turn skipped test and
+# collection reports into failed ones.
+from support.ci import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401
+
+
+#: Slow by what they start: a JVM (10-30 s, then seconds a query) or a PostgreSQL server.
+SLOW_MARKERS = ("spark", "postgres")
+#: Slow as whole files that tests/conftest.py marks because their owners' helpers keep them
+#: (the doc sessions run the documented CLI end to end: cli.md's demo and adult sessions took
+#: ~100 s each in the durations of a full run).
+SLOW_FILES = ("test_docs.py", "test_docs_postgres.py")
+
+
+def _is_property_test(item) -> bool:
+    """A hypothesis test: its example budget is set for CI (issue 33: 50-200 examples)."""
+    from hypothesis import is_hypothesis_test
+    return is_hypothesis_test(getattr(item, "obj", None))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    """``slow`` (left out by ``pytest -m "not slow"``, the inner loop) also marks every
+    ``spark`` and ``postgres`` test, every hypothesis property test and the SLOW_FILES;
+    other slow tests carry the mark in their own file."""
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            continue
+        if (any(item.get_closest_marker(m) is not None for m in SLOW_MARKERS)
+                or item.path.name in SLOW_FILES or _is_property_test(item)):
+            item.add_marker(pytest.mark.slow)
 
 
 def frame(X, y=None, w=None, prefix="x") -> pa.Table:

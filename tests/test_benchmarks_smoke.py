@@ -10,6 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.slow  # each runs a benchmark script in its own process
+
 
 @pytest.mark.parametrize("shape", ["wide", "mixed", "categorical"])
 def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, shape):
@@ -99,3 +101,13 @@ def test_wide_columns_benchmark_runs_at_a_tiny_size():
         assert len(rows) == 2, out.stdout
         for line in rows:
             assert float(line.strip("|").split("|")[-1]) < 1e-9, line
+
+
+def test_row_order_benchmark_runs_at_a_tiny_size():
+    """benchmarks/row_order_2m.py (the 2,000,000-row reproductions moved out of the suite) at
+    20,000 rows: every check holds and the table has its three runs."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "row_order_2m.py"), "--rows", "20000"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rows = [line for line in out.stdout.splitlines() if line.startswith(("| bare", "| tight"))]
+    assert len(rows) == 3 and all(line.rstrip().endswith("| True |") for line in rows), out.stdout

@@ -300,6 +300,7 @@ def _same(model, got: pa.Table, want: pa.Table, where: str) -> None:
                                    rtol=0, atol=TOL, err_msg=f"{where}: {col}")
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_exported_sql_runs_in_sqlite(duck):
     for name, model, data in _calibrated_models(duck):
         db = sqlite_connection()
@@ -341,6 +342,7 @@ def test_exported_sql_runs_in_spark(duck):
 
 
 # -- the command line, as separate processes ---------------------------------------------------
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_cli_workflow(tmp_path):
     import pyarrow.parquet as pq
     pq.write_table(BINARY.filter(pa.compute.equal(pa.compute.bit_wise_and(BINARY["id"], 1), 0)),

@@ -30,6 +30,8 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "calibration.md"
 START, END = "<!-- calibration-figures:start -->", "<!-- calibration-figures:end -->"
 BINS = 15
 
+pytestmark = [pytest.mark.slow, pytest.mark.shared_data]  # fits on adult: ~110 s under load
+
 
 def expected_calibration_error(proba: np.ndarray, truth: np.ndarray, bins: int = BINS) -> float:
     """ECE over the top-class probability: ``bins`` equal-width bins of [0, 1] (bin i holds

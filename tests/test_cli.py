@@ -660,6 +660,7 @@ def test_column_lists_quote_names_with_commas(tmp_path):
 
 # -- demo ------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_demo_is_deterministic_and_keeps_files_on_request(tmp_path):
     first = invoke("demo", "--dir", tmp_path / "d", "--rows", "600", "--seed", "7")
     assert first.exit_code == 0, first.stderr

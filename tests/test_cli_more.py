@@ -26,9 +26,6 @@ from sqlnb.workflows import export
 from sqlnb.source import resolve
 from support.cli import assert_error, invoke, mixed_table, snapshot, write_parquet
 
-ON_CI = bool(os.environ.get("CI"))
-
-
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     """train/test Parquet (no NULLs: LDA, QDA and logistic need complete rows), a naive
@@ -341,14 +338,8 @@ def test_engine_option_errors(tmp_path, base, args, fragment):
 def pg_dsn(base):
     """A throw-away PostgreSQL server with the train/test tables (skipped without one,
     a failure on CI, as in test_engines.py)."""
-    from support.postgres import postgres_server
-    try:
-        cm = postgres_server()
-        dsn = cm.__enter__()
-    except Exception as e:  # binaries missing or server failing to start
-        if ON_CI:
-            pytest.fail(f"PostgreSQL is not available: {e} (CI is set: engine tests must run)", pytrace=False)
-        pytest.skip(f"PostgreSQL is not available: {e}")
+    from support.engines import start_postgres
+    cm, dsn = start_postgres()
     try:
         engine = sqlnb.engines.connect("postgres", dsn=dsn)
         for name in ("train", "test"):
@@ -359,6 +350,7 @@ def pg_dsn(base):
         cm.__exit__(None, None, None)
 
 
+@pytest.mark.postgres
 def test_postgres_fit_score_show_evaluate(pg_dsn, base, tmp_path):
     from sqlnb.workflows.evaluate import evaluate
 
@@ -382,6 +374,7 @@ def test_postgres_fit_score_show_evaluate(pg_dsn, base, tmp_path):
     assert abs(ev["log_loss"] - here.log_loss) < 1e-9
 
 
+@pytest.mark.postgres
 def test_postgres_bad_input(pg_dsn, base, tmp_path):
     pg = ["--engine", "postgres", "--dsn", pg_dsn]
     before = snapshot(tmp_path)
@@ -397,6 +390,7 @@ def test_postgres_bad_input(pg_dsn, base, tmp_path):
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.postgres
 def test_postgres_score_into_a_table(pg_dsn):
     pg = ["--engine", "postgres", "--dsn", pg_dsn]
     assert invoke(*pg, "fit", "train", "-y", "y", "--exclude", "id", "--model", "tbl").exit_code == 0
@@ -415,6 +409,7 @@ def test_postgres_score_into_a_table(pg_dsn):
         engine.close()
 
 
+@pytest.mark.postgres
 def test_postgres_drop(pg_dsn, base):
     pg = ["--engine", "postgres", "--dsn", pg_dsn]
     assert invoke(*pg, "fit", "train", "-y", "y", "--exclude", "id", "--model", "gone").exit_code == 0

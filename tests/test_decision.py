@@ -376,6 +376,7 @@ def _fit(tmp_path, table=None) -> tuple[str, str]:
     return data, model
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_decide_then_score_in_separate_processes(tmp_path):
     data, model = _fit(tmp_path)
     (tmp_path / "costs.csv").write_text("actual,predicted,cost\nyes,no,5\n")

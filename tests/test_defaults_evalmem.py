@@ -41,6 +41,7 @@ def _peak_mib(args: list[str]) -> float:
     return int(done.stdout.split()[-1]) / 1024
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_evaluate_peaks_within_1_3x_score_under_the_defaults(tmp_path):
     """2M rows x 4 DOUBLE, 2 classes, in pyarrow's default row groups (every row a distinct
     score): f6098f3's evaluate peaked at ~1.1 GB, several times score's."""

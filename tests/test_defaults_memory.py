@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import sqlnb
 from sqlnb.engines import as_engine
 from sqlnb.models.naive_bayes import tan
@@ -43,6 +44,7 @@ def run_measured(*args, overrides: dict | None = None) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_a_small_tan_fit_on_bins_peaks_under_300_mb(tmp_path):
     """232 rows x 33 numeric columns, ``--structure tan --bins mdl``: 528 pair grouping sets.
     DuckDB gives each set a hash table of its own (~2.3 MB however few the rows): in one
@@ -86,6 +88,7 @@ def test_pair_counts_split_over_statements_equal_one_scan(monkeypatch):
         assert np.array_equal(cell.counts, other.counts), pair
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_scoring_parquet_with_large_row_groups_fits_the_default_limit(tmp_path):
     """pyarrow writes Parquet in row groups of 1,048,576 rows; DuckDB reads a row group as
     one batch, and its ordered COPY collects a batch whole in each thread before writing

@@ -48,6 +48,7 @@ def categorical_model(tmp_path_factory):
     return d, model
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_cli_score_reads_a_text_value_of_an_integer_category_as_unseen(categorical_model):
     d, model = categorical_model
     # Line 4 holds "x"; line 6 the same size with color missing: the two must score alike.
@@ -63,6 +64,7 @@ def test_cli_score_reads_a_text_value_of_an_integer_category_as_unseen(categoric
     assert ev.exit_code == 0 and '"rows": 5' in ev.stdout, ev.stderr
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_cli_score_unseen_text_past_the_sniffed_rows_and_the_exported_sql(categorical_model):
     """The sniffer reads the first 20,480 rows: "x" after them, in a column it guessed
     BIGINT, is unseen too, in ``score`` and in the SQL ``sql DATA`` exports."""
@@ -105,6 +107,7 @@ def test_cli_non_number_in_a_numeric_column_is_one_line_naming_it(categorical_mo
 
 # -- (b) byte-order marks -----------------------------------------------------------------
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_costs_csv_with_a_byte_order_mark(categorical_model, tmp_path):
     d, model = categorical_model
     plain, marked = tmp_path / "costs.csv", tmp_path / "costs_bom.csv"

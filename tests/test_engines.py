@@ -30,7 +30,7 @@ import pytest
 import sqlnb
 from sqlnb.engines import PostgresEngine, SparkEngine
 from sqlnb.errors import SqlnbNotFound
-from support.engines import unavailable as _unavailable
+from support.engines import NOT_AVAILABLE, start_postgres as _start_postgres, unavailable as _unavailable
 
 TOL = 1e-9
 
@@ -98,12 +98,7 @@ def duck():
 
 @pytest.fixture(scope="session")
 def postgres():
-    from support.postgres import postgres_server
-    try:
-        cm = postgres_server()
-        dsn = cm.__enter__()
-    except Exception as e:  # binaries missing or server failing to start
-        _unavailable("PostgreSQL", e)
+    cm, dsn = _start_postgres()
     try:
         try:
             engine = PostgresEngine(dsn)
@@ -143,20 +138,17 @@ def _spark_starting(request):
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(_start_spark)
         yield future
-        try:
+        if future.exception() is None:
             cm, _ = future.result()
-        except Exception:
-            return
-        cm.__exit__(None, None, None)
+            cm.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="session")
 def spark(_spark_starting):
+    assert _spark_starting is not None, "a test that needs Spark, but no selected test did when the session began"
     try:
-        if _spark_starting is None:
-            raise RuntimeError("not started")
         _, session = _spark_starting.result()
-    except Exception as e:  # pyspark or java missing, or the JVM failing to start
+    except NOT_AVAILABLE as e:  # pyspark or Java missing; a JVM failing to start is an error
         _unavailable("Spark", e)
     return SparkEngine(session)
 

@@ -298,6 +298,7 @@ def test_qda_has_no_explanations(duck):
         model.to_sql("sqlite", explain=1)
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_most_reasons_run_in_sqlite_and_more_are_refused(duck):
     """K = MAX_REASONS makes the longest chain of CTEs: SQLite runs it (nested subqueries
     overflowed its parser from about 20 reasons on) and gives DuckDB's reasons."""

@@ -20,6 +20,8 @@ from support import shared_data as sd
 
 SCRIPT = Path(__file__).resolve().parents[1] / "docs" / "generative_figures.py"
 
+pytestmark = [pytest.mark.slow, pytest.mark.shared_data]  # EM and TAN on adult: ~100 s
+
 
 def _script():
     spec = importlib.util.spec_from_file_location("generative_figures", SCRIPT)

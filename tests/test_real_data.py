@@ -19,6 +19,8 @@ import pytest
 import sqlnb
 from support.cli import assert_error, run_process
 
+pytestmark = pytest.mark.slow  # every command a process of its own: 15-30 s a test
+
 
 def sqlnb_cli(*args, **kwargs):
     """``python -m sqlnb ARGS`` in a subprocess."""

@@ -26,6 +26,8 @@ import pytest
 import sqlnb
 from sqlnb.engines import SparkEngine
 
+pytestmark = pytest.mark.spark
+
 KINDS = ["gaussian", "multinomial", "bernoulli", "categorical", "mixed", "lda", "qda", "logistic"]
 
 

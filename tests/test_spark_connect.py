@@ -28,12 +28,12 @@ from sqlglot import exp
 import sqlnb
 from sqlnb.cli import EXIT_USAGE
 from support.cli import assert_error, invoke, mixed_table, run_process, write_parquet
+from support.engines import unavailable
 from support.spark import SparkNotAvailable, connect_server
 
 pytestmark = pytest.mark.spark
 
 TOL = 1e-9
-ON_CI = bool(os.environ.get("CI"))
 #: The Python modules that the subprocesses must import: this checkout's.
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,10 +45,7 @@ def server():
         cm = connect_server()
         url = cm.__enter__()
     except SparkNotAvailable as e:
-        if ON_CI:
-            pytest.fail(f"Spark Connect is not available: {e} (CI is set: engine tests must run, not skip)",
-                        pytrace=False)
-        pytest.skip(f"Spark Connect is not available: {e}")
+        unavailable("Spark Connect", e)
     try:
         import pyspark.sql.connect.session  # noqa: F401  the client: pyspark's [connect] extra
     except ImportError as e:

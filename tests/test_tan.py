@@ -302,6 +302,7 @@ def test_fit_and_score_in_postgres(data):
         _engine_check(engine, model, probabilities(model, "test", con))
 
 
+@pytest.mark.spark  # starts a Spark session
 def test_fit_and_score_in_spark(data):
     from support.engines import spark_engine
     con, train, test = data

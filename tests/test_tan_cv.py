@@ -121,6 +121,7 @@ def test_tan_cv_figures_equal_fold_by_fold_scoring(bins):
         assert abs(r.results[0]["log_loss"][i] - e.log_loss) < 1e-9
 
 
+@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
 def test_selection_step_figures_equal_each_subset_models_own_scoring():
     """A wrapper-selection step over TAN subsets (:func:`sqlnb.workflows.select.subset_figures`)
     scores every candidate's fold models in one terms query, tree children's terms shared

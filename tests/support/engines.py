@@ -12,32 +12,59 @@ from typing import Any, Iterator, Mapping
 
 import pytest
 
-#: On CI (``CI`` set) a missing engine fails the run, so a broken install cannot pass as green.
-ON_CI = bool(os.environ.get("CI"))
+from support.ci import in_ci
+from support.postgres import PostgresNotFound
+from support.spark import SparkNotAvailable, _require_java
+
+#: What "not available" means for an engine test: its Python package is not installed
+#: (ImportError), the PostgreSQL server binaries are not found, pyspark or Java is missing.
+#: Anything else raised while a server or session starts (initdb failing, a JVM that dies, a
+#: bug in these helpers) is an error of the test, never a skip.
+NOT_AVAILABLE = (ImportError, PostgresNotFound, SparkNotAvailable)
 
 
 def unavailable(what: str, err: BaseException):
-    """Skip the test, saying why (``what`` is not available: ``err``); fail it on CI."""
+    """Skip the test, saying why (``what`` is not available: ``err``); fail it in CI
+    (:func:`support.ci.in_ci`; tests/conftest.py fails any other skip there too)."""
     msg = f"{what} is not available: {err}"
-    if ON_CI:
-        pytest.fail(f"{msg} (CI is set: engine tests must run, not skip)", pytrace=False)
+    if in_ci():
+        pytest.fail(f"{msg} (in CI engine tests must run, not skip)", pytrace=False)
     pytest.skip(msg)
+
+
+def start_postgres(tcp: bool = False):
+    """Enter :func:`support.postgres.postgres_server`: ``(cm, dsn)``, the caller leaves
+    ``cm``. Skipped (failed in CI) only when the server binaries are missing."""
+    from support.postgres import postgres_server
+    cm = postgres_server(tcp=tcp)
+    try:
+        dsn = cm.__enter__()
+    except NOT_AVAILABLE as e:
+        unavailable("PostgreSQL", e)
+    return cm, dsn
+
+
+def require_pyspark() -> None:
+    """Skip (fail in CI) unless pyspark is importable and a Java runtime is found."""
+    try:
+        import pyspark  # noqa: F401
+        _require_java()
+    except NOT_AVAILABLE as e:
+        unavailable("Spark", e)
 
 
 @contextlib.contextmanager
 def postgres_engine(tables: Mapping[str, Any]) -> Iterator[Any]:
     """A :class:`~sqlnb.engines.PostgresEngine` on a throw-away server holding ``tables``
-    (name -> Arrow table), with its DSN as ``engine.dsn``; skipped (or failed on CI)
-    when no server can start."""
+    (name -> Arrow table), with its DSN as ``engine.dsn``; skipped (or failed in CI)
+    when the server binaries or psycopg are missing."""
     from sqlnb.engines import PostgresEngine
-    from support.postgres import postgres_server
+    cm, dsn = start_postgres()
     try:
-        cm = postgres_server()
-        dsn = cm.__enter__()
-    except Exception as e:  # binaries missing, or the server failing to start
-        unavailable("PostgreSQL", e)
-    try:
-        engine = PostgresEngine(dsn)
+        try:
+            engine = PostgresEngine(dsn)
+        except ImportError as e:
+            unavailable("psycopg", e)
         for name, table in tables.items():
             engine.write_table(name, table)
         engine.dsn = dsn
@@ -51,19 +78,23 @@ def postgres_engine(tables: Mapping[str, Any]) -> Iterator[Any]:
 def spark_engine(tables: Mapping[str, Any]) -> Iterator[Any]:
     """A :class:`~sqlnb.engines.SparkEngine` on a local session (or the one this process
     already runs, started by another module in another thread: used, not stopped here; one
-    SparkContext per process), with ``tables`` as temporary views."""
+    SparkContext per process), with ``tables`` as temporary views. Skipped (failed in CI)
+    when pyspark or Java is missing; a JVM that fails to start is an error."""
     from sqlnb.engines import SparkEngine
     try:
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
-        if SparkContext._active_spark_context is None:
-            from support.spark import spark_session
-            cm = spark_session()
-            session = cm.__enter__()
-        else:
-            cm, session = None, SparkSession.builder.getOrCreate()
-    except Exception as e:  # pyspark or Java missing, the JVM failing to start
+    except ImportError as e:
         unavailable("Spark", e)
+    if SparkContext._active_spark_context is None:
+        from support.spark import spark_session
+        cm = spark_session()
+        try:
+            session = cm.__enter__()
+        except NOT_AVAILABLE as e:
+            unavailable("Spark", e)
+    else:
+        cm, session = None, SparkSession.builder.getOrCreate()
     try:
         for name, table in tables.items():
             session.createDataFrame(table).createOrReplaceTempView(name)

@@ -34,7 +34,6 @@ Parsing conventions (all in SQL):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,6 +43,8 @@ import duckdb
 import numpy as np
 import pytest
 from sqlglot import exp
+
+from support.ci import in_ci
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO_ROOT.parent / "shared" / "data"
@@ -194,10 +195,6 @@ MISSING = "?"  # the token the UCI files use for a missing / "neither" value
 # ----------------------------------------------------------------------------------------------
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def shared_data_available(*names: str) -> bool:
     """True when DATA_DIR holds the files of the named datasets (of all, when none named)."""
     wanted = names or DATASETS
@@ -223,7 +220,7 @@ def require_shared_data(*names: str) -> Path:
             f"../shared/data not found: {DATA_DIR} (missing {', '.join(missing)}); "
             "the real UCI datasets live outside the repository, see ../shared/data/README.md"
         )
-        if _in_ci():
+        if in_ci():
             pytest.fail(f"CI is set but the shared data is missing -- {reason}", pytrace=False)
         pytest.skip(reason)
     return DATA_DIR

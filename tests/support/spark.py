@@ -101,8 +101,10 @@ def connect_server(cores: int = 2, timeout: float = 240.0) -> Iterator[str]:
     Raises
     ------
     SparkNotAvailable
-        If pyspark, its Connect server class or a Java runtime is missing, or the server
-        does not listen within ``timeout`` seconds (the message ends with its log).
+        If pyspark, its Connect server class or a Java runtime is missing.
+    RuntimeError
+        If the server exits or does not listen within ``timeout`` seconds (the message
+        ends with its log): an error of the test, not a reason to skip it.
     """
     try:
         import pyspark
@@ -147,7 +149,8 @@ def connect_server(cores: int = 2, timeout: float = 240.0) -> Iterator[str]:
         while True:
             if server.poll() is not None or time.monotonic() > deadline:
                 tail = (tmp / "server.log").read_text(errors="replace")[-2000:]
-                raise SparkNotAvailable(f"the Spark Connect server did not start (exit {server.returncode}):\n{tail}")
+                # Not "not available": pyspark, its jar and Java are there, the server failed.
+                raise RuntimeError(f"the Spark Connect server did not start (exit {server.returncode}):\n{tail}")
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
