@@ -71,8 +71,8 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError
-from sqlnb.models.dense import (LIST_MIN, DenseModel, check_labels, complete, guarded, linear_class_score,
-                                linear_feature_terms, linear_list_score, list_dot, listed, null_feature_error,
+from sqlnb.models.dense import (LIST_MIN, DenseModel, check_labels, complete, linear_class_score,
+                                linear_feature_terms, linear_list_score, list_dot, list_guard, listed, null_feature_error,
                                 unsummable_error, value)
 from sqlnb.models.finish import ClassScore
 from sqlnb.models.priors import own_prior, priors_from_json, priors_to_json, resolve_priors
@@ -589,8 +589,9 @@ class QDA(_Discriminant):
             constant = sql.dbl(float(f["constant"][k]))
             quad = exp.Mul(this=sql.dbl(-0.5), expression=sql.paren(sql.add([q.copy() for q in squares])))
             terms = [constant.copy()] + [exp.Mul(this=sql.dbl(-0.5), expression=q) for q in squares]
-            scores.append(ClassScore(tuple(terms), guard=complete(self.features),
-                                     whole=guarded(self.features, exp.Add(this=constant, expression=quad))))
+            guard = list_guard() if lists else complete(self.features)
+            whole = exp.Case(ifs=[exp.If(this=guard.copy(), true=exp.Add(this=constant, expression=quad))])
+            scores.append(ClassScore(tuple(terms), guard=guard, whole=whole))
         return scores
 
 
