@@ -27,9 +27,11 @@ and each linear form is one ``list_dot_product(v, w)`` with ``w`` a packed liter
 ``z_m = v·W_m − W_m·(μ_k − r)``. ``r`` is the model's centre (the training mean; for QDA
 the mean of the class means), so the numbers keep the size of the per-term shape's
 ``x − μ`` and the scores its digits (tests compare with scikit-learn to 1e-9). A row
-that cannot be scored is still NULL by the guard, :func:`complete` computed once per row
-in the prelude (the dot products run only on complete rows): written into every class
-score of every fold model, the guard of 104 columns was most of a cross-validation's
+that cannot be scored is still NULL: each class score is guarded by the prelude's
+``sqlnb_complete``, :func:`complete` tested once per row. A NULL value is listed as 0
+(``COALESCE``): DuckDB's ``list_dot_product`` refuses a list holding a NULL, even on a
+row that a CASE leaves out (and even when the whole list is a CASE's NULL). Written into every class score of
+every fold model, the complete-row test of 104 columns was most of a cross-validation's
 pooled query (1,040 copies; 64 MB and 2 s of DuckDB's planning alone). Other dialects keep the per-term shape (no list functions there).
 """
 
@@ -167,8 +169,9 @@ def listed(features: Mapping[str, str], dialect: str | None, dot: bool | None = 
 
 
 def differences(features: Mapping[str, str], reference: np.ndarray) -> exp.Array:
-    """``[x_1 − r_1, …]``: the prelude's list (each column written once, no CASE)."""
-    return exp.Array(expressions=[exp.Sub(this=value(n, t), expression=sql.dbl(float(r)))
+    """``[COALESCE(x_1 − r_1, 0), …]``: the prelude's list (each column written once)."""
+    return exp.Array(expressions=[exp.Coalesce(this=exp.Sub(this=value(n, t), expression=sql.dbl(float(r))),
+                                               expressions=[sql.dbl(0.0)])
                                   for (n, t), r in zip(features.items(), reference)])
 
 
@@ -309,12 +312,13 @@ class DenseModel(Model):
 
     def score_prelude(self, input_types: Mapping[str, str] | None = None, dialect: str | None = None,
                       dot: bool | None = None, reference: np.ndarray | None = None) -> list[tuple[str, exp.Expression]]:
-        """The list ``x − r`` (``r`` the model's :meth:`reference` unless given) and the
-        row's :func:`complete` test, in the list shape (:func:`listed`); else none."""
+        """The list ``x − r`` (``r`` the model's :meth:`reference` unless given; NULL read
+        as 0) and the row's :func:`complete` test, in the list shape (:func:`listed`);
+        else none."""
         if not listed(self.features, dialect, dot):
             return []
-        return [(LIST_COLUMN, differences(self.features, self.reference() if reference is None else reference)),
-                (COMPLETE_COLUMN, complete(self.features))]
+        values = differences(self.features, self.reference() if reference is None else reference)
+        return [(LIST_COLUMN, values), (COMPLETE_COLUMN, complete(self.features))]
 
     def _class_table(self, **columns) -> Any:
         """The ``classes`` part: class index, typed label and any per-class columns."""
