@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from sqlglot import exp
 
-from sqlnb.models.dense import DenseModel, linear_class_score, linear_feature_terms
+from sqlnb.models.dense import DenseModel, linear_class_score, linear_feature_terms, linear_list_score, listed
 from sqlnb.errors import SqlnbError
 from sqlnb.models.finish import ClassScore
 from sqlnb.store import register_kind
@@ -336,7 +336,17 @@ class Logistic(DenseModel):
         return (f"Logistic(label={self.label!r}, classes={self.classes!r}, features={len(self.features)}, "
                 f"rows={int(self.class_n.sum())}, C={self.C!r}, standardize={self.standardize!r})")
 
-    def class_terms(self, input_types=None, dialect=None) -> list[ClassScore]:
+    def reference(self) -> np.ndarray:
+        return self.centre
+
+    def class_terms(self, input_types=None, dialect=None, dot: bool | None = None,
+                    reference: np.ndarray | None = None) -> list[ClassScore]:
+        """``(x − m)·a_k + c_k``: a term per feature, or in the list shape
+        (:mod:`sqlnb.models.dense`) one dot product over the prelude's ``x − r``."""
+        if listed(self.features, dialect, dot):
+            r = self.centre if reference is None else reference
+            return [linear_list_score(self.features, r, self.centre, self.coef[k], self.intercept[k])
+                    for k in range(len(self.classes))]
         return [linear_class_score(self.features, self.centre, self.coef[k], self.intercept[k])
                 for k in range(len(self.classes))]
 
