@@ -1,0 +1,140 @@
+"""The exact one-vs-rest ROC AUC and average precision sums of ``evaluate`` on DuckDB,
+from the ranked rows' scores sorted in numpy.
+
+On DuckDB, :func:`sqlnb.workflows.evaluate.evaluate` reads the scored rows once, in one
+statement whose result streams, as Arrow batches, the confusion cells and calibration bins
+(a few rows) and per ranked row its class index ``k`` and its one-vs-rest scores
+(:func:`sqlnb.workflows.evaluate.stream_query`). :class:`RankSums` keeps, per class
+``c``, the scores of the rows of class ``c`` (``pos``) and of the others (``neg``), sorts
+each and, per row of class ``c`` with score ``v``, counts by binary search::
+
+    lt, le   rows of another class scored < v, ≤ v     (searchsorted left, right in neg)
+    fge      N − lt                                    (another class, scored ≥ v)
+    tps      P − #(pos < v)                            (class c, scored ≥ v, v's ties included)
+    a_c      Σ (le + lt) − P·N  = Σ (fle − fge)         (fle = le: another class, scored ≤ v)
+    q_c      Σ tps / (tps + fge)
+
+the sums :func:`sqlnb.workflows.ranking.rank_figures` turns into ``AUC_c = (P·N + a_c) /
+(2·P·N)`` and ``AP_c = q_c / P`` (the derivation is in :mod:`sqlnb.workflows.ranking`).
+``a_c`` is an integer (exact); ``q_c`` a sum of P ratios, in numpy's pairwise order.
+
+Why not in SQL: windows over the rows sorted by score (RANGE frames for the ties) cost
+DuckDB 2–3x ``score``'s CPU time on 10M rows (a sort that spills under evaluate's small
+memory limit, then segment trees per window), and a group per distinct score ~1.2 GB;
+two float64 sorts and three binary searches per class cost numpy ~1.2 s per 10M rows
+(benchmarks/README.md, "Default memory"). PostgreSQL and Spark keep the in-database shape.
+
+Ties: numpy sorts and searches with one order (NaN last, equal to itself; −0.0 = 0.0), so
+rows of equal score are peers as in the SQL windows and scikit-learn's ``roc_auc_score`` /
+``average_precision_score``.
+
+Two classes: only ``s1`` is streamed. ``s0 = −s1`` exactly (IEEE subtraction is
+antisymmetric), so class 0's positives are class 1's negatives ranked in reverse: the pair
+count of its AUC is class 1's (``a_0 = a_1``, with ``P_0·N_0 = P_1·N_1``) and its AP terms
+take the counts ≤ instead of ≥.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+#: Positives per binary-search step (bounds the int64 temporaries to a few MB each).
+CHUNK = 1 << 20
+
+
+def streamed_classes(K: int) -> list[int]:
+    """The classes whose score is streamed: class 1 for two classes (class 0's is its
+    negation), every class otherwise."""
+    return [1] if K == 2 else list(range(K))
+
+
+class RankSums:
+    """Collects the ranked rows' scores batch by batch and returns ``a<c>`` and ``q<c>``
+    per class (module docstring).
+
+    Each batch is split at once into per-class positives and negatives (copies of the
+    score column), so no batch is kept: per streamed class, 8 bytes per ranked row.
+    """
+
+    def __init__(self, K: int):
+        self.K = K
+        self.parts: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {
+            c: ([], []) for c in streamed_classes(K)}
+
+    def add(self, k: np.ndarray, scores: dict[int, np.ndarray]) -> None:
+        """One batch of ranked rows: ``k`` their class index, ``scores[c]`` their score_c."""
+        for c, (pos, neg) in self.parts.items():
+            own = k == c
+            pos.append(scores[c][own])
+            neg.append(scores[c][~own])
+
+    def sums(self) -> dict[str, float]:
+        """``{"a<c>": …, "q<c>": …}`` for every class (the parts are consumed)."""
+        out: dict[str, float] = {}
+        for c, (pos_parts, neg_parts) in self.parts.items():
+            pos, neg = _joined(pos_parts), _joined(neg_parts)
+            pos.sort()
+            neg.sort()
+            out[f"a{c}"], out[f"q{c}"] = _descending(pos, neg)
+            if self.K == 2:  # class 0: rows of class 0 are neg, ranked by −s1
+                out["a0"], out["q0"] = out[f"a{c}"], _ascending_q(neg, pos)
+        return out
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts in one array, each part released once copied (a part's worth of extra memory)."""
+    out = np.empty(sum(len(p) for p in parts), dtype=np.float64)
+    at = 0
+    while parts:
+        p = parts.pop(0)
+        out[at:at + len(p)] = p
+        at += len(p)
+    return out
+
+
+def _descending(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
+    """``(a, q)`` of the rows ``pos`` against ``neg`` (both sorted ascending), ranked by
+    decreasing score."""
+    P, N = len(pos), len(neg)
+    pairs, q = 0, 0.0
+    for i in range(0, P, CHUNK):
+        v = pos[i:i + CHUNK]
+        lt = np.searchsorted(neg, v, "left")
+        pairs += int(lt.sum(dtype=np.int64)) + int(np.searchsorted(neg, v, "right").sum(dtype=np.int64))
+        tps = P - np.searchsorted(pos, v, "left")
+        q += float(np.sum(tps / (tps + (N - lt))))
+    return float(pairs - P * N), q
+
+
+def _ascending_q(pos: np.ndarray, neg: np.ndarray) -> float:
+    """``q`` of the rows ``pos`` against ``neg`` (both sorted ascending), ranked by
+    increasing score: per row, tps = #(pos ≤ v) and fge = #(neg ≤ v)."""
+    q = 0.0
+    for i in range(0, len(pos), CHUNK):
+        v = pos[i:i + CHUNK]
+        tps = np.searchsorted(pos, v, "right")
+        q += float(np.sum(tps / (tps + np.searchsorted(neg, v, "right"))))
+    return q
+
+
+def read_stream(batches: Iterable, K: int, part: str = "part") -> tuple[list, dict[str, float]]:
+    """Split the Arrow ``batches`` of :func:`sqlnb.workflows.evaluate.stream_query` into
+    its grouped rows (``part`` not NULL: the confusion cells and calibration bins, as
+    record batches) and the ranking sums of its ranked rows (``part`` NULL; ``k`` and
+    ``s<c>`` per :func:`streamed_classes`)."""
+    import pyarrow.compute as pc
+
+    sums = RankSums(K)
+    grouped = []
+    names = [f"s{c}" for c in streamed_classes(K)]
+    for batch in batches:
+        marked = batch.column(part)
+        if marked.null_count < len(batch):
+            grouped.append(batch.filter(marked.is_valid()))
+            batch = batch.filter(pc.is_null(marked))
+        if len(batch):
+            k = batch.column("k").to_numpy()
+            sums.add(k, {c: batch.column(n).to_numpy() for c, n in zip(streamed_classes(K), names)})
+    return grouped, sums.sums()
