@@ -337,29 +337,18 @@ def metric_rows(label: str, classes: Sequence, label_type: str) -> exp.Select:
 
 
 def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
-    """Every figure of an :class:`Evaluation` in one statement that reads the scored rows
-    once, each step reading the one before it once (PostgreSQL and Spark; DuckDB: below).
-    Only the last step's rows — one per confusion cell and calibration bin — come back::
+    """Every figure of an :class:`Evaluation` in one statement, each step reading the one
+    before it once (PostgreSQL, Spark; DuckDB: :func:`stream_query`, :func:`figures_query`)::
 
-        rows    per scored row: k (index of the label among the classes; NULL for a label
-                that is no class, or none), y (such a label), p (the prediction), the log
-                loss and Brier terms, the confidence, bin and hit of the calibration, and
-                per class c its one-vs-rest score s<c> (:mod:`sqlnb.workflows.ranking`)
-        groups  one aggregate, GROUPING SETS ((k, y, p), (bin), (s0), …, (s<K−1>)): the
-                confusion cells (n rows, m with probabilities, sums of the terms), the
-                calibration bins and a group per class and distinct score
-        ranked  per class, windows over its score groups in decreasing score
+        rows    per scored row: k (the label's index among the classes; NULL: no class),
+                y (such a label), p (the prediction), the log loss and Brier terms, the
+                calibration's confidence, bin and hit, per class c its score s<c>
+        groups  GROUPING SETS ((k, y, p), (bin), (s0), …): the confusion cells (n rows, m
+                with probabilities, term sums), the calibration bins, a group per class
+                and distinct score (on DuckDB ~1.2 GB for 10M rows)
+        ranked  per class, windows over its score groups (partitioned by class)
         cells   the cells and bins pass through; a class's score groups fold into one row
-        agg     every summary count as a SUM over all rows, next to each row
-
-    The windows are partitioned by class (on Spark a task per class, in an executor's
-    memory, which spills). Spark inlines a CTE at every reference; ``rows`` is read once.
-
-    DuckDB (:func:`evaluate`) runs two statements instead: :func:`stream_query` (the
-    cells and bins, and the ranked rows' scores, whose AUC and AP sums numpy computes:
-    :mod:`sqlnb.workflows.ranksort`), then :func:`figures_query` over its cells. The
-    group per distinct score held ~1.2 GB for 10M rows there, and windows over the sorted
-    rows cost 2–3x ``score``'s time (benchmarks/README.md, "Default memory").
+        agg     every summary count as a SUM over all rows, next to each row (returned)
     """
     K = len(classes)
     cells = _grouped_cells(K, [sql.col(c) for c in ("k", "y", "p")], _cell_sums())
@@ -381,24 +370,20 @@ STREAM_CELLS = ("part", "k", "y", "p", "bin", "n", "m", "loss", "brier", "conf",
 
 
 def stream_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
-    """DuckDB's first statement of :func:`evaluate`: one read of the scored rows, whose
-    result is the grouped rows — GROUPING SETS ((k, y, p), (bin)): the confusion cells and
-    calibration bins, :data:`STREAM_CELLS` — and, after or among them, one row per ranked
-    row with ``part`` NULL, its ``k`` and its scores ``s<c>`` (those of
-    :func:`sqlnb.workflows.ranksort.streamed_classes`), for numpy to rank. No sort and no
-    group per score: DuckDB streams, under a small memory limit."""
+    """DuckDB's first statement of :func:`evaluate`, one read of the scored rows: the rows
+    of GROUPING SETS ((k, y, p), (bin)) (:data:`STREAM_CELLS`), and per ranked row (``part``
+    NULL) its ``k`` and scores ``s<c>`` (:func:`~sqlnb.workflows.ranksort.streamed_classes`)
+    for numpy to rank. No sort, no group per score: it streams under a small memory limit."""
     K = len(classes)
     names = [f"s{c}" for c in ranksort.streamed_classes(K)]
-    sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=[sql.col(c) for c in ("k", "y", "p")]),
-                                         exp.Tuple(expressions=[sql.col("bin")])])
-    grouped = (exp.select(*[sql.col(c) for c in ("k", "y", "p")], *_cell_sums(), *ranking.cell_columns())
-               .from_(sql.table(ROWS)).group_by(sets))
+    keys = [sql.col(c) for c in ("k", "y", "p")]
+    sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=keys), exp.Tuple(expressions=[sql.col("bin")])])
+    grouped = exp.select(*[c.copy() for c in keys], *_cell_sums(), *ranking.cell_columns()).from_(sql.table(ROWS))
     cells = exp.select(*[sql.col(c) for c in STREAM_CELLS],
                        *[exp.alias_(exp.cast(exp.null(), "DOUBLE"), n, quoted=True) for n in names]
-                       ).from_(_from(grouped, "cells"))
-    ranked = (exp.select(*[sql.col("k") if c == "k" else exp.null() for c in STREAM_CELLS],
-                         *[sql.col(n) for n in names])
-              .from_(sql.table(ROWS)).where(_not_null(sql.col(names[0]))))
+                       ).from_(_from(grouped.group_by(sets), "cells"))
+    ranked = exp.select(*[sql.col("k") if c == "k" else exp.null() for c in STREAM_CELLS], *[sql.col(n) for n in names]
+                        ).from_(sql.table(ROWS)).where(_not_null(sql.col(names[0])))
     return over_scored(exp.union(cells, ranked, distinct=False), scoring,
                        [(ROWS, metric_rows(label, classes, label_type))])
 
@@ -592,8 +577,11 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels
     check_labels(labels)
     engine, label, scored = scoring_for_metrics(model, data, con, label)
     classes = list(model.classes)
-    run = _on_duckdb if engine.dialect == "duckdb" else _in_one_statement
-    cells = run(engine, label, classes, model.label_type, scored)
+    if engine.dialect == "duckdb":
+        cells = _on_duckdb(engine, label, classes, model.label_type, scored)
+    else:
+        query = metrics_query(label, classes, model.label_type, scored)
+        cells = [dict(zip([e.alias_or_name for e in query.expressions], r)) for r in engine.execute(query)]
     row = cells[0]  # every row carries the totals (one row, all NULL, when there are no rows)
     per_class = [ClassMetrics(c, float(row[f"precision{k}"]), float(row[f"recall{k}"]), float(row[f"f1_{k}"]),
                               int(row[f"support{k}"]), int(row[f"predicted{k}"]),
@@ -626,27 +614,14 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels
         ece=_num(row["ece"]), reliability=ranking.reliability(bins), labels=labels, **averages)
 
 
-#: Rows per Arrow batch of :func:`stream_query` (~13 columns: a few MB a batch).
-STREAM_BATCH = 1 << 16
-
-
-def _in_one_statement(engine, label: str, classes: list, label_type: str, scored: exp.Select) -> list[dict]:
-    """The rows of :func:`metrics_query` on ``engine``, as dicts."""
-    query = metrics_query(label, classes, label_type, scored)
-    names = [e.alias_or_name for e in query.expressions]
-    return [dict(zip(names, r)) for r in engine.execute(query)]
-
-
 def _on_duckdb(engine, label: str, classes: list, label_type: str, scored: exp.Select) -> list[dict]:
     """The rows of :func:`figures_query` over :func:`stream_query`'s grouped rows (a view of
     ``engine``'s connection while it runs) and the ranking sums of its ranked rows
     (:func:`sqlnb.workflows.ranksort.read_stream`), as dicts."""
-    import pyarrow as pa
-
-    reader = engine.relation(stream_query(label, classes, label_type, scored)).to_arrow_reader(STREAM_BATCH)
+    reader = engine.relation(stream_query(label, classes, label_type, scored)).to_arrow_reader(ranksort.BATCH)
     grouped, sums = ranksort.read_stream(reader, len(classes))
     name = f"sqlnb_cells_{id(grouped):x}"
-    engine.con.register(name, pa.Table.from_batches(grouped, schema=reader.schema))
+    engine.con.register(name, grouped)
     try:
         query = figures_query(label, classes, label_type, sql.table(name), sums)
         names = [e.alias_or_name for e in query.expressions]

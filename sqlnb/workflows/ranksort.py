@@ -36,12 +36,12 @@ take the counts ≤ instead of ≥.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import numpy as np
 
 #: Positives per binary-search step (bounds the int64 temporaries to a few MB each).
 CHUNK = 1 << 20
+#: Rows per Arrow batch of the streamed statement (~13 columns: a few MB a batch).
+BATCH = 1 << 16
 
 
 def streamed_classes(K: int) -> list[int]:
@@ -119,17 +119,18 @@ def _ascending_q(pos: np.ndarray, neg: np.ndarray) -> float:
     return q
 
 
-def read_stream(batches: Iterable, K: int, part: str = "part") -> tuple[list, dict[str, float]]:
-    """Split the Arrow ``batches`` of :func:`sqlnb.workflows.evaluate.stream_query` into
-    its grouped rows (``part`` not NULL: the confusion cells and calibration bins, as
-    record batches) and the ranking sums of its ranked rows (``part`` NULL; ``k`` and
-    ``s<c>`` per :func:`streamed_classes`)."""
+def read_stream(reader, K: int, part: str = "part") -> tuple:
+    """Split the Arrow batches of ``reader`` (of :func:`sqlnb.workflows.evaluate.stream_query`)
+    into its grouped rows (``part`` not NULL: the confusion cells and calibration bins, an
+    Arrow table) and the ranking sums of its ranked rows (``part`` NULL; ``k`` and ``s<c>``
+    per :func:`streamed_classes`)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     sums = RankSums(K)
     grouped = []
     names = [f"s{c}" for c in streamed_classes(K)]
-    for batch in batches:
+    for batch in reader:
         marked = batch.column(part)
         if marked.null_count < len(batch):
             grouped.append(batch.filter(marked.is_valid()))
@@ -137,4 +138,4 @@ def read_stream(batches: Iterable, K: int, part: str = "part") -> tuple[list, di
         if len(batch):
             k = batch.column("k").to_numpy()
             sums.add(k, {c: batch.column(n).to_numpy() for c, n in zip(streamed_classes(K), names)})
-    return grouped, sums.sums()
+    return pa.Table.from_batches(grouped, schema=reader.schema), sums.sums()
