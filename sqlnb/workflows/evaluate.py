@@ -59,6 +59,7 @@ Two kinds of rows are reported rather than silently dropped:
 from __future__ import annotations
 
 import difflib
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -618,8 +619,10 @@ def _on_duckdb(engine, label: str, classes: list, label_type: str, scored: exp.S
     """The rows of :func:`figures_query` over :func:`stream_query`'s grouped rows (a view of
     ``engine``'s connection while it runs) and the ranking sums of its ranked rows
     (:func:`sqlnb.workflows.ranksort.read_stream`), as dicts."""
+    # The scores wait in files where DuckDB spills (``--temp-directory``), if it exists.
+    spill = engine.execute(exp.select(exp.func("current_setting", exp.Literal.string("temp_directory"))))[0][0]
     reader = engine.relation(stream_query(label, classes, label_type, scored)).to_arrow_reader(ranksort.BATCH)
-    grouped, sums = ranksort.read_stream(reader, len(classes))
+    grouped, sums = ranksort.read_stream(reader, len(classes), spill if os.path.isdir(spill or "") else None)
     name = f"sqlnb_cells_{id(grouped):x}"
     engine.con.register(name, grouped)
     try:
