@@ -366,33 +366,29 @@ def _cell_sums() -> list[exp.Expression]:
             exp.alias_(exp.Sum(this=sql.col("brier")), "brier", quoted=True)]
 
 
-#: The columns of the grouped rows of :func:`stream_query` (then :func:`figures_query`'s ``cells``).
-STREAM_CELLS = ("part", "k", "y", "p", "bin", "n", "m", "loss", "brier", "conf", "hits")
+#: The per-row columns :func:`stream_query` returns, beside the scores.
+STREAM_ROWS = ("k", "y", "p", "loss", "brier", "conf", "bin", "hit")
 
 
 def stream_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
-    """DuckDB's first statement of :func:`evaluate`, one read of the scored rows: the rows
-    of GROUPING SETS ((k, y, p), (bin)) (:data:`STREAM_CELLS`), and per ranked row (``part``
-    NULL) its ``k`` and scores ``s<c>`` (:func:`~sqlnb.workflows.ranksort.streamed_classes`)
-    for numpy to rank. No sort, no group per score: it streams under a small memory limit."""
-    K = len(classes)
-    names = [f"s{c}" for c in ranksort.streamed_classes(K)]
-    keys = [sql.col(c) for c in ("k", "y", "p")]
-    sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=keys), exp.Tuple(expressions=[sql.col("bin")])])
-    grouped = exp.select(*[c.copy() for c in keys], *_cell_sums(), *ranking.cell_columns()).from_(sql.table(ROWS))
-    cells = exp.select(*[sql.col(c) for c in STREAM_CELLS],
-                       *[exp.alias_(exp.cast(exp.null(), "DOUBLE"), n, quoted=True) for n in names]
-                       ).from_(_from(grouped.group_by(sets), "cells"))
-    ranked = exp.select(*[sql.col("k") if c == "k" else exp.null() for c in STREAM_CELLS], *[sql.col(n) for n in names]
-                        ).from_(sql.table(ROWS)).where(_not_null(sql.col(names[0])))
-    return over_scored(exp.union(cells, ranked, distinct=False), scoring,
-                       [(ROWS, metric_rows(label, classes, label_type))])
+    """DuckDB's first statement of :func:`evaluate`: per scored row, :func:`metric_rows`'
+    :data:`STREAM_ROWS` and the scores ``s<c>`` of
+    :func:`~sqlnb.workflows.ranksort.streamed_classes`, in one pipeline that streams
+    (no sort, no aggregate, no buffered CTE: DuckDB holds little under its memory limit);
+    :func:`sqlnb.workflows.ranksort.read_stream` groups the cells and ranks the rows."""
+    names = [f"s{c}" for c in ranksort.streamed_classes(len(classes))]
+    rows = _from(metric_rows(label, classes, label_type), "rows")
+    query = exp.select(*[sql.col(c) for c in (*STREAM_ROWS, *names)]).from_(rows)
+    query.set("with_", exp.With(expressions=[exp.CTE(this=scoring, alias=exp.TableAlias(this=sql.ident(SCORED)))]))
+    return query
 
 
 def figures_query(label: str, classes: Sequence, label_type: str, cells: exp.Expression,
                   sums: dict[str, float]) -> exp.Select:
     """DuckDB's second statement of :func:`evaluate`: :func:`metrics_query`'s last step over
-    ``cells`` (a table of :func:`stream_query`'s grouped rows) and the ranking ``sums``
+    ``cells`` (a table of the confusion cells and calibration bins, grouped from
+    :func:`stream_query`'s rows: ``part``, ``k``, ``y``, ``p``, ``bin``, ``n``, ``m``,
+    ``loss``, ``brier``, ``conf``, ``hits``) and the ranking ``sums``
     (``a<c>``, ``q<c>``: :class:`sqlnb.workflows.ranksort.RankSums`)."""
     K = len(classes)
     ranks = exp.select(*[exp.alias_(sql.dbl(sums[f"{t}{c}"]), f"{t}{c}", quoted=True)

@@ -130,24 +130,63 @@ def _ascending_q(pos: np.ndarray, neg: np.ndarray) -> float:
     return q
 
 
-def read_stream(reader, K: int, directory: str | None = None, part: str = "part") -> tuple:
-    """Split the Arrow batches of ``reader`` (of :func:`sqlnb.workflows.evaluate.stream_query`)
-    into its grouped rows (``part`` not NULL: the confusion cells and calibration bins, an
-    Arrow table) and the ranking sums of its ranked rows (``part`` NULL; ``k`` and ``s<c>``
-    per :func:`streamed_classes`; their scores in temporary files in ``directory``)."""
+def read_stream(reader, K: int, directory: str | None = None) -> tuple:
+    """The confusion cells and calibration bins (an Arrow table, as GROUPING SETS ((k, y,
+    p), (bin)) would give them: ``part``, ``k``, ``y``, ``p``, ``bin``, ``n`` rows, ``m``
+    with probabilities, the sums ``loss``, ``brier``, ``conf``, ``hits``) and the ranking
+    sums, from the Arrow batches of ``reader`` (:func:`sqlnb.workflows.evaluate.stream_query`;
+    the scores wait in temporary files in ``directory``). Each batch is grouped by pyarrow
+    as it comes, and the batches' groups summed at the end."""
+    import pyarrow as pa
+
+    keys = {CELL_KEYS: [], ("bin",): []}
+    first, aggregates = f"s{streamed_classes(K)[0]}", _aggregates()
+    with RankSums(K, directory) as sums:
+        for batch in reader:
+            table = pa.Table.from_batches([batch])
+            for by, parts in keys.items():
+                parts.append(table.group_by(list(by), use_threads=False).aggregate(aggregates))
+            ranked = batch.column(first)
+            if ranked.null_count:
+                batch = batch.filter(ranked.is_valid())
+            if len(batch):
+                sums.add(batch.column("k").to_numpy(), {c: batch.column(f"s{c}").to_numpy()
+                                                        for c in streamed_classes(K)})
+        figures = sums.sums()
+    cells, bins = (_regrouped(parts, list(by), reader.schema) for by, parts in keys.items())
+    return pa.concat_tables([cells, bins]), figures
+
+
+#: The keys of the confusion cells.
+CELL_KEYS = ("k", "y", "p")
+#: A batch's aggregates per group, named by pyarrow ``<column>_<function>``: n (every row,
+#: counted on ``k``), m (rows with a log loss term), the sums; then summed over the batches.
+AGGREGATES = (("k", "count"), ("loss", "count"), ("loss", "sum"), ("brier", "sum"), ("conf", "sum"), ("hit", "sum"))
+
+
+def _aggregates() -> list:
+    import pyarrow.compute as pc
+    return [(c, f, pc.CountOptions(mode="all")) if (c, f) == ("k", "count") else (c, f) for c, f in AGGREGATES]
+
+
+def _regrouped(parts: list, by: list[str], schema) -> "pa.Table":
+    """The groups of every batch (``parts``) summed into one row per key, in the columns of
+    :func:`read_stream` (``part`` 0 for a cell, 1 for a bin; the other keys NULL)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    grouped = []
-    names = [f"s{c}" for c in streamed_classes(K)]
-    with RankSums(K, directory) as sums:
-        for batch in reader:
-            marked = batch.column(part)
-            if marked.null_count < len(batch):
-                grouped.append(batch.filter(marked.is_valid()))
-                batch = batch.filter(pc.is_null(marked))
-            if len(batch):
-                k = batch.column("k").to_numpy()
-                sums.add(k, {c: batch.column(n).to_numpy() for c, n in zip(streamed_classes(K), names)})
-        figures = sums.sums()
-    return pa.Table.from_batches(grouped, schema=reader.schema), figures
+    if parts:
+        grouped = pa.concat_tables(parts).group_by(by, use_threads=False).aggregate(
+            [(f"{c}_{f}", "sum") for c, f in AGGREGATES])
+    else:
+        grouped = pa.table({**{k: pa.array([], schema.field(k).type) for k in by},
+                            **{f"{c}_{f}_sum": pa.array([], pa.float64()) for c, f in AGGREGATES}})
+    n = len(grouped)
+    column = {name: grouped.column(f"{c}_{f}_sum") for name, (c, f) in
+              zip(("n", "m", "loss", "brier", "conf", "hits"), AGGREGATES)}
+    out = {"part": pa.array([0 if "k" in by else 1] * n, pa.int32())}
+    for key in ("k", "y", "p", "bin"):
+        out[key] = grouped.column(key) if key in by else pa.nulls(n, schema.field(key).type)
+    out |= {"n": pc.cast(column["n"], pa.int64()), "m": pc.cast(column["m"], pa.int64())}
+    out |= {name: pc.cast(column[name], pa.float64()) for name in ("loss", "brier", "conf", "hits")}
+    return pa.table(out)
