@@ -185,7 +185,8 @@ def bound_evaluate(settings: Settings, con: duckdb.DuckDBPyConnection) -> bool:
     """Under the defaults (no ``--memory-limit``), give ``con`` the small memory limit
     :data:`~sqlnb.io.output.EVALUATE_MEMORY_LIMIT` and read Parquet without prefetch (which
     loads a whole row group per thread, 150 MiB for 1M rows x 20 DOUBLE): ``evaluate``'s
-    aggregates and its sort by score spill instead. True when it did so."""
+    statement streams its rows (no sort, no aggregate in DuckDB), so little is held. True
+    when it did so."""
     if settings.memory_limit is not None:
         return False
     _set(con, "memory_limit", output.EVALUATE_MEMORY_LIMIT)

@@ -160,8 +160,8 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
     else:
         with settings.working(), settings.connect() as con:
             # The curves keep a group per class and distinct score (10M rows held 5.4 GB
-            # without a limit; under 1 GB it spills); the figures alone sort the rows by
-            # score and spill under a far smaller limit (benchmarks/README.md).
+            # without a limit; under 1 GB it spills); the figures alone stream the rows and
+            # rank the scores in numpy, under a far smaller limit (benchmarks/README.md).
             small = not curves and bound_evaluate(settings, con)
             if not small:
                 bound_memory(settings, con)

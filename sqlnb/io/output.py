@@ -48,9 +48,9 @@ from sqlnb.io.locations import DbObject, FileOut, StdOut, table_exists
 WRITE_MEMORY_LIMIT = "1GB"
 
 #: DuckDB's memory limit for ``evaluate`` under the defaults (no ``--memory-limit``, no
-#: ``--plots``): its one statement aggregates the rows and sorts them by score, both of
-#: which spill, so a small limit bounds the process at about ``score``'s peak (10M rows x 20
-#: columns: ~350 MiB against score's ~310; benchmarks/README.md, "Default memory").
+#: ``--plots``): its statement streams the per-row terms to pyarrow and numpy (no sort, no
+#: aggregate in DuckDB), so a small limit bounds the process near ``score``'s peak (10M
+#: rows x 20 columns: ~350-370 MiB against score's ~310; benchmarks/README.md, "Default memory").
 EVALUATE_MEMORY_LIMIT = "160MB"
 
 #: The most the ordered COPY may hold in input batches at once, by the estimate of

@@ -59,6 +59,7 @@ Two kinds of rows are reported rather than silently dropped:
 from __future__ import annotations
 
 import difflib
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -73,7 +74,7 @@ from sqlnb.models.decision import DecisionMetrics, decision_metrics, report_line
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.source import read_with
 from sqlnb.stats import _sort_key
-from sqlnb.workflows import ranking
+from sqlnb.workflows import ranking, ranksort
 
 #: Probabilities are clipped to [EPS, 1 − EPS] in the log loss (scikit-learn's rule).
 EPS = float(np.finfo(np.float64).eps)
@@ -336,67 +337,73 @@ def metric_rows(label: str, classes: Sequence, label_type: str) -> exp.Select:
                       *ranking.row_columns(classes, k, t["scored"], correct)).from_(sql.table(SCORED))
 
 
-def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select,
-                  dialect: str = "duckdb") -> exp.Select:
-    """Every figure of an :class:`Evaluation` in one statement that reads the scored rows once.
+def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
+    """Every figure of an :class:`Evaluation` in one statement, each step reading the one
+    before it once (PostgreSQL, Spark; DuckDB: :func:`stream_query`, :func:`figures_query`)::
 
-    The scored rows are read once; their per-row terms (``rows``, a materialised CTE on
-    DuckDB and PostgreSQL) are read by ``cells`` and by ``ranks`` (once per class for more
-    than two classes). Spark inlines a CTE at every reference and may score the rows once
-    per read of ``rows`` there. Only the last step's rows — one per confusion cell and
-    calibration bin — come back::
-
-        rows    per scored row: k (index of the label among the classes; NULL for a label
-                that is no class, or none), y (such a label), p (the prediction), the log
-                loss and Brier terms, the confidence, bin and hit of the calibration, and
-                per class c its one-vs-rest score s<c> (:mod:`sqlnb.workflows.ranking`)
-        cells   one aggregate, GROUPING SETS ((k, y, p), (bin)): the confusion cells (n
-                rows, m with probabilities, sums of the terms) and the calibration bins
-        ranks   one row of sums of per-row AUC and AP terms from windows over the rows in
-                decreasing score, RANGE frames taking in the ties (:func:`sqlnb.workflows.
-                ranking.rank_terms`; more than two classes: the rows stacked once per class,
-                the window partitioned by class)
-        agg     every summary count as a SUM over all rows, next to each row
-
-    No group per class and distinct score is kept (it held ~1.2 GB for 10M rows): the
-    windows sort, and the sort spills, so under the CLI's default 160MB limit evaluate peaks
-    near ``score`` (benchmarks/README.md, "Default memory").
-
-    That shape is DuckDB's (``dialect``). Elsewhere the ranking keeps its group per class and
-    distinct score, each step reading the one before it once::
-
-        groups  one aggregate, GROUPING SETS ((k, y, p), (bin), (s0), …, (s<K−1>))
-        ranked  per class, windows over its score groups in decreasing score
+        rows    per scored row: k (the label's index among the classes; NULL: no class),
+                y (such a label), p (the prediction), the log loss and Brier terms, the
+                calibration's confidence, bin and hit, per class c its score s<c>
+        groups  GROUPING SETS ((k, y, p), (bin), (s0), …): the confusion cells (n rows, m
+                with probabilities, term sums), the calibration bins, a group per class
+                and distinct score (on DuckDB ~1.2 GB for 10M rows)
+        ranked  per class, windows over its score groups (partitioned by class)
         cells   the cells and bins pass through; a class's score groups fold into one row
-
-    Spark inlines a CTE at every reference, so the windowed shape would score the rows once
-    per read, and its unpartitioned window runs in one task; the grouped windows are
-    partitioned by class (a task per class, in an executor's memory, which spills).
+        agg     every summary count as a SUM over all rows, next to each row (returned)
     """
     K = len(classes)
-    lits = _row_terms(label, classes, label_type)["lits"]
-    rows = metric_rows(label, classes, label_type)
-    sums = [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True),
+    cells = _grouped_cells(K, [sql.col(c) for c in ("k", "y", "p")], _cell_sums())
+    query = _summary(label, classes, label_type, cells, [], ("part", "k", "y", "p", "bin", "c"),
+                     ranking.class_figures)
+    return over_scored(query, scoring, [(ROWS, metric_rows(label, classes, label_type))])
+
+
+def _cell_sums() -> list[exp.Expression]:
+    """A confusion cell's ``n`` (rows), ``m`` (rows with probabilities) and term sums."""
+    return [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True),
             exp.alias_(exp.Count(this=sql.col("loss")), "m", quoted=True),
             exp.alias_(exp.Sum(this=sql.col("loss")), "loss", quoted=True),
             exp.alias_(exp.Sum(this=sql.col("brier")), "brier", quoted=True)]
-    cell_keys = [sql.col(c) for c in ("k", "y", "p")]
-    sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=[c.copy() for c in cell_keys]),
-                                         exp.Tuple(expressions=[sql.col("bin")])])
-    windowed = dialect == "duckdb"
-    if windowed:
-        cells = exp.select(*cell_keys, *sums, *ranking.cell_columns()).from_(sql.table(ROWS)).group_by(sets)
-        # The ranking sums, one row per group of classes: windows over only k and the scores
-        # (what a sort carries), a class's sort apart from another's.
-        if K == 2:
-            ranks = [("ranks0", exp.select(*ranking.rank_sums([0, 1])).from_(
-                _from(exp.select(*ranking.rank_terms(K, [0, 1])).from_(sql.table(ROWS)), "terms")))]
-        else:
-            ranks = [("ranks0", ranking.stacked_terms(K, ROWS))]
-        keys = ("part", "k", "y", "p", "bin")
-    else:
-        cells, ranks = _grouped_cells(K, cell_keys, sums), []
-        keys = ("part", "k", "y", "p", "bin", "c")
+
+
+#: The per-row columns :func:`stream_query` returns, beside the scores.
+STREAM_ROWS = ("k", "y", "p", "loss", "brier", "conf", "bin", "hit")
+
+
+def stream_query(label: str, classes: Sequence, label_type: str, scoring: exp.Select) -> exp.Select:
+    """DuckDB's first statement of :func:`evaluate`: per scored row, :func:`metric_rows`'
+    :data:`STREAM_ROWS` and the scores ``s<c>`` of
+    :func:`~sqlnb.workflows.ranksort.streamed_classes`, in one pipeline that streams
+    (no sort, no aggregate, no buffered CTE: DuckDB holds little under its memory limit);
+    :func:`sqlnb.workflows.ranksort.read_stream` groups the cells and ranks the rows."""
+    names = [f"s{c}" for c in ranksort.streamed_classes(len(classes))]
+    rows = _from(metric_rows(label, classes, label_type), "rows")
+    query = exp.select(*[sql.col(c) for c in (*STREAM_ROWS, *names)]).from_(rows)
+    query.set("with_", exp.With(expressions=[exp.CTE(this=scoring, alias=exp.TableAlias(this=sql.ident(SCORED)))]))
+    return query
+
+
+def figures_query(label: str, classes: Sequence, label_type: str, cells: exp.Expression,
+                  sums: dict[str, float]) -> exp.Select:
+    """DuckDB's second statement of :func:`evaluate`: :func:`metrics_query`'s last step over
+    ``cells`` (a table of the confusion cells and calibration bins, grouped from
+    :func:`stream_query`'s rows: ``part``, ``k``, ``y``, ``p``, ``bin``, ``n``, ``m``,
+    ``loss``, ``brier``, ``conf``, ``hits``) and the ranking ``sums``
+    (``a<c>``, ``q<c>``: :class:`sqlnb.workflows.ranksort.RankSums`)."""
+    K = len(classes)
+    ranks = exp.select(*[exp.alias_(sql.dbl(sums[f"{t}{c}"]), f"{t}{c}", quoted=True)
+                         for c in range(K) for t in "aq"])
+    return _summary(label, classes, label_type, exp.select(exp.Star()).from_(cells), [("ranks0", ranks)],
+                    ("part", "k", "y", "p", "bin"), ranking.rank_figures)
+
+
+def _summary(label: str, classes: Sequence, label_type: str, cells: exp.Select,
+             ranks: Sequence[tuple[str, exp.Select]], keys: Sequence[str], figures_of) -> exp.Select:
+    """The last step: per row of ``cells`` (ordered by ``keys``), every summary count as a
+    window SUM over the cells, the ranking figures (``figures_of``: ``class_figures`` over
+    the folded score groups, or ``rank_figures`` over the ``ranks`` rows) and the ratios."""
+    K = len(classes)
+    lits = _row_terms(label, classes, label_type)["lits"]
 
     def c(name: str) -> exp.Column:
         return sql.col(name, "cells")
@@ -433,8 +440,7 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
         agg_items += [total(is_k[i].copy(), f"support{i}"),
                       total(exp.and_(labelled.copy(), is_pred[i].copy()), f"predicted{i}"),
                       total(exp.and_(is_k[i].copy(), is_pred[i].copy()), f"tp{i}")]
-    figures, figure_names = (ranking.rank_figures if windowed else ranking.class_figures)(
-        K, lambda cond, value: window(cond, value, sql.dbl(0.0)))
+    figures, figure_names = figures_of(K, lambda cond, value: window(cond, value, sql.dbl(0.0)))
     agg_items += figures
     # One row even when there are no rows at all: the totals then come out as 0 (NULL means).
     one = _from(exp.select(exp.alias_(exp.Literal.number(1), "one", quoted=True)), "one")
@@ -443,7 +449,7 @@ def metrics_query(label: str, classes: Sequence, label_type: str, scoring: exp.S
         agg = agg.join(_from(r, name), on=exp.true())
     out = [sql.col(name, "agg") for name in row_names] + _summary_ratios(K)
     out += [sql.col(name, "agg") for name in figure_names] + ranking.averages(K)
-    return over_scored(exp.select(*out).from_(_from(agg, "agg")), scoring, [(ROWS, rows)])
+    return exp.select(*out).from_(_from(agg, "agg"))
 
 
 def _grouped_cells(K: int, cell_keys: Sequence[exp.Column], sums: Sequence[exp.Expression]) -> exp.Select:
@@ -568,9 +574,11 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels
     check_labels(labels)
     engine, label, scored = scoring_for_metrics(model, data, con, label)
     classes = list(model.classes)
-    query = metrics_query(label, classes, model.label_type, scored, engine.dialect)
-    names = [e.alias_or_name for e in query.expressions]
-    cells = [dict(zip(names, r)) for r in engine.execute(query)]
+    if engine.dialect == "duckdb":
+        cells = _on_duckdb(engine, label, classes, model.label_type, scored)
+    else:
+        query = metrics_query(label, classes, model.label_type, scored)
+        cells = [dict(zip([e.alias_or_name for e in query.expressions], r)) for r in engine.execute(query)]
     row = cells[0]  # every row carries the totals (one row, all NULL, when there are no rows)
     per_class = [ClassMetrics(c, float(row[f"precision{k}"]), float(row[f"recall{k}"]), float(row[f"f1_{k}"]),
                               int(row[f"support{k}"]), int(row[f"predicted{k}"]),
@@ -601,6 +609,24 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels
         macro_average_precision=_num(row["macro_average_precision"]),
         weighted_average_precision=_num(row["weighted_average_precision"]),
         ece=_num(row["ece"]), reliability=ranking.reliability(bins), labels=labels, **averages)
+
+
+def _on_duckdb(engine, label: str, classes: list, label_type: str, scored: exp.Select) -> list[dict]:
+    """The rows of :func:`figures_query` over :func:`stream_query`'s grouped rows (a view of
+    ``engine``'s connection while it runs) and the ranking sums of its ranked rows
+    (:func:`sqlnb.workflows.ranksort.read_stream`), as dicts."""
+    # The scores wait in files where DuckDB spills (``--temp-directory``), if it exists.
+    spill = engine.execute(exp.select(exp.func("current_setting", exp.Literal.string("temp_directory"))))[0][0]
+    reader = engine.relation(stream_query(label, classes, label_type, scored)).to_arrow_reader(ranksort.BATCH)
+    grouped, sums = ranksort.read_stream(reader, len(classes), spill if os.path.isdir(spill or "") else None)
+    name = f"sqlnb_cells_{id(grouped):x}"
+    engine.con.register(name, grouped)
+    try:
+        query = figures_query(label, classes, label_type, sql.table(name), sums)
+        names = [e.alias_or_name for e in query.expressions]
+        return [dict(zip(names, r)) for r in engine.execute(query)]
+    finally:
+        engine.con.unregister(name)
 
 
 def _unknown_examples(ev: Evaluation, most: int = 2) -> str:

@@ -276,65 +276,22 @@ def reliability_text(table: Sequence[dict], f, count) -> str:
             + format_table(["probability", "rows", "confidence", "accuracy"], rows, align="lrrr"))
 
 
-# --- The figures of ``evaluate``: per-row terms over sorted rows (no group per score) -------
+# --- The figures of ``evaluate`` on DuckDB: per-row sums from numpy (no group per score) ---
 #
-# ``evaluate`` does not group the rows by score (a group per class and distinct score held
-# ~1.2 GB for 10M rows, issue 27): each ranked row reads, from windows over the rows in
-# decreasing score_c with RANGE frames (which take in the row's peers, the rows of equal
-# score), the counts of its class and of the rest scored ≥ and ≤ its own::
+# ``evaluate`` on DuckDB does not group the rows by score (a group per class and distinct
+# score held ~1.2 GB for 10M rows, issue 27) nor sort them in SQL (windows over the sorted
+# rows cost 2–3x ``score``'s time): its statement streams each ranked row's class and
+# scores, and :mod:`sqlnb.workflows.ranksort` counts, per row of class c scored s::
 #
-#     fge, fle   rows of another class scored ≥ / ≤ the row's score
-#     tps        rows of class c scored ≥ the row's score
+#     fge, fle   rows of another class scored ≥ / ≤ s
+#     tps        rows of class c scored ≥ s
 #     AUC_c      (P·N + Σ_{rows of c} (fle − fge)) / (2·P·N)
 #     AP_c       Σ_{rows of c} tps / (tps + fge) / P
 #
 # A row of class c scored s outranks fewer-scored negatives N − fge and ties with
 # fle + fge − N of them, so its Mann–Whitney count is (N − fge) + (fle + fge − N)/2 =
 # (N − fge + fle)/2: the module docstring's sum, row by row. Every count is an integer and
-# the AUC sum is exact; the rows of a score group add the group's AP term pos times. A
-# window sorts (spilling to disk under a memory limit) where the groups needed a hash
-# table per distinct score. Two classes take one sort: score_0 = −score_1 exactly, so the
-# rows ≥ a score_0 are the rows ≤ its score_1, and class 0's positives are class 1's negatives.
-
-
-def _indicator(K: int, c: int, positive: bool) -> exp.Expression:
-    """1 on the ranked rows of class ``c`` (``positive``) or of another class, else 0."""
-    s = sql.col(score_names(K)[c])
-    k = sql.col("k")
-    of = exp.EQ(this=k, expression=_num(c)) if positive else exp.NEQ(this=k, expression=_num(c))
-    return _when(exp.and_(_not_null(s), of), _num(1), _num(0))
-
-
-def _count(K: int, c: int, positive: bool, at_least: bool) -> exp.Expression:
-    """The rows of class ``c`` (``positive``) or of the rest whose score_c is ≥ (``at_least``)
-    or ≤ the row's, its peers included: a window over the rows in decreasing score_c."""
-    if K == 2 and c == 0:  # score_0 = −score_1: class 1's order reversed, positives swapped.
-        return _count(K, 1, not positive, not at_least)
-    order = exp.Order(expressions=[exp.Ordered(this=sql.col(score_names(K)[c]), desc=True)])
-    spec = (exp.WindowSpec(kind="RANGE", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW") if at_least
-            else exp.WindowSpec(kind="RANGE", start="CURRENT ROW", end="UNBOUNDED", end_side="FOLLOWING"))
-    return sql.as_double(exp.Window(this=exp.Sum(this=_indicator(K, c, positive)), order=order, spec=spec))
-
-
-def rank_groups(K: int) -> list[list[int]]:
-    """The classes whose terms one window pass computes: both of two classes (one sort),
-    else each class alone (a query of its own, whose sort carries only ``k`` and its score)."""
-    return [[0, 1]] if K == 2 else [list(range(K))]
-
-
-def rank_terms(K: int, classes: Sequence[int]) -> list[exp.Expression]:
-    """Per row, for each class ``c`` of ``classes``: ``a<c>`` = fle − fge and ``q<c>`` =
-    tps / (tps + fge) on its ranked rows of class ``c`` (NULL on the others), the terms
-    :func:`rank_figures` sums."""
-    out = []
-    for c in classes:
-        own = exp.and_(exp.EQ(this=sql.col("k"), expression=_num(c)), _not_null(sql.col(score_names(K)[c])))
-        fge, fle, tps = _count(K, c, False, True), _count(K, c, False, False), _count(K, c, True, True)
-        out += [exp.alias_(_when(own, exp.Sub(this=fle, expression=fge)), f"a{c}", quoted=True),
-                exp.alias_(_when(own.copy(), exp.Div(this=tps, expression=sql.paren(exp.Add(this=tps.copy(),
-                                                                                            expression=fge.copy())))),
-                           f"q{c}", quoted=True)]
-    return out
+# the AUC sum is exact; the rows of a score group add the group's AP term pos times.
 
 
 def cell_columns() -> list[exp.Expression]:
@@ -346,14 +303,10 @@ def cell_columns() -> list[exp.Expression]:
             exp.alias_(exp.Sum(this=sql.col("hit")), "hits", quoted=True)]
 
 
-def rank_sums(classes: Sequence[int]) -> list[exp.Expression]:
-    """The sums of :func:`rank_terms`' ``a<c>`` and ``q<c>`` over all rows (one row)."""
-    return [exp.alias_(exp.Sum(this=sql.col(f"{t}{c}")), f"{t}{c}", quoted=True) for c in classes for t in "aq"]
-
-
 def rank_figures(K: int, total) -> tuple[list[exp.Expression], list[str]]:
-    """:func:`class_figures` from :func:`cell_columns`' rows (``cells``) and the one row of
-    :func:`rank_sums` per :func:`rank_groups` (``ranks<first class>``): ``total(cond, value)`` sums ``value`` over the grouped
+    """:func:`class_figures` from :func:`cell_columns`' rows (``cells``) and the one row
+    ``ranks0`` of the sums ``a<c>`` and ``q<c>`` (:class:`sqlnb.workflows.ranksort.RankSums`,
+    the comment above): ``total(cond, value)`` sums ``value`` over the grouped
     rows where ``cond``. P and N are the rows with probabilities (``m``) of the confusion
     cells labelled ``c`` and labelled another class."""
     out: list[exp.Expression] = []
@@ -373,39 +326,3 @@ def rank_figures(K: int, total) -> tuple[list[exp.Expression], list[str]]:
                       expression=sql.paren(exp.Mul(this=sql.dbl(2.0), expression=sql.paren(PN.copy()))))
         out += _per_class(i, both, auc, ap, P)
     return _with_ece(out, K, total)
-
-
-def _window_count(cls: exp.Expression, positive: bool, at_least: bool) -> exp.Expression:
-    """:func:`_count` over the rows ``(c, k, s)`` of :func:`stacked_terms`, partitioned by class."""
-    k = sql.col("k")
-    of = exp.EQ(this=k, expression=cls.copy()) if positive else exp.NEQ(this=k, expression=cls.copy())
-    one = _when(exp.and_(_not_null(sql.col("s")), of), _num(1), _num(0))
-    spec = (exp.WindowSpec(kind="RANGE", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW") if at_least
-            else exp.WindowSpec(kind="RANGE", start="CURRENT ROW", end="UNBOUNDED", end_side="FOLLOWING"))
-    return sql.as_double(exp.Window(this=exp.Sum(this=one), partition_by=[sql.col("c")],
-                                    order=exp.Order(expressions=[exp.Ordered(this=sql.col("s"), desc=True)]),
-                                    spec=spec))
-
-
-def stacked_terms(K: int, rows: str) -> exp.Select:
-    """More than two classes: the rows of ``rows`` once per class ``c`` as ``(c, k, s)``
-    (``s`` its score_c), and per row its class's terms ``a`` and ``q`` (:func:`rank_terms`)
-    from windows partitioned by class: one window operator, whose sort spills, in place of
-    one per class (three of them ran out of a 160 MB limit on 10M rows)."""
-    parts = [exp.select(exp.alias_(_num(c), "c", quoted=True), sql.col("k"),
-                        exp.alias_(sql.col(score_names(K)[c]), "s", quoted=True)).from_(sql.table(rows))
-             for c in range(K)]
-    stacked = parts[0]
-    for p in parts[1:]:
-        stacked = exp.union(stacked, p, distinct=False)
-    cls = sql.col("c")
-    own = exp.and_(exp.EQ(this=sql.col("k"), expression=cls.copy()), _not_null(sql.col("s")))
-    fge, fle, tps = _window_count(cls, False, True), _window_count(cls, False, False), _window_count(cls, True, True)
-    terms = [exp.alias_(_when(own, exp.Sub(this=fle, expression=fge)), "a", quoted=True),
-             exp.alias_(_when(own.copy(), exp.Div(this=tps, expression=sql.paren(exp.Add(this=tps.copy(),
-                                                                                         expression=fge.copy())))),
-                        "q", quoted=True)]
-    inner = exp.select(cls.copy(), *terms).from_(exp.Subquery(this=stacked, alias=exp.TableAlias(this=sql.ident("stacked"))))
-    sums = [exp.alias_(exp.Sum(this=_when(exp.EQ(this=sql.col("c"), expression=_num(c)), sql.col(t))), f"{t}{c}",
-                       quoted=True) for c in range(K) for t in "aq"]
-    return exp.select(*sums).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("terms"))))
