@@ -153,7 +153,7 @@ def batched_rows(draw):
     return table, cuts
 
 
-@settings(max_examples=examples(60))
+@settings(max_examples=examples(50))
 @given(batched_rows())
 def test_update_equals_refit_for_any_batches(drawn):
     table, cuts = drawn

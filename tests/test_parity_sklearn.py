@@ -3,7 +3,7 @@
 Random shapes, 2–10 classes, features empty in a class, scales from 1e-10 to 1e10,
 priors, ``fit_prior=False``, vector α and sample weights. Every number is drawn by
 hypothesis (labels as lists, features, weights, priors and α as numpy arrays), so a failure
-shrinks to a small case. The CI profile runs 60 examples per property (25 per discrete
+shrinks to a small case. The CI profile runs 50 examples per property (25 per discrete
 family) under a fixed seed, ``HYPOTHESIS_PROFILE=long`` ten times as many
 (tests/support/hypothesis_profiles.py).
 """
@@ -78,7 +78,7 @@ def our_prior(choice, prior, classes):
     return choice
 
 
-@settings(max_examples=examples(60))
+@settings(max_examples=examples(50))
 @given(st.data())
 def test_gaussian(data):
     y, k = data.draw(labelled())
@@ -137,7 +137,7 @@ def test_discrete(family, data):
     assert_parity(sk, m, Xt)
 
 
-@settings(max_examples=examples(60))
+@settings(max_examples=examples(50))
 @given(st.data())
 def test_categorical_on_codes(data):
     y, k = data.draw(labelled())

@@ -207,6 +207,7 @@ def check(kind, output, shape, threads, n, seed, fitted, d, groups=None):
     if groups is not None:  # a hypothesis draw: record what it reached
         read = row_groups(data)
         event("row groups read: " + ("CSV" if shape == "drift_fit_to_score" else bucket(read, (1, 2, 5, 10, 20, 30))))
+        event(f"10+ row groups and 2+ threads: {read >= 10 and threads >= 2}")
     want = expected_scores(model, scored)
     ref = f"{db}:{kind}"
 
