@@ -88,3 +88,11 @@ def spambase():
     data = sd.numpy_dataset("spambase", con=c)
     yield c, data.train(), data.test()
     c.close()
+
+
+# Hypothesis profiles (issue 33): "ci" by default (fixed seed, each property's own budget),
+# "long" with HYPOTHESIS_PROFILE=long (random seeds, 10x the examples); see
+# tests/support/hypothesis_profiles.py. Loaded here, before the test modules build settings.
+from support import hypothesis_profiles  # noqa: E402
+
+hypothesis_profiles.load()

@@ -22,6 +22,7 @@ from sqlnb import sql
 from sqlnb.engines import as_engine
 from sqlnb.source import read_with
 from support.cli import invoke
+from support.hypothesis_profiles import examples
 
 
 def table(n: int, weights, seed: int = 0, dup: bool = False) -> pa.Table:
@@ -54,7 +55,7 @@ def sizes(rows, folds: int) -> dict:
     return {y: [count[(y, f)] for f in range(folds)] for y in sorted({y for _, y, _ in rows})}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(st.integers(12, 400), st.integers(2, 10),
        st.lists(st.floats(0.02, 1.0), min_size=2, max_size=5), st.integers(0, 2**31), st.booleans())
 def test_per_class_sizes_differ_by_at_most_one(n, folds, weights, seed, dup):

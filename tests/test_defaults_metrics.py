@@ -30,6 +30,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 import sqlnb
 from sqlnb.workflows.evaluate import evaluate
 from support.cli import invoke
+from support.hypothesis_profiles import examples
 
 CLASSES = ["a", "b", "c", "d", "e"]
 
@@ -190,7 +191,7 @@ def test_cli_says_which_labels_and_takes_labels_model(five, tmp_path):
 LABELS = ["a", "b", "c", "d"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(st.lists(st.tuples(st.sampled_from(LABELS + ["u", "v"]), st.sampled_from(LABELS)), min_size=1, max_size=40),
        st.sampled_from(["present", "model"]))
 def test_label_averages_equal_scikit_learn(pairs, labels):

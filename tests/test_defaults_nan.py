@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MultinomialNB
 
@@ -42,6 +42,7 @@ from sqlnb.models.decision import DecisionRule
 from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
 from sqlnb.models.naive_bayes.model import DOT_MIN
 from sqlnb.models.naive_bayes.wide import WIDE_MIN
+from support.hypothesis_profiles import examples
 
 WRITERS = ("pyarrow_stats", "pyarrow_nostats", "duckdb_parquet", "csv", "arrow", "duckdb_table")
 #: The paths beside the families, each with the writer DuckDB folds over and one it does
@@ -180,7 +181,7 @@ def assert_same_row(model, nan_out: dict, null_out: dict, what: str, row: int = 
             assert a == b, f"{what}: {c} {a!r} against {b!r}"
 
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(40))
 
 
 @SETTINGS
