@@ -7,6 +7,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines.postgres import PostgresEngine
+from sqlnb.crash import kill_point
 from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, catalog_table, create_catalog,
                                  delete_catalog_row, insert_catalog_row, new_id, now, part_table)
 
@@ -53,6 +54,7 @@ class PostgresStorage:
                 self.engine.execute(exp.Drop(tables=[sql.table(t, SCHEMA)], kind="TABLE"))
 
     def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool) -> None:
+        kill_point("save:begin")
         with self.engine.con.transaction():
             for statement in create_catalog(primary_key=True):
                 self.engine.execute(statement)
@@ -62,13 +64,20 @@ class PostgresStorage:
             model_id = new_id()
             for part, (data, casts) in parts.items():
                 self.engine.create_from_arrow(part_table(model_id, part), data, casts)
+                kill_point("save:part")
             if old is not None:
                 self._drop_parts(old[0])
                 self.engine.execute(delete_catalog_row(), [name])
             created = now()
             self.engine.execute(insert_catalog_row(), [name, model_id, kind, created, meta(created)])
+            kill_point("save:commit")
+        kill_point("save:committed")
 
     def drop(self, name: str, model_id: str) -> None:
+        kill_point("drop:begin")
         with self.engine.con.transaction():
             self._drop_parts(model_id)
+            kill_point("drop:parts")
             self.engine.execute(delete_catalog_row(), [name])
+            kill_point("drop:commit")
+        kill_point("drop:committed")
