@@ -88,7 +88,7 @@ def check_models(target, want: dict, score_on, con, base: Path | None = None) ->
     for name in want:
         assert got[name] == want[name], f"model {name!r} is neither the old nor the new one"
         model = sqlnb.load(target, name)
-        assert model.score(score_on, con).to_arrow_table().num_rows > 0
+        assert _rows(model.score(score_on, con))
 
 
 # -- DuckDB: a models file -----------------------------------------------------------------------
@@ -210,3 +210,93 @@ def test_duckdb_kills_at_random_times(duck, duck_versions, tmp_path):
             log_text(d / "log")
             got = duck_state(d)
             assert got in (old, new), f"{command} killed at a random time: neither old nor new"
+
+
+# -- PostgreSQL: the store on the server ----------------------------------------------------------
+
+PG_MODELS = {"nb": {}, "tan": {"structure": "tan"}, "binned": {"bins": "mdl"}}
+
+
+@pytest.fixture(scope="module")
+def pg():
+    """One server for the module: tables train and new, and the models of the template,
+    fitted once (:func:`pg_reset` saves them again before each kill)."""
+    from support.engines import postgres_engine
+    train = mixed_table(120, seed=1, classes=("a", "b"))
+    with postgres_engine({"train": train, "new": mixed_table(60, seed=2, classes=("a", "b"))}) as engine:
+        fitted = {name: sqlnb.fit("train", "y", con=engine, features=["x", "z", "color", "flag"], **kw)
+                  for name, kw in PG_MODELS.items()}
+        yield engine, fitted
+
+
+def pg_reset(engine, fitted) -> None:
+    """The template store: the three models and a table of scores, nothing else."""
+    con = engine.con
+    con.execute("DROP SCHEMA IF EXISTS sqlnb CASCADE")
+    con.execute("DROP TABLE IF EXISTS scores")
+    con.execute("CREATE TABLE scores AS SELECT 1 AS old")
+    for name, model in fitted.items():
+        model.save(engine, name)
+
+
+def pg_commands(dsn: str) -> dict:
+    """The writing commands that run on PostgreSQL (update, calibrate and select run in
+    DuckDB only)."""
+    head = ["--engine", "postgres", "--dsn", dsn]
+    fit = head + ["fit", "train", "--label", "y", "--exclude", "id", "--alpha", "3", "--replace"]
+    return {
+        "fit": (fit + ["--model", "nb"], SAVE),
+        "decide": (head + ["decide", "--model", "tan", "--threshold", "b=0.3"], SAVE),
+        "drop": (head + ["drop", "--model", "binned"], DROP),
+        "score-out-table": (head + ["score", "new", "--model", "nb", "--keep", "id", "--out-table", "scores",
+                                    "--replace"], OUT),
+    }
+
+
+def pg_state(engine) -> tuple[dict, dict]:
+    """(models, {table: rows}) on the server, after checking it holds nothing else: no
+    part table outside the live models', no temporary table, no session of a killed
+    writer still in a transaction."""
+    con = engine.con
+    ids = [r[0] for r in con.execute("SELECT id FROM sqlnb.models").fetchall()]
+    tables = con.execute("SELECT table_schema, table_name FROM information_schema.tables "
+                         "WHERE table_schema IN ('sqlnb', 'public')").fetchall()
+    stray = [t for s, t in tables if s == "sqlnb" and t != "models" and not any(t.startswith(f"m_{i}_") for i in ids)]
+    assert stray == [], f"tables left by a killed writer: {stray}"
+    public = sorted(t for s, t in tables if s == "public")
+    assert public == ["new", "scores", "train"], public
+    return models_state(engine), {"scores": sorted(con.execute("SELECT * FROM scores").fetchall())}
+
+
+@pytest.fixture(scope="module")
+def pg_versions(pg, tmp_path_factory):
+    engine, fitted = pg
+    log = tmp_path_factory.mktemp("pg") / "log"
+    out = {}
+    for name, (args, _) in pg_commands(engine.dsn).items():
+        pg_reset(engine, fitted)
+        old = pg_state(engine)
+        assert run(args, log) == 0, log_text(log)
+        log_text(log)
+        out[name] = (old, pg_state(engine))
+        assert out[name][0] != out[name][1], f"{name} changed nothing: the test could not tell old from new"
+    return out
+
+
+PG_CASES = [(c, p) for c, (_, points) in pg_commands("").items() for p in points]
+
+
+@pytest.mark.parametrize("command,point", PG_CASES, ids=[f"{c}@{p}" for c, p in PG_CASES])
+def test_postgres_kill_leaves_old_or_new(pg, pg_versions, tmp_path, command, point):
+    engine, fitted = pg
+    pg_reset(engine, fitted)
+    args = pg_commands(engine.dsn)[command][0]
+    code = run(args, tmp_path / "log", point=point)
+    assert code == -signal.SIGKILL, (f"the command did not reach kill point {point}", code, log_text(tmp_path / "log"))
+    old, new = pg_versions[command]
+    want = new if point in AFTER else old
+    assert pg_state(engine) == want, f"{command} killed at {point}: the store is not the {'new' if want is new else 'old'} one"
+    check_models(engine, want[0], "new", engine)
+    if point in MIDWAY:
+        assert run(args, tmp_path / "log") == 0, log_text(tmp_path / "log")
+        assert pg_state(engine) == new
