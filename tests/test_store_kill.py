@@ -24,9 +24,12 @@ temporary file is left; and (killed midway) the same command then succeeds.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -34,6 +37,7 @@ import pyarrow as pa
 import pytest
 
 import sqlnb
+from sqlnb.crash import TEST_KILL_AT
 from sqlnb.store import storage
 from support.cli import mixed_table, write_parquet
 from support.kill import log_text, run
@@ -300,3 +304,81 @@ def test_postgres_kill_leaves_old_or_new(pg, pg_versions, tmp_path, command, poi
     if point in MIDWAY:
         assert run(args, tmp_path / "log") == 0, log_text(tmp_path / "log")
         assert pg_state(engine) == new
+
+
+# -- Spark: a catalog without transactions ----------------------------------------------------------
+
+def _forked_kill(point: str, work) -> int:
+    """Run ``work()`` in a fork of this process, dying at kill point ``point``; returns
+    the signal that ended it. The fork shares this process's Spark JVM (its py4j socket,
+    used by one process at a time), so the catalog it leaves is the one this process
+    then sees: a driver killed while its catalog lives on, as a cluster's metastore does."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.environ[TEST_KILL_AT] = point
+            work()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+
+
+def _spark_tables(engine, database: str) -> list[str]:
+    return sorted(t.name for t in engine.spark.catalog.listTables(database) if not t.isTemporary)
+
+
+@pytest.mark.parametrize("point", ["out:aside"])
+def test_spark_out_table_killed_is_finished_by_the_next_write(spark, point):
+    """``--out-table`` on Spark, killed after its new table, between its renames (the old
+    table aside, its name empty) and after them: the next Spark write puts the old table
+    back (or keeps the new one) and drops every temporary."""
+    from sqlglot import exp
+
+    from sqlnb.io.engine_output import write_table
+    engine = spark
+    engine.spark.sql("DROP TABLE IF EXISTS scores")
+    engine.spark.sql("CREATE TABLE scores AS SELECT 1 AS old")
+    new = exp.select(exp.alias_(exp.Literal.number(2), "new"))
+    assert _forked_kill(point, lambda: write_table(engine, "scores", new, True)) == signal.SIGKILL
+    left = [t for t in _spark_tables(engine, "default") if t.startswith("sqlnb_")]
+    assert left, "the killed writer left nothing to finish: the test could not tell"
+    write_table(engine, "other", exp.select(exp.alias_(exp.Literal.number(1), "one")), replace=True)
+    assert [t for t in _spark_tables(engine, "default") if t.startswith("sqlnb_")] == []
+    got = [tuple(r) for r in engine.spark.sql("SELECT * FROM scores").collect()]
+    assert got == ([(2,)] if point in AFTER else [(1,)])
+
+
+@pytest.mark.parametrize("point", ["save:part", "save:committed"])
+def test_spark_save_killed_leaves_old_or_new_and_no_tables_after_the_next_save(spark, point):
+    """A model save on Spark killed before its catalog row (orphan part tables of an id
+    never committed) or after it (the replaced model's tables not dropped): the model is
+    the old or the new one, and the next save drops what was left."""
+    engine = spark
+    t = mixed_table(80, seed=1, classes=("a", "b"))
+    old = sqlnb.fit(t, "y", features=["x", "z"])
+    new = sqlnb.fit(t, "y", features=["x", "z", "color"])
+    old.save(engine, "kill_nb", replace=True)
+    old_id = _live_ids(engine)
+    assert _forked_kill(point, lambda: new.save(engine, "kill_nb", replace=True)) == signal.SIGKILL
+    ids = _live_ids(engine)
+    assert (ids != old_id) == (point in AFTER)
+    features = [f.name for f in sqlnb.load(engine, "kill_nb").features]
+    assert features == (["x", "z", "color"] if point in AFTER else ["x", "z"])
+    stray = lambda: [x for x in _spark_tables(engine, "sqlnb") if x != "models" and not any(  # noqa: E731
+        x.startswith(f"m_{i}_") for i in _live_ids(engine))]
+    assert stray(), "the killed writer left no table: the test could not tell"
+    old.save(engine, "kill_other", replace=True)
+    assert stray() == []
+
+
+def _live_ids(engine) -> list[str]:
+    with storage(engine) as st:
+        return [st.lookup(n)[0] for n in st.names()]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from support.engines import spark_engine
+    with spark_engine({}) as engine:
+        yield engine
