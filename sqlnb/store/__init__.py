@@ -29,7 +29,7 @@ import duckdb as duckdb_lib
 
 from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, Storage
+from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, Storage, check_format
 from sqlnb.store.duckdb import DuckDBStorage
 from sqlnb.store.postgres import PostgresStorage
 from sqlnb.store.spark import SparkStorage
@@ -133,9 +133,10 @@ def load_model(target: Any, name: str):
         if row is None:
             raise _not_found(name, st)
         model_id, kind, meta_text = row
+        meta = json.loads(meta_text)
+        check_format(name, meta)
         if kind not in _KINDS:
             raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
-        meta = json.loads(meta_text)
         model = _KINDS[kind].from_stored(meta, st.read_parts(model_id))
     model.name = name
     if meta.get("decision") is not None:  # a decision rule, stored with any kind
