@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.engines.postgres import PostgresEngine
 from sqlnb.crash import kill_point
+from sqlnb.engines.postgres import PostgresEngine
 from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, catalog_table, create_catalog,
                                  delete_catalog_row, insert_catalog_row, new_id, now, part_table)
 
