@@ -347,6 +347,24 @@ def test_spark_out_table_killed_is_finished_by_the_next_write(spark, point):
     assert got == ([(2,)] if point in AFTER else [(1,)])
 
 
+def test_spark_out_table_replaces_an_existing_table_and_leaves_no_temporary(spark):
+    """The whole write, unkilled: over an existing table only with ``replace``, and then
+    nothing of the swap is left (the old table renamed aside is dropped)."""
+    from sqlglot import exp
+
+    from sqlnb.errors import SqlnbError
+    from sqlnb.io.engine_output import write_table
+    engine = spark
+    engine.spark.sql("DROP TABLE IF EXISTS scores")
+    engine.spark.sql("CREATE TABLE scores AS SELECT 1 AS old")
+    new = exp.select(exp.alias_(exp.Literal.number(2), "new"))
+    with pytest.raises(SqlnbError, match="already exists"):
+        write_table(engine, "scores", new, False)
+    write_table(engine, "scores", new, True)
+    assert [tuple(r) for r in engine.spark.sql("SELECT * FROM scores").collect()] == [(2,)]
+    assert [t for t in _spark_tables(engine, "default") if t.startswith("sqlnb_")] == []
+
+
 @pytest.mark.parametrize("point", ["save:part", "save:committed"])
 def test_spark_save_killed_leaves_old_or_new_and_no_tables_after_the_next_save(spark, point):
     """A model save on Spark killed before its catalog row (orphan part tables of an id
