@@ -12,7 +12,7 @@ edge. The test fails on
 
 The layers, lowest first (the README's "How it works" draws the same map)::
 
-    version | errors                    what every layer may use
+    version | errors | crash            what every layer may use (crash: kill -9 leftovers)
     sql                                 building and rendering trees, column types
     source                              what a source is, resolved to columns and types
     stats                               sufficient statistics, merged exactly
@@ -49,7 +49,7 @@ MAX_LINES = 700
 
 #: Lowest layer first; a layer is a list of independent siblings (module name prefixes).
 LAYERS: list[list[str]] = [
-    ["sqlnb.version", "sqlnb.errors"],
+    ["sqlnb.version", "sqlnb.errors", "sqlnb.crash"],
     ["sqlnb.sql"],
     ["sqlnb.source"],
     ["sqlnb.stats"],

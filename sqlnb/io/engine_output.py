@@ -17,7 +17,8 @@ With ``--engine spark`` the scored rows of a big table must never pass through t
   Spark's commit protocol (files appear at job commit; ``_SUCCESS`` marks completion);
 * **tables** in the session's catalog (``--out-table NAME``) are created under a
   temporary name by ``CREATE TABLE ... AS`` and renamed (``ALTER TABLE ... RENAME``);
-  an existing table is dropped just before the rename, and only with ``--replace``.
+  an existing table (only with ``--replace``) is renamed aside just before and dropped
+  after; what a killed writer left, the next one finishes (:func:`sweep_spark_tables`).
   On PostgreSQL the table is created in one transaction;
 * **local targets** (standard output, a DuckDB table) stream the rows one partition at
   a time as Arrow record batches (``toLocalIterator``): the driver holds at most one
@@ -27,6 +28,7 @@ With ``--engine spark`` the scored rows of a big table must never pass through t
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from typing import Iterator
 
@@ -35,6 +37,7 @@ import pyarrow as pa
 import sqlglot
 
 from sqlnb import sql
+from sqlnb.crash import gone, kill_point, owner
 from sqlnb.errors import SqlnbError, SqlnbNotFound
 from sqlnb.io.locations import FileOut
 from sqlnb.io.output import remove_stale_temporaries, temporary_name
@@ -61,27 +64,100 @@ def write_table(engine, name: str, query: sqlglot.exp.Expression, replace: bool)
     """``CREATE TABLE name AS query`` on the engine, all or nothing.
 
     PostgreSQL: one transaction (an existing table is dropped inside it). Spark has no
-    multi-statement transactions: the table is created under a temporary name, then the
-    old one (with ``replace``) is dropped and the new one renamed, so a failed query
-    leaves the old table as it was.
+    multi-statement transactions: see :func:`_spark_write_table`.
     """
     if table_exists(engine, name) and not replace:
         raise SqlnbError(f"table {name!r} already exists on the engine; pass --replace to overwrite it")
     drop = sqlglot.exp.Drop(tables=[sql.table(name)], kind="TABLE", exists=True)
+    kill_point("out:begin")
     if engine.dialect == "postgres":
         with engine.con.transaction():
             engine.execute(drop)
             engine.execute(sqlglot.exp.Create(this=sql.table(name), kind="TABLE", expression=query))
+            kill_point("out:commit")
+        kill_point("out:committed")
         return
-    tmp = f"sqlnb_tmp_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    engine.execute(sqlglot.exp.Create(this=sql.table(tmp), kind="TABLE", expression=query))
+    _spark_write_table(engine, name, query)
+
+
+#: ``sqlnb_tmp_<pid>_<host>_<random>`` (the new rows) and ``sqlnb_old_...`` (the table they
+#: replace, renamed aside): the temporaries of a Spark ``--out-table``, named for their writer.
+_SWAP = re.compile(r"^sqlnb_(tmp|old)_(\d+)_([0-9a-f]{8})_([0-9a-f]{12})$")
+#: The table property of a temporary naming the table it is for (to put an old one back).
+TARGET_PROPERTY = "sqlnb.target"
+
+
+def _rename(engine, src: str, dst: str) -> None:
+    engine.execute(sqlglot.exp.Alter(this=sql.table(src), kind="TABLE",
+                                     actions=[sqlglot.exp.AlterRename(this=sql.table(dst))]))
+
+
+def _drop(engine, name: str) -> None:
+    engine.execute(sqlglot.exp.Drop(tables=[sql.table(name)], kind="TABLE", exists=True))
+
+
+def _spark_write_table(engine, name: str, query: sqlglot.exp.Expression) -> None:
+    """Spark's ``--out-table``: the rows go into ``sqlnb_tmp_<tag>`` (which names ``name``
+    in its property :data:`TARGET_PROPERTY`), an existing ``name`` is renamed aside to
+    ``sqlnb_old_<tag>``, the new table renamed to ``name``, the old one dropped. A failed
+    query leaves the old table as it was; an error between the renames puts it back. A
+    writer killed outright leaves its tables to the next Spark ``--out-table``
+    (:func:`sweep_spark_tables`), which puts an old table whose name is empty back."""
+    sweep_spark_tables(engine)
+    pid, host = owner()
+    tag = f"{pid}_{host}_{uuid.uuid4().hex[:12]}"
+    tmp, aside = f"sqlnb_tmp_{tag}", f"sqlnb_old_{tag}"
+    prop = sqlglot.exp.Property(this=sqlglot.exp.Literal.string(TARGET_PROPERTY),
+                                value=sqlglot.exp.Literal.string(name))
+    engine.execute(sqlglot.exp.Create(this=sql.table(tmp), kind="TABLE", expression=query,
+                                      properties=sqlglot.exp.Properties(expressions=[prop])))
+    kill_point("out:created")
+    moved = False
     try:
-        engine.execute(drop)
-        engine.execute(sqlglot.exp.Alter(this=sql.table(tmp), kind="TABLE",
-                                         actions=[sqlglot.exp.AlterRename(this=sql.table(name))]))
+        if table_exists(engine, name):
+            _rename(engine, name, aside)
+            moved = True
+            kill_point("out:aside")
+        _rename(engine, tmp, name)
     except BaseException:
-        engine.execute(sqlglot.exp.Drop(tables=[sql.table(tmp)], kind="TABLE", exists=True))
+        if moved and not table_exists(engine, name):
+            _rename(engine, aside, name)
+        _drop(engine, tmp)
         raise
+    kill_point("out:renamed")
+    if moved:
+        _drop(engine, aside)
+    kill_point("out:committed")
+
+
+def _target(engine, table: str) -> str | None:
+    """The table a Spark ``--out-table`` temporary was for (:data:`TARGET_PROPERTY`)."""
+    for key, value in engine.execute(sqlglot.exp.Command(this="SHOW", expression=sqlglot.exp.Literal.string(
+            f"TBLPROPERTIES {sql.render(sql.table(table), engine.dialect)}"))):
+        if key == TARGET_PROPERTY:
+            return value
+    return None
+
+
+def sweep_spark_tables(engine) -> list[str]:
+    """Finish what killed Spark ``--out-table`` writers of this host left in the current
+    database; returns the temporaries dropped. A writer killed between its renames left
+    its target empty: the old table goes back under its name (the write did not happen).
+    A live writer's and another host's temporaries are left alone."""
+    found: dict[str, dict[str, str]] = {}
+    for t in engine.spark.catalog.listTables():
+        m = _SWAP.match(t.name)
+        if m is not None and not t.isTemporary and gone(int(m.group(2)), m.group(3)):
+            found.setdefault(f"{m.group(2)}_{m.group(3)}_{m.group(4)}", {})[m.group(1)] = t.name
+    dropped = []
+    for tables in found.values():
+        target = _target(engine, tables["tmp"]) if "tmp" in tables else None
+        if "old" in tables and target is not None and not table_exists(engine, target):
+            _rename(engine, tables.pop("old"), target)
+        for t in tables.values():
+            _drop(engine, t)
+            dropped.append(t)
+    return dropped
 
 
 # -- files, written by Spark's executors --------------------------------------------------------

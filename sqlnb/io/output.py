@@ -19,11 +19,9 @@ before any work is done.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
-import socket
 import tempfile
 import uuid
 from contextlib import contextmanager
@@ -33,6 +31,7 @@ import duckdb
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.crash import gone, host as _host, kill_point
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import DbObject, FileOut, StdOut, table_exists
 
@@ -162,26 +161,10 @@ def _count(result: duckdb.DuckDBPyConnection) -> int | None:
 _TEMPORARY = re.compile(r"^\.sqlnb-(\d+)-([0-9a-f]{8})-[0-9a-f]{12}-")
 
 
-def _host() -> str:
-    """This machine, as 8 hex digits (a process id means nothing on another host that
-    shares the directory)."""
-    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-
-
 def temporary_name(base: str) -> str:
     """``.sqlnb-<pid>-<host>-<random>-<base>``: a hidden name for a temporary next to
     ``base``, recognisable as sqlnb's and as whose it was (:func:`remove_stale_temporaries`)."""
     return f".sqlnb-{os.getpid()}-{_host()}-{uuid.uuid4().hex[:12]}-{base}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 def remove_stale_temporaries(directory: str) -> list[str]:
@@ -191,14 +174,13 @@ def remove_stale_temporaries(directory: str) -> list[str]:
     :mod:`sqlnb.io.engine_output`). A live writer's, another host's and any other file
     are left alone; a symbolic link is never followed."""
     removed = []
-    host = _host()
     try:
         names = os.listdir(directory or ".")
     except OSError:
         return removed
     for name in names:
         m = _TEMPORARY.match(name)
-        if m is None or m.group(2) != host or _alive(int(m.group(1))):
+        if m is None or not gone(int(m.group(1)), m.group(2)):
             continue
         path = os.path.join(directory, name)
         try:
@@ -226,6 +208,7 @@ def atomic_path(path: str) -> Iterator[str]:
     tmp = os.path.join(parent, temporary_name(base))
     try:
         yield tmp
+        kill_point("out:rename")
         os.replace(tmp, path)
     except BaseException:
         if os.path.lexists(tmp):
@@ -245,13 +228,16 @@ def write_table(con: duckdb.DuckDBPyConnection, query: exp.Expression, out: DbOb
     transaction."""
     check_target(out, replace, con)
     create = exp.Create(this=sql.table(out.name), kind="TABLE", replace=replace, expression=query)
+    kill_point("out:begin")
     con.begin()
     try:
         n = _count(con.execute(sql.render(create)))
+        kill_point("out:commit")
         con.commit()
     except BaseException:
         con.rollback()
         raise
+    kill_point("out:committed")
     return n
 
 

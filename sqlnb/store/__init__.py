@@ -37,7 +37,7 @@ import duckdb as duckdb_lib
 from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, ModelChanged, Storage
+from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format
 from sqlnb.store.duckdb import DuckDBStorage
 from sqlnb.store.postgres import PostgresStorage
 from sqlnb.store.spark import SparkStorage
@@ -165,9 +165,10 @@ def load_model(target: Any, name: str, wait: float | None = None):
                 if row is None:
                     raise _not_found(name, st)
                 model_id, kind, meta_text = row
+                meta = json.loads(meta_text)
+                check_format(name, meta)
                 if kind not in _KINDS:
                     raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
-                meta = json.loads(meta_text)
                 try:
                     parts = st.read_parts(model_id)
                     break

@@ -20,10 +20,18 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.version import __version__
 
 SCHEMA = "sqlnb"
 CATALOG = "models"
-#: Version of the stored layout, written into every model's metadata.
+#: Version of the stored layout, written into every model's metadata (``format``) and
+#: checked when a model is loaded (:func:`check_format`). Raise it when a change would
+#: make an older sqlnb read a model wrongly (a part it would ignore, a meaning changed);
+#: an addition older versions refuse anyway (a new kind) needs none. Every format up to
+#: this one must still load: tests/test_store_version.py loads a saved model of each
+#: (tests/fixtures).
+#:
+#: 1. The layout above (every release so far, the wave 1 fixture of 7313a04 included).
 FORMAT = 1
 
 #: ``created -> meta JSON``: the metadata is made inside a save, once its time is known.
@@ -125,3 +133,14 @@ def check_expected(name: str, old: tuple | None, expect: str | None, where: str)
 
 def already_exists(name: str, where: str) -> SqlnbError:
     return SqlnbError(f"model {name!r} already exists in {where}; pass --replace (replace=True) to overwrite it")
+
+
+def check_format(name: str, meta: dict) -> None:
+    """Refuse, in one line, a model stored in a format newer than :data:`FORMAT`: this
+    sqlnb would misread it. A model without a format is of format 1 (the first)."""
+    stored = meta.get("format", 1)
+    if isinstance(stored, int) and stored <= FORMAT:
+        return
+    by = (meta.get("versions") or {}).get("sqlnb")
+    raise SqlnbError(f"model {name!r} is stored in format {stored}{f' by sqlnb {by}' if by else ''}; this sqlnb "
+                     f"{__version__} reads formats up to {FORMAT}: upgrade sqlnb (pip install -U sqlnb) to load it")

@@ -13,6 +13,7 @@ import duckdb
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.crash import kill_point
 from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, catalog_table,
                                  check_expected, create_catalog, delete_catalog_row, insert_catalog_row, new_id,
                                  now, part_table)
@@ -78,14 +79,18 @@ class DuckDBStorage:
         for t in self._part_names(model_id):
             self._run(exp.Drop(tables=[sql.table(t, SCHEMA)], kind="TABLE"))
 
-    def _transaction(self, work) -> None:
+    def _transaction(self, work, what: str) -> None:
+        """Run ``work`` in one transaction; ``what`` names its kill points (``save``, ``drop``)."""
+        kill_point(f"{what}:begin")
         self.con.begin()
         try:
             work()
+            kill_point(f"{what}:commit")
             self.con.commit()
         except BaseException:
             self.con.rollback()
             raise
+        kill_point(f"{what}:committed")
 
     def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool,
              expect: str | None = None) -> None:
@@ -99,15 +104,17 @@ class DuckDBStorage:
             model_id = new_id()
             for part, (data, casts) in parts.items():
                 self._create_part(model_id, part, data, casts)
+                kill_point("save:part")
             if old is not None:
                 self._drop_parts(old[0])
                 self._run(delete_catalog_row(), [name])
             created = now()
             self._run(insert_catalog_row(), [name, model_id, kind, created, meta(created)])
-        self._transaction(work)
+        self._transaction(work, "save")
 
     def drop(self, name: str, model_id: str) -> None:
         def work():
             self._drop_parts(model_id)
+            kill_point("drop:parts")
             self._run(delete_catalog_row(), [name])
-        self._transaction(work)
+        self._transaction(work, "drop")

@@ -21,6 +21,7 @@ from typing import Iterator
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.crash import kill_point
 from sqlnb.engines.postgres import PostgresEngine
 from sqlnb.engines.waiting import wait_seconds
 from sqlnb.errors import SqlnbError, SqlnbNotFound
@@ -122,6 +123,7 @@ class PostgresStorage:
 
     def save(self, name: str, kind: str, parts: dict, meta: MetaText, replace: bool,
              expect: str | None = None) -> None:
+        kill_point("save:begin")
         with self._locked(exclusive=True):
             for statement in create_catalog(primary_key=True):
                 self.engine.execute(statement)
@@ -132,13 +134,17 @@ class PostgresStorage:
             model_id = new_id()
             for part, (data, casts) in parts.items():
                 self.engine.create_from_arrow(part_table(model_id, part), data, casts)
+                kill_point("save:part")
             if old is not None:
                 self._drop_parts(old[0])
                 self.engine.execute(delete_catalog_row(), [name])
             created = now()
             self.engine.execute(insert_catalog_row(), [name, model_id, kind, created, meta(created)])
+            kill_point("save:commit")
+        kill_point("save:committed")
 
     def drop(self, name: str, model_id: str) -> None:
+        kill_point("drop:begin")
         with self._locked(exclusive=True):
             # Under the lock: the model may have been replaced (a new id) or dropped since
             # the caller looked it up.
@@ -146,4 +152,7 @@ class PostgresStorage:
             if row is None:
                 raise SqlnbNotFound(f"no model named {name!r} in {self.where}; another session dropped it")
             self._drop_parts(row[0])
+            kill_point("drop:parts")
             self.engine.execute(delete_catalog_row(), [name])
+            kill_point("drop:commit")
+        kill_point("drop:committed")

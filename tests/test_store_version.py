@@ -1,0 +1,142 @@
+"""The stored format is versioned (issue 31, must-hold 5).
+
+Every model records the format it was stored in (``format`` in its metadata,
+:data:`sqlnb.store.FORMAT`). A model stored in a newer format than this sqlnb reads is
+refused in one line naming the model, its format, the formats this sqlnb reads and the
+fix; a model of every earlier format loads and scores as it did. Each format has fixtures
+(tests/fixtures): ``wave1_models`` (7313a04, six models, checked in
+tests/test_stored_format.py) and ``format1_models`` (thirteen models of every structure
+format 1 holds today: TAN, binned, calibrated, with a decision rule, updated, text, LDA,
+QDA, logistic; written by ``make_format1_models.py`` through the command line).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+import sqlnb
+from sqlnb.errors import SqlnbError
+from sqlnb.store import FORMAT
+from support.cli import invoke, mixed_table
+
+FIXTURES = Path(__file__).parent / "fixtures"
+#: format -> the fixture files of that format (a new format adds its own).
+BY_FORMAT = {1: ["wave1_models.duckdb.gz", "format1_models.duckdb.gz"]}
+FORMAT1 = ("nb_mixed", "nb_text", "tan", "binned_mdl", "binned_quantile_tan", "calibrated_isotonic",
+           "calibrated_temperature_tan", "decided_costs", "decided_threshold", "updated", "lda", "qda", "logistic")
+
+
+def _unzip(name: str, into: Path) -> Path:
+    path = into / name.removesuffix(".gz")
+    with gzip.open(FIXTURES / name, "rb") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
+@pytest.fixture(scope="module")
+def format1(tmp_path_factory):
+    return _unzip("format1_models.duckdb.gz", tmp_path_factory.mktemp("format1"))
+
+
+def _formats(path: Path) -> dict:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {n: json.loads(m).get("format") for n, m in con.sql("SELECT name, meta FROM sqlnb.models").fetchall()}
+    finally:
+        con.close()
+
+
+def test_every_format_up_to_the_current_one_has_fixtures_stored_in_it(tmp_path):
+    assert sorted(BY_FORMAT) == list(range(1, FORMAT + 1)), "a new FORMAT needs a fixture of its own"
+    for fmt, names in BY_FORMAT.items():
+        for name in names:
+            formats = _formats(_unzip(name, tmp_path))
+            assert formats and set(formats.values()) == {fmt}, (name, formats)
+
+
+def test_the_format1_fixture_lists_every_model(format1):
+    assert sorted(m["name"] for m in sqlnb.models(str(format1))) == sorted(FORMAT1)
+
+
+@pytest.mark.parametrize("name", FORMAT1)
+def test_a_format1_model_scores_as_when_it_was_stored(format1, name):
+    model = sqlnb.load(str(format1), name)
+    con = duckdb.connect(str(format1), read_only=True)
+    got = model.score("fixture_input", con, keep=["id"]).to_arrow_table().to_pydict()
+    want = con.sql(f'SELECT * FROM "expected_{name}" ORDER BY id').to_arrow_table().to_pydict()
+    con.close()
+    assert list(got) == list(want)
+    order = np.argsort(got["id"])
+    for column in want:
+        g = [got[column][i] for i in order]
+        if isinstance(want[column][0], (float, np.floating)) or column.startswith(("proba", "log_", "jll", "expected")):
+            np.testing.assert_array_equal(np.array(g, dtype=float), np.array(want[column], dtype=float), err_msg=column)
+        else:
+            assert g == want[column], column
+
+
+def test_a_saved_model_records_the_current_format(tmp_path):
+    db = tmp_path / "m.duckdb"
+    sqlnb.fit(mixed_table(60), "y", features=["x", "z"]).save(db, "m")
+    assert _formats(db) == {"m": FORMAT}
+
+
+@pytest.fixture
+def newer(tmp_path):
+    """A store with model ``future`` stored in format FORMAT + 1 by sqlnb 9.0.0, and
+    ``today`` in the current one."""
+    db = tmp_path / "m.duckdb"
+    model = sqlnb.fit(mixed_table(60), "y", features=["x", "z"])
+    model.save(db, "future")
+    model.save(db, "today")
+    con = duckdb.connect(str(db))
+    meta = json.loads(con.sql("SELECT meta FROM sqlnb.models WHERE name = 'future'").fetchall()[0][0])
+    meta["format"] = FORMAT + 1
+    meta["versions"]["sqlnb"] = "9.0.0"
+    con.execute("UPDATE sqlnb.models SET meta = ? WHERE name = 'future'", [json.dumps(meta)])
+    con.close()
+    return db
+
+
+def _refusal(db) -> str:
+    return (f"model 'future' is stored in format {FORMAT + 1} by sqlnb 9.0.0; this sqlnb {sqlnb.__version__} "
+            f"reads formats up to {FORMAT}: upgrade sqlnb (pip install -U sqlnb) to load it")
+
+
+def test_a_model_of_a_newer_format_is_refused_in_one_line(newer):
+    with pytest.raises(SqlnbError) as e:
+        sqlnb.load(newer, "future")
+    assert str(e.value) == _refusal(newer)
+    for args in (["show", "--model", f"{newer}:future"],
+                 ["score", str(newer) + ":sqlnb.models", "--model", f"{newer}:future", "--out", "-"]):
+        result = invoke(*args)
+        assert result.exit_code == 2 and result.stdout == "", (args, result.stdout)
+        assert result.stderr == f"Error: {_refusal(newer)}\n", args
+
+
+def test_a_newer_model_does_not_stop_the_others(newer):
+    """Listing the store still works and names both; the current model loads; the newer
+    one can be dropped (or replaced) by this sqlnb, which reads nothing of it."""
+    assert [m["name"] for m in sqlnb.models(newer)] == ["future", "today"]
+    assert sqlnb.load(newer, "today").classes
+    assert invoke("drop", "--model", f"{newer}:future").exit_code == 0
+    assert [m["name"] for m in sqlnb.models(newer)] == ["today"]
+
+
+def test_a_model_without_a_format_is_format_1(tmp_path):
+    """The first stored models may lack the key: they are read as format 1."""
+    db = tmp_path / "m.duckdb"
+    sqlnb.fit(mixed_table(60), "y", features=["x", "z"]).save(db, "old")
+    con = duckdb.connect(str(db))
+    meta = json.loads(con.sql("SELECT meta FROM sqlnb.models").fetchall()[0][0])
+    del meta["format"]
+    con.execute("UPDATE sqlnb.models SET meta = ?", [json.dumps(meta)])
+    con.close()
+    assert sqlnb.load(db, "old").classes == ["a", "b", "c"]
