@@ -125,12 +125,14 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     else:
         def query(con, own_db):
             source = data_source(con, spec, own_db, types=m.read_types())
-            warn_unseen(m, source, con)
             if flag_novel:
                 if key is not None:
                     raise SqlnbError("--flag-novel keeps the input's order in DuckDB; leave out --key")
-                return novelty_query(m, source, None, outputs, keep_cols)
-            return m.scoring_query(source, outputs, keep_cols, key=key, explain=explain)
+                scoring = novelty_query(m, source, None, outputs, keep_cols)
+            else:
+                scoring = m.scoring_query(source, outputs, keep_cols, key=key, explain=explain)
+            warn_unseen(m, source, con)  # once the query is built: a source it refuses gets one Error line only
+            return scoring
         done = write_out(settings, out, replace, query)
     settings.summary(f"scored {done}")
 

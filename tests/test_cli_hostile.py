@@ -1,0 +1,46 @@
+"""Defects found by tests/test_cli_fuzz.py, each held by a small deterministic case.
+
+Every case runs the command line in-process and checks the contract of docs/cli.md
+(:func:`support.contract.check`: no traceback, an exit code of the table, one ``Error:``
+line at most) and then what the fix is meant to give.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from support.contract import run
+
+
+def parquet(d, **columns) -> str:
+    path = d / "t.parquet"
+    pq.write_table(pa.table(columns), path)
+    return str(path)
+
+
+def test_report_of_a_categorical_column_null_in_every_training_row(tmp_path):
+    """A categorical column NULL in every training row has no value and no term; the
+    report's per-class table listed its strongest value and raised ValueError (argmax of
+    an empty sequence), exit 1 with a traceback. It adds nothing to any class: score 0,
+    left out of the table."""
+    data = parquet(tmp_path, y=["a", "A", "a", "A"], x=pa.nulls(4, pa.int64()), z=pa.array([1, 0, None, 0]))
+    model = f"{tmp_path / 'm.duckdb'}:m"
+    assert run("fit", data, "-y", "y", "-m", model, "--kind", "categorical").exit_code == 0
+    assert run("report", data, "-m", model, "--out", tmp_path / "r.html").exit_code == 0
+    assert "Top features per class" in (tmp_path / "r.html").read_text()
+
+
+def test_score_refusing_a_source_prints_only_the_error_line(tmp_path):
+    """A source with a column that scoring adds (``prediction``) is refused; score named the
+    unseen categories on stderr first, so the failure was two lines (a ``note:`` and the
+    ``Error:``). The query is now built, and the source refused, before the note."""
+    train = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"y": ["a", "b"] * 3, "c": ["u", "v"] * 3, "prediction": [1.0, 2.0, 3.0] * 2}), train)
+    test = tmp_path / "test.parquet"
+    pq.write_table(pa.table({"y": ["a", "b"] * 3, "c": ["new"] * 6, "prediction": [1.0, 2.0, 3.0] * 2}), test)
+    model = f"{tmp_path / 'm.duckdb'}:m"
+    assert run("fit", train, "-y", "y", "-m", model).exit_code == 0
+    result = run("score", test, "-m", model, "--out", "-")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: the source already has a column named 'prediction'")
