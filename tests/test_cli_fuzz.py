@@ -153,18 +153,35 @@ STRUCTURES = {
 
 COMMANDS = ["score", "score_opts", "evaluate", "evaluate_json", "report", "show", "show_params", "sql", "sql_fit",
             "cv", "select", "calibrate", "decide", "update", "novelty", "sample", "mi", "models", "drop", "fit_em",
-            "explain", "refit"]
+            "explain", "refit", "compare", "sql_macro", "score_key", "long"]
 
 
 @st.composite
 def cases(draw):
     structure = draw(st.sampled_from(sorted(STRUCTURES)))
     table, label = draw(tables(wide=structure == "wide"))
-    other = draw(st.one_of(st.none(), tables().map(lambda t: t[0])))
+    other = draw(st.sampled_from([None, None, "drift", "fresh"]))
+    if other == "fresh":  # other rows, other names and types
+        other = draw(tables())[0]
+    elif other == "drift":  # the training rows with one column gone, or read as text
+        name = draw(st.sampled_from(table.column_names))
+        i = table.column_names.index(name)
+        other = (table.remove_column(i) if draw(st.booleans())
+                 else table.set_column(i, name, pa.array([None if v is None else str(v)
+                                                          for v in table.column(i).to_pylist()], pa.string())))
     fmt = draw(st.sampled_from(["parquet", "csv", "duckdb"]))
     features = [c for c in table.column_names if c != label] or [label]
     feature = draw(st.sampled_from(features))
     fit_args = [a.replace("{f}", feature) for a in STRUCTURES[structure]]
+    fit_args += draw(st.sampled_from([[]] * 4 + [["--class-prior", "{c0}=0.7,{c1}=0.3"], ["--prior-alpha", "{c0}=3"],
+                                                 ["--feature-alpha", f"{feature}=0.5"], ["--binarize", f"{feature}=0"],
+                                                 ["--exclude", feature], ["--keep-columns", feature],
+                                                 ["--var-smoothing", "0"], ["--alpha", "1e-300"],
+                                                 ["--token-pattern", "("], ["--stop-words", "@missing.txt"],
+                                                 ["--bins", f"{feature}=quantile:1"], ["--max-df", "0.0"],
+                                                 ["--select-k", "100"], ["--columns", f"{feature}=INTEGER"],
+                                                 ["--null-string", ""], ["--data-format", "json"],
+                                                 ["--feature-kind", f"{feature}=binned"]]))
     after = draw(st.sampled_from([None, None, "calibrate", "decide_threshold", "decide_reject", "decide_costs"]))
     commands = draw(st.lists(st.sampled_from(COMMANDS), min_size=1, max_size=3))
     choices = draw(st.lists(st.integers(0, 5), min_size=8, max_size=8))
@@ -179,11 +196,15 @@ def run(argv: list):
     return result
 
 
+def classes_of(case: dict) -> list[str]:
+    return [str(c) for c in dict.fromkeys(case["table"].column(case["label"]).to_pylist()) if c is not None] or ["a"]
+
+
 def command_args(name: str, case: dict, data: str, data2: str, model: str, d: Path, choice: int) -> list:
     """The argument list of one follow-up command."""
     label = case["label"]
-    classes = [c for c in case["table"].column(label).to_pylist() if c is not None] or ["a"]
-    cls = str(classes[choice % len(classes)])
+    classes = classes_of(case)
+    cls = classes[choice % len(classes)]
     if name == "score":
         out = ["-", str(d / "out.parquet"), str(d / "out.csv"), f"{d / 'out.duckdb'}:scored"][choice % 4]
         return ["score", data2, "-m", model, "--out", out, "--replace"]
@@ -211,8 +232,9 @@ def command_args(name: str, case: dict, data: str, data2: str, model: str, d: Pa
     if name == "sql_fit":
         return ["sql", data, "--fit", "-y", label]
     if name == "cv":
-        opts = [[], ["--kind", "lda"], ["--grid", "alpha=0.5,1"], ["--refit", "-m", f"{d / 'cv.duckdb'}:best"],
-                ["--scoring", "log_loss"], ["--format", "json"]][choice]
+        opts = [[], ["--kind", "lda"], ["--grid", ["alpha=0.5,1", "alpha=-1", "var_smoothing=abc", "nope=1"][choice % 4]],
+                ["--refit", "-m", f"{d / 'cv.duckdb'}:best"], ["--scoring", "log_loss"],
+                ["--format", "json", "--kind", "logistic"]][choice]
         return ["cv", data, "-y", label, "--folds", 2 + choice % 2, *opts]
     if name == "select":
         return ["select", data, "-y", label, "--folds", 2, *[[], ["--direction", "backward"]][choice % 2]]
@@ -237,18 +259,44 @@ def command_args(name: str, case: dict, data: str, data2: str, model: str, d: Pa
         return ["drop", "-m", model]
     if name == "fit_em":
         return ["fit-em", data, "-y", label, "-m", f"{d / 'em.duckdb'}:em", "--max-iter", 2, "--replace"]
+    if name == "compare":
+        return ["compare", data, "-y", label, "--sizes", 2 + choice, "--repeats", 1,
+                *[[], ["--models", "gaussian,logistic"], ["--test", data2]][choice % 3]]
+    if name == "sql_macro":
+        return ["sql", "-m", model, "--macro", ["s", "we'ird", "日本"][choice % 3]]
+    if name == "score_key":
+        key = case["table"].column_names[choice % case["table"].num_columns]
+        return ["score", data2, "-m", model, "--out", "-", "--key", key]
+    if name == "long":  # the training rows' feature as tokens of a long table: fit-long then score-long
+        tokens = d / "tokens.parquet"
+        t = case["table"]
+        pq.write_table(pa.table({"doc": pa.array(range(t.num_rows), pa.int64()),
+                                 "tok": t.column(case["feature"]).cast(pa.string())
+                                 if pa.types.is_string(t.column(case["feature"]).type) or choice % 2
+                                 else t.column(case["feature"])}), tokens)
+        labels = d / "labels.parquet"
+        pq.write_table(pa.table({"doc": pa.array(range(t.num_rows), pa.int64()), "lab": t.column(label)}), labels)
+        if choice % 3 == 2:
+            return ["score-long", tokens, "-m", f"{d / 'long.duckdb'}:l", "--out", "-"]
+        return ["fit-long", tokens, labels, "--id", "doc", "--token", "tok", "--label", "lab",
+                "-m", f"{d / 'long.duckdb'}:l", "--replace"]
     return ["fit", data, "-y", label, "-m", model, "--replace", *case["fit_args"]]  # refit
 
 
 def run_case(case: dict) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
+        classes = classes_of(case) * 2
+        case = dict(case, fit_args=[a.replace("{c0}", classes[0]).replace("{c1}", classes[1])
+                                    for a in case["fit_args"]])
         data = write_table(case["table"], case["fmt"], d, "train")
         data2 = data if case["other"] is None else write_table(case["other"], case["fmt"], d, "test")
         model = f"{d / 'models.duckdb'}:{case['model_name']}"
         fitted = run(["fit", data, "-y", case["label"], "-m", model, *case["fit_args"]]).exit_code == 0
         choices = case["choices"]
-        if case["after"] == "calibrate":
+        if not fitted:
+            pass
+        elif case["after"] == "calibrate":
             run(["calibrate", data, "-m", model])
         elif case["after"] is not None:
             rule = {"decide_threshold": 0, "decide_reject": 1, "decide_costs": 2}[case["after"]]

@@ -44,3 +44,12 @@ def test_score_refusing_a_source_prints_only_the_error_line(tmp_path):
     result = run("score", test, "-m", model, "--out", "-")
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: the source already has a column named 'prediction'")
+
+
+def test_fit_on_values_near_the_largest_double_prints_one_line(tmp_path):
+    """Class means of ±1e200 overflow δ² where the per-class moments are pooled; numpy's
+    RuntimeWarning (two lines, with a file path) came before the ``Error:`` line."""
+    data = parquet(tmp_path, y=["a", "b"] * 3, g=[1e200, -1e200, 1e200, -1e200, 1e200, -1e200])
+    result = run("fit", data, "-y", "y", "-m", f"{tmp_path / 'm.duckdb'}:m")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: the variance of column 'g'")

@@ -4,7 +4,9 @@ line, and a failure that is exactly that one line with nothing on stdout."""
 
 from __future__ import annotations
 
+import sys
 import traceback
+import warnings
 
 from click.testing import CliRunner, Result
 
@@ -32,6 +34,15 @@ def run(*argv) -> Result:
     """``sqlnb ARGV`` in-process, exceptions caught (so a traceback is seen, not raised),
     checked by :func:`check`."""
     argv = [str(a) for a in argv]
-    result = CliRunner().invoke(cli, argv, catch_exceptions=True)
+    with warnings.catch_warnings():
+        # As in a real process: a warning nobody turned into a note is printed on stderr
+        # (pytest would otherwise record it out of sight).
+        warnings.simplefilter("always")
+        warnings.showwarning = _show
+        result = CliRunner().invoke(cli, argv, catch_exceptions=True)
     check(result, argv)
     return result
+
+
+def _show(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
