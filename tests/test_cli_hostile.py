@@ -53,3 +53,36 @@ def test_fit_on_values_near_the_largest_double_prints_one_line(tmp_path):
     result = run("fit", data, "-y", "y", "-m", f"{tmp_path / 'm.duckdb'}:m")
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: the variance of column 'g'")
+
+
+def _cv_data(tmp_path) -> str:
+    return parquet(tmp_path, y=["a", "b"] * 6, g=[0.1, 1.2, 0.3, 1.1, 0.2, 0.9] * 2, h=[1.0, 0.2, 0.8, 0.1, 1.3, 0.0] * 2)
+
+
+def test_cv_grid_of_a_non_number_for_var_smoothing(tmp_path):
+    """``--grid var_smoothing=abc`` reached ``math.isfinite('abc')``: TypeError, a traceback."""
+    result = run("cv", _cv_data(tmp_path), "-y", "y", "--folds", 2, "--grid", "var_smoothing=abc")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: var_smoothing must be >= 0, not 'abc'")
+
+
+def test_cv_grid_of_one_number_for_feature_alpha(tmp_path):
+    """``--grid feature_alpha=1`` (a mapping column -> alpha, given one number): TypeError,
+    'float' object is not iterable."""
+    result = run("cv", _cv_data(tmp_path), "-y", "y", "--folds", 2, "--grid", "feature_alpha=1")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: feature_alpha maps columns to their alpha")
+
+
+def test_cv_grid_of_text_for_a_flag_is_refused(tmp_path):
+    """``--grid norm=abc`` and ``--grid standardize=abc`` were taken as true (any non-empty
+    text is), so the grid point's parameters said 'abc'; they are refused as
+    tied_variance=abc already was. ``true,false`` stays a grid of two points."""
+    data = _cv_data(tmp_path)
+    for kind, flag in (("complement", "norm"), ("logistic", "standardize")):
+        result = run("cv", data, "-y", "y", "--folds", 2, "--kind", kind, "--grid", f"{flag}=abc")
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"Error: {flag} must be True or False, not 'abc'")
+        result = run("cv", data, "-y", "y", "--folds", 2, "--kind", kind, "--grid", f"{flag}=true,false",
+                     "--format", "json")
+        assert result.exit_code == 0, result.stderr
