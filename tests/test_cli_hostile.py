@@ -86,3 +86,33 @@ def test_cv_grid_of_text_for_a_flag_is_refused(tmp_path):
         result = run("cv", data, "-y", "y", "--folds", 2, "--kind", kind, "--grid", f"{flag}=true,false",
                      "--format", "json")
         assert result.exit_code == 0, result.stderr
+
+
+def test_sample_of_a_binned_model_is_refused_in_one_line(tmp_path):
+    """Binned features fell through to the count families' sampler: AttributeError
+    ('Counts' object has no attribute 'total'), a traceback."""
+    data = _cv_data(tmp_path)
+    model = f"{tmp_path / 'm.duckdb'}:m"
+    assert run("fit", data, "-y", "y", "-m", model, "--bins", "quantile:3").exit_code == 0
+    result = run("sample", "-m", model, "-n", 3, "--out", "-")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: sampling binned features is not supported ('g' is one)")
+
+
+def test_evaluate_without_the_label_prints_only_the_error_line(tmp_path):
+    """Rows without the label column: evaluate named the unseen categories first (a
+    ``warning:`` line), then the ``Error:``; the names now come once the figures are
+    computed."""
+    train = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"y": ["a", "b"] * 3, "c": ["u", "v"] * 3}), train)
+    test = tmp_path / "test.parquet"
+    pq.write_table(pa.table({"c": ["new"] * 6}), test)
+    model = f"{tmp_path / 'm.duckdb'}:m"
+    assert run("fit", train, "-y", "y", "-m", model).exit_code == 0
+    result = run("evaluate", test, "-m", model)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: label column 'y' not found")
+    test_labelled = tmp_path / "labelled.parquet"
+    pq.write_table(pa.table({"y": ["a", "b"] * 3, "c": ["new"] * 6}), test_labelled)
+    result = run("evaluate", test_labelled, "-m", model)  # the warning is still given when evaluate succeeds
+    assert result.exit_code == 0 and result.stderr.startswith("warning: column 'c': 6 of 6"), result.stderr

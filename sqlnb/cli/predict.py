@@ -155,9 +155,9 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
     if settings.remote:
         engine = settings.warehouse()
         source = engine.resolve(read_with(spec, m.read_types()))
-        unseen = warn_unseen(m, source, engine)
         settings.summary(doing.format(source.description))
         ev = evaluate_model(m, source, engine, label, labels)
+        unseen = warn_unseen(m, source, engine)  # after: rows evaluate refuses (no label) get one Error line only
         points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
     else:
         with settings.working(), settings.connect() as con:
@@ -168,7 +168,6 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
             if not small:
                 bound_memory(settings, con)
             source = data_source(con, spec, types=m.read_types())
-            unseen = warn_unseen(m, source, con)
             settings.summary(doing.format(source.description))
             try:
                 ev = evaluate_model(m, source, con, label, labels)
@@ -179,6 +178,9 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
                 # statement, so the same figures, under the 1 GB one.
                 bound_memory(settings, con)
                 ev = evaluate_model(m, source, con, label, labels)
+            # Named once the figures are computed, before any is printed: rows evaluate
+            # refuses (no label column, ...) get their one Error line only.
+            unseen = warn_unseen(m, source, con)
             points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
     return ev, unseen, points, source.description
 
