@@ -15,7 +15,7 @@ Every command must
   line, ``Error: ...``, and nothing on stdout.
 
 CI runs a fixed seed (``derandomize``) and ``SQLNB_FUZZ_EXAMPLES`` examples (default
-25, about 30 s); benchmarks/README.md ("CLI fuzz") gives the longer run. Defects the
+40, about 20 s); benchmarks/README.md ("CLI fuzz") gives the longer run. Defects the
 longer runs found are held by deterministic tests in tests/test_cli_hostile.py.
 """
 
@@ -305,7 +305,7 @@ def run_case(case: dict) -> None:
             run(command_args(name, case, data, data2, model, d, choices[i]))
 
 
-EXAMPLES = int(os.environ.get("SQLNB_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("SQLNB_FUZZ_EXAMPLES", "40"))
 SEED = os.environ.get("SQLNB_FUZZ_SEED")
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=SEED is None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
