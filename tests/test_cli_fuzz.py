@@ -15,7 +15,7 @@ Every command must
   line, ``Error: ...``, and nothing on stdout.
 
 CI runs a fixed seed (``derandomize``) and ``SQLNB_FUZZ_EXAMPLES`` examples (default
-40, about 20 s); benchmarks/README.md ("CLI fuzz") gives the longer run. Defects the
+40, 15-40 s by load); benchmarks/README.md ("CLI fuzz") gives the longer run. Defects the
 longer runs found are held by deterministic tests in tests/test_cli_hostile.py.
 """
 
