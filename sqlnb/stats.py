@@ -71,7 +71,9 @@ def chan_merge(n1, mean1, m21, n2, mean2, m22):
     """
     n1, mean1, m21, n2, mean2, m22 = map(np.asarray, (n1, mean1, m21, n2, mean2, m22))
     n = n1 + n2
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # Values near the largest double overflow δ² to inf (no warning: the fit names the
+    # column whose variance overflows, in one line, where it checks the variances).
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         delta = mean2 - mean1
         safe = np.where(n > 0, n, 1.0)
         mean = np.where(n1 == 0, mean2, np.where(n2 == 0, mean1, mean1 + delta * (n2 / safe)))

@@ -125,12 +125,14 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     else:
         def query(con, own_db):
             source = data_source(con, spec, own_db, types=m.read_types())
-            warn_unseen(m, source, con)
             if flag_novel:
                 if key is not None:
                     raise SqlnbError("--flag-novel keeps the input's order in DuckDB; leave out --key")
-                return novelty_query(m, source, None, outputs, keep_cols)
-            return m.scoring_query(source, outputs, keep_cols, key=key, explain=explain)
+                scoring = novelty_query(m, source, None, outputs, keep_cols)
+            else:
+                scoring = m.scoring_query(source, outputs, keep_cols, key=key, explain=explain)
+            warn_unseen(m, source, con)  # once the query is built: a source it refuses gets one Error line only
+            return scoring
         done = write_out(settings, out, replace, query)
     settings.summary(f"scored {done}")
 
@@ -153,9 +155,9 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
     if settings.remote:
         engine = settings.warehouse()
         source = engine.resolve(read_with(spec, m.read_types()))
-        unseen = warn_unseen(m, source, engine)
         settings.summary(doing.format(source.description))
         ev = evaluate_model(m, source, engine, label, labels)
+        unseen = warn_unseen(m, source, engine)  # after: rows evaluate refuses (no label) get one Error line only
         points = curve_points(m, source, engine, label, max_points=plots.CURVE_POINTS) if curves else None
     else:
         with settings.working(), settings.connect() as con:
@@ -166,7 +168,6 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
             if not small:
                 bound_memory(settings, con)
             source = data_source(con, spec, types=m.read_types())
-            unseen = warn_unseen(m, source, con)
             settings.summary(doing.format(source.description))
             try:
                 ev = evaluate_model(m, source, con, label, labels)
@@ -177,6 +178,9 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
                 # statement, so the same figures, under the 1 GB one.
                 bound_memory(settings, con)
                 ev = evaluate_model(m, source, con, label, labels)
+            # Named once the figures are computed, before any is printed: rows evaluate
+            # refuses (no label column, ...) get their one Error line only.
+            unseen = warn_unseen(m, source, con)
             points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
     return ev, unseen, points, source.description
 

@@ -204,9 +204,10 @@ def _per_class_naive_bayes(model, n: int) -> dict[Any, list[dict]]:
             ok = np.isfinite(log_p)
             terms = np.where(ok, np.exp(np.where(ok, log_p, 0.0)) * (np.where(ok, log_p, 0.0) - log_marginal), 0.0)
             for k in range(K):
-                j = int(np.argmax(terms[k]))
+                # A column NULL in every training row has no value (and no term in any class).
+                detail = label_text(names[int(np.argmax(terms[k]))]) if terms.shape[1] else "no value in training"
                 rows[k].append({"name": f.name, "kind": f.kind, "score": float(max(terms[k].sum(), 0.0)),
-                                "detail": f"{label_text(names[j])}"})
+                                "detail": detail})
         elif f.kind == "gaussian":
             mean, var = (np.asarray(a, dtype=float) for a in p)
             kl = _gaussian_divergence(mean, var, log_prior)

@@ -80,14 +80,18 @@ class Hyperparameters:
     tied_variance: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.feature_alpha, Mapping):  # e.g. cv --grid feature_alpha=1
+            raise SqlnbError(f"feature_alpha maps columns to their alpha ({{'col': 0.5}}, --feature-alpha COL=A), "
+                             f"not {self.feature_alpha!r}")
         # Own copies: a caller mutating its mapping or array later changes nothing here.
         object.__setattr__(self, "feature_alpha", dict(self.feature_alpha))
         per_class = isinstance(self.prior_alpha, Mapping)
         if per_class:  # checked against the classes when bound to a model (NaiveBayes._bound)
             object.__setattr__(self, "prior_alpha", dict(self.prior_alpha))
-        if not isinstance(self.tied_variance, (bool, np.bool_)):
-            raise SqlnbError(f"tied_variance must be True or False, not {self.tied_variance!r}")
-        object.__setattr__(self, "tied_variance", bool(self.tied_variance))  # numpy's bool is no JSON
+        for flag in ("tied_variance", "norm"):
+            if not isinstance(getattr(self, flag), (bool, np.bool_)):
+                raise SqlnbError(f"{flag} must be True or False, not {getattr(self, flag)!r}")
+            object.__setattr__(self, flag, bool(getattr(self, flag)))  # numpy's bool is no JSON
         prior = self.class_prior
         if isinstance(prior, Mapping):
             object.__setattr__(self, "class_prior", dict(prior))
@@ -113,7 +117,8 @@ class Hyperparameters:
                 raise SqlnbError(f"beta must be two finite numbers >= 0, (β1, β0): the pseudo-counts of a "
                                  f"present and of an absent Bernoulli value, not {self.beta!r}")
             object.__setattr__(self, "beta", (float(pair[0]), float(pair[1])))
-        if not (math.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
+        if not (isinstance(self.var_smoothing, (int, float)) and not isinstance(self.var_smoothing, bool)
+                and math.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
             raise SqlnbError(f"var_smoothing must be >= 0, not {self.var_smoothing!r}")
         if isinstance(self.class_prior, str) and self.class_prior not in ("fitted", "uniform", "dirichlet"):
             raise SqlnbError(

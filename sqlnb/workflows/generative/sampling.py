@@ -94,6 +94,10 @@ def sample(model: NaiveBayes, n: int, *, classes: Any = None, seed: int | None =
     if bags:
         raise SqlnbError(f"sampling token bags is not supported ({bags[0]!r} is one); "
                          "sample a model without text, LIST or MAP features")
+    binned = [f.name for f in model.features if f.kind == "binned"]
+    if binned:  # a bin is an interval, and the model holds no density within it (the outer two are unbounded)
+        raise SqlnbError(f"sampling binned features is not supported ({binned[0]!r} is one); "
+                         "sample a model fitted without --bins")
     if model.hyper.structure != "naive":
         raise SqlnbError(f"sampling draws each feature from its class alone; a {model.hyper.structure} model is not "
                          "supported: sample model.with_params(structure='naive'), the same counts without the tree")
