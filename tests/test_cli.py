@@ -309,8 +309,8 @@ def test_global_options_and_environment_reach_duckdb(work, monkeypatch):
     seen = []
     real = sqlnb.api.connect
 
-    def spy(path=None, threads=None, memory_limit=None, temp_directory=None, read_only=False):
-        con = real(path, threads, memory_limit, temp_directory, read_only=read_only)
+    def spy(path=None, threads=None, memory_limit=None, temp_directory=None, read_only=False, **kw):
+        con = real(path, threads, memory_limit, temp_directory, read_only=read_only, **kw)
         seen.append(con.execute("SELECT current_setting('threads'), current_setting('memory_limit'), "
                             "current_setting('temp_directory')").fetchall()[0])
         return con
