@@ -178,7 +178,16 @@ def test_evaluate_with_a_model_on_the_server_gives_the_metrics_of_duckdb(runs, t
                                                                                          "gauss")
     want = json.loads(invoke("evaluate", root / "test.parquet", "--model", f"{tmp_path}/m.duckdb:gauss",
                              "--format", "json").stdout)
-    assert (got["rows"], got["accuracy"], got["per_class"]) == (want["rows"], want["accuracy"], want["per_class"])
+    assert (got["rows"], got["accuracy"]) == (want["rows"], want["accuracy"])
+    # Counts and labels exactly; ranking figures within TOL: DuckDB sums the average precision
+    # in numpy over sorted scores, Spark in SQL over groups (the last bit may differ).
+    assert [sorted(c) for c in got["per_class"]] == [sorted(c) for c in want["per_class"]]
+    for g, w in zip(got["per_class"], want["per_class"]):
+        for k, v in w.items():
+            if isinstance(v, float):
+                assert abs(g[k] - v) <= TOL, (w["label"], k)
+            else:
+                assert g[k] == v, (w["label"], k)
     for metric in ("log_loss", "brier", "macro_f1"):
         assert abs(got[metric] - want[metric]) <= TOL, metric
 
