@@ -352,6 +352,39 @@ def test_update_redoes_its_change_over_a_model_saved_meanwhile(fitted, monkeypat
     assert sqlnb.load(db, "m").stats.n_rows == 190 + 150  # the other save's rows, and this update's
 
 
+def test_a_change_overtaken_more_than_five_times_goes_on_while_the_wait_lasts(fitted, monkeypatch):
+    """A burst of saves by other processes (CI's soak: 6 writers, one calibrate overtaken
+    5 times in a row) delays ``calibrate`` instead of failing it; with ``--wait 0`` it
+    stops after 5 attempts, in one line that says so and names --wait."""
+    import sqlnb.cli.generative as gen
+
+    db = str(fitted / "m.duckdb")
+    real, calls = gen.update_model, []
+
+    def overtaken(times):
+        def update_while_another_saves(m, source, **kw):
+            calls.append(m.stored_id)
+            if len(calls) <= times:
+                sqlnb.load(db, "m").save(db, "m", replace=True)  # another process saves m meanwhile
+            return real(m, source, **kw)
+        return update_while_another_saves
+
+    monkeypatch.setattr(gen, "update_model", overtaken(7))
+    r = invoke("update", fitted / "train.parquet", "--model", f"{db}:m")
+    assert r.exit_code == 0, r.stderr
+    assert len(calls) == 8 and len(set(calls)) == 8  # each attempt read the model saved meanwhile
+    assert sqlnb.load(db, "m").stats.n_rows == 300
+
+    calls.clear()
+    monkeypatch.setattr(gen, "update_model", overtaken(100))
+    r = invoke("--wait", "0", "update", fitted / "train.parquet", "--model", f"{db}:m")
+    assert r.exit_code == 2 and len(calls) == 5
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "was replaced by another process while this command worked on it, 5 times in" in lines[0]
+    assert "--wait SECONDS" in lines[0]
+    assert sqlnb.load(db, "m").stats.n_rows == 300  # nothing half-written
+
+
 FLOCK = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); "
          "print('held', flush=True); time.sleep(float(sys.argv[2]))")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import time
 from contextlib import contextmanager
@@ -101,7 +102,8 @@ def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
     return con.execute(sql.render(q)).fetchone()[0] > 0
 
 
-#: How many times :func:`modify` redoes a change that another process overtook.
+#: How many times :func:`modify` redoes a change that another process overtook, at least;
+#: it goes on past that while the command's wait (``--wait``) has not run out.
 MODIFY_ATTEMPTS = 5
 
 
@@ -113,21 +115,34 @@ def modify(settings: Settings, text: str, change: Callable[[Any], Any]) -> tuple
     data, seconds to minutes): writing over that would silently lose its change. So the
     save expects the id the model was read under (``save_model(expect=)``, checked inside
     the save's transaction, under the store's lock) and, when another model is there now,
-    the whole read-change-save runs again, up to :data:`MODIFY_ATTEMPTS` times.
+    the whole read-change-save runs again: at least :data:`MODIFY_ATTEMPTS` times, and
+    beyond that for as long as the command's wait (``--wait``, 60 s by default) lasts,
+    after a short jittered pause, so that a burst of saves by other processes delays the
+    change instead of failing it. The error that ends it says how often and for how long.
     """
+    from sqlnb.engines.waiting import FIRST_PAUSE, LONGEST_PAUSE, wait_seconds
     from sqlnb.store.catalog import ModelChanged
 
     loc = model_location(settings, text)
-    for attempt in range(MODIFY_ATTEMPTS):
+    budget = wait_seconds(None)
+    start = time.monotonic()
+    pause = FIRST_PAUSE
+    attempt = 0
+    while True:
+        attempt += 1
         m = load(settings, text)
         new = change(m)
         try:
             save(settings, new, loc, replace=True, expect=m.stored_id)
             return new, loc
-        except ModelChanged:
-            if attempt == MODIFY_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+        except ModelChanged as e:
+            spent = time.monotonic() - start
+            if attempt >= MODIFY_ATTEMPTS and spent >= budget:
+                raise ModelChanged(f"{str(e).split('; run the command again')[0]}, {attempt} times in "
+                                   f"{spent:.1f} s; run the command again once the other writers have "
+                                   "finished, or wait longer with --wait SECONDS") from None
+        time.sleep(pause * random.uniform(0.5, 1.5))
+        pause = min(pause * 2, LONGEST_PAUSE)
 
 
 # -- results ------------------------------------------------------------------------------------
