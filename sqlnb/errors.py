@@ -18,6 +18,16 @@ class SqlnbError(Exception):
     exit_code = 2
 
 
+class StoreBusy(SqlnbError):
+    """Another process kept the model store (a DuckDB file, a PostgreSQL store's lock, a
+    Spark warehouse) or the model being changed for longer than this command waits
+    (``--wait``). Nothing was written; the same command run later can succeed, so the
+    command line exits with 75 (``EX_TEMPFAIL`` of BSD's sysexits.h, the code schedulers
+    and mail systems read as "try again later"), not with 2 (bad input)."""
+
+    exit_code = 75
+
+
 class SqlnbNotFound(SqlnbError):
     """A file, table, model or column that does not exist."""
 

@@ -256,7 +256,7 @@ def test_wait_runs_out_in_one_line(fitted, command):
     finally:
         holder.kill()
         holder.wait()
-    assert r.exit_code == 2 and r.stdout == ""
+    assert r.exit_code == 75 and r.stdout == ""  # busy (EX_TEMPFAIL): the same command can succeed later
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: database "), r.stderr
     assert f"(PID {holder.pid}: " in lines[0] and "import duckdb" in lines[0]  # the holder's command line
@@ -297,11 +297,11 @@ def test_postgres_lock_bounds_the_wait_and_one_fit_of_a_name_wins(pg_engine):
         other.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
         backend = other.info.backend_pid
         r = invoke("--wait", "0.3", *pg, "fit", "train", "-y", "y", "--model", "locked", "--replace")
-        assert r.exit_code == 2, r.stderr
+        assert r.exit_code == 75, r.stderr
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and f"backend PID {backend}" in lines[0] and "--wait SECONDS" in lines[0]
         r = invoke("--wait", "0.3", *pg, "show", "--model", "locked")
-        assert r.exit_code == 2 and "being written by another session" in r.stderr
+        assert r.exit_code == 75 and "being written by another session" in r.stderr
         other.rollback()
     assert invoke("--wait", "0.3", *pg, "show", "--model", "locked").exit_code == 0
 
@@ -378,7 +378,7 @@ def test_a_change_overtaken_more_than_five_times_goes_on_while_the_wait_lasts(fi
     calls.clear()
     monkeypatch.setattr(gen, "update_model", overtaken(100))
     r = invoke("--wait", "0", "update", fitted / "train.parquet", "--model", f"{db}:m")
-    assert r.exit_code == 2 and len(calls) == 5
+    assert r.exit_code == 75 and len(calls) == 5
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "was replaced by another process while this command worked on it, 5 times in" in lines[0]
     assert "--wait SECONDS" in lines[0]

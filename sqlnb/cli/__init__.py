@@ -108,7 +108,7 @@ def stderr_is_terminal() -> bool:
 @click.option("--wait", type=click.FloatRange(min=0), default=60, show_default=True, envvar="SQLNB_WAIT",
               metavar="SECONDS",
               help="How long to wait while another process writes the models (a DuckDB file, the PostgreSQL "
-                   "store) or, for a write, reads them; then one Error: line naming it. 0: fail at once "
+                   "store) or, for a write, reads them; then one Error: line naming it and exit 75. 0: fail at once "
                    "[env SQLNB_WAIT]. See docs/concurrency.md.")
 @click.pass_context
 def cli(ctx: click.Context, threads, memory_limit, temp_directory, engine, dsn, master, remote, warehouse, verbose,

@@ -32,6 +32,9 @@ EXIT_OK = 0
 EXIT_FAIL = 1
 #: Bad input: a usage error or a one-line ``Error:`` about the data, model or options.
 EXIT_USAGE = 2
+#: Another process kept the model store for longer than ``--wait`` (``EX_TEMPFAIL``): the
+#: same command run later can succeed (:class:`~sqlnb.errors.StoreBusy`).
+EXIT_BUSY = 75
 #: Interrupted (Ctrl-C); as a shell reports SIGINT.
 EXIT_INTERRUPTED = 130
 #: Terminated (SIGTERM), cleaned up like Ctrl-C; as a shell reports SIGTERM.

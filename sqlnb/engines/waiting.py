@@ -24,7 +24,7 @@ import re
 import time
 from typing import Callable, TypeVar
 
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, StoreBusy
 
 #: Seconds an open waits for a database file another process holds, by default.
 DEFAULT_WAIT = 60.0
@@ -80,8 +80,8 @@ def holder(error: BaseException) -> str:
     return f"PID {pid}: {command[:160] + '...' if len(command) > 160 else command}"
 
 
-def locked_error(path: str, error: BaseException, seconds: float) -> SqlnbError:
-    return SqlnbError(
+def locked_error(path: str, error: BaseException, seconds: float) -> StoreBusy:
+    return StoreBusy(
         f"database {path!r} is held by another process ({holder(error)}) and stayed locked for the "
         f"{seconds:g} s this command waits; run it again once that process has finished, or wait longer "
         "with --wait SECONDS (wait= in Python)")
@@ -155,7 +155,7 @@ def hold_directory(path: str, what: str, wait: float | None = None) -> int | Non
             if left <= 0:
                 holding = _flock_holder(path)
                 os.close(fd)
-                raise SqlnbError(f"{what} {path!r} is in use by another process ({holding}) and stayed so for "
+                raise StoreBusy(f"{what} {path!r} is in use by another process ({holding}) and stayed so for "
                                  f"the {seconds:g} s this command waits; run it again once that process has "
                                  "finished, or wait longer with --wait SECONDS (wait= in Python)") from None
         except BaseException:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Protocol
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, StoreBusy
 from sqlnb.version import __version__
 
 SCHEMA = "sqlnb"
@@ -117,7 +117,7 @@ def casted_select(columns: list[str], casts: dict, view: str) -> exp.Select:
     return exp.select(*cols).from_(sql.table(view))
 
 
-class ModelChanged(SqlnbError):
+class ModelChanged(StoreBusy):
     """A save that rewrites a model read before (``expect``: the id it was read under)
     found another one stored under the name since: another process saved or dropped it
     in between. The caller reads the model again and redoes its change."""

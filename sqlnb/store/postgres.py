@@ -24,7 +24,7 @@ from sqlnb import sql
 from sqlnb.crash import kill_point
 from sqlnb.engines.postgres import PostgresEngine
 from sqlnb.engines.waiting import wait_seconds
-from sqlnb.errors import SqlnbError, SqlnbNotFound
+from sqlnb.errors import SqlnbError, SqlnbNotFound, StoreBusy
 from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, catalog_table, check_expected,
                                  create_catalog, delete_catalog_row, insert_catalog_row, new_id, now, part_table)
 
@@ -58,7 +58,7 @@ class PostgresStorage:
                     exp.cast(exp.Literal.number(LOCK_KEY), "bigint"))))
                 yield
         except pgerr.LockNotAvailable:
-            raise SqlnbError(f"the models in {self.where} are being {'read or ' if exclusive else ''}written by "
+            raise StoreBusy(f"the models in {self.where} are being {'read or ' if exclusive else ''}written by "
                              f"another session ({self._holder()}), which held them for the {self.wait:g} s this "
                              "command waits; run it again once that session has finished, or wait longer with "
                              "--wait SECONDS (wait= in Python)") from None
