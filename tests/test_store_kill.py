@@ -214,6 +214,39 @@ def test_duckdb_kills_at_random_times(duck, duck_versions, tmp_path):
             assert got in (old, new), f"{command} killed at a random time: neither old nor new"
 
 
+#: Kill points of a fit (or rows into a table) that creates its database file: inside the
+#: save's transaction on the temporary file, after it is complete, and after the link.
+NEW_FILE = ["save:part", "save:committed", "new:written", "new:linked"]
+
+
+@pytest.mark.parametrize("point", NEW_FILE)
+@pytest.mark.parametrize("what", ["fit", "score-out-table"])
+def test_a_new_models_file_appears_whole_or_not_at_all(duck, tmp_path, what, point):
+    """A fit (or ``score --out DB:TABLE``) into a file that does not exist yet, killed at
+    any step, leaves no file or the whole one; never an empty or half-written database,
+    which ``models`` would list as empty and the next command would mistake for a store.
+    Only a ``.sqlnb-<pid>-...`` temporary stays, and the next write there removes it."""
+    d = _fresh(duck, tmp_path / "d")
+    db = d / "new.duckdb"
+    args = {"fit": ["fit", d / "train.parquet", "--label", "y", "--exclude", "id", "--model", f"{db}:m"],
+            "score-out-table": ["score", d / "new.parquet", "--model", f"{d / 'models.duckdb'}:nb", "--keep", "id",
+                                "--out", f"{db}:scores"]}[what]
+    point = {"save:part": "out:commit", "save:committed": "out:committed"}.get(point, point) if what != "fit" else point
+    code = run(args, d / "log", point=point)
+    assert code == -signal.SIGKILL, (f"the command did not reach kill point {point}", code, log_text(d / "log"))
+    log_text(d / "log")
+    if point == "new:linked":  # linked: the file is whole
+        assert (sqlnb.models(str(db))[0]["name"] == "m") if what == "fit" else \
+            duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM scores").fetchall() == [(60,)]
+    else:
+        assert not db.exists() and not (d / "new.duckdb.wal").exists()
+    left = [p.name for p in d.iterdir() if p.name.startswith(".sqlnb-")]
+    assert left and all(n.endswith("new.duckdb") or n.endswith("new.duckdb.wal") for n in left), left
+    assert run(args + (["--replace"] if db.exists() else []), d / "log") == 0, log_text(d / "log")
+    log_text(d / "log")
+    assert [p.name for p in d.iterdir() if p.name.startswith(".sqlnb-")] == []  # removed by that write
+
+
 # -- PostgreSQL: the store on the server ----------------------------------------------------------
 
 PG_MODELS = {"nb": {}, "tan": {"structure": "tan"}, "binned": {"bins": "mdl"}}

@@ -10,8 +10,7 @@ import os
 import random
 import sys
 import time
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import duckdb
 import sqlglot
@@ -19,6 +18,7 @@ import sqlglot
 from sqlnb import sql
 from sqlnb.cli.app import Settings
 from sqlnb.cli.options import model_location
+from sqlnb.crash import create_whole
 from sqlnb.errors import SqlnbError
 from sqlnb.io import output
 from sqlnb.io.locations import DbObject, StdOut, parse_out
@@ -63,43 +63,19 @@ def check_new_model(settings: Settings, loc: DbObject | str, replace: bool) -> N
 
 
 def save(settings: Settings, m, loc: DbObject | str, replace: bool, expect: str | None = None) -> None:
-    """Save ``m`` in one transaction; a database file this creates is removed on failure.
+    """Save ``m`` in one transaction; a models file this creates appears whole or not at
+    all (:func:`sqlnb.crash.create_whole`: a failed or killed fit leaves no empty database).
     ``expect``: only over the model stored under that id (see :func:`modify`)."""
     if isinstance(loc, str):
         save_model(m, settings.warehouse(), loc, replace, expect=expect)
         return
-    with settings.working(), _new_store_guard(settings, loc.db) as con:
-        save_model(m, con, loc.name, replace, expect=expect)
 
-
-@contextmanager
-def _new_store_guard(settings: Settings, path: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A write connection to the models file ``path``; when this command created the file
-    and then fails, the file is removed (a failed fit leaves no empty database behind).
-
-    Whether it created it is decided once the connection holds the file's lock: missing
-    before, and without a table now. Another process may have created it, and saved a
-    model, while this one waited for the lock (:func:`output.new_file_guard` decides
-    before and would remove that process's models).
-    """
-    existed = os.path.exists(path)
-    ours = False
-    try:
+    def write(path: str | None) -> None:
         with settings.connect(path) as con:
-            ours = not existed and not _has_tables(con)
-            yield con
-    except BaseException:
-        if ours:
-            for p in (path, f"{path}.wal"):
-                if os.path.exists(p):
-                    os.remove(p)
-        raise
+            save_model(m, con, loc.name, replace, expect=expect)
 
-
-def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
-    q = sqlglot.exp.select(sqlglot.exp.Count(this=sqlglot.exp.Star())).from_(
-        sqlglot.exp.to_table("information_schema.tables"))
-    return con.execute(sql.render(q)).fetchone()[0] > 0
+    with settings.working():
+        create_whole(loc.db, write)
 
 
 #: How many times :func:`modify` redoes a change that another process overtook, at least;
@@ -170,14 +146,18 @@ def write_out(settings: Settings, out: str, replace: bool, query: RowsQuery) -> 
             sys.stdout.flush()
             output.stream(tmp.path, sys.stdout.buffer)
     else:
-        with settings.working(), output.new_file_guard(own_db), settings.connect(own_db) as con:
-            output.check_target(target, replace, con)
-            if not isinstance(target, DbObject):
-                bound_memory(settings, con)
-            rows = query(con, own_db)
-            if not isinstance(target, DbObject):
-                _bound_ordered_write(settings, con, rows)
-            n = output.write(con, rows, target, replace)
+        def write(path: str | None) -> int | None:
+            with settings.connect(path) as con:
+                output.check_target(target, replace, con)
+                if not isinstance(target, DbObject):
+                    bound_memory(settings, con)
+                rows = query(con, own_db)
+                if not isinstance(target, DbObject):
+                    _bound_ordered_write(settings, con, rows)
+                return output.write(con, rows, target, replace)
+
+        with settings.working():  # a database file this creates appears whole or not at all
+            n = create_whole(own_db, write)
     return f"{'?' if n is None else format(n, ',')} rows into {target}, {time.perf_counter() - start:.2f} s"
 
 

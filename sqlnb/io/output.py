@@ -20,10 +20,8 @@ before any work is done.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
-import uuid
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator
 
@@ -31,7 +29,7 @@ import duckdb
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.crash import gone, host as _host, kill_point
+from sqlnb.crash import kill_point, remove_stale_temporaries, temporary_name  # noqa: F401 (used by engine_output)
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import DbObject, FileOut, StdOut, table_exists
 
@@ -157,46 +155,6 @@ def _count(result: duckdb.DuckDBPyConnection) -> int | None:
     return int(rows[0][0]) if rows and rows[0] and isinstance(rows[0][0], int) else None
 
 
-#: ``.sqlnb-<pid>-<host>-<random>-<name>``: the temporaries :func:`atomic_path` writes.
-_TEMPORARY = re.compile(r"^\.sqlnb-(\d+)-([0-9a-f]{8})-[0-9a-f]{12}-")
-
-
-def temporary_name(base: str) -> str:
-    """``.sqlnb-<pid>-<host>-<random>-<base>``: a hidden name for a temporary next to
-    ``base``, recognisable as sqlnb's and as whose it was (:func:`remove_stale_temporaries`)."""
-    return f".sqlnb-{os.getpid()}-{_host()}-{uuid.uuid4().hex[:12]}-{base}"
-
-
-def remove_stale_temporaries(directory: str) -> list[str]:
-    """Remove the temporaries that writers on this host left in ``directory`` when they
-    were killed (their process is gone); returns their paths. A temporary is a file (a
-    DuckDB ``COPY``) or a directory of part files (Spark's writers,
-    :mod:`sqlnb.io.engine_output`). A live writer's, another host's and any other file
-    are left alone; a symbolic link is never followed."""
-    removed = []
-    try:
-        names = os.listdir(directory or ".")
-    except OSError:
-        return removed
-    for name in names:
-        m = _TEMPORARY.match(name)
-        if m is None or not gone(int(m.group(1)), m.group(2)):
-            continue
-        path = os.path.join(directory, name)
-        try:
-            if os.path.islink(path):
-                continue
-            if os.path.isfile(path):
-                os.remove(path)
-                removed.append(path)
-            elif os.path.isdir(path):
-                shutil.rmtree(path)
-                removed.append(path)
-        except FileNotFoundError:  # another writer removed it first
-            pass
-    return removed
-
-
 @contextmanager
 def atomic_path(path: str) -> Iterator[str]:
     """A temporary path next to ``path``, moved over it when the block succeeds and
@@ -268,18 +226,3 @@ def write(con: duckdb.DuckDBPyConnection, query: exp.Expression, out: DbObject |
     if isinstance(out, DbObject):
         return write_table(con, query, out, replace)
     return write_file(con, query, out, replace)
-
-
-@contextmanager
-def new_file_guard(path: str | None) -> Iterator[None]:
-    """Remove ``path`` (a DuckDB database and its WAL) if the block creates it and then
-    fails, so a failed command leaves no empty database behind."""
-    existed = path is None or os.path.exists(path)
-    try:
-        yield
-    except BaseException:
-        if not existed:
-            for p in (path, f"{path}.wal"):
-                if os.path.exists(p):
-                    os.remove(p)
-        raise

@@ -34,6 +34,7 @@ from typing import Any, Iterator
 # name here, so the library goes by another one.
 import duckdb as duckdb_lib
 
+from sqlnb.crash import create_whole
 from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
@@ -145,8 +146,14 @@ def save_model(model, target: Any, name: str, replace: bool = False, wait: float
     parts = dict(model.parameter_tables())
     cal = getattr(model, "calibration", None)
     parts.update(cal.tables() if cal is not None else {})
-    with storage(target, wait=wait) as st:
-        st.save(name, model.kind, parts, meta, replace, expect=expect)
+    def write(into: Any) -> None:
+        with storage(into, wait=wait) as st:
+            st.save(name, model.kind, parts, meta, replace, expect=expect)
+
+    if isinstance(target, (str, os.PathLike)):  # a new models file appears whole or not at all
+        create_whole(os.fspath(target), write)
+    else:
+        write(target)
 
 
 def _reading(st: Storage):

@@ -28,10 +28,11 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.api import fit
+from sqlnb.crash import create_whole
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.evaluate import evaluate, text_report
 from sqlnb.io.locations import FileOut
-from sqlnb.io.output import check_target, new_file_guard, write_file
+from sqlnb.io.output import check_target, write_file
 from sqlnb.workflows.report import describe, format_table, show_text
 from sqlnb.source import Files, resolve
 from sqlnb.store import model_names
@@ -187,9 +188,11 @@ def run(connect: Callable[..., duckdb.DuckDBPyConnection], directory: str | None
                 .order_by(sql.col("id")).limit(5)))
             head_rows = head.fetchall()
             head_cols = head.columns
-        with new_file_guard(db):
-            with connect(db) as con:
+        def save(path: str | None) -> None:
+            with connect(path) as con:
                 model.save(con, MODEL_NAME, replace=replace)
+
+        create_whole(db, save)  # a new demo.duckdb appears whole or not at all
         model.name = MODEL_NAME
         return _report(model, ev, head_cols, head_rows, rows, seed, directory, user_db)
     finally:
