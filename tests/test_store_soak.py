@@ -352,6 +352,27 @@ def test_update_redoes_its_change_over_a_model_saved_meanwhile(fitted, monkeypat
     assert sqlnb.load(db, "m").stats.n_rows == 190 + 150  # the other save's rows, and this update's
 
 
+def test_a_redone_change_prints_its_notes_once(fitted, monkeypatch):
+    """An update redone over a model saved meanwhile says "calibrator dropped" once, for
+    the attempt that was saved, not once per attempt."""
+    import sqlnb.cli.generative as gen
+
+    db = str(fitted / "m.duckdb")
+    assert invoke("calibrate", fitted / "train.parquet", "--model", f"{db}:m").exit_code == 0
+    real, calls = gen.update_model, []
+
+    def update_while_another_saves(m, source, **kw):
+        calls.append(1)
+        if len(calls) <= 2:
+            sqlnb.load(db, "m").save(db, "m", replace=True)  # another process saves m meanwhile
+        return real(m, source, **kw)
+
+    monkeypatch.setattr(gen, "update_model", update_while_another_saves)
+    r = invoke("update", fitted / "train.parquet", "--model", f"{db}:m")
+    assert r.exit_code == 0 and len(calls) == 3, r.stderr
+    assert r.stderr.count("calibrator") == 1, r.stderr
+
+
 def test_a_change_overtaken_more_than_five_times_goes_on_while_the_wait_lasts(fitted, monkeypatch):
     """A burst of saves by other processes (CI's soak: 6 writers, one calibrate overtaken
     5 times in a row) delays ``calibrate`` instead of failing it; with ``--wait 0`` it

@@ -10,6 +10,7 @@ import os
 import random
 import sys
 import time
+import warnings
 from typing import Any, Callable
 
 import duckdb
@@ -107,9 +108,15 @@ def modify(settings: Settings, text: str, change: Callable[[Any], Any]) -> tuple
     while True:
         attempt += 1
         m = load(settings, text)
-        new = change(m)
+        # The notes of an attempt are shown once it is saved: a change redone over a model
+        # saved meanwhile would otherwise print its notes (an update's "calibrator dropped")
+        # once per attempt.
+        with warnings.catch_warnings(record=True) as notes:
+            new = change(m)
         try:
             save(settings, new, loc, replace=True, expect=m.stored_id)
+            for w in notes:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
             return new, loc
         except ModelChanged as e:
             spent = time.monotonic() - start
