@@ -7,6 +7,7 @@
 #     throw-away server in a temporary directory.
 #   * A Java runtime for pyspark (``default-jre-headless``: Java 17 on Debian 12),
 #     only if no ``java`` is on PATH.
+#   * Debian's ``chromium``, only if missing: the report tests render pages headless.
 #
 # Python packages (psycopg, pyspark) come from the project's ``[test]`` extra.
 # Idempotent: does nothing when everything is already present.
@@ -24,9 +25,13 @@ fi
 if ! command -v java >/dev/null 2>&1; then
     pkgs+=(default-jre-headless)
 fi
+# Headless Chromium: tests/test_report_browser.py opens the HTML reports in it.
+if ! command -v chromium >/dev/null 2>&1; then
+    pkgs+=(chromium)
+fi
 
 if [ "${#pkgs[@]}" -eq 0 ]; then
-    echo "install-engines: PostgreSQL server and java already installed"
+    echo "install-engines: PostgreSQL server, java and chromium already installed"
     exit 0
 fi
 

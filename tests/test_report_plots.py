@@ -150,8 +150,8 @@ def test_report_is_html5_without_external_references_and_holds_the_four_plots(jo
     for kind, root in figures.items():
         title = root.find(f"{SVG}title")
         assert title is not None and title.text.startswith(plots.TITLES[kind])
-        # inside the page, each plot is in the plots section, in a figure of its own
-        assert any(t == "svg" and a.get("data-plot") == kind and anc[-2:] == ("section", "figure")
+        # inside the page, each plot is in the plots section's grid, in a figure of its own
+        assert any(t == "svg" and a.get("data-plot") == kind and anc[-3:] == ("section", "div", "figure")
                    for t, a, anc in page.tags)
     body = " ".join(page.text)
     for heading in ("Model", "Decision rule", "Metrics", "Top features per class", "Parameters"):
@@ -174,7 +174,7 @@ def test_every_name_from_the_data_stays_text(tmp_path):
     page = parse_page(text)
     assert external_references(page) == []
     assert {t for t, _, _ in page.tags} <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b",
-                                            "nav", "a", "section", "pre", "table", "caption", "thead", "tbody",
+                                            "nav", "a", "section", "div", "table", "caption", "thead", "tbody",
                                             "tr", "th", "td", "figure", "figcaption", "code", "svg", "rect",
                                             "text", "line", "polyline"}
     assert not any(name.startswith("on") for _, attrs, _ in page.tags for name in attrs)

@@ -3,11 +3,14 @@
 The page is HTML5 that needs nothing else to be read: no script, no stylesheet, font or
 image from anywhere (the CSS is inline, the four plots of :mod:`sqlnb.workflows.plots`
 are inline ``<svg>`` elements, and the only links are to the page's own sections,
-``href="#..."``). It holds the model's summary (:func:`~sqlnb.workflows.report.show_text`),
+``href="#..."``). It holds the model's summary (:func:`~sqlnb.workflows.report.show_text`'s
+facts, classes and features, as tables),
 the decision rule in force, the evaluation's figures
 (:class:`~sqlnb.workflows.evaluate.Evaluation`), the confusion matrix, reliability
 diagram, ROC and precision–recall curves, the features that set each class apart
-(:func:`~sqlnb.workflows.importance.top_features_per_class`) and every parameter
+(:func:`~sqlnb.workflows.importance.top_features_per_class`; a token bag's terms,
+:func:`~sqlnb.models.naive_bayes.text.top_terms`) and every parameter (a tree's tables
+given each parent included)
 (:func:`~sqlnb.workflows.parameters.parameter_tables`). Every name that comes from the
 data or the model (labels, feature names, values, the data's description) is escaped, so
 a column named ``<script>`` is text.
@@ -22,23 +25,35 @@ from sqlnb.models.finish import label_text
 from sqlnb.workflows import plots
 from sqlnb.workflows.importance import top_features_per_class
 from sqlnb.workflows.parameters import parameter_tables, parameters
-from sqlnb.workflows.report import describe, show_text
+from sqlnb.workflows.report import describe, feature_detail, show_text
 
 #: What the page says when the model has no decision rule of its own.
 DEFAULT_DECISION = ("argmax (minimum error): the class of highest posterior probability, "
                     "ties to the first class in sorted order")
 
+#: The layout: the page uses the window's width up to 110em; plots and per-class tables
+#: sit in grids of as many columns as fit (one on a phone); a plot scales down with its
+#: column (``svg { max-width: 100% }``) and a table wider than its column scrolls inside
+#: its own box, so nothing runs past the window.
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; padding: 0 1em; color: #222; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 110em; padding: 0 1.5em; color: #222;
+       line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: .3em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 1.8em; }
 nav a { margin-right: 1em; }
-pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: .9em; }
-table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .92em; }
-th, td { border-bottom: 1px solid #e4e4e4; padding: .25em .7em; text-align: left; }
+table { border-collapse: collapse; margin: .4em 0 1em; font-size: .92em; }
+th, td { border-bottom: 1px solid #e4e4e4; padding: .25em .7em; text-align: left; vertical-align: top; }
+th { background: #f6f6f6; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 caption { text-align: left; font-weight: 600; padding: .3em 0; }
-figure { display: inline-block; margin: 0 1.5em 1.5em 0; vertical-align: top; }
-figcaption { font-size: .9em; color: #555; max-width: 36em; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(24em, 1fr)); gap: .5em 2em; align-items: start; }
+.row { display: flex; flex-wrap: wrap; gap: 0 3em; align-items: flex-start; }
+.row > * { min-width: 0; }
+.plots { grid-template-columns: repeat(auto-fill, minmax(30em, 1fr)); }
+figure { margin: 0 0 1em; min-width: 0; }
+figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { font-size: .9em; color: #555; }
+p.note { color: #555; font-size: .92em; }
 """.strip()
 
 #: The page's sections: (anchor, heading).
@@ -67,10 +82,12 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: st
                numeric_text: bool = False) -> str:
     """A ``<table>``; every cell escaped. ``numeric_text``: cells are text already formatted,
     right-aligned past the first columns that hold words."""
-    out = ["<table>"]
+    out = ['<div class="scroll"><table>']
     if caption:
         out.append(f"<caption>{escape(caption)}</caption>")
-    out.append("<thead><tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in header) + "</tr></thead><tbody>")
+    if header:
+        out.append("<thead><tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in header) + "</tr></thead>")
+    out.append("<tbody>")
     for r in rows:
         if numeric_text:
             cells = "".join(f'<td class="num">{escape(c)}</td>' if _numberlike(c) else f"<td>{escape(c)}</td>"
@@ -78,7 +95,7 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: st
         else:
             cells = "".join(_cell(c) for c in r)
         out.append(f"<tr>{cells}</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out)
 
 
@@ -98,6 +115,29 @@ def _decision(model) -> str:
     return str(describe_rule() if callable(describe_rule) else rule)
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _model(model) -> str:
+    """The summary of ``sqlnb show`` as tables: the facts (the lines of its first block,
+    in its own words), the classes, and the features."""
+    d = describe(model)
+    facts = []
+    for line in show_text(d).split("\n\n", 1)[0].splitlines():
+        key, value = line[:13].strip(), line[13:].strip()
+        facts.append([key, value])
+    out = [html_table([], facts)]
+    classes = [[label_text(c["label"]), c.get("rows"), c.get("prior")] for c in d["classes"]]
+    out.append('<div class="row">')
+    out.append(html_table(["class", "training rows", "prior"], classes, caption=_count(len(classes), "class", "classes")))
+    out.append(html_table(["feature", "kind", "type", "detail"],
+                          [[f["name"], f["kind"], f["type"], feature_detail(f)] for f in d["features"]],
+                          caption=_count(len(d["features"]), "feature", "features")))
+    out.append("</div>")
+    return "\n".join(out)
+
+
 def _metrics(ev) -> str:
     figures = [("rows", ev.rows), ("labelled rows", ev.labelled_rows), ("accuracy", ev.accuracy),
                ("log loss", ev.log_loss), ("Brier", ev.brier), ("macro F1", ev.macro_f1),
@@ -114,6 +154,13 @@ def _metrics(ev) -> str:
                         ("rows whose label is not a class", ev.unknown_label_rows)):
         if value:
             figures.append((name, value))
+    if ev.decision is not None:  # under a rule: what `evaluate` prints of it
+        from sqlnb.models.decision import DecisionRule
+        d = ev.decision
+        figures.append(("expected cost per accepted row (mean of L(label, prediction))", d.expected_cost))
+        if DecisionRule.from_dict(d.rule, d.rule["classes"]).reject is not None:
+            figures += [("rejected rows", d.rejected_rows), ("rejection rate", d.rejection_rate),
+                        ("accepted rows", d.accepted_rows), ("accuracy on the accepted rows", d.accepted_accuracy)]
     summary = html_table(["figure", "value"], figures)
     per_class = html_table(
         ["class", "precision", "recall", "F1", "support", "predicted", "ROC AUC", "average precision"],
@@ -123,16 +170,59 @@ def _metrics(ev) -> str:
     return summary + "\n" + per_class
 
 
-def _features(per_class: Mapping[Any, list[dict]]) -> str:
-    if not per_class:
-        return "<p>This model kind has no per-feature terms to rank.</p>"
-    out = ["<p>Per class, the features whose distribution in the class differs most from the "
-           "whole (see <code>sqlnb.workflows.importance</code> for the measures).</p>"]
-    for cls, entries in per_class.items():
-        out.append(html_table(["feature", "kind", "score", "most typical of the class"],
-                              [[e["name"], e["kind"], e["score"], e["detail"]] for e in entries],
-                              caption=f"class {label_text(cls)}"))
-    return "\n".join(out)
+#: Per-class scores at or below this (nats, or the family's units) are not listed as top
+#: features: a feature whose distribution is the same in the class as overall scores 0,
+#: and float rounding leaves it at ±1e-16 or so, which would print as a "top" 0.0000.
+SCORE_FLOOR = 1e-9
+
+
+def _score(v: float | None) -> str:
+    return "inf" if v is None else f"{v:.4g}"
+
+
+def _features(model, per_class: Mapping[Any, list[dict]], top: int) -> str:
+    out = []
+    if any(per_class.values()):  # a model of token bags only has none: its terms follow
+        out.append("<p>Per class, the features whose distribution in the class differs most from the "
+                   "whole (see <code>sqlnb.workflows.importance</code> for the measures); a feature that "
+                   "is distributed in the class as overall is not listed.</p>")
+        out.append('<div class="grid">')
+        for cls, entries in per_class.items():
+            kept = [e for e in entries if e["score"] is None or e["score"] > SCORE_FLOOR]
+            rows = [[e["name"], e["kind"], _score(e["score"]), label_text(e["detail"])] for e in kept]
+            out.append(html_table(["feature", "kind", "score", "most typical of the class"], rows,
+                                  caption=f"class {label_text(cls)}", numeric_text=True) if rows else
+                       f"<p><b>class {escape(label_text(cls))}</b>: no feature is distributed in it otherwise "
+                       "than overall.</p>")
+        out.append("</div>")
+    out += _terms(model, top)
+    return "\n".join(out) if out else "<p>This model kind has no per-feature terms to rank.</p>"
+
+
+def _terms(model, top: int) -> list[str]:
+    """Token bags: per class, the terms that most indicate it (``sqlnb show --top-terms``:
+    the class's part of the term's mutual information with the class)."""
+    bags = [f for f in getattr(model, "features", []) if getattr(f, "bag", None) is not None]
+    if not bags:
+        return []
+    from sqlnb.models.naive_bayes.text import top_terms
+
+    out = []
+    for f in bags:
+        t = top_terms(model, f.name, n=max(top, 10)).to_pylist()
+        out.append(f"<p>Token bag <b>{escape(f.name)}</b> ({escape(f.kind)}): per class, the terms whose "
+                   "share of the class's documents most exceeds their share overall, ranked by the class's "
+                   "part of the term's mutual information with the class.</p>")
+        out.append('<div class="grid">')
+        for cls in model.classes:
+            rows = [[r["term"], f"{r['mi_part']:.4g}", f"{r['doc_share']:.3f}", f"{r['overall_share']:.3f}"]
+                    for r in t if r["class"] == cls]
+            out.append(html_table(["term", "information (nats)", "share of the class's documents", "overall"],
+                                  rows, caption=f"{f.name}: class {label_text(cls)}", numeric_text=True) if rows
+                       else f"<p><b>{escape(f.name)}: class {escape(label_text(cls))}</b>: no term is more "
+                            "common in it than overall.</p>")
+        out.append("</div>")
+    return out
 
 
 def _parameters(model) -> str:
@@ -165,12 +255,13 @@ def render(model, evaluation, points: Mapping[str, Any], data: str, top: int = 5
     title = title or f"sqlnb report: {name} on {data}"
     figures = plots.evaluation_plots(evaluation, points)
     body = {
-        "model": f"<pre>{escape(show_text(describe(model)))}</pre>",
+        "model": _model(model),
         "decision": f"<p>{escape(_decision(model))}</p>",
         "metrics": _metrics(evaluation),
-        "plots": "\n".join(f'<figure id="plot-{stem}">\n{svg}<figcaption>{escape(CAPTIONS[stem])}</figcaption>\n'
-                           "</figure>" for stem, svg in figures.items()),
-        "features": _features(top_features_per_class(model, top)),
+        "plots": '<div class="grid plots">\n' + "\n".join(
+            f'<figure id="plot-{stem}">\n{svg}<figcaption>{escape(CAPTIONS[stem])}</figcaption>\n</figure>'
+            for stem, svg in figures.items()) + "\n</div>",
+        "features": _features(model, top_features_per_class(model, top), top),
         "parameters": _parameters(model),
     }
     head = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -124,7 +124,24 @@ def _naive_bayes(model) -> dict:
         else:  # complement
             d["weight"] = _nums(p)
         feats.append(d)
-    return {"prior": _nums(np.exp(params["prior"])), "features": feats}
+    out = {"prior": _nums(np.exp(params["prior"])), "features": feats}
+    conditionals = model.tree_conditionals() if hasattr(model, "tree_conditionals") else {}
+    if conditionals:  # tree-augmented: each child's table given its parent (replaces its naive row)
+        kinds = {f.name: f for f in model.features}
+
+        def names(f, values):
+            if f.kind == "binned":
+                return [bin_label(f.edges or (), int(v)) for v in values]
+            if f.kind == "bernoulli":
+                return ["present" if v else "absent" for v in values]
+            return list(values)
+
+        out["tree"] = [{"child": child, "parent": c["parent"],
+                        "parent_values": names(kinds[c["parent"]], c["parent_values"]),
+                        "values": names(kinds[child], c["values"]),
+                        "proba": _nums(np.exp(c["log_proba"]))}  # (classes, parent values, values)
+                       for child, c in conditionals.items()]
+    return out
 
 
 def _fmt(x: Any) -> str:
@@ -196,6 +213,11 @@ def parameter_tables(d: dict) -> list[Table]:
         else:
             key = {"bernoulli": "proba_present", "multinomial": "proba", "complement": "weight"}[kind]
             table(title, ["feature"], [[f["name"], *f[key]] for f in feats])
+    for t in d.get("tree", []):
+        rows = [[label_text(pv), label_text(v), *(p[i][j] for p in t["proba"])]
+                for i, pv in enumerate(t["parent_values"]) for j, v in enumerate(t["values"])]
+        table(f"tree: p({t['child']} | class, {t['parent']}), which replaces {t['child']}'s row above",
+              [t["parent"], t["child"]], rows)
     for f in by_kind.get("bags", []):
         tables.append((f"token bag {f['name']} ({f['kind']}): {f['terms']:,} terms; "
                        "sqlnb show --top-terms N lists the most telling", [], [], ""))

@@ -168,6 +168,16 @@ def reliability_svg(table: Sequence[Mapping[str, Any]], ece: float | None = None
         h = 40 * b["rows"] / most
         parts.append(f'<rect x="{x0:.1f}" y="{_Y(0) - h:.1f}" width="{max(x1 - x0, 0.5):.1f}" height="{h:.1f}" '
                      'fill="#333" fill-opacity="0.35"/>')
+    if any(b["rows"] for b in table):
+        # the count bars' scale: a bracket 40 px tall right of the plot, labelled with the
+        # fullest bin's rows (the bars share the accuracy axis, whose units they are not in)
+        xs = _X(1) + 6
+        for x1, y1, x2, y2 in ((xs - 3, _Y(0), xs, _Y(0)), (xs, _Y(0), xs, _Y(0) - 40),
+                               (xs - 3, _Y(0) - 40, xs, _Y(0) - 40)):
+            parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#333" '
+                         'stroke-opacity="0.6"/>')
+        parts.append(_text(xs + 3, _Y(0) - 16, f"{most:,}", anchor="start"))
+        parts.append(_text(xs + 3, _Y(0) - 3, "rows", anchor="start"))
     legend = [("accuracy in the bin", PALETTE[0]), ("mean confidence in the bin", PALETTE[2]),
               ("rows in the bin (bottom)", "#777")]
     parts += _legend(legend)

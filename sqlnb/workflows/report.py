@@ -131,6 +131,22 @@ def _value(v: Any) -> str:
     return str(v)
 
 
+def feature_detail(f: dict) -> str:
+    """What ``sqlnb show`` says of one feature of :func:`describe` after its kind and type:
+    its values, threshold or bins, and its tree parent."""
+    parent = f", parent {f['parent']}" if "parent" in f else ""
+    if "values" in f:
+        return f"{f['values']} values{parent}"
+    if "threshold" in f:
+        return f"present when > {_value(f['threshold'])}{parent}"
+    if "edges" in f:
+        if not f["edges"]:
+            return f"1 bin ({f['bins']}: no cut point; carries no information){parent}"
+        return (f"{len(f['edges']) + 1} bins ({f['bins']}), cut at {', '.join(f'{e:.6g}' for e in f['edges'])}"
+                f"{parent}")
+    return parent[2:]
+
+
 def show_text(d: dict, provenance: bool = True) -> str:
     """Lay out :func:`describe`'s data as text (``provenance=False`` leaves out the
     creation time, duration and versions, e.g. for a reproducible demo)."""
@@ -186,21 +202,8 @@ def show_text(d: dict, provenance: bool = True) -> str:
     lines.append(format_table(header, rows, align="llrr" if renamed else "lrr"))
     lines.append("")
 
-    def detail(f: dict) -> str:
-        parent = f", parent {f['parent']}" if "parent" in f else ""
-        if "values" in f:
-            return f"{f['values']} values{parent}"
-        if "threshold" in f:
-            return f"present when > {_value(f['threshold'])}{parent}"
-        if "edges" in f:
-            if not f["edges"]:
-                return f"1 bin ({f['bins']}: no cut point; carries no information){parent}"
-            return (f"{len(f['edges']) + 1} bins ({f['bins']}), cut at {', '.join(f'{e:.6g}' for e in f['edges'])}"
-                    f"{parent}")
-        return parent[2:]
-
     lines.append(format_table(["feature", "kind", "type", ""],
-                              [[f["name"], f["kind"], f["type"], detail(f)] for f in d["features"]]))
+                              [[f["name"], f["kind"], f["type"], feature_detail(f)] for f in d["features"]]))
     if d["top_features"]:
         lines.append("")
         lines.append("top features (per family, best first; see sqlnb.workflows.importance)")

@@ -198,6 +198,21 @@ class NaiveBayes(Model):
         self.log_parameters()
         return dict(self._tree.parent) if self._tree is not None else {}
 
+    def tree_conditionals(self) -> dict[str, dict]:
+        """Each tree child's table ln p(child value | class, parent value) (tree-augmented
+        models; ``{}`` for naive Bayes): ``{child: {"parent", "parent_values", "values",
+        "log_proba"}}``, ``log_proba`` of shape (classes, parent values, child values), the
+        values as stored (categories, bin numbers, ``False``/``True`` for Bernoulli)."""
+        self.log_parameters()
+        if self._tree is None:
+            return {}
+        by_name = {f.name: f for f in self._tree.features}
+        return {child: {"parent": parent,
+                        "parent_values": tan.feature_values(by_name[parent], self.stats.features),
+                        "values": tan.feature_values(by_name[child], self.stats.features),
+                        "log_proba": self._tree.cpt[child]}
+                for child, parent in self._tree.parent.items()}
+
     def _scoring_features(self, input_types: Mapping[str, str] | None) -> list[Feature]:
         """The features as the scored source holds them. A numeric family reads its column
         as DOUBLE whatever the fitted integer or decimal type was, so it takes the input's
