@@ -72,8 +72,10 @@ def dbt_command(settings: Settings, model, out, name, project, table, evaluate_o
         metrics = {k: getattr(ev, k) for k in METRICS if getattr(ev, k, None) is not None}
     if project:
         schema, _, tname = table.rpartition(".")
-        files = dbt.project_files(m, pkg, loc.db, tname, schema or "main", metrics)
+        files = dbt.project_files(m, pkg, loc.db, tname, schema or None, metrics)
     else:
         files = dbt.package_files(m, pkg, metrics)
+    for adapter, why in dbt.unsupported(m).items():
+        click.echo(f"note: score_{pkg} raises on {adapter}: {why}", err=True)
     for path, written in dbt.write_files(out, files):
         click.echo(f"{'wrote' if written else 'unchanged'}  {path}")

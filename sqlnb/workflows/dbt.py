@@ -141,9 +141,24 @@ def macros_file(model: Any, name: str) -> str:
            "",
            f"{{% macro {ns}_fingerprint() %}}{model.fingerprint}{{% endmacro %}}"]
     for adapter, dialect in ADAPTERS.items():
-        out += ["", f"{{% macro {adapter}__score_{name}(relation, columns) %}}", scoring_sql(model, dialect),
-                "{% endmacro %}"]
+        try:
+            body = scoring_sql(model, dialect)
+        except SqlnbError as e:  # e.g. token bags, scored with DuckDB's lists and maps only
+            body = "  {{ exceptions.raise_compiler_error(" + json.dumps(f"score_{name}: {e}") + ") }}"
+        out += ["", f"{{% macro {adapter}__score_{name}(relation, columns) %}}", body, "{% endmacro %}"]
     return "\n".join(out) + "\n"
+
+
+def unsupported(model: Any) -> dict[str, str]:
+    """Adapter -> why sqlnb cannot render ``model``'s scoring SELECT for it (its macro
+    raises that at compile time instead)."""
+    out = {}
+    for adapter, dialect in ADAPTERS.items():
+        try:
+            model.check_dialect(dialect)
+        except SqlnbError as e:
+            out[adapter] = str(e)
+    return out
 
 
 def _probabilities_test(model: Any, dialect: str) -> str:
@@ -221,8 +236,8 @@ def docs_file(model: Any, name: str, metrics: Mapping[str, Any] | None = None) -
 
 
 def _yaml(value: Any) -> str:
-    """A YAML scalar: JSON's string syntax is YAML's double-quoted one."""
-    return json.dumps(value) if isinstance(value, str) else json.dumps(value)
+    """A YAML scalar: JSON's syntax for strings and numbers is YAML's too."""
+    return json.dumps(value)
 
 
 def schema_file(model: Any, name: str) -> str:
@@ -235,11 +250,16 @@ def schema_file(model: Any, name: str) -> str:
     for col in output_columns(model):
         lines.append(f"      - name: {_yaml(col)}")
         if col == "prediction":
-            lines += ["        description: the predicted class", "        data_tests:", "          - not_null",
-                      "          - accepted_values:", "              arguments:",
-                      "                values: [" + ", ".join(_yaml(c) if isinstance(c, str) else json.dumps(c)
-                                                          for c in model.classes) + "]"]
-            if not all(isinstance(c, str) for c in model.classes):
+            numbers = all(isinstance(c, (int, float)) for c in model.classes)  # bool is an int
+            values = [c if numbers else str(c) for c in model.classes]
+            rejects = model.decision is not None and model.decision.reject is not None
+            lines += ["        description: the predicted class" + (" (NULL: rejected)" if rejects else ""),
+                      "        data_tests:"]
+            if not rejects:  # a reject option leaves rejected rows without a prediction
+                lines.append("          - not_null")
+            lines += ["          - accepted_values:", "              arguments:",
+                      "                values: [" + ", ".join(_yaml(v) for v in values) + "]"]
+            if numbers:
                 lines.append("                quote: false")
         elif col.startswith("proba_"):
             lines.append("        description: p(class | row)")
@@ -271,11 +291,12 @@ def package_files(model: Any, name: str, metrics: Mapping[str, Any] | None = Non
             f"models/{name}.md": docs_file(model, name, metrics)}
 
 
-def project_files(model: Any, name: str, database: str, table: str, schema: str = "main",
+def project_files(model: Any, name: str, database: str, table: str, schema: str | None = None,
                   metrics: Mapping[str, Any] | None = None) -> dict[str, str]:
     """A runnable project around the package: ``dbt build`` in it scores ``schema.table``
     of the DuckDB file ``database`` into the table ``<name>_scored`` (the package under
-    ``dbt_packages/sqlnb_<name>``)."""
+    ``dbt_packages/sqlnb_<name>``). Without ``schema`` the source is in the target's
+    schema (DuckDB's ``main``; the same project then runs on another target too)."""
     ns = f"sqlnb_{name}"
     files = {f"dbt_packages/{ns}/{path}": text for path, text in package_files(model, name, metrics).items()}
     files["dbt_project.yml"] = "\n".join([
@@ -287,7 +308,7 @@ def project_files(model: Any, name: str, database: str, table: str, schema: str 
         f"{ns}_example:", "  target: duckdb", "  outputs:", "    duckdb:", "      type: duckdb",
         f"      path: {_yaml(os.path.abspath(database))}", "      threads: 1", ""])
     files["models/sources.yml"] = "\n".join([
-        "version: 2", "", "sources:", f"  - name: {ns}", f"    schema: {_yaml(schema)}", "    tables:",
+        "version: 2", "", "sources:", f"  - name: {ns}", f"    schema: {_yaml(schema or '{{ target.schema }}')}", "    tables:",
         "      - name: input", f"        identifier: {_yaml(table)}", ""])
     return files
 
