@@ -5,9 +5,11 @@ after a refit the package's fingerprint test fails until the package is generate
 and generating again rewrites only the files whose content changed.
 
 dbt is run as a user runs it (a process, ``dbt build --profiles-dir``); each start costs
-a few seconds (module docstring of sqlnb.workflows.dbt; the figures are in the commit that
-added this file). One generated project serves both adapters: the PostgreSQL run uses a
-profile of its own and the same model saved in PostgreSQL's store (same fingerprint).
+seconds (importing dbt and parsing the project), so the file runs dbt three times: on
+DuckDB after a refit (only the fingerprint test fails), on DuckDB after generating again
+(all pass, rows compared), on PostgreSQL (all pass, rows compared). One generated project
+serves both adapters: the PostgreSQL run uses a profile of its own and the same model saved
+in PostgreSQL's store (same fingerprint). sqlnb itself runs in-process.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import pyarrow as pa
 import pytest
 
 import sqlnb
-from support.engines import run_sqlnb, unavailable
+from support.cli import invoke
+from support.engines import unavailable
 
 ROWS_TRAIN, ROWS_SCORE = 240, 120
 CLASSES = ["bronze", "gold", "silver"]
@@ -89,8 +92,8 @@ def _files(root: Path) -> dict[str, str]:
 
 def _sqlnb_scores(wh: Path, tmp: Path) -> list[tuple]:
     out = tmp / "scored.parquet"
-    proc = run_sqlnb(["score", f"{wh}:customers", "--model", f"{wh}:churn", "--keep", "id", "--out", out, "--replace"])
-    assert proc.returncode == 0, proc.stderr
+    done = invoke("score", f"{wh}:customers", "--model", f"{wh}:churn", "--keep", "id", "--out", out, "--replace")
+    assert done.exit_code == 0, done.stderr
     con = duckdb.connect()
     rows = con.sql(f"SELECT * FROM read_parquet('{out}') ORDER BY id").fetchall()
     con.close()
@@ -121,36 +124,30 @@ def project(tmp_path_factory):
     con.close()
     _fit(wh, "train")
     out = tmp / "project"
-    proc = run_sqlnb(["dbt", "--model", f"{wh}:churn", "--out", out, "--project", "--table", "customers"])
-    assert proc.returncode == 0, proc.stderr
+    done = invoke("dbt", "--model", f"{wh}:churn", "--out", out, "--project", "--table", "customers")
+    assert done.exit_code == 0, done.stderr
     return dbt, tmp, wh, out
 
 
-def test_dbt_build_on_duckdb_scores_every_row_as_sqlnb_score(project):
-    dbt, tmp, wh, out = project
-    _run([dbt, "build", "--profiles-dir", "."], out, "dbt build (duckdb)")
-    assert set(_results(out).values()) == {"success", "pass"}
-    assert len(_results(out)) == 5  # the model and its four tests
-    got, want = _dbt_scores_duckdb(wh), _sqlnb_scores(wh, tmp)
-    assert len(got) == ROWS_SCORE
-    assert [g for g, w in zip(got, want) if g != w] == [] and len(got) == len(want)
-
-
-def test_a_refit_fails_the_fingerprint_test_until_the_package_is_generated_again(project):
+def test_dbt_build_fails_only_the_fingerprint_after_a_refit_and_scores_as_sqlnb_score_once_regenerated(project):
+    """Two dbt runs on DuckDB: the package generated before a refit (every test passes but
+    the fingerprint), then the package generated again (everything passes, and the table
+    equals sqlnb score's rows)."""
     dbt, tmp, wh, out = project
     before = _files(out)
-    again = run_sqlnb(["dbt", "--model", f"{wh}:churn", "--out", out, "--project", "--table", "customers"])
-    assert again.returncode == 0 and "wrote" not in again.stdout, again.stdout  # nothing changed, nothing written
+    again = invoke("dbt", "--model", f"{wh}:churn", "--out", out, "--project", "--table", "customers")
+    assert again.exit_code == 0 and "wrote" not in again.stdout, again.stdout  # nothing changed, nothing written
 
     _fit(wh, "train_again", replace=True)
     failed = _run([dbt, "build", "--profiles-dir", "."], out, "dbt build after a refit", ok=False)
     assert failed.returncode != 0
     status = _results(out)
+    assert len(status) == 5  # the model and its four tests
     assert status.pop("sqlnb_churn_fingerprint_churn_scored_") == "fail", failed.stdout[-3000:]
     assert set(status.values()) == {"success", "pass"}  # only the fingerprint says the package is stale
 
-    regen = run_sqlnb(["dbt", "--model", f"{wh}:churn", "--out", out, "--project", "--table", "customers"])
-    assert regen.returncode == 0, regen.stderr
+    regen = invoke("dbt", "--model", f"{wh}:churn", "--out", out, "--project", "--table", "customers")
+    assert regen.exit_code == 0, regen.stderr
     after = _files(out)
     changed = sorted(p for p in after if after[p] != before.get(p))
     # The SQL (new parameters), the tests (the fingerprint) and the docs (provenance): no other file.
@@ -159,7 +156,10 @@ def test_a_refit_fails_the_fingerprint_test_until_the_package_is_generated_again
     assert sorted(line.split()[-1] for line in regen.stdout.splitlines() if line.startswith("wrote")) == changed
 
     _run([dbt, "build", "--profiles-dir", "."], out, "dbt build after generating again")
-    assert _dbt_scores_duckdb(wh) == _sqlnb_scores(wh, tmp)
+    assert set(_results(out).values()) == {"success", "pass"}
+    got, want = _dbt_scores_duckdb(wh), _sqlnb_scores(wh, tmp)
+    assert len(got) == ROWS_SCORE
+    assert [g for g, w in zip(got, want) if g != w] == [] and len(got) == len(want)
 
 
 @pytest.mark.postgres
@@ -187,9 +187,15 @@ def test_dbt_build_on_postgres_scores_every_row_as_sqlnb_score(project):
         with psycopg.connect(pg.dsn) as c:
             got = c.execute(f"SELECT {cols} FROM public.churn_scored ORDER BY id").fetchall()
         scored = tmp / "pg_scored.parquet"
-        proc = run_sqlnb(["--engine", "postgres", "--dsn", pg.dsn, "score", "customers", "--model", "churn",
-                          "--key", "id", "--keep", "id", "--out", scored, "--replace"])
-        assert proc.returncode == 0, proc.stderr
+        done = invoke("--engine", "postgres", "--dsn", pg.dsn, "score", "customers", "--model", "churn",
+                      "--key", "id", "--keep", "id", "--out", scored, "--replace")
+        assert done.exit_code == 0, done.stderr
+        # The package written from PostgreSQL's copy has the same SQL and tests (same fingerprint).
+        pkg = tmp / "from_pg"
+        made = invoke("--engine", "postgres", "--dsn", pg.dsn, "dbt", "--model", "churn", "--out", pkg)
+        assert made.exit_code == 0, made.stderr
+    for part in ("macros/score_churn.sql", "macros/tests_churn.sql", "models/schema.yml"):
+        assert (pkg / part).read_text() == (out / PACKAGE / part).read_text(), part
     d = duckdb.connect()
     want = d.sql(f"SELECT {cols} FROM read_parquet('{scored}') ORDER BY id").fetchall()
     d.close()
@@ -272,7 +278,7 @@ def dbt_fingerprint_of(model) -> str:
 
 
 def test_a_model_saved_without_a_fingerprint_is_refused_in_one_line(kinds, tmp_path):
-    from support.cli import assert_error, invoke
+    from support.cli import assert_error
 
     out = tmp_path / "pkg"
     assert_error(invoke("dbt", "--model", f"{kinds}:nb_mixed", "--out", out, "--name", "mixed"),
@@ -281,7 +287,7 @@ def test_a_model_saved_without_a_fingerprint_is_refused_in_one_line(kinds, tmp_p
 
 
 def test_names_and_options_are_checked_before_anything_is_written(kinds, tmp_path):
-    from support.cli import assert_error, invoke
+    from support.cli import assert_error
 
     out = tmp_path / "pkg"
     model = f"{kinds}:copy_nb_mixed"
@@ -312,3 +318,20 @@ def test_the_fingerprint_is_the_models_not_its_saves(tmp_path):
     assert prints["fit"] == prints["again"]
     assert len({prints["fit"], prints["other rows"], prints["alpha"]}) == 3
     con.close()
+
+
+def test_evaluate_puts_sqlnb_evaluates_figures_in_the_docs_block(tmp_path):
+    train, test = tmp_path / "train.parquet", tmp_path / "test.parquet"
+    import pyarrow.parquet as pq
+    pq.write_table(_rows(ROWS_TRAIN, 1), train)
+    pq.write_table(_rows(ROWS_SCORE, 2), test)
+    db = tmp_path / "m.duckdb"
+    sqlnb.fit(str(train), "segment", exclude=["id"]).save(db, "churn")
+    done = invoke("dbt", "--model", f"{db}:churn", "--out", tmp_path / "pkg", "--evaluate", test)
+    assert done.exit_code == 0, done.stderr
+    from sqlnb.workflows.evaluate import evaluate
+
+    ev = evaluate(sqlnb.load(db, "churn"), str(test))
+    docs = (tmp_path / "pkg" / "models" / "churn.md").read_text()
+    assert f"accuracy={ev.accuracy}, log_loss={ev.log_loss}" in docs, docs
+    assert f"rows={ev.rows}" in docs and "not evaluated" not in docs

@@ -96,13 +96,11 @@ def scoring_sql(model: Any, dialect: str) -> str:
 
 
 def reserved_columns(model: Any) -> list[str]:
-    """Every name the scoring SELECT gives a column or subquery (lower case): a
-    passed-through column of one of these names would clash, and the macro says so."""
+    """Every name the scoring SELECT gives a column (lower case): a passed-through column
+    of one of these names would clash, and the macro says so."""
     src = exp.Table(this=sql.ident("t"), alias=exp.TableAlias(this=sql.ident("src")))
     tree = model.scoring_query(None, OUTPUTS, keep=[_KEEP], source_from=src, dialect="duckdb")
-    names = {a.alias.lower() for a in tree.find_all(exp.Alias)}
-    names |= {a.name.lower() for a in tree.find_all(exp.TableAlias)}
-    return sorted(names - {""})
+    return sorted({a.alias.lower() for a in tree.find_all(exp.Alias)} - {""})
 
 
 def output_columns(model: Any) -> list[str]:
