@@ -18,6 +18,7 @@ import json
 import uuid
 from typing import Any, Callable, Protocol
 
+import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
@@ -50,9 +51,11 @@ def fingerprint(meta: dict, parts: dict[str, tuple[Any, dict]]) -> str:
     model: a refit on other rows, new hyperparameters, a decision rule or a calibrator
     change it.
 
-    Values are hashed as JSON of Python values (floats by ``repr``, which round-trips
-    every double), so the digits do not depend on how a table is chunked or on the store
-    it was read from.
+    Numeric columns without NULLs are hashed as their values' bytes (little-endian, as
+    numpy holds them), others as JSON of Python values (floats by ``repr``, which
+    round-trips every double), so the digits do not depend on how a table is chunked or
+    on the store it was read from. A text model's 18,000 term rows (sms_spam) take 35 ms
+    all as JSON, 10 ms with the numeric columns as bytes.
     """
     h = hashlib.sha256()
     kept = {k: v for k, v in meta.items() if k not in PROVENANCE}
@@ -62,8 +65,17 @@ def fingerprint(meta: dict, parts: dict[str, tuple[Any, dict]]) -> str:
         h.update(json.dumps([name, sorted((casts or {}).items()), table.schema.names,
                              [str(t) for t in table.schema.types]], default=str).encode())
         for column in table.columns:
-            h.update(json.dumps(column.to_pylist(), default=str).encode())
+            h.update(_column_bytes(column))
     return h.hexdigest()[:16]
+
+
+def _column_bytes(column: Any) -> bytes:
+    """A column's values as bytes for :func:`fingerprint` (its type is hashed beside)."""
+    t = column.type
+    if (pa.types.is_floating(t) or pa.types.is_integer(t)) and column.null_count == 0:
+        values = column.to_numpy()
+        return values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
+    return json.dumps(column.to_pylist(), default=str).encode()
 
 
 #: ``created -> meta JSON``: the metadata is made inside a save, once its time is known.

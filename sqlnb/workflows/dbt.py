@@ -159,7 +159,7 @@ def unsupported(model: Any) -> dict[str, str]:
     return out
 
 
-def _probabilities_test(model: Any, dialect: str) -> str:
+def _probabilities_test(model: Any, name: str, dialect: str) -> str:
     """The rows of ``{{ model }}`` whose probabilities are not each in [0, 1] with a sum
     within 1e-9 of 1 (NULL counts as a failure: a row without a posterior)."""
     cols = [sql.col(c) for c in class_columns("proba_", model.classes)]
@@ -172,7 +172,7 @@ def _probabilities_test(model: Any, dialect: str) -> str:
     return sql.render(query, dialect, pretty=True)
 
 
-def _fingerprint_test(model: Any, dialect: str) -> str:
+def _fingerprint_test(model: Any, name: str, dialect: str) -> str:
     """One row when the warehouse's ``sqlnb.models`` holds no model of this name with
     this package's fingerprint (refitted, dropped, or stored elsewhere)."""
     # The store's catalog where dbt runs; the var sqlnb_catalog names another (e.g. an
@@ -183,7 +183,7 @@ def _fingerprint_test(model: Any, dialect: str) -> str:
     found = exp.select(exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True)).from_(catalog).where(
         exp.and_(sql.col("name").eq(exp.Literal.string(model.name)),
                  exp.Like(this=sql.col("meta"), expression=exp.Literal.string(marker))))
-    message = (f"model {model.name} changed since package sqlnb_{model.package} was generated "
+    message = (f"model {model.name} changed since package sqlnb_{name} was generated "
                f"(fingerprint {model.fingerprint}); run sqlnb dbt again")
     query = exp.select(exp.alias_(exp.Literal.string(message), "problem", quoted=True)).from_(
         exp.Subquery(this=found, alias=exp.TableAlias(this=sql.ident("t")))).where(
@@ -199,7 +199,7 @@ def tests_file(model: Any, name: str) -> str:
         out += ["", f"{{% test {ns}_{test}(model) %}}",
                 f"  {{{{ return(adapter.dispatch('{ns}_{test}_sql', '{ns}')(model)) }}}}", "{% endtest %}"]
         for adapter, dialect in ADAPTERS.items():
-            out += [f"{{% macro {adapter}__{ns}_{test}_sql(model) %}}", build(model, dialect), "{% endmacro %}"]
+            out += [f"{{% macro {adapter}__{ns}_{test}_sql(model) %}}", build(model, name, dialect), "{% endmacro %}"]
     return "\n".join(out) + "\n"
 
 
@@ -276,7 +276,6 @@ def package_files(model: Any, name: str, metrics: Mapping[str, Any] | None = Non
     if not getattr(model, "fingerprint", None):
         raise SqlnbError(f"model {getattr(model, 'name', '?')!r} was saved by an sqlnb that recorded no fingerprint; "
                          "save it again (sqlnb fit --replace) so that the package can check it is current")
-    model.package = name
     ns = f"sqlnb_{name}"
     project = "\n".join([f"name: {ns}", 'version: "1.0.0"', "config-version: 2",
                          f"require-dbt-version: {DBT_VERSIONS}", 'macro-paths: ["macros"]', 'model-paths: ["models"]',
