@@ -38,7 +38,7 @@ from sqlnb.crash import create_whole
 from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format
+from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format, fingerprint
 from sqlnb.store.duckdb import DuckDBStorage
 from sqlnb.store.postgres import PostgresStorage
 from sqlnb.store.spark import SparkStorage
@@ -138,14 +138,17 @@ def save_model(model, target: Any, name: str, replace: bool = False, wait: float
     rule = getattr(model, "decision", None)  # any kind's decision rule (sqlnb.models.decision)
     decision = {} if rule is None or rule.is_default else {"decision": rule.to_dict()}
 
-    def meta(created) -> str:
-        return json.dumps(dict(model.metadata(), format=FORMAT, kind=model.kind, versions=versions(), **decision,
-                               created=created.isoformat(timespec="seconds") + "Z"), default=str)
-
     # A calibrator (any kind) is stored as parts of its own next to the kind's parameters.
     parts = dict(model.parameter_tables())
     cal = getattr(model, "calibration", None)
     parts.update(cal.tables() if cal is not None else {})
+    described = dict(model.metadata(), kind=model.kind, **decision)
+    fp = fingerprint(described, parts)
+
+    def meta(created) -> str:
+        return json.dumps(dict(described, format=FORMAT, versions=versions(), fingerprint=fp,
+                               created=created.isoformat(timespec="seconds") + "Z"), default=str)
+
     def write(into: Any) -> None:
         with storage(into, wait=wait) as st:
             st.save(name, model.kind, parts, meta, replace, expect=expect)
@@ -188,6 +191,7 @@ def load_model(target: Any, name: str, wait: float | None = None):
     if meta.get("decision") is not None:  # a decision rule, stored with any kind
         model.decision = model.decision_from_dict(meta["decision"])
     model.created = meta.get("created")
+    model.fingerprint = meta.get("fingerprint")  # None: saved before sqlnb recorded one
     model.versions = meta.get("versions", {})
     return model
 

@@ -13,9 +13,12 @@ name that differs only in case is just a name.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import json
 import uuid
 from typing import Any, Callable, Protocol
 
+import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
@@ -33,6 +36,47 @@ CATALOG = "models"
 #:
 #: 1. The layout above (every release so far, the wave 1 fixture of 7313a04 included).
 FORMAT = 1
+
+#: Metadata that says how and when a model was fitted, not what it is: left out of its
+#: :func:`fingerprint`, so that a model saved again as it was (copied to another store,
+#: refitted on the same rows) keeps its fingerprint.
+PROVENANCE = ("report", "versions", "created", "format", "fingerprint")
+
+
+def fingerprint(meta: dict, parts: dict[str, tuple[Any, dict]]) -> str:
+    """What a model is, as 16 hex digits: a SHA-256 over its metadata (less
+    :data:`PROVENANCE`) and the content of its parameter parts, written into the catalog
+    row's ``meta`` by every save. Anything that scores from a copy of the model (the dbt
+    package of :mod:`sqlnb.workflows.dbt`) checks this to know the copy is still the
+    model: a refit on other rows, new hyperparameters, a decision rule or a calibrator
+    change it.
+
+    Numeric columns without NULLs are hashed as their values' bytes (little-endian, as
+    numpy holds them), others as JSON of Python values (floats by ``repr``, which
+    round-trips every double), so the digits do not depend on how a table is chunked or
+    on the store it was read from. A text model's 18,000 term rows (sms_spam) take 35 ms
+    all as JSON, 10 ms with the numeric columns as bytes.
+    """
+    h = hashlib.sha256()
+    kept = {k: v for k, v in meta.items() if k not in PROVENANCE}
+    h.update(json.dumps(kept, sort_keys=True, default=str).encode())
+    for name in sorted(parts):
+        table, casts = parts[name]
+        h.update(json.dumps([name, sorted((casts or {}).items()), table.schema.names,
+                             [str(t) for t in table.schema.types]], default=str).encode())
+        for column in table.columns:
+            h.update(_column_bytes(column))
+    return h.hexdigest()[:16]
+
+
+def _column_bytes(column: Any) -> bytes:
+    """A column's values as bytes for :func:`fingerprint` (its type is hashed beside)."""
+    t = column.type
+    if (pa.types.is_floating(t) or pa.types.is_integer(t)) and column.null_count == 0:
+        values = column.to_numpy()
+        return values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
+    return json.dumps(column.to_pylist(), default=str).encode()
+
 
 #: ``created -> meta JSON``: the metadata is made inside a save, once its time is known.
 MetaText = Callable[[_dt.datetime], str]
