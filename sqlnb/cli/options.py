@@ -8,6 +8,7 @@ locations).
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Callable, Sequence
 
 import click
@@ -420,17 +421,40 @@ _source_flags = _options(
     click.option("--null-string", multiple=True, metavar="TEXT",
                  help="CSV text read as NULL besides empty cells, e.g. '?' (repeatable)."),
     click.option("--header/--no-header", default=None, help="Whether CSV files have a header row (default: detected)."),
+    click.option("--database", metavar="FILE.duckdb",
+                 help="A DuckDB file whose tables and views a query as DATA reads by name (attached read-only; "
+                      "default: MODEL's file when it exists)."),
 )
 
 
 def source_options(command: Callable) -> Callable:
     """How every command that reads DATA reads it: --format, --columns, and the CSV
-    options --delimiter, --null-string and --header/--no-header. The command receives
+    options --delimiter, --null-string and --header/--no-header, and --database (the
+    DuckDB file whose tables a query as DATA reads; by default MODEL's). The command receives
     them as one ``reading`` argument, a :class:`~sqlnb.io.locations.Reading` (false when
     none is given). DATA itself may be files, ``-`` (CSV on standard input), a SQL query
     or ``DB.duckdb:TABLE`` (:func:`~sqlnb.io.locations.parse_data`)."""
     @functools.wraps(command)
-    def with_reading(*args, data_format, column_types, delimiter, null_string, header, **kwargs):
-        reading = Reading(data_format, parse_columns(column_types), csv_read_options(delimiter, null_string, header))
+    def with_reading(*args, data_format, column_types, delimiter, null_string, header, database, **kwargs):
+        # The command's Settings (pass_obj adds it inside this wrapper, so it is the context's).
+        obj = click.get_current_context().obj
+        settings = obj if isinstance(obj, Settings) else None
+        default = database is None
+        if default:
+            database = _model_database(settings, kwargs.get("model"))
+        elif settings is not None and settings.remote:
+            raise SqlnbError(f"--database names a DuckDB file; with --engine {settings.engine} a query reads "
+                             "the engine's tables")
+        reading = Reading(data_format, parse_columns(column_types), csv_read_options(delimiter, null_string, header),
+                          database=database, database_default=default)
         return command(*args, reading=reading, **kwargs)
     return _source_flags(with_reading)
+
+
+def _model_database(settings: Settings | None, model: Any) -> str | None:
+    """The database file of a MODEL ``DB.duckdb:NAME`` that exists: the tables a query as
+    DATA reads by name when --database is not given (None with a warehouse engine)."""
+    if not isinstance(model, str) or settings is None or settings.remote:
+        return None
+    obj = split_db(model)
+    return obj.db if obj is not None and obj.db and os.path.isfile(obj.db) else None

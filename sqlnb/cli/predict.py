@@ -21,7 +21,7 @@ from sqlnb.cli.options import (source_options, data_spec, feature_options, featu
                                no_proba_option, out_option, outputs_option, replace_option, score_outputs)
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io import engine_output
-from sqlnb.io.locations import DbObject, FileOut, data_source, parse_data, parse_out
+from sqlnb.io.locations import DbObject, DbQuery, FileOut, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
 from sqlnb.models.explain import check_explain, reason_columns
 from sqlnb.models.finish import generated_columns
@@ -346,14 +346,18 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     with settings.connect() as con:
         spec = parse_data(data, reading) if data else None
         data_is_table = isinstance(spec, DbObject)
+        data_is_db_query = isinstance(spec, DbQuery)
         # DATA files are read as `score` reads them (the model's types), so that the SQL
         # scores what `score` would: a categorical column fitted as numbers read as text.
         types = m.read_types() if m is not None and not training else None
         source = data_source(con, spec, types=types) if spec is not None else None
-        if source is not None and (node is not None or data_is_table):
-            # What the SQL reads in the target: --source, or DATA's table by its own name
-            # (not through the read-only attachment used here to learn its columns).
-            source = dataclasses.replace(source, expr=node if node is not None else sql.table(spec.name))
+        if source is not None and (node is not None or data_is_table or data_is_db_query):
+            # What the SQL reads in the target: --source, or DATA's table by its own name, or
+            # DATA's query as written (not through the read-only attachment used here to
+            # learn the columns).
+            own = sql.table(spec.name) if data_is_table else (
+                sqlglot.exp.Subquery(this=parse_query(spec.text)) if data_is_db_query else None)
+            source = dataclasses.replace(source, expr=node if node is not None else own)
         if training:
             text = _training_sql(m, source, node, label, dialect, pretty,
                                  feature_plan_args(kind, feature_kind, features, exclude, weight, binarize), con)
