@@ -14,12 +14,13 @@ import duckdb
 import pytest
 
 import sqlnb
-from sqlnb.source import Files, header_looks_like_data, resolve
+from sqlnb.source import Files, resolve
+from support import shared_data as sd
 from support.cli import assert_error, invoke
 
 CAR = ["buying", "maint", "doors", "persons", "lug_boot", "safety", "class"]
-VOTES = Path(__file__).resolve().parents[2] / "shared" / "data" / "votes" / "house-votes-84.data"
-MUSHROOM = Path(__file__).resolve().parents[2] / "shared" / "data" / "mushroom" / "agaricus-lepiota.data"
+VOTES = sd.DATA_DIR / "votes" / "house-votes-84.data"
+MUSHROOM = sd.DATA_DIR / "mushroom" / "agaricus-lepiota.data"
 WARNING = "warning: the first line of"
 
 
@@ -107,6 +108,7 @@ def test_a_header_of_numbers_and_booleans_is_data_like(tmp_path):
     """The second half of the rule, on the function itself: DuckDB's sniffer reads such a
     first line as a row when the columns are numbers, so it is checked on a file whose
     columns it had named after that line."""
+    from sqlnb.source import header_looks_like_data
     path = tmp_path / "n.csv"
     path.write_text("10,20,yes\nfoo,bar,baz\nqux,quux,x\n")
     con = duckdb.connect()
@@ -120,10 +122,7 @@ def test_a_header_of_numbers_and_booleans_is_data_like(tmp_path):
 
 
 def _shared(path: Path) -> None:
-    if not path.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {path} is missing (../shared/data/README.md)")
-        pytest.skip(f"{path} not found: the UCI files live in ../shared/data")
+    sd.require_shared_data(path.parent.name)
 
 
 def test_the_real_headerless_votes_file_warns_or_keeps_every_row(tmp_path):
@@ -134,7 +133,7 @@ def test_the_real_headerless_votes_file_warns_or_keeps_every_row(tmp_path):
     r = invoke("fit", VOTES, "--data-format", "csv", "--label", "republican", "--model", model)
     assert r.exit_code == 0, r.stderr
     assert _rows(model) == 434 and f"{WARNING} {str(VOTES)!r}" in r.stderr and "'republican'" in r.stderr
-    names = ["party", *[f"v{i}" for i in range(1, 17)]]
+    names = list(sd.VOTES_COLUMNS)
     r = invoke("fit", VOTES, "--data-format", "csv", "--names", ",".join(names), "--null-string", "?",
                "--label", "party", "--model", model, "--replace")
     assert r.exit_code == 0 and WARNING not in r.stderr, r.stderr
