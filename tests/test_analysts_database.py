@@ -122,3 +122,4 @@ def test_bad_uses_are_one_line_errors(lake):
                  "--database", "not a query")
     assert_error(invoke("evaluate", "SELECT * FROM test", "--model", model, "--database", f"{lake}/none.duckdb"),
                  "does not exist")
+    assert_error(invoke("evaluate", "SELECT * FROM test", "--model", model, "--database", ""), "--database takes")

@@ -93,6 +93,8 @@ def test_names_that_do_not_fit_the_file_are_one_line(cars, tmp_path):
                         "--model", model), "--names gives 8 names", "has 7 columns")
     assert_error(invoke("fit", cars, "--data-format", "csv", "--names", "a,b,c,d,e,a,g", "--label", "g",
                         "--model", model), "'a' twice")
+    assert_error(invoke("fit", cars, "--data-format", "csv", "--names", "", "--label", "c", "--model", model),
+                 "--names takes")
     assert not os.path.exists(f"{tmp_path}/m.duckdb")
 
 

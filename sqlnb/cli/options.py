@@ -237,6 +237,8 @@ def csv_read_options(delimiter: str | None, null_string: tuple[str, ...], header
     if null_string:
         opts["nullstr"] = list(dict.fromkeys(("", *null_string)))
     listed = split_list(names)
+    if listed == []:
+        raise SqlnbError("--names takes the names of the CSV columns, in order, e.g. --names a,b,label")
     if listed is not None:
         opts["names"] = listed
         if header is None:
@@ -453,6 +455,8 @@ def source_options(command: Callable) -> Callable:
         default = database is None
         if default:
             database = _model_database(settings, kwargs.get("model"))
+        elif not database:
+            raise SqlnbError("--database takes a DuckDB file whose tables a query as DATA reads, e.g. --database lake.duckdb")
         elif settings is not None and settings.remote:
             raise SqlnbError(f"--database names a DuckDB file; with --engine {settings.engine} a query reads "
                              "the engine's tables")
