@@ -62,3 +62,10 @@ def suggest(name: str, choices: Iterable[str]) -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+class HeaderWarning(ScreeningWarning):
+    """The first line of a CSV file was read as its header although it looks like a row
+    of data (:func:`sqlnb.source.header_looks_like_data`); the message says why and how to
+    read it as a row. A subclass of :class:`ScreeningWarning`, so the CLI prints it on
+    stderr the same way."""

@@ -12,6 +12,7 @@ import dataclasses
 import glob as _glob
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -21,7 +22,7 @@ import sqlglot
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
+from sqlnb.errors import HeaderWarning, SqlnbError, SqlnbNotFound, suggest
 from sqlnb.sql.types import is_numeric, is_text_type
 
 _FORMATS = {
@@ -334,8 +335,94 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
         raise SqlnbError(f"{desc}: {_first_line(e)}") from None
     except (duckdb.IOException, duckdb.InvalidInputException, duckdb.BinderException,
             duckdb.ParserException, duckdb.ConversionException) as e:
+        if isinstance(data, Files) and data.options.get("names"):
+            _check_names(data, con)  # a clearer line when the names do not fit the file
         raise SqlnbError(f"cannot read {desc}: {_first_line(e)}") from None
+    if isinstance(data, Files) and (data.format or file_format(data.path)) == "csv":
+        if data.options.get("names"):
+            _check_names(data, con, columns)
+        elif "header" not in data.options:
+            reason = header_looks_like_data(data, columns, con)
+            if reason is not None:
+                warnings.warn(f"warning: the first line of {data.path!r} was read as the header, but {reason}, so it "
+                              "may be a row of data, which is then left out; if the file has no header, give "
+                              "--names COL,... (or --no-header) to read that line as a row; give --header to say "
+                              "it is one", HeaderWarning, stacklevel=2)
     return Source(expr=node, columns=columns, description=desc, engine="duckdb")
+
+
+#: Rows after the first line that :func:`header_looks_like_data` reads.
+HEADER_SAMPLE_ROWS = 10_000
+#: The names DuckDB gives the columns of a file it reads without a header.
+_GENERATED = re.compile(r"^column\d+$")
+#: A header field that reads as a value: a number or a boolean.
+_VALUE_LIKE = re.compile(r"^\s*([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|true|false|t|f|yes|no|y|n)\s*$", re.I)
+_header_checks: dict[tuple, str | None] = {}
+
+
+def header_looks_like_data(spec: Files, columns: Mapping[str, str], con: duckdb.DuckDBPyConnection) -> str | None:
+    """Why the first line of CSV ``spec``, which DuckDB's sniffer took for a header
+    (``columns`` are the names it gave), looks like a row of data; None when it does not.
+
+    The rule (docs/cli.md, "Headerless files"): a header field is also a value of its own
+    column in the first :data:`HEADER_SAMPLE_ROWS` rows after it (``vhigh`` in the column
+    DuckDB named ``vhigh``: a headerless UCI file whose first row's values are read as
+    names), or every header field is a number or a boolean (``1,0,3.5,yes``). A file
+    DuckDB read without a header (columns ``column0``, ...) is not checked. The answer is
+    kept per file, path and modification time, for the commands that read a file twice.
+    """
+    if not columns or all(_GENERATED.match(c) for c in columns):
+        return None
+    try:
+        key = (spec.path, repr(sorted(spec.options.items(), key=str)), os.path.getmtime(spec.path))
+    except (OSError, TypeError):
+        key = None
+    if key is not None and key in _header_checks:
+        return _header_checks[key]
+    raw = dataclasses.replace(spec, types={}, prefer={}, keep_text=(),
+                              options={**spec.options, "header": False, "all_varchar": True})
+    reader = exp.Subquery(this=exp.select(exp.Star()).from_(_reader(raw)).limit(HEADER_SAMPLE_ROWS + 1),
+                          alias=exp.TableAlias(this=sql.ident("src")))
+    try:
+        raw_names = con.sql(sql.render(exp.select(exp.Star()).from_(reader).limit(0))).columns
+        first = con.execute(sql.render(exp.select(exp.Star()).from_(reader.copy()).limit(1))).fetchall()
+        if len(raw_names) != len(columns) or not first:
+            return None
+        fields = list(first[0])
+        # How often each header field occurs in its column (the header line itself is once).
+        counts = exp.select(*[exp.Sum(this=exp.If(this=sql.col(c, "src").eq(exp.Placeholder()),
+                                                  true=exp.Literal.number(1), false=exp.Literal.number(0)))
+                              for c in raw_names]).from_(reader.copy())
+        seen = con.execute(sql.render(counts), fields).fetchall()[0]
+    except duckdb.Error:
+        return None
+    reason = None
+    for name, field, n in zip(columns, fields, seen):
+        if field is not None and field.strip() and (n or 0) > 1:
+            reason = f"its field {field!r} is also a value of its own column {name!r}"
+            break
+    if reason is None and all(f is not None and _VALUE_LIKE.match(f) for f in fields):
+        reason = "every field of it is a number or a boolean"
+    if key is not None:
+        _header_checks[key] = reason
+    return reason
+
+
+def _check_names(spec: Files, con: duckdb.DuckDBPyConnection, columns: Mapping[str, str] | None = None) -> None:
+    """``names`` (``--names``) must name every column of the file, no more and no fewer."""
+    names = list(spec.options["names"])
+    raw = dataclasses.replace(spec, types={}, prefer={}, keep_text=(),
+                              options={k: v for k, v in spec.options.items() if k != "names"} | {"header": False})
+    try:
+        width = len(con.sql(sql.render(exp.select(exp.Star()).from_(_reader(raw)).limit(0))).columns)
+    except duckdb.Error:
+        return
+    if len(names) != width:
+        raise SqlnbError(f"--names gives {len(names)} name{'s' if len(names) != 1 else ''} ({', '.join(names)}), "
+                         f"but {spec.path!r} has {width} columns; name every column, in order")
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise SqlnbError(f"--names gives the name {dup!r} twice; give each column its own name")
 
 
 def _missing_table(spec: Table, con: duckdb.DuckDBPyConnection) -> str:

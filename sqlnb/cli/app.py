@@ -113,7 +113,8 @@ class SqlnbGroup(click.Group):
 
             def show(message, category, *args, **kwargs):
                 if issubclass(category, ScreeningWarning):
-                    notes.append(str(message))
+                    if str(message) not in notes:  # a file read twice says it once
+                        notes.append(str(message))
                 else:
                     shown(message, category, *args, **kwargs)
             warnings.showwarning = show

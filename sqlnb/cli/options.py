@@ -8,6 +8,7 @@ locations).
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Callable, Sequence
 
 import click
@@ -221,17 +222,27 @@ def feature_plan_args(kind, feature_kind, features, exclude, weight, binarize_va
             "binarize": parse_binarize(binarize_values)}
 
 
-def csv_read_options(delimiter: str | None, null_string: tuple[str, ...], header: bool | None) -> dict:
+def csv_read_options(delimiter: str | None, null_string: tuple[str, ...], header: bool | None,
+                     names: tuple[str, ...] = ()) -> dict:
     """DuckDB ``read_csv`` parameters from the CSV options (values become literals).
 
     ``--null-string`` adds to the default, an empty cell: ``--null-string NA`` reads both
     ``NA`` and empty cells as NULL (DuckDB's ``nullstr`` alone would replace the default
-    and turn empty cells into text)."""
+    and turn empty cells into text). ``--names a,b,c`` names the columns of a file without
+    a header (the first line is a row unless ``--header`` is given too, which then renames
+    the header's columns); ``--columns`` applies to those names."""
     opts: dict[str, Any] = {}
     if delimiter is not None:
         opts["delim"] = delimiter
     if null_string:
         opts["nullstr"] = list(dict.fromkeys(("", *null_string)))
+    listed = split_list(names)
+    if listed == []:
+        raise SqlnbError("--names takes the names of the CSV columns, in order, e.g. --names a,b,label")
+    if listed is not None:
+        opts["names"] = listed
+        if header is None:
+            header = False
     if header is not None:
         opts["header"] = header
     return opts
@@ -420,17 +431,46 @@ _source_flags = _options(
     click.option("--null-string", multiple=True, metavar="TEXT",
                  help="CSV text read as NULL besides empty cells, e.g. '?' (repeatable)."),
     click.option("--header/--no-header", default=None, help="Whether CSV files have a header row (default: detected)."),
+    click.option("--names", multiple=True, metavar="COL,...",
+                 help="Names of the CSV columns, in order, for a file without a header (its first line is then a "
+                      "row); --columns types them by these names."),
+    click.option("--database", metavar="FILE.duckdb",
+                 help="A DuckDB file whose tables and views a query as DATA reads by name (attached read-only; "
+                      "default: MODEL's file when it exists)."),
 )
 
 
 def source_options(command: Callable) -> Callable:
     """How every command that reads DATA reads it: --format, --columns, and the CSV
-    options --delimiter, --null-string and --header/--no-header. The command receives
+    options --delimiter, --null-string, --header/--no-header and --names, and --database (the
+    DuckDB file whose tables a query as DATA reads; by default MODEL's). The command receives
     them as one ``reading`` argument, a :class:`~sqlnb.io.locations.Reading` (false when
     none is given). DATA itself may be files, ``-`` (CSV on standard input), a SQL query
     or ``DB.duckdb:TABLE`` (:func:`~sqlnb.io.locations.parse_data`)."""
     @functools.wraps(command)
-    def with_reading(*args, data_format, column_types, delimiter, null_string, header, **kwargs):
-        reading = Reading(data_format, parse_columns(column_types), csv_read_options(delimiter, null_string, header))
+    def with_reading(*args, data_format, column_types, delimiter, null_string, header, names, database, **kwargs):
+        # The command's Settings (pass_obj adds it inside this wrapper, so it is the context's).
+        obj = click.get_current_context().obj
+        settings = obj if isinstance(obj, Settings) else None
+        default = database is None
+        if default:
+            database = _model_database(settings, kwargs.get("model"))
+        elif not database:
+            raise SqlnbError("--database takes a DuckDB file whose tables a query as DATA reads, e.g. --database lake.duckdb")
+        elif settings is not None and settings.remote:
+            raise SqlnbError(f"--database names a DuckDB file; with --engine {settings.engine} a query reads "
+                             "the engine's tables")
+        reading = Reading(data_format, parse_columns(column_types),
+                          csv_read_options(delimiter, null_string, header, names),
+                          database=database, database_default=default)
         return command(*args, reading=reading, **kwargs)
     return _source_flags(with_reading)
+
+
+def _model_database(settings: Settings | None, model: Any) -> str | None:
+    """The database file of a MODEL ``DB.duckdb:NAME`` that exists: the tables a query as
+    DATA reads by name when --database is not given (None with a warehouse engine)."""
+    if not isinstance(model, str) or settings is None or settings.remote:
+        return None
+    obj = split_db(model)
+    return obj.db if obj is not None and obj.db and os.path.isfile(obj.db) else None

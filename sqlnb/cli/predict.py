@@ -21,7 +21,7 @@ from sqlnb.cli.options import (source_options, data_spec, feature_options, featu
                                no_proba_option, out_option, outputs_option, replace_option, score_outputs)
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io import engine_output
-from sqlnb.io.locations import DbObject, FileOut, data_source, parse_data, parse_out
+from sqlnb.io.locations import DbObject, DbQuery, FileOut, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
 from sqlnb.models.explain import check_explain, reason_columns
 from sqlnb.models.finish import generated_columns
@@ -281,17 +281,22 @@ def warn_unseen(m, source: Source, con) -> list[dict]:
 @label_option("With --fit and no --model: the label column.", required=False)
 @feature_options
 @click.option("--pretty/--compact", default=True, help="One clause per line (default) or one line.")
+@click.option("--semicolon", is_flag=True,
+              help="End the scoring SELECT with ';' (by default it has none, so that it pastes as a subquery, "
+                   "a CTE's body or a view's query as printed).")
 @override_options
 @explain_option
 @source_options
 @click.pass_obj
 def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, outputs, label, kind,
-                feature_kind, features, exclude, weight, binarize, pretty, costs, threshold, reject, explain, reading):
+                feature_kind, features, exclude, weight, binarize, pretty, semicolon, costs, threshold, reject, explain,
+                reading):
     """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
 
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
     does. Its output is the source's columns, proba_<class> per class and prediction
-    (or the scores --outputs names, as for sqlnb score).
+    (or the scores --outputs names, as for sqlnb score). It ends without ';' (--semicolon
+    adds one), so it pastes as printed into WITH s AS (...), FROM (...) or CREATE VIEW v AS.
     Give DATA (files or db.duckdb:TABLE) to list the source's columns explicitly;
     without it, columns are passed through with * (the helper columns jll_*,
     max_jll, exp_shifted_*, sum_exp_shifted and log_evidence then stay in the output, and
@@ -309,6 +314,7 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
       sqlnb sql --model models.duckdb:churn --macro churn > macro.sql
       sqlnb sql --model models.duckdb:churn --dialect postgres --source customers --explain 3
       sqlnb sql --model models.duckdb:churn --outputs log_proba,prediction --source customers
+      sqlnb sql customers.duckdb:customers --model models.duckdb:churn --key id --dialect sqlite
     """
     if dialect not in sql.DIALECTS:
         raise SqlnbError(f"unknown dialect {dialect!r}{suggest(dialect, sql.DIALECTS)}; "
@@ -340,14 +346,18 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     with settings.connect() as con:
         spec = parse_data(data, reading) if data else None
         data_is_table = isinstance(spec, DbObject)
+        data_is_db_query = isinstance(spec, DbQuery)
         # DATA files are read as `score` reads them (the model's types), so that the SQL
         # scores what `score` would: a categorical column fitted as numbers read as text.
         types = m.read_types() if m is not None and not training else None
         source = data_source(con, spec, types=types) if spec is not None else None
-        if source is not None and (node is not None or data_is_table):
-            # What the SQL reads in the target: --source, or DATA's table by its own name
-            # (not through the read-only attachment used here to learn its columns).
-            source = dataclasses.replace(source, expr=node if node is not None else sql.table(spec.name))
+        if source is not None and (node is not None or data_is_table or data_is_db_query):
+            # What the SQL reads in the target: --source, or DATA's table by its own name, or
+            # DATA's query as written (not through the read-only attachment used here to
+            # learn the columns).
+            own = sql.table(spec.name) if data_is_table else (
+                sqlglot.exp.Subquery(this=parse_query(spec.text)) if data_is_db_query else None)
+            source = dataclasses.replace(source, expr=node if node is not None else own)
         if training:
             text = _training_sql(m, source, node, label, dialect, pretty,
                                  feature_plan_args(kind, feature_kind, features, exclude, weight, binarize), con)
@@ -357,8 +367,9 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
             target = source if source is not None else (
                 Query(source_text) if node is not None and isinstance(node, sqlglot.exp.Subquery)
                 else Table(source_text or DEFAULT_SOURCE))
+            # No ';' unless asked: the SELECT is pasted into CTEs, subqueries and views.
             text = m.to_sql(dialect, source=target, con=con, outputs=outputs, pretty=pretty, key=key,
-                            explain=explain) + ";"
+                            explain=explain) + (";" if semicolon else "")
             if dialect == "postgres":
                 click.echo(POSTGRES_JIT_NOTE, err=True)
     click.echo(text)

@@ -3,7 +3,7 @@
 Every argument is a plain string, parsed here into a small value; nothing in it is ever
 parsed as SQL::
 
-    DATA   lake/2026/*.parquet | train.csv | data.json | DB.duckdb:TABLE
+    DATA   lake/2026/*.parquet | train.csv | data.json | DB.duckdb:TABLE | a SQL query
     MODEL  DB.duckdb:NAME                     (the database file is created when missing)
     OUT    scored.parquet | scored.csv | scored.json | DB.duckdb:TABLE | -  (CSV on stdout)
 
@@ -13,7 +13,10 @@ model name is one identifier, whatever characters it holds (``sqlnb.source.Table
 
 :func:`data_source` resolves a DATA value against a connection: files are read through
 DuckDB's readers, and a table in a database other than the connection's own is attached
-read-only under an alias, so scoring can read one database and write another.
+read-only under an alias, so scoring can read one database and write another. A query
+given a database (:class:`DbQuery`, ``--database FILE``) reads that database's tables by
+their plain names: the database is attached read-only the same way and the query's
+unqualified names of its tables are qualified with the alias (:func:`data_source`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -33,7 +37,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.source import QUERY_START, Files, Query, Source, Table, file_format, read_with, resolve
+from sqlnb.source import QUERY_START, Files, Query, Source, Table, file_format, parse_query, read_with, resolve
 
 #: File suffixes that mark a DuckDB database in ``DB:NAME``.
 DB_SUFFIXES = (".duckdb", ".db")
@@ -111,14 +115,34 @@ class Reading:
         Column types to read with (``--columns 'col=TYPE,...'``).
     csv : mapping
         DuckDB ``read_csv`` parameters (``delim``, ``nullstr``, ``header``).
+    database : str, optional
+        A DuckDB database whose tables a query as DATA reads (``--database FILE``).
+    database_default : bool
+        ``database`` is MODEL's own file, not asked for: it applies to a query and is
+        ignored for other DATA.
     """
 
     format: str | None = None
     types: Mapping[str, str] = field(default_factory=dict)
     csv: Mapping[str, Any] = field(default_factory=dict)
+    database: str | None = None
+    database_default: bool = False
 
     def __bool__(self) -> bool:
+        """Whether options for reading files are given (``database`` is not one)."""
         return bool(self.format or self.types or self.csv)
+
+
+@dataclass(frozen=True)
+class DbQuery:
+    """A SQL query as DATA that reads the tables of the DuckDB database ``db`` by their
+    plain names (``--database FILE``, or MODEL's own file); see :func:`data_source`."""
+
+    text: str
+    db: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 #: DATA ``-``: CSV on standard input.
@@ -139,13 +163,15 @@ def stdin_file() -> str:
     return _stdin_copy[0]
 
 
-def parse_data(text: str, reading: Reading | Mapping[str, Any] | None = None) -> DbObject | Files | Query:
-    """A DATA argument: files by path or glob, ``-`` (CSV on standard input), a SQL query,
+def parse_data(text: str, reading: Reading | Mapping[str, Any] | None = None) -> DbObject | Files | Query | DbQuery:
+    """A DATA argument: files by path or glob, ``-`` (CSV on standard input), a SQL query
+    (a :class:`DbQuery` when ``reading.database`` names a database whose tables it reads),
     or ``DB.duckdb:TABLE``.
 
     ``reading`` says how to read files: a :class:`Reading`, or a mapping of ``read_csv``
-    parameters. CSV parameters apply to CSV only, and reading options to files only:
-    giving them for other data is an error rather than silently ignored.
+    parameters. CSV parameters apply to CSV only, reading options to files only, and an
+    asked-for database to a query only: giving them for other data is an error rather
+    than silently ignored.
     """
     if not isinstance(reading, Reading):
         reading = Reading(csv=dict(reading or {}))
@@ -153,7 +179,10 @@ def parse_data(text: str, reading: Reading | Mapping[str, Any] | None = None) ->
         if reading:
             raise SqlnbError("reading options (--data-format, --columns and the CSV ones) apply to files; "
                              "cast or filter in the query itself")
-        return Query(text)
+        return DbQuery(text, reading.database) if reading.database else Query(text)
+    if reading.database and not reading.database_default:
+        raise SqlnbError(f"--database lets a query as DATA read the tables of a DuckDB file; DATA {text!r} is not a "
+                         "query (a table of a database is DB.duckdb:TABLE)")
     obj = split_db(text)
     if obj is not None:
         if not obj.name:
@@ -249,7 +278,7 @@ def _attached(con: duckdb.DuckDBPyConnection, path: str) -> str:
     return attach(con, path, alias)
 
 
-def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files | Query,
+def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files | Query | DbQuery,
                 own_db: str | None = None, types: Mapping[str, str] | None = None,
                 keep_text: tuple[str, ...] = ()) -> Source:
     """Resolve DATA against ``con`` into a :class:`~sqlnb.source.Source`.
@@ -258,8 +287,9 @@ def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files | Query,
     ----------
     con : duckdb connection
         The connection that will run the query.
-    data : DbObject or Files
-        From :func:`parse_data`.
+    data : DbObject, Files, Query or DbQuery
+        From :func:`parse_data`. A :class:`DbQuery` reads the tables of its database by
+        their plain names (:func:`_database_query`).
     own_db : str, optional
         The database file ``con`` is connected to (None for in-memory). A table in it is
         read directly; a table elsewhere is read through a read-only attachment.
@@ -268,7 +298,17 @@ def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files | Query,
         label) whose text is kept rather than sniffed as BOOLEAN
         (:func:`sqlnb.source.read_with`).
     """
-    if isinstance(data, (Files, Query)):
+    if isinstance(data, DbQuery):
+        return _database_query(con, data, own_db)
+    if isinstance(data, Query):
+        try:
+            return resolve(data, con)
+        except SqlnbError as e:
+            if "Table with name" not in str(e):
+                raise
+            raise SqlnbNotFound(f"{e}; to read the tables of a DuckDB file in the query, give --database FILE "
+                                "(database= in Python)") from None
+    if isinstance(data, Files):
         return resolve(read_with(data, types, keep_text), con)
     catalog = None if same_file(own_db, data.db) else _attached(con, data.db)
     names = _catalog_tables(con, catalog)
@@ -278,3 +318,45 @@ def data_source(con: duckdb.DuckDBPyConnection, data: DbObject | Files | Query,
             f"tables there: {', '.join(names) if names else 'none'}")
     source = resolve(Table(data.name, "main" if catalog else None, catalog), con)
     return dataclasses.replace(source, description=f"table {data.name!r} in {data.db!r}")
+
+
+_MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist")
+
+
+def _database_query(con: duckdb.DuckDBPyConnection, data: DbQuery, own_db: str | None) -> Source:
+    """A query over the tables of the database ``data.db``: read directly when ``con``
+    is connected to it (``own_db``), else through a read-only attachment (shared with a
+    DATA table of the same file), whose alias qualifies each plain name in the query that
+    is a table or view there (``FROM cars_test`` reads ``"sqlnb_data"."main"."cars_test"``).
+    Names with a schema or catalog, names of the query's own CTEs, table functions and
+    files (``FROM 'x.parquet'``) are left as they are; so is any other name, which DuckDB
+    looks up in ``con`` as usual."""
+    tree = parse_query(data.text)
+    where = f"the source query over {data.db!r}"
+    names: list[str] = []
+    if not same_file(own_db, data.db):
+        alias = _attached(con, data.db)
+        names = _catalog_tables(con, alias)
+        tables = {n.lower() for n in names}
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+
+        def qualify(node: exp.Expression) -> exp.Expression:
+            if (isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and not node.args.get("db")
+                    and not node.args.get("catalog") and node.name.lower() in tables - ctes):
+                node = node.copy()
+                node.set("db", sql.ident("main"))
+                node.set("catalog", sql.ident(alias))
+            return node
+        tree = tree.transform(qualify)
+    else:
+        names = _catalog_tables(con, None)
+    try:
+        source = resolve(Query(sql.render(tree)), con)
+    except SqlnbError as e:
+        if "Table with name" not in str(e):
+            raise
+        missing = _MISSING_TABLE.search(str(e))
+        hint = suggest(missing.group(1), names) if missing else ""
+        raise SqlnbNotFound(f"{where}: {str(e).split(': ', 1)[-1]}{hint}; tables in {data.db!r}: "
+                            f"{', '.join(names) if names else 'none'}") from None
+    return dataclasses.replace(source, description=where)

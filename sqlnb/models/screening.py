@@ -59,7 +59,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import ScreeningWarning
+from sqlnb.errors import ScreeningWarning, SqlnbError
 from sqlnb.models.naive_bayes.fit import planned_kinds
 from sqlnb.source import Source
 from sqlnb.sql.types import is_float, is_numeric, is_text_type
@@ -184,9 +184,33 @@ def screen_plan(engine: Any, source: Source, label: str, weight: str | None, fea
                      if constant_free(k, o.get("unseen", "missing"), o.get("structure", "naive"))}
             counts |= {c for c, k in kinds.items() if k in COUNT_FAMILIES}
     found = screen(engine, source, columns, constant_free=free, counts=counts)
+    _refuse_nothing_left(source, label, weight, exclude, found)
     for s in found:
         warnings.warn(s.line(), ScreeningWarning, stacklevel=4)
     return found
+
+
+def _refuse_nothing_left(source: Source, label: str, weight: str | None, exclude: Sequence[str] | None,
+                         found: Sequence[Screened]) -> None:
+    """When screening leaves no feature at all and left out a text column, one error line
+    naming each such column and the options that keep it: a column of free text (a
+    table of (topic, body) articles, every body different) is a bag of words
+    (``--feature-kind body=multinomial``, scikit-learn's CountVectorizer with
+    MultinomialNB), which screening never guesses; ``--keep-columns`` keeps it as
+    categories. (Without this the fit would fail with "no feature column", silent on why.)"""
+    gone = {s.column for s in found}
+    left = [c for c in source.columns if c not in {label, weight, *(exclude or ()), *gone}]
+    text = [s for s in found if is_text_type(source.columns[s.column])]
+    if left or not text:
+        return
+    named = "; ".join(f"{s.column!r}: {s.reason}" for s in text)
+    first = cli_name(text[0].column)
+    bag = ",".join(f"{cli_name(s.column)}=multinomial" for s in text)
+    raise SqlnbError(
+        f"{source.description} has no feature column besides the label once screening left out its text "
+        f"column{'s' if len(text) > 1 else ''} ({named}); fit free text as a bag of words with --feature-kind {bag} "
+        f"(feature_kinds={{{text[0].column!r}: 'multinomial'}} in Python), or keep it as categories with "
+        f"--keep-columns {first}")
 
 
 def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int = SAMPLE_ROWS,
