@@ -56,8 +56,10 @@ def _rows(t) -> dict:
     return t.to_pydict()
 
 
-#: Metadata that differs between two runs of one command: times, durations, versions.
-_VARYING = {"created", "at", "seconds", "versions"}
+#: Metadata that differs between two runs of one command: times, durations, versions, and
+#: the fingerprint, which hashes a calibrator's data path (another directory per run; the
+#: parts themselves are compared, with the directory replaced).
+_VARYING = {"created", "at", "seconds", "versions", "fingerprint"}
 
 
 def _scrub(meta):
