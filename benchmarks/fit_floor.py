@@ -150,17 +150,22 @@ def _bare_script(meta: dict, run: bool) -> str:
     return f"import duckdb\ncon = duckdb.connect()\ncon.execute('SET enable_progress_bar = false')\n{body}\n"
 
 
-def _timed_process(cmd: list[str]) -> float:
+def _timed_process(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, all threads) of one child process."""
+    import resource
+
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True)
     took = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)[:200]} failed: {out.stderr[-2000:]}")
-    return took
+    return took, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def processes(metas: dict, families: list[str], repeat: int) -> dict:
-    """``{family: {part: [seconds, ...]}}`` of whole processes (module docstring)."""
+    """``{family: {part: [(wall, cpu) seconds, ...]}}`` of whole processes (module docstring)."""
     py = sys.executable
     env_path = os.environ.get("PYTHONPATH")
     times: dict = {f: {"bare start": [], "bare": [], "fit start": [], "fit": []} for f in families}
@@ -177,7 +182,7 @@ def processes(metas: dict, families: list[str], repeat: int) -> dict:
                 t["bare"].append(_timed_process([py, "-c", _bare_script(meta, True)]))
                 t["fit start"].append(_timed_process([py, "-m", "sqlnb", "fit", "--help"]))
                 t["fit"].append(_timed_process(fit))
-                print(f"{fam}: " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in t.items())
+                print(f"{fam}: " + ", ".join(f"{k} {v[-1][0]:.3f} (cpu {v[-1][1]:.3f})" for k, v in t.items())
                       + f" (PYTHONPATH={env_path})", file=sys.stderr)
     return times
 
@@ -235,14 +240,19 @@ def main(argv=None) -> int:
         times = processes(metas, families, args.repeat)
         print(f"{args.rows:,} rows, whole processes, wall seconds, median of {args.repeat} alternating rounds; "
               f"load before: {before}; after: {_load()}\n")
-        print("| family | bare start | bare | fit start | fit | (fit − start) ÷ (bare − start) | per round |")
-        print("|---|---:|---:|---:|---:|---:|---|")
+        print("Wall seconds, and in brackets CPU seconds (user + system, all threads; steadier under load).\n")
+        print("| family | bare start | bare | fit start | fit | (fit − start) ÷ (bare − start) | CPU ratio | "
+              "wall ratio per round |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
         for fam in families:
             t = times[fam]
-            m = {k: statistics.median(v) for k, v in t.items()}
-            rounds = [(f - fs) / (b - bs) for bs, b, fs, f in zip(t["bare start"], t["bare"], t["fit start"], t["fit"])]
-            print(f"| {fam} | {m['bare start']:.3f} | {m['bare']:.3f} | {m['fit start']:.3f} | {m['fit']:.3f} | "
-                  f"{(m['fit'] - m['fit start']) / (m['bare'] - m['bare start']):.2f}× | "
+            m = {k: statistics.median(w for w, _ in v) for k, v in t.items()}
+            c = {k: statistics.median(u for _, u in v) for k, v in t.items()}
+            rounds = [(f[0] - fs[0]) / (b[0] - bs[0])
+                      for bs, b, fs, f in zip(t["bare start"], t["bare"], t["fit start"], t["fit"])]
+            cells = " | ".join(f"{m[k]:.3f} ({c[k]:.2f})" for k in ("bare start", "bare", "fit start", "fit"))
+            print(f"| {fam} | {cells} | {(m['fit'] - m['fit start']) / (m['bare'] - m['bare start']):.2f}× | "
+                  f"{(c['fit'] - c['fit start']) / (c['bare'] - c['bare start']):.2f}× | "
                   + ", ".join(f"{r:.2f}" for r in rounds) + " |")
         return 0
     times: dict = {f: {"bare": [], "grouped": [], "fit": []} for f in families}
