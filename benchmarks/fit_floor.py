@@ -13,20 +13,34 @@ Data sets (``benchmarks/data/``, generated once by ``generate.py``): ``wide`` fo
 Bernoulli, multinomial and complement; ``categorical`` (8 VARCHAR columns) for categorical; and
 ``mixed`` (8 DOUBLE + 8 VARCHAR) for the mixed model.
 
-The aggregate audit (``--audit``) times single aggregate shapes over the 20 count columns,
-``GROUP BY label``, in one process: what each way of counting costs against ``SUM(x)``.
+The aggregate audit (``--audit``) times single aggregate shapes over the 20 count columns
+(``--audit-data wide``: the Gaussian data's columns), ``GROUP BY label``, in one process: what
+each way of counting costs against ``SUM(x)``.
+
+Whole processes (``--processes``, issue 32): per family, alternating, ``--repeat`` rounds of four
+child processes, each timed from its start to its exit: ``python -c`` importing DuckDB and
+connecting (the bare scan's process start), the same running the bare scan, ``sqlnb fit --help``
+(the fit's process start: it imports what a fit imports and does nothing) and ``sqlnb fit DATA
+--label label --kind FAMILY --model TMP:NAME --replace`` (screening, shift read, statistics,
+the model stored). The ratio is ``(fit − fit start) / (bare − bare start)``. ``uptime``'s load
+is printed before and after: 2 shared cores make single figures noisy, read the ratios.
 
 Examples
 --------
 python benchmarks/fit_floor.py --rows 10000000 --repeat 3
 python benchmarks/fit_floor.py --rows 10000000 --audit
+python benchmarks/fit_floor.py --rows 10000000 --audit --audit-data wide
+python benchmarks/fit_floor.py --rows 10000000 --processes --families gaussian --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,6 +70,7 @@ AUDIT = {
     "SUM(CASE WHEN x > 0 THEN 1 ELSE 0 END)": "SUM(CASE WHEN {c} > 0.0 THEN 1 ELSE 0 END)",
     "COUNT(x), SUM(x), MIN(x) (multinomial)": "COUNT({c}), SUM({c}), MIN({c})",
     "COUNT(x), SUM(x - K), SUM((x - K)^2) (Gaussian)": "COUNT({c}), SUM({c} - 1.5), SUM(({c} - 1.5) * ({c} - 1.5))",
+    "COUNT(x), SUM(x), SUM(x^2) (Gaussian, K = 0)": "COUNT({c}), SUM({c}), SUM({c} * {c})",
     "COUNT(x), AVG(x), VAR_POP(x)": "COUNT({c}), AVG({c}), VAR_POP({c})",
 }
 
@@ -124,6 +139,58 @@ def _fit(meta: dict, kwargs: dict) -> float:
     return time.perf_counter() - t0
 
 
+def _bare_script(meta: dict, run: bool) -> str:
+    """The ``python -c`` text of the bare scan's process (``run=False``: its start only)."""
+    from sqlglot import exp
+
+    q = exp.select(*[exp.func("sum", generate.col(c)) for c in meta["numeric"]],
+                   *[exp.Anonymous(this="bit_xor", expressions=[exp.Anonymous(this="hash", expressions=[generate.col(c)])])
+                     for c in meta["categorical"] + [meta["label"]]]).from_(generate.parquet_table(meta["globs"]["data"]))
+    body = f"con.execute({q.sql('duckdb')!r}).fetchall()" if run else "pass"
+    return f"import duckdb\ncon = duckdb.connect()\ncon.execute('SET enable_progress_bar = false')\n{body}\n"
+
+
+def _timed_process(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, all threads) of one child process."""
+    import resource
+
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)[:200]} failed: {out.stderr[-2000:]}")
+    return took, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def processes(metas: dict, families: list[str], repeat: int) -> dict:
+    """``{family: {part: [(wall, cpu) seconds, ...]}}`` of whole processes (module docstring)."""
+    py = sys.executable
+    env_path = os.environ.get("PYTHONPATH")
+    times: dict = {f: {"bare start": [], "bare": [], "fit start": [], "fit": []} for f in families}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = str(Path(tmp) / "models.duckdb")
+        for _ in range(repeat):
+            for fam in families:
+                data, kwargs = FAMILIES[fam]
+                meta = metas[data]
+                fit = [py, "-m", "sqlnb", "fit", meta["globs"]["data"], "--label", meta["label"],
+                       "--model", f"{store}:{fam}", "--replace"] + (["--kind", kwargs["kind"]] if "kind" in kwargs else [])
+                t = times[fam]
+                t["bare start"].append(_timed_process([py, "-c", _bare_script(meta, False)]))
+                t["bare"].append(_timed_process([py, "-c", _bare_script(meta, True)]))
+                t["fit start"].append(_timed_process([py, "-m", "sqlnb", "fit", "--help"]))
+                t["fit"].append(_timed_process(fit))
+                print(f"{fam}: " + ", ".join(f"{k} {v[-1][0]:.3f} (cpu {v[-1][1]:.3f})" for k, v in t.items())
+                      + f" (PYTHONPATH={env_path})", file=sys.stderr)
+    return times
+
+
+def _load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
 def audit(meta: dict, repeat: int) -> list[tuple[str, float]]:
     """Median seconds of each :data:`AUDIT` shape over every count column, ``GROUP BY label``."""
     import duckdb
@@ -151,20 +218,43 @@ def main(argv=None) -> int:
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--data-dir", type=Path, default=HERE / "data")
     ap.add_argument("--audit", action="store_true", help="time single aggregate shapes instead")
+    ap.add_argument("--audit-data", choices=("counts", "wide"), default="counts", help="the audit's columns")
+    ap.add_argument("--processes", action="store_true",
+                    help="whole processes (sqlnb fit CLI against a bare scan), process start subtracted")
     args = ap.parse_args(argv)
     metas = datasets(args.rows, args.data_dir)
     info = machine()
     command = "python benchmarks/fit_floor.py " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"`{command}`; {info['cpu']}, {info['memory']}; {info['versions']}\n")
     if args.audit:
-        rows = baselines.isolated(audit, metas["counts"], args.repeat)
+        rows = baselines.isolated(audit, metas[args.audit_data], args.repeat)
         floor = rows[0][1]
-        print(f"{args.rows:,} rows x 20 count columns x 3 classes, GROUP BY label, median of {args.repeat}\n")
+        print(f"{args.rows:,} rows x 20 {args.audit_data} columns x 3 classes, GROUP BY label, median of {args.repeat}\n")
         print("| aggregate per column | seconds | × SUM(x) |\n|---|---:|---:|")
         for name, s in rows:
             print(f"| `{name}` | {s:.3f} | {s / floor:.2f} |")
         return 0
     families = args.families.split(",")
+    if args.processes:
+        before = _load()
+        times = processes(metas, families, args.repeat)
+        print(f"{args.rows:,} rows, whole processes, wall seconds, median of {args.repeat} alternating rounds; "
+              f"load before: {before}; after: {_load()}\n")
+        print("Wall seconds, and in brackets CPU seconds (user + system, all threads; steadier under load).\n")
+        print("| family | bare start | bare | fit start | fit | (fit − start) ÷ (bare − start) | CPU ratio | "
+              "wall ratio per round |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
+        for fam in families:
+            t = times[fam]
+            m = {k: statistics.median(w for w, _ in v) for k, v in t.items()}
+            c = {k: statistics.median(u for _, u in v) for k, v in t.items()}
+            rounds = [(f[0] - fs[0]) / (b[0] - bs[0])
+                      for bs, b, fs, f in zip(t["bare start"], t["bare"], t["fit start"], t["fit"])]
+            cells = " | ".join(f"{m[k]:.3f} ({c[k]:.2f})" for k in ("bare start", "bare", "fit start", "fit"))
+            print(f"| {fam} | {cells} | {(m['fit'] - m['fit start']) / (m['bare'] - m['bare start']):.2f}× | "
+                  f"{(c['fit'] - c['fit start']) / (c['bare'] - c['bare start']):.2f}× | "
+                  + ", ".join(f"{r:.2f}" for r in rounds) + " |")
+        return 0
     times: dict = {f: {"bare": [], "grouped": [], "fit": []} for f in families}
     for _ in range(args.repeat):  # alternate: each round runs everything once
         for fam in families:

@@ -68,6 +68,44 @@ def floor_lifter(features, stats, var_smoothing: float) -> tuple[str, float, flo
     return (top, finite[top], eps, below) if below else None
 
 
+def _two_product(a, b):
+    """``a·b`` as ``(p, e)`` with ``p + e`` exactly the product (Dekker; Veltkamp's
+    split, no fused multiply-add): exact unless a factor is beyond ~1e292."""
+    def split(x):
+        c = 134217729.0 * x  # 2^27 + 1
+        hi = c - (c - x)
+        return hi, x - hi
+    p = a * b
+    ah, al = split(a)
+    bh, bl = split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _two_sum(a, b):
+    """``a + b`` as ``(s, e)`` with ``s + e`` exactly the sum (Knuth)."""
+    s = a + b
+    v = s - a
+    return s, (a - (s - v)) + (b - v)
+
+
+def sum_of_squares(s2, s1, n):
+    """``S2 − S1²/n`` (M2 from the sums of ``d`` and ``d²``) rounded once: ``S1²/n``
+    is carried as a double-double, so the subtraction's cancellation adds no rounding of
+    its own. When the sums are exact (integer data, say) M2 is then the double nearest
+    the exact value whatever the shift, K = 0 included; otherwise the sums' own rounding
+    is what remains. Where a step overflows (sums near 1e300) the plain formula is kept:
+    those columns are redone by the exact second pass (:meth:`Gaussian.collect_shifted`)."""
+    plain = s2 - s1 * s1 / n
+    with np.errstate(all="ignore"):
+        p, pe = _two_product(s1, s1)
+        q1 = p / n
+        h, he = _two_product(q1, n)
+        q2 = (((p - h) - he) + pe) / n  # p + pe − q1·n, divided by n
+        s, se = _two_sum(s2, -q1)
+        fine = s + (se - q2)
+    return np.where(np.isfinite(fine), fine, plain)
+
+
 class Gaussian(Family):
     name = "gaussian"
 
@@ -122,7 +160,7 @@ class Gaussian(Family):
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             safe = np.where(n > 0, n, 1.0)
             mean = np.where(n > 0, shift + s1 / safe, 0.0)
-            m2 = np.where(n > 0, np.maximum(s2 - s1 * s1 / safe, 0.0), 0.0)
+            m2 = np.where(n > 0, np.maximum(sum_of_squares(s2, s1, safe), 0.0), 0.0)
         # exact when S2 (= M2 + n(θ − K)²) is at most EXACT_BELOW times M2; S2 = 0 means
         # every value equals the shift, and M2 = 0 exactly. An infinite S2 (the squares of
         # finite values overflowed: see unsummable) is redone around the class means too,
