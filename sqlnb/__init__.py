@@ -28,7 +28,8 @@ _LAZY = {
                                                        "update")},
 }
 #: Modules reachable as attributes (``sqlnb.compare``, ``sqlnb.export``, as the docs use them).
-_LAZY_MODULES = {"compare": "sqlnb.workflows.compare", "export": "sqlnb.workflows.export"}
+_LAZY_MODULES = {"compare": "sqlnb.workflows.compare", "export": "sqlnb.workflows.export",
+                 "estimators": "sqlnb.estimators"}
 
 
 def __getattr__(name: str):
