@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 
 from sqlnb import api
+from sqlnb.engines import as_engine
+from sqlnb.models.discriminant import collect_moments
+from sqlnb.source import Table
 from sqlnb.estimators.base import SqlnbClassifier
 
 
@@ -30,7 +33,11 @@ class _Dense(SqlnbClassifier):
 
 class _Discriminant(_Dense):
     def _merge(self, con, name, label, features, weight):
-        return self.model_.merge(self._fit_model(con, name, label, features, weight))
+        # The batch's moments alone, merged before anything is solved: a batch too small
+        # for a covariance of its own (fewer rows than columns, one class) is fine.
+        engine = as_engine(con)
+        moments = collect_moments(engine, engine.resolve(Table(name)), label, features)[1][None]
+        return self.model_.merge(moments)
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None):
         """Merge the moments of the rows ``X``, ``y``: exactly ``fit`` on every row so far.
