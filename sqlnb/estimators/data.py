@@ -91,7 +91,11 @@ def array_to_arrow(X: np.ndarray, names: list[str]) -> pa.Table:
     if X.dtype.kind == "O":
         return pa.table({n: pa.array(list(X[:, j]), from_pandas=True) for j, n in enumerate(names)})
     F = np.asfortranarray(X)
-    return pa.table({n: pa.array(F[:, j], from_pandas=True) for j, n in enumerate(names)})
+    # Only a column holding NaN needs a validity bitmap (from_pandas=True scans and
+    # allocates one); any other column is shared as it is (1M x 20: 3.1 s -> see
+    # benchmarks/README.md, "Estimators").
+    nan = np.isnan(F).any(axis=0) if F.dtype.kind == "f" else np.zeros(F.shape[1], dtype=bool)
+    return pa.table({n: pa.array(F[:, j], from_pandas=bool(nan[j])) for j, n in enumerate(names)})
 
 
 def column_to_numpy(y: Any) -> np.ndarray:
