@@ -201,3 +201,30 @@ def test_partial_fit_in_ten_batches_equals_fit(cls):
         online.partial_fit(X[b], y[b], classes=np.unique(y) if k == 0 else None)
     np.testing.assert_array_equal(online.classes_, whole.classes_)
     _close(online.predict_proba(X), whole.predict_proba(X))
+
+
+def test_frames_relations_and_arrow_score_alike_and_models_travel(tmp_path):
+    """X as pandas, Arrow or a DuckDB relation gives the numpy answer; a model fitted on a
+    frame scores an array under the frame's names; save + load and to_sql carry it."""
+    import duckdb
+    import pandas as pd
+    import pyarrow as pa
+
+    X, y = load_iris(return_X_y=True, as_frame=True)
+    expected = est.GaussianNB().fit(X.to_numpy(), y.to_numpy()).predict_proba(X.to_numpy())
+    table = pa.Table.from_pandas(X, preserve_index=False)
+    con = duckdb.connect()
+    con.register("iris", table)
+    for frame, labels in ((X, y), (table, pa.chunked_array([y.to_numpy()])), (con.table("iris"), y)):
+        clf = est.GaussianNB().fit(frame, labels)
+        assert list(clf.feature_names_in_) == list(X.columns)
+        _close(clf.predict_proba(frame), expected)
+    with pytest.warns(UserWarning, match="feature names"):
+        _close(clf.predict_proba(X.to_numpy()), expected)
+    clf.save(str(tmp_path / "m.duckdb"), "iris")
+    again = est.load(str(tmp_path / "m.duckdb"), "iris")
+    assert type(again) is est.GaussianNB
+    _close(again.predict_proba(X), expected)
+    test_rows = pd.DataFrame(X)  # noqa: F841 (read by DuckDB's replacement scan)
+    in_sql = duckdb.sql(clf.to_sql(source="test_rows")).df()
+    _close(in_sql[[f"proba_{c}" for c in clf.classes_]].to_numpy(), expected)

@@ -71,6 +71,18 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
         """``model_`` merged with the statistics of the rows registered as ``name``."""
         raise NotImplementedError
 
+    @classmethod
+    def from_model(cls, model) -> "SqlnbClassifier":
+        """An estimator of this class holding a fitted (or loaded) library ``model``:
+        :func:`sqlnb.estimators.load` picks the class. Its features are read by name."""
+        estimator = cls()
+        names = list(model.feature_names)
+        estimator.n_features_in_ = len(names)
+        if names != [f"x{j}" for j in range(len(names))]:
+            estimator.feature_names_in_ = np.array(names, dtype=object)
+        estimator._set_model(model, np.array(model.classes))
+        return estimator
+
     def _check_table(self, table: pa.Table, names: list[str]) -> None:
         """Checks of the input a family needs before its statistics are computed."""
 
@@ -105,7 +117,10 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
             return table, names
         X = validate_data(self, X, reset=reset, dtype="numeric" if self._numeric else None,
                           ensure_all_finite="allow-nan" if self._allow_nan else True)
-        names = [f"x{j}" for j in range(X.shape[1])]
+        # An array scored by a model fitted on a frame is read under the frame's names
+        # (scikit-learn has warned that X has no feature names).
+        fitted = getattr(self, "feature_names_in_", None)
+        names = [str(n) for n in fitted] if fitted is not None and not reset else [f"x{j}" for j in range(X.shape[1])]
         return data.array_to_arrow(X, names), names
 
     def _labels(self, y: Any, n_rows: int) -> np.ndarray:
