@@ -23,12 +23,14 @@ _LAZY = {
     "calibrate": "sqlnb.models.calibration",
     "learning_curves": "sqlnb.workflows.compare",
     "cross_validate": "sqlnb.workflows.cv",
+    "evaluate": "sqlnb.workflows.evaluate",
     "select_features": "sqlnb.workflows.select",
     **{name: "sqlnb.workflows.generative" for name in ("fit_em", "flag_novel", "novelty_threshold", "sample",
                                                        "update")},
 }
 #: Modules reachable as attributes (``sqlnb.compare``, ``sqlnb.export``, as the docs use them).
-_LAZY_MODULES = {"compare": "sqlnb.workflows.compare", "export": "sqlnb.workflows.export"}
+_LAZY_MODULES = {"compare": "sqlnb.workflows.compare", "export": "sqlnb.workflows.export",
+                 "estimators": "sqlnb.estimators"}
 
 
 def __getattr__(name: str):
@@ -74,4 +76,4 @@ __all__ = ["__version__", "SqlnbError", "Files", "Query", "Table",
            "NaiveBayes", "Hyperparameters", "LDA", "QDA", "Logistic", "TextOptions",
            "load", "models", "drop",
            "cross_validate", "select_features", "learning_curves", "mutual_information", "top_terms",
-           "update", "sample", "fit_em", "novelty_threshold", "flag_novel", "calibrate"]
+           "update", "sample", "fit_em", "novelty_threshold", "flag_novel", "calibrate", "evaluate", "estimators"]

@@ -139,7 +139,7 @@ def fit(
         return _DENSE[model](data, label, con=con, features=features, exclude=exclude, keep_columns=keep_columns,
                              screen=screen, **hyperparameters)
     hyper = Hyperparameters(**hyperparameters)
-    engine = as_engine(con)  # a DuckDB connection, or an engine (sqlnb.engines), or None
+    engine = as_engine(con, data)  # a DuckDB connection, an engine (sqlnb.engines), or None
     start = time.perf_counter()
     source = engine.resolve(read_with(data, keep_text=(label,)))
     # Text columns are screened as categories only where they would be categorical (not bags);
@@ -187,7 +187,7 @@ def _dense_start(data, label, con, features, exclude, keep_columns, screen, what
     # Any engine: the moments aggregate runs where the data is (COVAR_POP exists in DuckDB,
     # PostgreSQL and Spark); logistic regression reads its rows through the engine once.
     from sqlnb.engines import as_engine
-    engine = as_engine(con)
+    engine = as_engine(con, data)  # a relation without con: its own connection
     source = engine.resolve(read_with(data, keep_text=(label,)))
     screened = screening.screen_plan(engine, source, label, None, features, exclude, keep_columns, screen,
                                      numeric_only=True)

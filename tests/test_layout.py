@@ -28,6 +28,7 @@ The layers, lowest first (the README's "How it works" draws the same map)::
     models                              the package facade
     api                                 fit, fit_lda, ..., load: data in, a model out
     workflows                           cv, compare, generative, evaluate, report, export, demo
+    estimators                          scikit-learn estimators on fit/update/Model
     sqlnb                               the package: the public names
     cli | reference                     the command line | the reference SQL under sql/
     __main__                            python -m sqlnb
@@ -63,6 +64,7 @@ LAYERS: list[list[str]] = [
     ["sqlnb.models"],
     ["sqlnb.api"],
     ["sqlnb.workflows"],
+    ["sqlnb.estimators"],
     ["sqlnb"],
     ["sqlnb.cli", "sqlnb.reference"],
     ["sqlnb.__main__"],

@@ -42,11 +42,15 @@ __all__ = ["Engine", "DuckDBEngine", "PostgresEngine", "SparkEngine", "ENGINES",
            "duckdb_type", "engine_error", "engine_error_types"]
 
 
-def as_engine(con: Any = None) -> Engine:
+def as_engine(con: Any = None, data: Any = None) -> Engine:
     """The engine for ``con``: an :class:`Engine` as is; a DuckDB connection (or None, a
-    new in-memory DuckDB); a psycopg connection; a pyspark ``SparkSession``."""
+    new in-memory DuckDB); a psycopg connection; a pyspark ``SparkSession``.
+
+    Without ``con``, a DuckDB relation given as ``data`` is read on its own connection
+    (``con.table("t")`` names a table only that connection can see; issue 28)."""
     if con is None:
-        return DuckDBEngine(duckdb_lib.connect())
+        own = relation_connection(data)
+        return DuckDBEngine(own if own is not None else duckdb_lib.connect())
     if isinstance(con, duckdb_lib.DuckDBPyConnection):
         return DuckDBEngine(con)
     if isinstance(con, Engine):
@@ -58,6 +62,16 @@ def as_engine(con: Any = None) -> Engine:
         return SparkEngine(con)
     raise SqlnbError(f"cannot run SQL on a {type(con).__name__}; give a DuckDB connection, "
                      "a PostgresEngine or a SparkEngine")
+
+
+def relation_connection(data: Any) -> "duckdb_lib.DuckDBPyConnection | None":
+    """The connection a DuckDB relation was made on (None for anything else). DuckDB's
+    Python relation keeps it as ``_con`` and offers no public accessor; a relation without
+    it is read as before, on a new connection."""
+    if not isinstance(data, duckdb_lib.DuckDBPyRelation):
+        return None
+    own = getattr(data, "_con", None)
+    return own if isinstance(own, duckdb_lib.DuckDBPyConnection) else None
 
 
 #: Engine names for :func:`connect` (and the CLI's ``--engine``).

@@ -268,7 +268,7 @@ class Model:
         ``explain=K`` adds ``reason_1 .. reason_K`` and their ``reason_<i>_weight``
         (:mod:`sqlnb.models.explain`).
         """
-        engine = as_engine(con)  # DuckDB by default; PostgresEngine, SparkEngine, ...
+        engine = as_engine(con, data)  # DuckDB by default (a relation: its own); PostgresEngine, ...
         source = engine.resolve(read_with(data, self.read_types()))
         return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb",
                                                   dialect=engine.dialect, key=key, explain=explain))

@@ -472,7 +472,7 @@ def _grouped_cells(K: int, cell_keys: Sequence[exp.Column], sums: Sequence[exp.E
 def scoring_for_metrics(model, data: Any, con: Any, label: str | None) -> tuple[Any, str, exp.Select]:
     """``(engine, label, scoring SELECT)``: ``data`` resolved on the engine of ``con``, its
     label column checked, scored with the outputs the metrics read and the label kept."""
-    engine = as_engine(con)
+    engine = as_engine(con, data)
     label = label or model.label
     source = engine.resolve(read_with(data, model.read_types()))
     source.require([label], "label column")

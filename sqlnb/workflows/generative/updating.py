@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 
+from sqlnb.engines import relation_connection
 from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.models.naive_bayes.families import Feature, is_numeric
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, recut, require_cut_counts
@@ -142,7 +143,7 @@ def update(
     """
     model = _require_naive_bayes(model, "update")
     require_cut_counts(model.features, model.stats)  # before reading anything
-    con = con if con is not None else duckdb.connect()
+    con = con if con is not None else (relation_connection(data) or duckdb.connect())
     start = time.perf_counter()
     source = resolve(read_with(data, model.column_types()), con)
     features = compatible_features(model, source)
