@@ -7,7 +7,7 @@ own log stays off stderr unless ``-v``, and its errors are one ``Error:`` line.
 
 The steps run once, in order, in the module fixture ``runs``; the tests then check one step
 each. A new JVM costs ~10-30 s, so the steps run in three processes rather than one each
-(14 JVMs took 192 s of CI; issue 33): the fits in the first; listing, scoring, showing and
+(14 JVMs took 192 s of CI; side by side on a loaded machine, 705 s for 14, 397 s for 3; issue 33): the fits in the first; listing, scoring, showing and
 dropping that model in the second, where each command starts and stops its own Spark
 session as a process of its own would (in the JVM its first command started); the fit into
 a warehouse that lost its catalog in the third. What is about processes stays between
