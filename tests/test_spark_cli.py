@@ -6,15 +6,15 @@ by one process is listed, scored, shown, replaced and dropped by the next ones. 
 own log stays off stderr unless ``-v``, and its errors are one ``Error:`` line.
 
 The steps run once, in order, in the module fixture ``runs``; the tests then check one step
-each. A new JVM costs ~10-30 s, so the steps run in three processes rather than one each
-(14 JVMs took 192 s of CI; side by side on a loaded machine, 705 s for 14, 397 s for 3; issue 33): the fits in the first; listing, scoring, showing and
-dropping that model in the second, where each command starts and stops its own Spark
-session as a process of its own would (in the JVM its first command started); the fit into
-a warehouse that lost its catalog in the third. What is about processes stays between
-processes: the model is fitted in one and found, scored and dropped by another, and the
-first command of each starts the JVM (the fit: quiet; ``models -v``: Spark's log on
-stderr). Without pyspark or Java the tests are skipped with the reason; on CI (``CI``
-set) that is a failure, as in test_engines.py.
+each. A new JVM costs ~10-30 s, so the steps run in three processes rather than one each (14
+JVMs took 192 s of CI; side by side on a loaded machine, 705 s for 14, 397 s for 3; issue
+33): the fits in the first; listing, scoring, showing and dropping that model in the second,
+where each command starts and stops its own Spark session as a process of its own would (in
+the JVM its first command started); the fit into a warehouse that lost its catalog in the
+third. What is about processes stays between processes: the model is fitted in one and
+found, scored and dropped by another, and the first command of each starts the JVM (the fit:
+quiet; ``models -v``: Spark's log on stderr). Without pyspark or Java the tests are skipped
+with the reason; on CI (``CI`` set) that is a failure, as in test_engines.py.
 """
 
 from __future__ import annotations
