@@ -1,13 +1,20 @@
-"""``sqlnb --engine spark`` as users run it: every command in its own process.
+"""``sqlnb --engine spark`` as users run it: commands in processes of their own.
 
 A local Spark session keeps its catalog (tables and a Derby metastore) in
 ``./spark-warehouse``, or in ``--warehouse DIR`` / ``SQLNB_WAREHOUSE``, so a model fitted
-by one command is scored, shown, listed, replaced and dropped by the next ones. Spark's
+by one process is listed, scored, shown, replaced and dropped by the next ones. Spark's
 own log stays off stderr unless ``-v``, and its errors are one ``Error:`` line.
 
-The steps run once, in order, in the module fixture ``runs`` (each one is a new JVM:
-~10-30 s); the tests then check one step each. Without pyspark or Java the tests are
-skipped with the reason; on CI (``CI`` set) that is a failure, as in test_engines.py.
+The steps run once, in order, in the module fixture ``runs``; the tests then check one step
+each. A new JVM costs ~10-30 s, so the steps run in three processes rather than one each (14
+JVMs took 192 s of CI; side by side on a loaded machine, 705 s for 14, 397 s for 3; issue
+33): the fits in the first; listing, scoring, showing and dropping that model in the second,
+where each command starts and stops its own Spark session as a process of its own would (in
+the JVM its first command started); the fit into a warehouse that lost its catalog in the
+third. What is about processes stays between processes: the model is fitted in one and
+found, scored and dropped by another, and the first command of each starts the JVM (the fit:
+quiet; ``models -v``: Spark's log on stderr). Without pyspark or Java the tests are skipped
+with the reason; on CI (``CI`` set) that is a failure, as in test_engines.py.
 """
 
 from __future__ import annotations
@@ -38,21 +45,77 @@ BIG_ROWS, DRIVER_LIMIT_MB = 250_000, 4
 SUBMIT_ARGS = ('--conf "spark.driver.defaultJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" '
                "--conf spark.sql.shuffle.partitions=2 --conf spark.ui.enabled=false pyspark-shell")
 
+#: Runs the ``sqlnb`` commands of a JSON list ``[[args, cwd, env], ...]`` one after another
+#: in this one process, each in ``cwd`` with ``env`` added to the environment and with file
+#: descriptors 1 and 2 pointed at files of its own while it runs (what Python prints, and
+#: Java when the command starts the JVM); writes ``[{returncode, stdout, stderr}, ...]``
+#: as JSON to the file named second.
+SESSION = r"""
+import json, os, sys, traceback
+from sqlnb.cli import main
 
-def spark_cli(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m sqlnb --engine spark ARGS`` in a new process: a local session (no
-    --master), whose catalog is ./spark-warehouse unless ARGS or ``env`` say otherwise."""
+with open(sys.argv[1]) as f:
+    steps = json.load(f)
+out, results = sys.argv[2], []
+for i, (args, cwd, env) in enumerate(steps):
+    os.chdir(cwd)
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    paths = [f"{out}.{i}.stdout", f"{out}.{i}.stderr"]
+    files = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) for p in paths]
+    os.dup2(files[0], 1); os.dup2(files[1], 2)
+    try:
+        main(args)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = -1
+    finally:
+        sys.stdout.flush(); sys.stderr.flush()
+        os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+        for fd in saved + files:
+            os.close(fd)
+    for k, v in before.items():
+        if v is None:
+            del os.environ[k]
+        else:
+            os.environ[k] = v
+    with open(paths[0]) as o, open(paths[1]) as e:
+        results.append({"returncode": code, "stdout": o.read(), "stderr": e.read()})
+with open(out, "w") as f:
+    json.dump(results, f)
+"""
+
+
+def spark_cli(steps: dict, root: Path, env: dict | None = None) -> dict[str, subprocess.CompletedProcess]:
+    """The commands ``{step: (args, cwd, env)}``, in order, in one new process: each as
+    ``sqlnb --engine spark ARGS`` run from ``cwd`` with ``env`` (a local session, no
+    --master, whose catalog is ./spark-warehouse unless ARGS or ``env`` say otherwise).
+    The ``env`` argument applies to the whole process. ``{step: CompletedProcess}``."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("SQLNB_WAREHOUSE", "SQLNB_MASTER", "SPARK_REMOTE")}
     full_env.update({"PYSPARK_SUBMIT_ARGS": SUBMIT_ARGS, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})})
-    cmd = [sys.executable, "-m", "sqlnb", "--engine", "spark", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=300)
+    name = root / f"process-{next(iter(steps))}"
+    plan = [[["--engine", "spark", *map(str, args)], str(cwd), {k: str(v) for k, v in step_env.items()}]
+            for args, cwd, step_env in steps.values()]
+    Path(f"{name}.json").write_text(json.dumps(plan))
+    done = subprocess.run([sys.executable, "-c", SESSION, f"{name}.json", f"{name}.out"],
+                          capture_output=True, text=True, cwd=root, env=full_env, timeout=600)
+    assert done.returncode == 0 and Path(f"{name}.out").exists(), (done.returncode, done.stdout, done.stderr)
+    results = json.loads(Path(f"{name}.out").read_text())
+    assert len(results) == len(steps)
+    return {step: subprocess.CompletedProcess(args, r["returncode"], r["stdout"], r["stderr"])
+            for (step, (args, _, _)), r in zip(steps.items(), results)}
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Fit, a repeated fit, fit --replace, score, show, models, a failing score, drop and a
-    fit into a warehouse that lost its catalog, each in its own process;
-    ``{step: CompletedProcess}`` and the paths."""
+    """Fit, a repeated fit and fit --replace in one process; models, scores, show, a
+    failing score and drop in a second; a fit into a warehouse that lost its catalog in a
+    third. ``{step: CompletedProcess}`` and the paths."""
     require_pyspark()
     root = tmp_path_factory.mktemp("spark_cli")
     work = root / "work"  # the working directory: the catalog goes to ./spark-warehouse
@@ -68,35 +131,41 @@ def runs(tmp_path_factory):
     big = write_parquet(mixed_table(BIG_ROWS, seed=3), root / "big.parquet")
     out = {"root": root, "work": work, "train": train, "test": test, "big": big,
            "scored": root / "scored.parquet", "csv": root / "s.csv"}
+    fits = {
+        "fit": (["fit", train, "--label", "y", "--exclude", "id", "--model", "nb"], work, {}),
+        "fit_again": (["fit", train, "--label", "y", "--exclude", "id", "--model", "nb"], work, {}),
+        "fit_replace": (["fit", train, "--label", "y", "--features", "x,color", "--model", "nb", "--replace"],
+                        work, {}),
+    }
+    uses = {
+        # First, so that its JVM starts under -v. The catalog named by the environment, from
+        # another working directory.
+        "models": (["-v", "models"], root, {"SQLNB_WAREHOUSE": warehouse}),
+        # Under the small driver limit of this process (below): one score checks both the
+        # probabilities and that no scored row passes through the driver.
+        "score": (["score", big, "--model", "nb", "--key", "id", "--out", out["scored"]], work, {}),
+        "score_exists": (["score", test, "--model", "nb", "--out", out["scored"]], work, {}),
+        "score_csv": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--out", out["csv"]], work, {}),
+        "score_csv_again": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--no-proba",
+                             "--out", out["csv"], "--replace"], work, {}),
+        "table": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--out-table", "scored_t"],
+                  work, {}),
+        "table_exists": (["score", test, "--model", "nb", "--out-table", "scored_t"], work, {}),
+        "table_replace": (["score", test, "--model", "nb", "--keep", "id", "--no-proba",
+                           "--out-table", "scored_t", "--replace"], work, {}),
+        # The catalog named by the option, from another working directory.
+        "show": (["--warehouse", warehouse, "show", "--model", "nb", "--format", "json"], root, {}),
+        "bad_cast": (["score", f"SELECT id, CAST(CAST(id AS STRING) || 'x' AS DOUBLE) AS x, color "
+                               f"FROM parquet.`{test}`", "--model", "nb", "--out", root / "bad.csv"], work, {}),
+        "drop": (["drop", "--model", "nb"], work, {}),
+    }
     small_driver = {"PYSPARK_SUBMIT_ARGS": SUBMIT_ARGS.replace(
         "pyspark-shell", f"--conf spark.driver.maxResultSize={DRIVER_LIMIT_MB}m pyspark-shell")}
-    steps = {
-        "fit": (["fit", train, "--label", "y", "--exclude", "id", "--model", "nb"], {}),
-        "fit_again": (["fit", train, "--label", "y", "--exclude", "id", "--model", "nb"], {}),
-        "fit_replace": (["fit", train, "--label", "y", "--features", "x,color", "--model", "nb", "--replace"], {}),
-        # One score, of the big file under the small driver limit, checks both the
-        # probabilities and that no scored row passes through the driver (one JVM, not two).
-        "score": (["score", big, "--model", "nb", "--key", "id", "--out", out["scored"]], {"env": small_driver}),
-        "score_exists": (["score", test, "--model", "nb", "--out", out["scored"]], {}),
-        "score_csv": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--out", out["csv"]], {}),
-        "score_csv_again": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--no-proba",
-                             "--out", out["csv"], "--replace"], {}),
-        "table": (["score", test, "--model", "nb", "--key", "id", "--keep", "id", "--out-table", "scored_t"], {}),
-        "table_exists": (["score", test, "--model", "nb", "--out-table", "scored_t"], {}),
-        "table_replace": (["score", test, "--model", "nb", "--keep", "id", "--no-proba",
-                           "--out-table", "scored_t", "--replace"], {}),
-        # The catalog named explicitly, from another working directory.
-        "show": (["--warehouse", warehouse, "show", "--model", "nb", "--format", "json"], {"cwd": root}),
-        "models": (["-v", "models"], {"cwd": root, "env": {"SQLNB_WAREHOUSE": str(warehouse)}}),
-        "bad_cast": (["score", f"SELECT id, CAST(CAST(id AS STRING) || 'x' AS DOUBLE) AS x, color "
-                               f"FROM parquet.`{test}`", "--model", "nb", "--out", root / "bad.csv"], {}),
-        "drop": (["drop", "--model", "nb"], {}),
-        # A warehouse whose catalog was lost (a session with an in-memory catalog wrote it): the
-        # directory of sqlnb.models exists, the metastore does not know the table.
-        "orphan": (["--warehouse", root / "orphan", "fit", train, "--label", "y", "--model", "nb"], {}),
-    }
-    for step, (args, where) in steps.items():
-        out[step] = spark_cli(*args, cwd=where.get("cwd", work), env=where.get("env"))
+    # A warehouse whose catalog was lost (a session with an in-memory catalog wrote it): the
+    # directory of sqlnb.models exists, the metastore does not know the table.
+    lost = {"orphan": (["--warehouse", root / "orphan", "fit", train, "--label", "y", "--model", "nb"], work, {})}
+    for steps, env in ((fits, None), (uses, small_driver), (lost, None)):
+        out.update(spark_cli(steps, root, env))
     return out
 
 
