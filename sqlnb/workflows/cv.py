@@ -52,10 +52,8 @@ says which).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -76,9 +74,9 @@ from sqlnb.engines import Engine, as_engine
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
-from sqlnb.source import Source, Table, read_with
-from sqlnb.workflows.folds import (FOLD_PRIME, assign_folds, fold_constants, fold_source,  # noqa: F401
-                                   is_integer_type, portable_hash)
+from sqlnb.source import Source, read_with
+from sqlnb.workflows.folds import (FOLD_PRIME, _unused_name, assign_folds, drop_copy,  # noqa: F401
+                                   fold_constants, fold_source, is_integer_type, materialize, portable_hash)
 
 #: Model kinds cross-validation knows (as :data:`sqlnb.api.MODELS`).
 MODELS = ("naive_bayes", "lda", "qda", "logistic")
@@ -272,62 +270,6 @@ def evaluate_fold(con: "duckdb.DuckDBPyConnection | Engine", model: Model, held_
     return _figures(_rows(engine, query)[0], held_out.description)
 
 
-def _unused_name(columns: Sequence[str], base: str) -> str:
-    """``base`` with underscores appended until no column of the source has that name
-    (case-insensitively, as DuckDB compares identifiers)."""
-    taken = {c.lower() for c in columns}
-    while base.lower() in taken:
-        base = f"_{base}"
-    return base
-
-
-def materialize(con: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str, fold: exp.Expression,
-                features: Sequence[str] | None, exclude: Sequence[str] | None) -> tuple[str, Source, exp.Expression]:
-    """Read ``source`` once into a temporary table, with each row's fold as a column.
-
-    Cross-validation then reads only this copy: the statistics scan, the first rows for
-    the Gaussian shifts and the scoring scan. The source itself is read exactly once,
-    which matters when reading it is the expensive part (CSV parsing, a view with joins,
-    remote files), and the fold hash is computed once per row. Only the label, the
-    candidate features and the fold are copied. DuckDB spills the copy to its temp
-    directory when it does not fit in memory. On PostgreSQL the copy is a temporary
-    table too; Spark has none, so there it is a cached temporary view (``CACHE TABLE
-    name AS query``: computed at once and kept by the executors, in memory and on disk).
-    :func:`drop_copy` removes it.
-
-    Returns
-    -------
-    (table name, the copy as a Source described like ``source``, the fold column)
-    """
-    # The fold of assign_folds is a column of the source already: copied under its name.
-    given = fold.name if isinstance(fold, exp.Column) and fold.name in source.columns else None
-    name = given or _unused_name(source.columns, "cv_fold")
-    dropped = set(exclude or ())
-    columns = [c for c in source.columns if c != given and
-               (c == label or (c in features if features is not None else c not in dropped))]
-    engine = as_engine(con)
-    table = f"sqlnb_cv_{uuid.uuid4().hex}"
-    query = exp.select(*[exp.alias_(sql.col(c, "src"), c, quoted=True) for c in columns],
-                       exp.alias_(fold.copy(), name, quoted=True)).from_(source.from_("src"))
-    if engine.dialect == "spark":
-        engine.execute(exp.Cache(this=sql.table(table), lazy=False, expression=query))
-    else:
-        engine.execute(exp.Create(this=sql.table(table), kind="TABLE", expression=query,
-                                  properties=exp.Properties(expressions=[exp.TemporaryProperty()])))
-    copy = dataclasses.replace(engine.resolve(Table(table)), description=source.description)
-    return table, copy, sql.col(name, "src")
-
-
-def drop_copy(con: "duckdb.DuckDBPyConnection | Engine", table: str) -> None:
-    """Remove the copy :func:`materialize` made."""
-    engine = as_engine(con)
-    if engine.dialect == "spark":
-        engine.execute(exp.Uncache(this=sql.table(table), exists=True))
-        engine.execute(exp.Drop(tables=[sql.table(table)], kind="VIEW", exists=True))
-    else:
-        engine.execute(exp.Drop(tables=[sql.table(table)], kind="TABLE", exists=True))
-
-
 def keyed_source(source: Source, fold: exp.Expression, folds: int, points: int, key: str) -> exp.Subquery:
     """The source crossed with the grid indices ``g`` and keyed, as a FROM item ``src``::
 
@@ -345,7 +287,7 @@ def keyed_source(source: Source, fold: exp.Expression, folds: int, points: int, 
     return exp.Subquery(this=query, alias=exp.TableAlias(this=sql.ident("src")))
 
 
-def keyed_joins(models: Sequence[Model], key: str) -> list[exp.Join] | None:
+def keyed_joins(models: Sequence[Model], key: str, packed: bool = False) -> list[exp.Join] | None:
     """The models' lookups stacked into one LEFT JOIN per lookup, keyed by model index.
 
     Each model's join ``LEFT JOIN <table> AS a ON <cond>`` becomes, over all models,
@@ -353,11 +295,12 @@ def keyed_joins(models: Sequence[Model], key: str) -> list[exp.Join] | None:
     src.key = a.key``: a row keyed ``m`` finds model ``m``'s lookup row, so the class score
     expressions of every model read ``a``'s columns unchanged. None when a model joins
     without an ON condition (a token bag's LATERAL subquery), which this cannot key.
+    ``packed``: naive Bayes models' categorical lookups packed (:func:`_packed`).
     """
     stacked: dict[str, list[exp.Select]] = {}
     conditions: dict[str, exp.Expression] = {}
     for m, model in enumerate(models):
-        for j in model.score_joins():
+        for j in (model.score_joins(packed=True) if packed and isinstance(model, NaiveBayes) else model.score_joins()):
             on, alias = j.args.get("on"), j.this.alias
             if on is None or not alias or isinstance(j.this, exp.Lateral) or conditions.setdefault(alias, on) != on:
                 return None
@@ -373,6 +316,18 @@ def keyed_joins(models: Sequence[Model], key: str) -> list[exp.Join] | None:
         joins.append(exp.Join(this=exp.Subquery(this=union, alias=exp.TableAlias(this=sql.ident(alias))),
                               on=on, side="LEFT"))
     return joins
+
+
+def _packed(dialect: str) -> bool:
+    """Whether the pooled query looks categorical values up packed (in DuckDB): one join
+    per column built from a few string literals whatever the vocabulary
+    (:meth:`~sqlnb.models.naive_bayes.families.categorical.Categorical.packed_join`, as a
+    model's own scoring query for more than ``INLINE_MAX`` values), with the same
+    log-probabilities as the portable ``VALUES`` join other dialects keep. A ``VALUES`` row
+    per training value and fold model made the tree the memory of cross-validation: 10,000
+    raw adult rows as categories (fnlwgt ~8,500 values, 5 fold models) peaked at 1,022 MiB,
+    384 to build the tree, 185 to render it, the rest in DuckDB's planner."""
+    return dialect == "duckdb"
 
 
 def _dot_prelude(models: Sequence[Model], source: Source, dialect: str) -> list:
@@ -444,7 +399,7 @@ def _pooled_scores(models: Sequence[Model], types: Mapping[str, str], prelude: l
         if not isinstance(model, NaiveBayes):
             out.append(model.class_scores(types, dot=True) if prelude else model.class_scores())
             continue
-        tree: dict[str, Any] = {"tree_dialect": dialect}
+        tree: dict[str, Any] = {"tree_dialect": dialect, "packed": _packed(dialect)}
         if dialect == "duckdb":
             tree["tree_positions"] = position_columns(model, input_types, dialect, shared, fresh)
         out.append(model.class_scores(types, dot=True, **tree) if prelude else model.class_scores(**tree))
@@ -472,7 +427,7 @@ def pooled_summary_query(models: Sequence[Model], source: Source, label: str, fo
     """Accuracy, log loss and labelled rows of model ``m = g·folds + i`` on fold ``i``, for
     every ``m``, from one read of ``source`` (see the module docstring); one row per ``m``
     with the key in column ``key``. None when a model's lookups cannot be keyed."""
-    joins = keyed_joins(models, key)
+    joins = keyed_joins(models, key, _packed(dialect))
     if joins is None:
         return None
     first = models[0]

@@ -28,17 +28,24 @@ seed is one more argument), reproducible for a given seed and DuckDB version, ne
 row order. The default key is every column of the source: rows that tie are identical,
 so which of them goes where does not matter; with another ``key``, rows sharing its
 value are ordered by the hash of all their columns.
+
+:func:`materialize` copies the source once with each row's fold as a column (what
+cross-validation and feature selection read), :func:`drop_copy` removes the copy.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from typing import Sequence
 
+import duckdb
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError
-from sqlnb.source import Source
+from sqlnb.source import Source, Table
 from sqlnb.sql.types import is_float, is_numeric
 
 
@@ -158,3 +165,59 @@ def fold_source(source: Source, fold: exp.Expression, i: int, held_out: bool = T
                        ).from_(source.from_("src")).where(cond)
     which = f"fold {i}" if held_out else f"all but fold {i}"
     return Source(expr=exp.Subquery(this=query), columns=columns, description=f"{source.description} ({which})")
+
+
+def _unused_name(columns: Sequence[str], base: str) -> str:
+    """``base`` with underscores appended until no column of the source has that name
+    (case-insensitively, as DuckDB compares identifiers)."""
+    taken = {c.lower() for c in columns}
+    while base.lower() in taken:
+        base = f"_{base}"
+    return base
+
+
+def materialize(con: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str, fold: exp.Expression,
+                features: Sequence[str] | None, exclude: Sequence[str] | None) -> tuple[str, Source, exp.Expression]:
+    """Read ``source`` once into a temporary table, with each row's fold as a column.
+
+    Cross-validation then reads only this copy: the statistics scan, the first rows for
+    the Gaussian shifts and the scoring scan. The source itself is read exactly once,
+    which matters when reading it is the expensive part (CSV parsing, a view with joins,
+    remote files), and the fold hash is computed once per row. Only the label, the
+    candidate features and the fold are copied. DuckDB spills the copy to its temp
+    directory when it does not fit in memory. On PostgreSQL the copy is a temporary
+    table too; Spark has none, so there it is a cached temporary view (``CACHE TABLE
+    name AS query``: computed at once and kept by the executors, in memory and on disk).
+    :func:`drop_copy` removes it.
+
+    Returns
+    -------
+    (table name, the copy as a Source described like ``source``, the fold column)
+    """
+    # The fold of assign_folds is a column of the source already: copied under its name.
+    given = fold.name if isinstance(fold, exp.Column) and fold.name in source.columns else None
+    name = given or _unused_name(source.columns, "cv_fold")
+    dropped = set(exclude or ())
+    columns = [c for c in source.columns if c != given and
+               (c == label or (c in features if features is not None else c not in dropped))]
+    engine = as_engine(con)
+    table = f"sqlnb_cv_{uuid.uuid4().hex}"
+    query = exp.select(*[exp.alias_(sql.col(c, "src"), c, quoted=True) for c in columns],
+                       exp.alias_(fold.copy(), name, quoted=True)).from_(source.from_("src"))
+    if engine.dialect == "spark":
+        engine.execute(exp.Cache(this=sql.table(table), lazy=False, expression=query))
+    else:
+        engine.execute(exp.Create(this=sql.table(table), kind="TABLE", expression=query,
+                                  properties=exp.Properties(expressions=[exp.TemporaryProperty()])))
+    copy = dataclasses.replace(engine.resolve(Table(table)), description=source.description)
+    return table, copy, sql.col(name, "src")
+
+
+def drop_copy(con: "duckdb.DuckDBPyConnection | Engine", table: str) -> None:
+    """Remove the copy :func:`materialize` made."""
+    engine = as_engine(con)
+    if engine.dialect == "spark":
+        engine.execute(exp.Uncache(this=sql.table(table), exists=True))
+        engine.execute(exp.Drop(tables=[sql.table(table)], kind="VIEW", exists=True))
+    else:
+        engine.execute(exp.Drop(tables=[sql.table(table)], kind="TABLE", exists=True))

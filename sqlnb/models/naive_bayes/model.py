@@ -278,11 +278,13 @@ class NaiveBayes(Model):
             return "values"
         return "packed" if len(self.log_parameters()[f.name][0]) > INLINE_MAX else "in place"
 
-    def score_joins(self, dialect=None):
+    def score_joins(self, dialect=None, packed: bool = False):
+        """See :meth:`Model.score_joins`; ``packed`` as for :meth:`class_terms`."""
         params = self.log_parameters()
         joins = []
         for f in self.features:
             how = self._lookup(f, dialect)
+            how = "packed" if packed and how is not None else how
             if how == "in place":
                 continue
             fam = text.family_for(f)
@@ -326,13 +328,18 @@ class NaiveBayes(Model):
         return out
 
     def class_terms(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None,
-                    tree_dialect: str | None = None, tree_positions: Mapping[str, exp.Expression] | None = None):
+                    tree_dialect: str | None = None, tree_positions: Mapping[str, exp.Expression] | None = None,
+                    packed: bool = False):
         """See :meth:`Model.class_terms`. ``tree_dialect`` (default ``dialect``) is the
         dialect a tree child's term is written for (:func:`tan.child_terms`): the pooled
         cross-validation query keeps the portable lookups (``dialect`` None) but reads the
         tree's conditional tables as DuckDB lists there, not as one CASE branch per cell;
         ``tree_positions`` are the expressions those terms read the tree features' value
-        positions from (default :meth:`tree_positions`)."""
+        positions from (default :meth:`tree_positions`). ``packed`` (DuckDB; give
+        :meth:`score_joins` the same): every categorical column is looked up through
+        :meth:`Categorical.packed_join <sqlnb.models.naive_bayes.families.categorical.Categorical.packed_join>`
+        whatever the size of its vocabulary, so that fold models of differing vocabularies
+        join alike in the pooled cross-validation query."""
         params = self.log_parameters()
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
@@ -341,6 +348,7 @@ class NaiveBayes(Model):
                                                                tree_dialect or dialect, input_types, tree_positions)
         gauss, bern = self._wide(features, dialect, dot)
         skip = {f.name for f in [*dotted, *gauss, *bern]}
+        lookups = {f.name: "packed" for f in features if packed and self._lookup(f, None) is not None}
         scores = []
         for k in range(len(self.classes)):
             terms = wide.terms(gauss, bern, params, k)
@@ -350,7 +358,7 @@ class NaiveBayes(Model):
                                            expressions=[sql.col(COUNTS_COLUMN, "src"), weights]))
             # a tree child (tree-augmented) is conditioned on its parent too
             terms += [tree[f.name][k] if f.name in tree else self._term(f, params[f.name], k, input_types, dialect,
-                                                                        nan_guard)
+                                                                        nan_guard, lookups.get(f.name))
                       for f in features if f.name not in skip]
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
@@ -396,9 +404,10 @@ class NaiveBayes(Model):
         return [self._term(f, p, k, input_types, dialect, True, how) for k in range(len(self.classes))]
 
     def class_scores(self, input_types=None, dialect=None, nan_guard: bool = True, dot: bool | None = None,
-                     tree_dialect: str | None = None, tree_positions: Mapping[str, exp.Expression] | None = None):
+                     tree_dialect: str | None = None, tree_positions: Mapping[str, exp.Expression] | None = None,
+                     packed: bool = False):
         return [t.expression() for t in self.class_terms(input_types, dialect, nan_guard, dot, tree_dialect,
-                                                         tree_positions)]
+                                                         tree_positions, packed)]
 
     def conditional_tables(self) -> dict[str, np.ndarray]:
         """Each tree child's ln p(child value | class, parent value), (K, n_parent, n_child)
