@@ -16,6 +16,7 @@ tests/test_spark_cli.py's.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -70,6 +71,8 @@ def test_models_stored_by_79062dc_through_the_hive_catalog_load_and_score_as_the
         tar.extractall(tmp_path, filter="data")
     engine = files_engine(tmp_path)  # the fixture holds sqlnb.db (no metastore_db) and expected/
     assert [m["name"] for m in sqlnb.models(engine)] == FIXTURE_MODELS
+    stored = sqlnb.store.spark.SparkStorage(engine).rows()
+    assert {json.loads(meta)["format"] for _, _, _, meta in stored} == {1}  # the stored format 1, as on DuckDB
     train = tmp_path / "expected" / "train.parquet"
     for name in FIXTURE_MODELS:
         want = pq.read_table(tmp_path / "expected" / f"{name}.parquet").to_pydict()
