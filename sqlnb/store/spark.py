@@ -209,7 +209,7 @@ class WarehouseFiles:
         if files is None:
             return None
         try:
-            pieces = [pq.read_table(f) for f in files]
+            pieces = [pq.ParquetFile(f).read() for f in files]
         except FileNotFoundError:  # dropped while read
             return None
         if not pieces:
@@ -228,7 +228,7 @@ class WarehouseFiles:
         import pyarrow.parquet as pq
 
         schema = _catalog_schema()
-        tables = [pq.read_table(f, columns=schema.names).cast(schema) for f in files]
+        tables = [pq.ParquetFile(f).read(columns=schema.names).cast(schema) for f in files]
         if not tables:
             return []
         rows = pa.concat_tables(tables).to_pylist()
