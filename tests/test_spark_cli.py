@@ -162,7 +162,7 @@ def runs(tmp_path_factory):
     small_driver = {"PYSPARK_SUBMIT_ARGS": SUBMIT_ARGS.replace(
         "pyspark-shell", f"--conf spark.driver.maxResultSize={DRIVER_LIMIT_MB}m pyspark-shell")}
     # A warehouse whose catalog was lost (a session with an in-memory catalog wrote it): the
-    # directory of sqlnb.models exists, the metastore does not know the table.
+    # directory of sqlnb.models exists, empty; the models' files are the catalog now.
     lost = {"orphan": (["--warehouse", root / "orphan", "fit", train, "--label", "y", "--model", "nb"], work, {})}
     for steps, env in ((fits, None), (uses, small_driver), (lost, None)):
         out.update(spark_cli(steps, root, env))
@@ -181,7 +181,7 @@ def test_fit_is_quiet_and_keeps_the_model_in_the_working_directory(runs):
     # warnings or stage progress bars.
     assert (fit.stdout, fit.stderr) == ("", "")
     warehouse = runs["work"] / "spark-warehouse"
-    assert (warehouse / "metastore_db").is_dir() and (warehouse / "sqlnb.db").is_dir()
+    assert (warehouse / "sqlnb.db" / "models").is_dir()  # the models' files (the metastore: only for tables)
     assert not (runs["work"] / "derby.log").exists() and not (runs["work"] / "metastore_db").exists()
 
 
@@ -262,8 +262,11 @@ def test_drop_removes_the_model_and_replace_its_old_tables(runs):
     assert sorted(p.name for p in (runs["work"] / "spark-warehouse" / "sqlnb.db").iterdir()) == ["models"]
 
 
-def test_a_warehouse_that_lost_its_catalog_is_one_error_line(runs):
-    assert_error(runs["orphan"], "has no table sqlnb.models but its directory exists", "another warehouse")
+def test_a_warehouse_whose_catalog_directory_is_empty_takes_a_fit(runs):
+    """Up to 79062dc an error (the Hive catalog would not write over the directory); the
+    models' files are the catalog now, so an empty one is an empty store."""
+    _ok(runs["orphan"])
+    assert list((runs["root"] / "orphan" / "sqlnb.db" / "models").glob("part-*.parquet"))
 
 
 def test_engine_errors_are_one_line_without_a_jvm():

@@ -94,9 +94,10 @@ def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | Non
     database : str, optional
         DuckDB database file (default: in memory).
     warehouse : str, optional
-        Spark only: a directory for a persistent catalog (tables and a Derby metastore),
-        so that saved models outlive the session; default: the session's configuration
-        (a local session's catalog is in memory). See :meth:`SparkEngine.start`.
+        Spark only: a local directory where saved models (Parquet files) and tables (a
+        Derby metastore, started only when a table is named) outlive the session;
+        default: the session's configuration (a local session's catalog is in memory).
+        See :meth:`SparkEngine.start`.
     quiet : bool
         Spark only: keep the Java process's log and progress bars off stderr.
     remote : str, optional

@@ -37,10 +37,19 @@ class SparkEngine(ColumnsFromResolve):
 
     dialect = "spark"
 
-    def __init__(self, session, owned: bool = False):
+    def __init__(self, session, owned: bool = False, warehouse: str | None = None):
         self.spark = session
         self._owned = owned  # started by :meth:`start`: stopped by :meth:`close`
         self._warehouse_lock: int | None = None  # the flock on a warehouse directory (start)
+        #: The local warehouse directory of a session :meth:`start` started (its models
+        #: are files there, :mod:`sqlnb.store.spark`); None for any other session.
+        self.warehouse = warehouse
+        #: Whether the warehouse's table catalog (Hive over Derby) is still to be opened:
+        #: only when a command names a table (:meth:`open_catalog`).
+        self._catalog_closed = False
+        #: Input views this engine registered, and how to make each again in another
+        #: session (:meth:`open_catalog` moves them into the catalog's session).
+        self._views: dict = {}
 
     @property
     def connect(self) -> bool:
@@ -72,11 +81,14 @@ class SparkEngine(ColumnsFromResolve):
             ``local[*]``, ``spark://host:7077``, ``yarn`` or ``k8s://https://host:443``;
             default: the session's own configuration.
         warehouse : str, optional
-            A directory holding a persistent catalog: the tables (``spark.sql.warehouse.dir``)
-            and an embedded Derby metastore (``metastore_db``, with its ``derby.log``), so
-            that tables and saved models outlive the process. Derby admits one process at
-            a time. Default: Spark's own configuration (for a local session, a catalog in
-            memory).
+            A local directory where saved models and tables outlive the process. Models are
+            Parquet files there (``sqlnb.db``, :mod:`sqlnb.store.spark`), read and written
+            without Spark's table catalog; tables (``spark.sql.warehouse.dir``) are kept
+            by an embedded Derby metastore (``metastore_db``, with its ``derby.log``),
+            which is opened only when a command names a table (:meth:`open_catalog`:
+            Hive's start costs seconds). One process at a time uses the directory (a lock
+            on it, waited for). Default: Spark's own configuration (for a local session, a
+            catalog in memory).
         quiet : bool
             Send everything the Java process prints (log4j lines, stage progress bars, JVM
             warnings) to the null device, and silence pyspark's own error loggers;
@@ -123,17 +135,20 @@ class SparkEngine(ColumnsFromResolve):
         # sqlnb starts: getOrCreate would apply it to a session already running here too.
         if not running:
             builder = builder.config("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT))
-        lock = None
+        lock = path = None
         if warehouse is not None:
             settings = _catalog_settings(warehouse)
+            path = settings["spark.sql.warehouse.dir"]
+            # The metastore's settings now, so that the catalog can open later on this
+            # session's context (open_catalog); Hive itself is not enabled here.
             for key, value in settings.items():
                 builder = builder.config(key, value)
-            builder = builder.enableHiveSupport()
             if not running:
                 # The embedded Derby metastore admits one process at a time, for the whole
-                # session, and a second one fails at once: processes queue here instead,
-                # each for at most --wait seconds (docs/concurrency.md).
-                lock = hold_directory(settings["spark.sql.warehouse.dir"], "the Spark warehouse directory")
+                # session, and a second one fails at once; the model files' read-modify-
+                # writes count on one writer too: processes queue here instead, each for
+                # at most --wait seconds (docs/concurrency.md).
+                lock = hold_directory(path, "the Spark warehouse directory")
         try:
             with _java_output(quiet and not running):
                 session = builder.getOrCreate()
@@ -144,9 +159,38 @@ class SparkEngine(ColumnsFromResolve):
             raise SqlnbError(f"Spark did not start: {_start_failure(e, master)}{hint}") from None
         if quiet:
             _quiet_python_loggers()
-        engine = cls(session, owned=not running)
+        engine = cls(session, owned=not running, warehouse=path)
         engine._warehouse_lock = lock
+        # A session started here can open the warehouse's table catalog later; one that
+        # was running keeps the catalog it has.
+        engine._catalog_closed = path is not None and not running
         return engine
+
+    def open_catalog(self) -> bool:
+        """Open the warehouse's table catalog (Hive over its Derby metastore) for a command
+        that names a table; whether it was opened now.
+
+        A session :meth:`start` starts on a warehouse directory has Spark's in-memory
+        catalog: models are files (:mod:`sqlnb.store.spark`), and starting Hive costs
+        seconds (measured: benchmarks/README.md, "Spark start-up"). When a command reads
+        or writes a table by name, this starts a Hive-backed session on the same Spark
+        context (a catalog is fixed when a session is made) and moves this engine, and the
+        input views it registered, over to it.
+        """
+        if not self._catalog_closed:
+            return False
+        self._catalog_closed = False
+        from pyspark.sql import SparkSession
+
+        sc = self.spark.sparkContext
+        options = sc._jvm.java.util.HashMap()
+        options.put("spark.sql.catalogImplementation", "hive")
+        jsession = sc._jvm.org.apache.spark.sql.classic.SparkSession(sc._jsc.sc(), options)
+        hive = SparkSession(sc, jsparkSession=jsession)
+        for view, make in self._views.items():
+            make(hive).createOrReplaceTempView(view)
+        self.spark = hive
+        return True
 
     def execute(self, tree, params=None):
         df = self.spark.sql(sql.render(tree, self.dialect), args=list(params) if params is not None else None)
@@ -160,16 +204,22 @@ class SparkEngine(ColumnsFromResolve):
         data = guess(data)
         if isinstance(data, Source):
             return data
-        described = "the DataFrame"
+        described, make = "the DataFrame", None
         if isinstance(data, Files):
-            data, described = self._read_files(data), f"files {data.path!r}"
+            files = data
+            make = lambda spark: self._read_files(files, spark)  # noqa: E731
+            data, described = make(self.spark), f"files {data.path!r}"
         if type(data).__module__.startswith(("pyarrow", "pandas")):
-            data = self.spark.createDataFrame(data)
+            rows = data
+            make = lambda spark: spark.createDataFrame(rows)  # noqa: E731
+            data = make(self.spark)
         schema = None
         if type(data).__module__.startswith("pyspark"):  # a DataFrame
             view = f"sqlnb_input_{uuid.uuid4().hex[:12]}"
             schema = data.schema  # already analysed: no probe query to parse (0.1-0.2 s cold)
             data.createOrReplaceTempView(view)
+            if make is not None:  # a caller's DataFrame lives in the caller's session
+                self._views[view] = make
             data = Table(view)
             found = (sql.table(view), described)
         else:
@@ -179,25 +229,32 @@ class SparkEngine(ColumnsFromResolve):
                              f"{type(data).__name__}")
         node, desc = found
         if schema is None:
-            try:
-                schema = self.spark.sql(sql.render(probe(node), self.dialect)).schema  # analysed, not run
-            except Exception as e:  # pyspark's AnalysisException and friends
-                text = str(e).splitlines()[0]
-                if "TABLE_OR_VIEW_NOT_FOUND" in text:
-                    raise SqlnbNotFound(f"{desc} not found in the Spark catalog") from None
-                raise SqlnbError(f"cannot read {desc}: {text}") from None
+            schema = self._schema(node, desc)
         columns = {f.name: duckdb_type(f.dataType.simpleString(), self.dialect) for f in schema.fields}
         return Source(expr=node, columns=columns, description=desc, engine="spark")
+
+    def _schema(self, node, desc: str):
+        """The schema of ``node``, analysed, not run. A table not found opens the
+        warehouse's catalog (:meth:`open_catalog`) and is looked for again there."""
+        try:
+            return self.spark.sql(sql.render(probe(node), self.dialect)).schema
+        except Exception as e:  # pyspark's AnalysisException and friends
+            text = str(e).splitlines()[0]
+            if "TABLE_OR_VIEW_NOT_FOUND" in text and self.open_catalog():
+                return self._schema(node, desc)
+            if "TABLE_OR_VIEW_NOT_FOUND" in text:
+                raise SqlnbNotFound(f"{desc} not found in the Spark catalog") from None
+            raise SqlnbError(f"cannot read {desc}: {text}") from None
 
     #: DuckDB reader options (what the CLI's CSV options set) and their Spark names.
     _CSV_OPTIONS = {"delim": "sep", "sep": "sep", "header": "header", "nullstr": "nullValue"}
 
-    def _read_files(self, files: Files):
+    def _read_files(self, files: Files, spark):
         """Parquet, CSV or JSON-lines files (path, glob or Parquet directory) read by Spark
-        itself, so they never pass through the driver. CSV has a header row by default and
-        its column types are inferred, as DuckDB does."""
+        itself (in session ``spark``), so they never pass through the driver. CSV has a
+        header row by default and its column types are inferred, as DuckDB does."""
         fmt = files.format or file_format(files.path)
-        reader = self.spark.read
+        reader = spark.read
         if fmt == "csv":
             opts = {"header": True, "inferSchema": True}
             for key, value in files.options.items():
