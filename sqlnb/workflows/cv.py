@@ -394,7 +394,10 @@ def _pooled_scores(models: Sequence[Model], types: Mapping[str, str], prelude: l
     out = []
     for model in models:
         if reference is not None:
-            out.append([t.expression() for t in model.class_terms(types, dialect, reference=reference)])
+            # QDA: its z_m from a matrix literal per class, not a dot product node each
+            # (the node count, times DuckDB's per-thread vectors, was this query's memory).
+            listed = model.list_class_scores(reference) if isinstance(model, QDA) else None
+            out.append(listed or [t.expression() for t in model.class_terms(types, dialect, reference=reference)])
             continue
         if not isinstance(model, NaiveBayes):
             out.append(model.class_scores(types, dot=True) if prelude else model.class_scores())
