@@ -369,7 +369,7 @@ def squared_norm(whiten: np.ndarray, offset: np.ndarray) -> exp.Expression | Non
     d = len(offset)
     if d > ADD_RUN ** 2:
         return None
-    w, i, a, b = (exp.Identifier(this=n) for n in ("sqlnb_w", "sqlnb_i", "sqlnb_a", "sqlnb_b"))
+    w, i, a, b = (sql.ident(n) for n in ("sqlnb_w", "sqlnb_i", "sqlnb_a", "sqlnb_b"))
     runs = []
     for start in range(0, d, ADD_RUN):
         stop = min(start + ADD_RUN, d)
