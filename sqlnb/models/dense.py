@@ -47,6 +47,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.errors import SqlnbError
+from sqlnb.sql.build import ADD_RUN
 from sqlnb.sql.types import is_float, is_numeric
 from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
@@ -341,3 +342,46 @@ class DenseModel(Model):
     def _classes_from(tables: dict) -> tuple[list, dict]:
         ct = tables["classes"].sort_by("class_index").to_pydict()
         return ct["label"], ct
+
+
+def packed_matrix(rows: np.ndarray) -> exp.Expression:
+    """``CAST('[[…], …]' AS DOUBLE[][])`` (DuckDB): a matrix as one string literal of
+    shortest round-trip ``repr`` values (DuckDB parses back the same doubles, as
+    :func:`sqlnb.sql.packed_list`)."""
+    text = "[" + ",".join("[" + ",".join(repr(float(w)) for w in row) + "]" for row in rows) + "]"
+    return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("DOUBLE[][]", dialect="duckdb"))
+
+
+def squared_norm(whiten: np.ndarray, offset: np.ndarray) -> exp.Expression | None:
+    """``Σ_m (v·W_m − o_m)²`` over the prelude's list ``v`` in a few list expressions
+    (DuckDB), the same doubles as :meth:`sqlnb.models.discriminant.QDA.class_terms`'s
+    list shape: each square is ``POWER(list_dot_product(v, W_m) − o_m, 2.0)``, and they are
+    added in :func:`sqlnb.sql.add`'s order (left to right within runs of ``ADD_RUN``
+    terms, then the runs left to right): ``list_reduce`` folds a list from the left. None
+    past ``ADD_RUN``² terms (runs of runs).
+
+    Why: there, each ``z_m`` is a ``list_dot_product`` node of its own, and DuckDB gives
+    every node of a running expression, in every thread, intermediate vectors of 2,048
+    rows (a ``DOUBLE[]`` argument alone: 48 KB). Cross-validation of QDA on 104 one-hot
+    columns of adult (5 fold models × 2 classes × 104 nodes) spent ~125 MiB of its
+    319 MiB peak on them; here it is one ``list_transform`` per run and class.
+    """
+    d = len(offset)
+    if d > ADD_RUN ** 2:
+        return None
+    w, i, a, b = (sql.ident(n) for n in ("sqlnb_w", "sqlnb_i", "sqlnb_a", "sqlnb_b"))
+    runs = []
+    for start in range(0, d, ADD_RUN):
+        stop = min(start + ADD_RUN, d)
+        z = exp.Sub(this=exp.Anonymous(this="list_dot_product", expressions=[sql.col(LIST_COLUMN, "src"), w.copy()]),
+                    expression=exp.Anonymous(this="list_extract", expressions=[
+                        sql.packed_list([float(o) for o in offset[start:stop]], "DOUBLE"), i.copy()]))
+        square = exp.Lambda(this=exp.Pow(this=sql.paren(z), expression=sql.dbl(2.0)), expressions=[w.copy(), i.copy()])
+        squares = exp.Anonymous(this="list_transform", expressions=[packed_matrix(whiten[start:stop]), square])
+        plus = exp.Lambda(this=exp.Add(this=a.copy(), expression=b.copy()), expressions=[a.copy(), b.copy()])
+        runs.append(exp.Anonymous(this="list_reduce", expressions=[squares, plus]))
+    # sql.add's runs are parenthesised sums chained left to right: the same here.
+    out = runs[0]
+    for run in runs[1:]:
+        out = exp.Add(this=out, expression=run)
+    return out

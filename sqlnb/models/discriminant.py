@@ -73,7 +73,7 @@ from sqlnb.engines import as_engine
 from sqlnb.errors import SqlnbError
 from sqlnb.models.dense import (LIST_MIN, DenseModel, check_labels, complete, linear_class_score,
                                 linear_feature_terms, linear_list_score, list_dot, list_guard, listed, null_feature_error,
-                                unsummable_error, value)
+                                squared_norm, unsummable_error, value)
 from sqlnb.models.finish import ClassScore
 from sqlnb.models.priors import own_prior, priors_from_json, priors_to_json, resolve_priors
 from sqlnb.source import Source
@@ -593,6 +593,25 @@ class QDA(_Discriminant):
             whole = exp.Case(ifs=[exp.If(this=guard.copy(), true=exp.Add(this=constant, expression=quad))])
             scores.append(ClassScore(tuple(terms), guard=guard, whole=whole))
         return scores
+
+    def list_class_scores(self, reference: np.ndarray) -> list[exp.Expression] | None:
+        """The whole class scores of :meth:`class_terms`'s list shape about ``reference``,
+        each ``z_m`` read from a matrix literal (:func:`sqlnb.models.dense.squared_norm`)
+        instead of a dot product node of its own: the same doubles in a few list
+        expressions, what cross-validation's pooled query of many fold models needs. None
+        where that form does not apply (too many features)."""
+        f = self.fitted()
+        r = np.asarray(reference, dtype=float)
+        out = []
+        for k in range(len(self.classes)):
+            W = f["whiten"][k]
+            norm = squared_norm(W, W @ (self.moments.mean[k] - r))
+            if norm is None:
+                return None
+            quad = exp.Mul(this=sql.dbl(-0.5), expression=sql.paren(norm))
+            out.append(exp.Case(ifs=[exp.If(this=list_guard(), true=exp.Add(this=sql.dbl(float(f["constant"][k])),
+                                                                            expression=quad))]))
+        return out
 
 
 register_kind(LDA.kind, LDA)

@@ -354,7 +354,8 @@ def _dense_reference(models: Sequence[Model], dialect: str) -> np.ndarray | None
     model reads (the first model's; the folds' centres differ little, so the numbers keep
     their size). Each model's class score is then d dot products (QDA) or one, instead of
     d(d+1)/2 or d products per model and class (QDA of 104 columns, 5 folds: 55,000
-    products in the pooled query). None otherwise."""
+    products in the pooled query); QDA's d of them over one matrix literal per class
+    (:meth:`~sqlnb.models.discriminant.QDA.list_class_scores`). None otherwise."""
     if not models or not all(isinstance(m, dense.DenseModel) for m in models):
         return None
     first = models[0]
@@ -394,7 +395,10 @@ def _pooled_scores(models: Sequence[Model], types: Mapping[str, str], prelude: l
     out = []
     for model in models:
         if reference is not None:
-            out.append([t.expression() for t in model.class_terms(types, dialect, reference=reference)])
+            # QDA: its z_m from a matrix literal per class, not a dot product node each
+            # (the node count, times DuckDB's per-thread vectors, was this query's memory).
+            listed = model.list_class_scores(reference) if isinstance(model, QDA) else None
+            out.append(listed or [t.expression() for t in model.class_terms(types, dialect, reference=reference)])
             continue
         if not isinstance(model, NaiveBayes):
             out.append(model.class_scores(types, dot=True) if prelude else model.class_scores())
