@@ -52,6 +52,7 @@ COMMANDS = {
     "report": "report_cmd:report",
     "mi": "information:mi",
     "calibrate": "calibrate:calibrate",
+    "conformal": "conformal_cmd:conformal",
 }
 
 #: :data:`sqlnb.engines.ENGINES`, spelled out so that parsing ``--engine`` imports no engine

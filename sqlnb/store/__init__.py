@@ -37,7 +37,7 @@ import duckdb as duckdb_lib
 from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format
+from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format, stored_format
 from sqlnb.store.duckdb import DuckDBStorage
 from sqlnb.store.postgres import PostgresStorage
 from sqlnb.store.spark import SparkStorage
@@ -138,13 +138,15 @@ def save_model(model, target: Any, name: str, replace: bool = False, wait: float
     decision = {} if rule is None or rule.is_default else {"decision": rule.to_dict()}
 
     def meta(created) -> str:
-        return json.dumps(dict(model.metadata(), format=FORMAT, kind=model.kind, versions=versions(), **decision,
+        return json.dumps(dict(model.metadata(), format=stored_format(model), kind=model.kind, versions=versions(), **decision,
                                created=created.isoformat(timespec="seconds") + "Z"), default=str)
 
     # A calibrator (any kind) is stored as parts of its own next to the kind's parameters.
     parts = dict(model.parameter_tables())
     cal = getattr(model, "calibration", None)
     parts.update(cal.tables() if cal is not None else {})
+    sets = getattr(model, "conformal", None)  # conformal sets (any kind), parts of their own too
+    parts.update(sets.tables() if sets is not None else {})
     with storage(target, wait=wait) as st:
         st.save(name, model.kind, parts, meta, replace, expect=expect)
 
