@@ -39,10 +39,10 @@ def class_index(y: exp.Expression, classes, label_type) -> exp.Expression:
 
 
 def score_select(scored: exp.Expression, label: str, classes, label_type, method: str,
-                 randomized: bool = False, seed: int = 0) -> exp.Select:
+                 randomized: bool = False, seed: int = 0, keep: tuple[str, ...] = ()) -> exp.Select:
     """``SELECT g, score FROM scored`` (``scored``: a FROM item aliased ``s`` with ``label``
     and ``proba_<class>``): the class index of every usable held-out row (``g``) and its
-    non-conformity score."""
+    non-conformity score, after the ``keep`` columns of ``scored``."""
     probas = [sql.col(n, "s") for n in class_columns("proba_", classes)]
     y = sql.col(label, "s")
     p_y = exp.Case(ifs=[exp.If(this=exp.EQ(this=y.copy(), expression=sql.value(c, label_type)), true=p.copy())
@@ -50,7 +50,7 @@ def score_select(scored: exp.Expression, label: str, classes, label_type, method
     u = cp.uniform(probas, seed) if randomized else None
     usable = exp.and_(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null())),
                       exp.Not(this=exp.Is(this=p_y.copy(), expression=exp.Null())))
-    return (exp.select(exp.alias_(class_index(y, classes, label_type), "g", quoted=True),
+    return (exp.select(*[sql.col(k, "s") for k in keep], exp.alias_(class_index(y, classes, label_type), "g", quoted=True),
                        exp.alias_(cp.score(method, probas, p_y, u), "score", quoted=True))
             .from_(scored).where(usable))
 
