@@ -171,17 +171,26 @@ class ConformalSets:
         out = class_columns(PROBA_PREFIX, classes) + ([UNIFORM_COLUMN] if self.randomized else [])
         return out + class_columns(MEMBER_PREFIX, classes)
 
-    def stages(self, inner: exp.Select, probas: Sequence[exp.Expression], classes: Sequence[Any]) -> exp.Select:
+    def stages(self, inner: exp.Select, probas: Sequence[exp.Expression], classes: Sequence[Any],
+               fence: bool = False) -> exp.Select:
         """Two SELECTs around ``inner``: the probabilities ``set_proba_<class>`` (and the
-        row's ``set_uniform``), then ``set_member_<class>``."""
+        row's ``set_uniform``), then ``set_member_<class>``. With ``fence`` (engines that
+        pull subqueries up into their parent, :data:`sqlnb.models.finish.FLATTENS_SUBQUERIES`)
+        ``inner`` and the first SELECT end with ``OFFSET 0``, so that each is computed once
+        per row: APS reads every probability about K² times, and unfenced SQLite wrote the
+        whole class scores into each read (300 rows of a 3-class model ran for minutes)."""
+        if fence:
+            inner = inner.offset(0, copy=False)
         names = class_columns(PROBA_PREFIX, classes)
         cols = [exp.Alias(this=p.copy(), alias=sql.ident(n)) for p, n in zip(probas, names)]
         p = [sql.col(n) for n in names]
         u = None
-        if self.randomized:
-            cols.append(exp.Alias(this=uniform(p, self.seed), alias=sql.ident(UNIFORM_COLUMN)))
+        if self.randomized:  # from ``probas``: a column cannot be read in the SELECT that defines it
+            cols.append(exp.Alias(this=uniform(probas, self.seed), alias=sql.ident(UNIFORM_COLUMN)))
             u = sql.col(UNIFORM_COLUMN)
         first = _stage(cols, inner, "cp")
+        if fence:
+            first = first.offset(0, copy=False)
         q = list(self.thresholds) * (len(classes) if self.method != "mondrian" else 1)
         ins = [exp.Alias(this=member(self.method, p, c, sql.dbl(q[c]), u), alias=sql.ident(n))
                for c, n in enumerate(class_columns(MEMBER_PREFIX, classes))]

@@ -426,7 +426,8 @@ def scoring_select(
     # Conformal sets (after the probabilities are known, before a decision rule).
     sets = conformal is not None and "prediction" in outputs
     if sets:
-        stage4 = conformal.stages(stage4, [exp.Div(this=sql.col(e), expression=total.copy()) for e in shifted], classes)
+        stage4 = conformal.stages(stage4, [exp.Div(this=sql.col(e), expression=total.copy()) for e in shifted], classes,
+                                  fence=dialect in FLATTENS_SUBQUERIES)
     # A decision rule's stages (after the probabilities are known, before the outputs).
     decide = decision is not None and not decision.is_default and "prediction" in outputs
     if decide:
