@@ -19,9 +19,9 @@ The layers, lowest first (the README's "How it works" draws the same map)::
     engines                             run a tree, resolve a source (DuckDB, PostgreSQL, Spark)
     store | io                          models as tables | where data and results live
     models.finish | models.priors       the log-sum-exp finish | class priors
-    models.decision | models.explain | models.calibration
+    models.decision | models.explain | models.calibration | models.conformal
                                         decision rules | explanations (stages after the finish) |
-                                        calibrators of the class scores (before it)
+                                        calibrators of the class scores (before it) | conformal sets
     models.base                         the Model every kind shares
     models.naive_bayes | models.dense   naive Bayes (families, text bags) | dense features
     models.discriminant | models.logistic
@@ -57,7 +57,7 @@ LAYERS: list[list[str]] = [
     ["sqlnb.engines"],
     ["sqlnb.store", "sqlnb.io"],
     ["sqlnb.models.finish", "sqlnb.models.priors"],
-    ["sqlnb.models.decision", "sqlnb.models.explain", "sqlnb.models.calibration"],
+    ["sqlnb.models.decision", "sqlnb.models.explain", "sqlnb.models.calibration", "sqlnb.models.conformal"],
     ["sqlnb.models.base"],
     ["sqlnb.models.naive_bayes", "sqlnb.models.dense"],
     ["sqlnb.models.discriminant", "sqlnb.models.logistic"],

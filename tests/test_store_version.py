@@ -28,7 +28,7 @@ from support.cli import invoke, mixed_table
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: format -> the fixture files of that format (a new format adds its own).
-BY_FORMAT = {1: ["wave1_models.duckdb.gz", "format1_models.duckdb.gz"]}
+BY_FORMAT = {1: ["wave1_models.duckdb.gz", "format1_models.duckdb.gz"], 2: ["format2_models.duckdb.gz"]}
 FORMAT1 = ("nb_mixed", "nb_text", "tan", "binned_mdl", "binned_quantile_tan", "calibrated_isotonic",
            "calibrated_temperature_tan", "decided_costs", "decided_threshold", "updated", "lda", "qda", "logistic")
 
@@ -82,10 +82,15 @@ def test_a_format1_model_scores_as_when_it_was_stored(format1, name):
             assert g == want[column], column
 
 
-def test_a_saved_model_records_the_current_format(tmp_path):
+def test_a_saved_model_records_the_lowest_format_that_holds_it(tmp_path):
+    """Format 2 adds conformal sets: a model without them stays format 1 (any sqlnb reads
+    it), one with them is format 2, the current one (tests/test_conformal.py)."""
     db = tmp_path / "m.duckdb"
-    sqlnb.fit(mixed_table(60), "y", features=["x", "z"]).save(db, "m")
-    assert _formats(db) == {"m": FORMAT}
+    model = sqlnb.fit(mixed_table(60), "y", features=["x", "z"])
+    model.save(db, "m")
+    from sqlnb.workflows.conformal import conformal
+    conformal(model, mixed_table(60, seed=1), 0.2).save(db, "sets")
+    assert _formats(db) == {"m": 1, "sets": FORMAT} and FORMAT == 2
 
 
 @pytest.fixture

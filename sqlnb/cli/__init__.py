@@ -53,6 +53,7 @@ COMMANDS = {
     "mi": "information:mi",
     "calibrate": "calibrate:calibrate",
     "dbt": "dbt_cmd:dbt_command",
+    "conformal": "conformal_cmd:conformal",
 }
 
 #: :data:`sqlnb.engines.ENGINES`, spelled out so that parsing ``--engine`` imports no engine

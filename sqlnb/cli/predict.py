@@ -28,6 +28,7 @@ from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, read_with, resolve
 from sqlnb.workflows import export, plots
+from sqlnb.workflows.conformal import coverage, coverage_lines
 from sqlnb.workflows.curves import curve_points
 from sqlnb.workflows.checks import unseen_categories, unseen_counts
 from sqlnb.workflows.evaluate import LABELS, evaluate as evaluate_model, text_report
@@ -248,12 +249,25 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_di
         for stem, svg in plots.evaluation_plots(ev, points).items():
             write_text_file(files[stem], svg)
         settings.summary(f"plots in {plots_dir}: {', '.join(os.path.basename(f) for f in files.values())}")
-    click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen}) if fmt == "json" else text_report(ev))
+    sets = set_coverage(settings, m, spec, label) if m.conformal is not None else None
+    if fmt == "json":
+        click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen} | ({"conformal": sets} if sets else {})))
+    else:
+        click.echo(text_report(ev) + ("\n" + "\n".join(coverage_lines(sets)) if sets else ""))
     settings.summary(f"evaluated {ev.rows:,} rows in {ev.seconds:.2f} s")
     if min_accuracy is not None and (ev.accuracy is None or ev.accuracy < min_accuracy):
         got = "n/a (no labelled rows)" if ev.accuracy is None else f"{ev.accuracy:.4f}"
         click.echo(f"Error: accuracy {got} is below --min-accuracy {min_accuracy}", err=True)
         raise click.exceptions.Exit(EXIT_FAIL)
+
+
+def set_coverage(settings: Settings, m, spec, label: str | None) -> dict:
+    """Coverage and size of ``m``'s conformal sets on DATA (a second pass over the rows,
+    :func:`sqlnb.workflows.conformal.coverage`)."""
+    if settings.remote:
+        return coverage(m, settings.warehouse().resolve(read_with(spec, m.read_types())), settings.warehouse(), label)
+    with settings.working(), settings.connect() as con:
+        return coverage(m, data_source(con, spec, types=m.read_types()), con, label)
 
 
 def warn_unseen(m, source: Source, con) -> list[dict]:

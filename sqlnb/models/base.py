@@ -20,6 +20,7 @@ from sqlnb.sql.types import is_numeric, is_text_type
 from sqlnb.models.decision import DecisionRule
 from sqlnb.models.explain import check_explain, explanation
 from sqlnb.models.calibration import Calibration
+from sqlnb.models.conformal import ConformalSets
 from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
@@ -57,6 +58,9 @@ class Model:
     #: scores; stored with the model. A model derived from another (update, new
     #: hyperparameters) starts without one: it was fitted to the other's scores.
     calibration: Calibration | None = None
+    #: Conformal prediction sets (:mod:`sqlnb.models.conformal`) added to its predictions
+    #: whenever it scores; stored with the model. Dropped like the calibrator.
+    conformal: ConformalSets | None = None
 
     # -- what a kind provides ---------------------------------------------------------
     @property
@@ -240,6 +244,7 @@ class Model:
             decision=self.decision,
             extension=extension,
             calibration=self.calibration if calibrated else None,
+            conformal=self.conformal if calibrated else None,
         )
 
     @sql.trees_collected_by_refcount
@@ -380,4 +385,5 @@ class Model:
         calibrator (:meth:`Calibration.tables`, written by :func:`sqlnb.store.save_model`)."""
         model = cls.from_tables(meta, tables)
         model.calibration = Calibration.from_tables(tables)
+        model.conformal = ConformalSets.from_tables(tables)
         return model

@@ -50,6 +50,7 @@ from __future__ import annotations
 import copy
 import math
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -58,7 +59,7 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError, suggest
+from sqlnb.errors import SqlnbError, UpdateWarning, suggest
 from sqlnb.models.finish import class_columns
 from sqlnb.source import read_with, resolve
 
@@ -234,6 +235,10 @@ def with_calibration(model, calibration: Calibration | None):
     """A copy of ``model`` scoring with ``calibration`` (None: uncalibrated)."""
     out = copy.copy(model)
     out.calibration = calibration
+    if getattr(out, "conformal", None) is not None:  # sets of the old probabilities (sqlnb.models.conformal)
+        warnings.warn("the model's conformal sets were fitted on its old probabilities and are dropped (its "
+                      "calibrator changed); fit them again with sqlnb conformal", UpdateWarning, stacklevel=2)
+        out.conformal = None
     return out
 
 

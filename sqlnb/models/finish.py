@@ -253,6 +253,7 @@ def scoring_select(
     decision: Any = None,
     extension: Extension | None = None,
     calibration: Any = None,
+    conformal: Any = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -305,6 +306,10 @@ def scoring_select(
         A calibrator (:mod:`sqlnb.models.calibration`): the scores are computed as
         ``uncalibrated_<class>`` and its stages turn them into the ``jll_<class>`` the finish
         reads. A calibrated model keeps the plain shape on every engine.
+    conformal : ConformalSets, optional
+        Conformal prediction sets (:mod:`sqlnb.models.conformal`), with ``prediction``:
+        their stages go after the probabilities, before a decision rule's, and the set
+        columns follow the prediction's.
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
@@ -324,6 +329,8 @@ def scoring_select(
         if extension is not None:
             generated += [*extension.outputs, *extension.helpers, *(name for name, _ in extension.inputs)]
         generated += calibration.helper_columns(classes) if calibration is not None else []
+        if conformal is not None and "prediction" in outputs:
+            generated += conformal.output_columns(classes, dialect) + conformal.helper_columns(classes, dialect)
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
         if clash:
             raise SqlnbError(
@@ -416,6 +423,11 @@ def scoring_select(
     if extension is not None:
         stage4 = extension.wrap(stage4)
 
+    # Conformal sets (after the probabilities are known, before a decision rule).
+    sets = conformal is not None and "prediction" in outputs
+    if sets:
+        stage4 = conformal.stages(stage4, [exp.Div(this=sql.col(e), expression=total.copy()) for e in shifted], classes,
+                                  fence=dialect in FLATTENS_SUBQUERIES)
     # A decision rule's stages (after the probabilities are known, before the outputs).
     decide = decision is not None and not decision.is_default and "prediction" in outputs
     if decide:
@@ -457,6 +469,8 @@ def scoring_select(
                                                           for e in shifted], label_type)
         else:
             final.append(_as(exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())] + argmax), "prediction"))
+        if sets:
+            final += conformal.columns(undefined, classes, label_type, dialect)
     if extension is not None and passthrough is not None:
         final += [sql.col(n) for n in extension.outputs]
     out = exp.select(*final).from_(exp.Subquery(this=stage4, alias=exp.TableAlias(this=sql.ident("s4"))), copy=False)

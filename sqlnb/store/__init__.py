@@ -38,7 +38,8 @@ from sqlnb.crash import create_whole
 from sqlnb.engines import DuckDBEngine, as_engine
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.store.catalog import CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format, fingerprint
+from sqlnb.store.catalog import (CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format, fingerprint,
+                                 stored_format)
 from sqlnb.store.duckdb import DuckDBStorage
 from sqlnb.store.postgres import PostgresStorage
 from sqlnb.store.spark import SparkStorage
@@ -142,11 +143,14 @@ def save_model(model, target: Any, name: str, replace: bool = False, wait: float
     parts = dict(model.parameter_tables())
     cal = getattr(model, "calibration", None)
     parts.update(cal.tables() if cal is not None else {})
+    sets = getattr(model, "conformal", None)  # conformal sets (any kind), parts of their own too
+    parts.update(sets.tables() if sets is not None else {})
     described = dict(model.metadata(), kind=model.kind, **decision)
     fp = fingerprint(described, parts)
 
     def meta(created) -> str:
-        return json.dumps(dict(described, format=FORMAT, versions=versions(), fingerprint=fp,
+        # the lowest stored format that holds the model (sqlnb.store.catalog.stored_format)
+        return json.dumps(dict(described, format=stored_format(model), versions=versions(), fingerprint=fp,
                                created=created.isoformat(timespec="seconds") + "Z"), default=str)
 
     def write(into: Any) -> None:

@@ -35,7 +35,13 @@ CATALOG = "models"
 #: (tests/fixtures).
 #:
 #: 1. The layout above (every release so far, the wave 1 fixture of 7313a04 included).
-FORMAT = 1
+#: 2. A model may hold conformal prediction sets (parts ``conformal`` and
+#:    ``conformal_thresholds``, :mod:`sqlnb.models.conformal`). A sqlnb of format 1 would
+#:    ignore them: score without the sets, and drop them when it saves the model again
+#:    (decide, calibrate). A model is stored in the lowest format that holds it
+#:    (:func:`stored_format`): only a model with sets is of format 2, so a sqlnb of format
+#:    1 refuses just those, in one line, and still reads every other model.
+FORMAT = 2
 
 #: Metadata that says how and when a model was fitted, not what it is: left out of its
 #: :func:`fingerprint`, so that a model saved again as it was (copied to another store,
@@ -177,6 +183,12 @@ def check_expected(name: str, old: tuple | None, expect: str | None, where: str)
 
 def already_exists(name: str, where: str) -> SqlnbError:
     return SqlnbError(f"model {name!r} already exists in {where}; pass --replace (replace=True) to overwrite it")
+
+
+def stored_format(model: Any) -> int:
+    """The lowest format that holds ``model`` (:data:`FORMAT`'s list): 2 with conformal
+    sets, else 1."""
+    return 2 if getattr(model, "conformal", None) is not None else 1
 
 
 def check_format(name: str, meta: dict) -> None:

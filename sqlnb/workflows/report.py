@@ -118,6 +118,7 @@ def describe(model, top: int = 5) -> dict:
         "likelihood": _likelihood(model),
         "trained": dict(model.report),
         "calibration": model.calibration.describe() if getattr(model, "calibration", None) else None,
+        "conformal": model.conformal.describe(model.classes) if getattr(model, "conformal", None) else None,
         "created": getattr(model, "created", None),
         "versions": getattr(model, "versions", None) or {},
     }
@@ -179,6 +180,9 @@ def show_text(d: dict, provenance: bool = True) -> str:
     if d.get("calibration"):
         from sqlnb.models.calibration import summary
         lines.append(f"calibrated   {summary(d['calibration'])}")
+    if d.get("conformal"):
+        from sqlnb.models.conformal import summary as set_summary
+        lines.append(f"conformal    {set_summary(d['conformal'])}")
     lines.append("parameters   " + (", ".join(f"{k}={_value(v)}" for k, v in d["hyperparameters"].items()
                                              if v not in ({}, None)) or "defaults"))
     if d.get("likelihood"):

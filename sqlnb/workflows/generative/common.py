@@ -34,4 +34,5 @@ def _with_report(model: NaiveBayes, report: dict, stats: Statistics | None = Non
                      model.hyper, report, model.weight)
     if stats is None:  # the same scores (a novelty threshold): a calibrator still applies
         out.calibration = model.calibration
+        out.conformal = model.conformal
     return out

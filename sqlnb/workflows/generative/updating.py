@@ -194,6 +194,9 @@ def _carry_over(model: NaiveBayes, out: NaiveBayes) -> None:
     if getattr(model, "calibration", None) is not None:
         warnings.warn(f"the model's {model.calibration.method} calibrator was fitted on its old scores and is dropped; "
                       "fit it again with sqlnb calibrate", UpdateWarning, stacklevel=3)
+    if getattr(model, "conformal", None) is not None:
+        warnings.warn("the model's conformal sets were fitted on its old probabilities and are dropped; fit them "
+                      "again with sqlnb conformal", UpdateWarning, stacklevel=3)
     if model.report.get(NOVELTY) is not None:
         warnings.warn("the model's novelty threshold was computed from its old parameters and is dropped; "
                       "compute it again with sqlnb novelty", UpdateWarning, stacklevel=3)

@@ -1,0 +1,93 @@
+"""Scoring time with conformal prediction sets against without (issue 30: ≤ 1.2×).
+
+One model (naive Bayes on the ``mixed`` shape of ``generate.py``: 4 Gaussian and 4
+categorical columns, 3 classes) scored from Parquet to Parquet in DuckDB, in this process:
+without sets, and with LAC, APS and Mondrian sets fitted on 100,000 held-out rows. The runs
+alternate (without, lac, aps, mondrian, without, ...) and the medians are compared. The
+table goes to stdout and, with ``--write-readme``, into benchmarks/README.md.
+
+Example
+-------
+python benchmarks/conformal_sets.py --rows 10000000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+import generate  # noqa: E402
+
+import sqlnb  # noqa: E402
+from sqlnb.workflows.conformal import conformal  # noqa: E402
+
+README = HERE / "README.md"
+MARK = "conformal-sets"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--data", help="directory for the generated data (kept between runs)")
+    ap.add_argument("--write-readme", action="store_true")
+    args = ap.parse_args(argv)
+    data = Path(args.data or tempfile.mkdtemp()) / f"mixed_{args.rows}"
+    if not (data / "meta.json").exists():
+        generate.main(["--shape", "mixed", "--rows", str(args.rows), "--features", "8", "--classes", "3",
+                       "--out", str(data)])
+    glob = str(data / "part-*.parquet")
+    con = duckdb.connect()
+    holdout = con.sql(f"SELECT * FROM read_parquet('{glob}') LIMIT 100000").to_arrow_table()
+    model = sqlnb.fit(con.sql(f"SELECT * FROM read_parquet('{glob}') LIMIT 200000 OFFSET 100000").to_arrow_table(),
+                      "label")
+    models = {"without": model, **{m: conformal(model, holdout, 0.1, m, con=con) for m in ("lac", "aps", "mondrian")}}
+    out = Path(tempfile.mkdtemp()) / "scored.parquet"
+    times: dict[str, list[float]] = {k: [] for k in models}
+    for _ in range(args.repeat):
+        for name, m in models.items():
+            t = time.perf_counter()
+            m.score(glob, con).write_parquet(str(out))
+            times[name].append(time.perf_counter() - t)
+            os.remove(out)
+    base = statistics.median(times["without"])
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=HERE).stdout.strip()
+    load = os.getloadavg()[0]
+    lines = [f"<!-- {MARK} -->",
+             f"Scoring {args.rows:,} rows (mixed: 4 Gaussian + 4 categorical columns, 3 classes) Parquet to "
+             f"Parquet, median of {args.repeat} alternating runs, commit {commit}, load {load:.1f} "
+             f"(`python benchmarks/conformal_sets.py --rows {args.rows} --repeat {args.repeat}`):",
+             "",
+             "| sets | median s | min s | ÷ without |",
+             "|---|---|---|---|"]
+    for name, ts in times.items():
+        lines.append(f"| {name} | {statistics.median(ts):.2f} | {min(ts):.2f} | {statistics.median(ts) / base:.2f}× |")
+    lines.append(f"<!-- /{MARK} -->")
+    text = "\n".join(lines)
+    print(text)
+    if args.write_readme:
+        readme = README.read_text()
+        block = re.compile(f"<!-- {MARK} -->.*?<!-- /{MARK} -->", re.S)
+        if block.search(readme):
+            readme = block.sub(lambda _: text, readme)
+        else:
+            readme = readme.rstrip("\n") + "\n\n## Conformal prediction sets (issue 30)\n\n" + text + "\n"
+        README.write_text(readme)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""``sqlnb conformal``: fit conformal prediction sets of a saved model on held-out labelled
+rows and store them with the model (:mod:`sqlnb.models.conformal`,
+:mod:`sqlnb.workflows.conformal`)."""
+
+from __future__ import annotations
+
+import click
+
+from sqlnb.cli.app import Settings
+from sqlnb.cli.generative import _refit
+from sqlnb.cli.io import dump_json, model_str, modify
+from sqlnb.cli.options import format_option, model_option, source_options
+from sqlnb.errors import SqlnbError
+from sqlnb.models.conformal import METHODS, with_sets
+
+
+@click.command()
+@click.argument("data", required=False)
+@model_option()
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.1, show_default=True,
+              metavar="A", help="Miscoverage: each set holds the true class for at least 1 - A of the rows.")
+@click.option("--method", type=click.Choice(METHODS), default="lac", show_default=True,
+              help="lac (classes with 1 - p <= q), aps (the most probable classes up to cumulative "
+                   "probability q) or mondrian (lac with one threshold per class: coverage per class).")
+@click.option("--randomized", is_flag=True, help="With --method aps: randomised APS (exact coverage, may give "
+                                                 "empty sets), from --seed.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --randomized.")
+@click.option("--label", "-y", metavar="COL", help="DATA's label column [default: the model's label].")
+@click.option("--clear", is_flag=True, help="Remove the model's sets instead (no DATA).")
+@format_option
+@source_options
+@click.pass_obj
+def conformal(settings: Settings, data, model, alpha, method, randomized, seed, label, clear, fmt, reading):
+    """Fit conformal prediction sets of MODEL on DATA, labelled rows the model (and its
+    calibrator) was not fitted on; store them with the model.
+
+    Every later score, sql and evaluate adds the sets after the prediction: prediction_set
+    (a list of classes) and set_size in DuckDB, in_set_<class> (one BOOLEAN per class)
+    and set_size in other dialects; evaluate reports their coverage. Refit them after
+    sqlnb calibrate or update (both drop them, with a note). See docs/conformal.md.
+
+    \b
+    Example:
+      sqlnb conformal holdout.parquet --model models.duckdb:churn --alpha 0.1
+      sqlnb conformal holdout.parquet --model models.duckdb:churn --method mondrian
+      sqlnb conformal --model models.duckdb:churn --clear
+    """
+    if clear:
+        if data is not None:
+            raise SqlnbError("--clear removes the sets and reads no DATA; give only --model")
+        settings.require_duckdb("conformal")
+        modify(settings, model, lambda m: with_sets(m, None))
+        settings.summary(f"removed the conformal sets of {model}")
+        return
+    if data is None:
+        raise SqlnbError("give DATA, the held-out labelled rows to fit the sets on (or --clear)")
+    from sqlnb.workflows.conformal import conformal as fit_sets
+
+    m, loc = _refit(settings, "conformal", data, model, reading,
+                    lambda m, source, con: fit_sets(m, source, alpha, method, randomized=randomized, seed=seed,
+                                                    label=label, con=con))
+    sets = m.conformal
+    click.echo(dump_json(sets.describe(m.classes)) if fmt == "json"
+               else f"conformal {model_str(loc)}: {sets.summary(m.classes)}")

@@ -1,0 +1,303 @@
+"""Conformal prediction sets: split conformal classification fitted on held-out labelled
+rows, stored with the model as tables and computed in the scoring SELECT.
+
+A set ``C(x)`` holds the true class for at least ``1 − α`` of the rows drawn like the
+held-out ones (the split conformal guarantee: exchangeable rows, any model). From the
+held-out rows' non-conformity scores ``E_i`` (``n`` of them), the threshold is their
+``k``-th smallest, ``k = ⌈(n + 1)(1 − α)⌉``; when ``k > n`` (fewer than ``1/α − 1`` rows)
+there is no such score and the threshold is ``q̂ = +∞``: every class is in every set. With
+``p_c = p(c|x)`` the model's probabilities (after its calibrator, if it has one)::
+
+    lac        E = 1 − p_y                          C(x) = {c : 1 − p_c ≤ q̂}
+    aps        E = m_y + p_y                        C(x) = {c : m_c < q̂}
+               m_c = Σ_{j : p_j > p_c} p_j          (the mass of the classes more probable
+                                                    than c: ties are not ordered)
+    aps, randomized
+               E = m_y + u·p_y                      C(x) = {c : m_c + u·p_c ≤ q̂}
+    mondrian   lac with one threshold per class, q̂_c from the held-out rows of class c
+               (its own n_c and k_c), C(x) = {c : 1 − p_c ≤ q̂_c}
+
+APS (Romano, Sesia & Candès 2020) without randomisation is the set of the most probable
+classes up to and including the first whose cumulative probability reaches q̂ — MAPIE's
+``include_last_label=True`` — written without sorting: class ``c`` is in it exactly when
+the classes more probable than it hold less than q̂. Classes of equal probability are
+all in or all out, whatever order a sort would give them. Randomised APS draws one
+``u ∈ [0, 1)`` per row (the same for every class of that row): a pseudo-random number of
+the seed and the row's probabilities, ``u = frac(43758.5453·sin(x))`` with ``x`` the seed
+plus a weighted sum of the probabilities (the classic shader hash) — portable SQL, the
+same u on every engine, so rows with the same probabilities get the same u.
+
+Ties with the threshold: a class whose score equals q̂ exactly is in the set (``≤``;
+APS's ``m_c < q̂`` is the same rule for the class that reaches q̂). MAPIE compares with
+a tolerance of 1e-8 (a class within 1e-8 above q̂ is in its set too); crepes compares
+p-values, which is the same set as ``≤`` (tests/test_conformal_oracles.py).
+
+``k`` is computed in the query, ``CEIL((n + 1)·(1 − α))`` in double precision, as MAPIE's
+``np.ceil((n + 1) * (1 - alpha))``.
+
+In the scoring SELECT two stages after the probabilities (before a decision rule's stages)
+add ``set_proba_<class>`` and ``set_member_<class>`` (BOOLEAN) per class (helper columns,
+which stay in the output when the source's columns are unknown, like ``jll_*``); the output has ``prediction_set`` (the
+classes in the set, in class order, as a list) and ``set_size`` where the dialect has
+lists (DuckDB), and ``in_set_<class>`` and ``set_size`` elsewhere (PostgreSQL, SQLite,
+Spark, ...: no portable list type). A row without probabilities has NULL for all of them.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError, UpdateWarning, suggest
+from sqlnb.models.finish import class_columns, label_text
+
+#: Methods of ``sqlnb conformal``.
+METHODS = ("lac", "aps", "mondrian")
+#: Stored parts: the method and its settings (one row), the thresholds (one or one per class).
+PART, THRESHOLDS_PART = "conformal", "conformal_thresholds"
+#: Output columns.
+SET_COLUMN, SIZE_COLUMN, IN_PREFIX = "prediction_set", "set_size", "in_set_"
+#: Helper columns: the probabilities the sets are made of, the row's random number, and
+#: whether each class is in the set (before rows without probabilities are made NULL).
+PROBA_PREFIX, UNIFORM_COLUMN, MEMBER_PREFIX = "set_proba_", "set_uniform", "set_member_"
+#: Dialects whose output holds ``prediction_set`` as a list.
+LIST_DIALECTS = ("duckdb",)
+
+
+def uses_list(dialect: str | None) -> bool:
+    return (dialect or "duckdb") in LIST_DIALECTS
+
+
+def uniform(probas: Sequence[exp.Expression], seed: int) -> exp.Expression:
+    """``u = frac(43758.5453·sin(x))``, ``x = seed·12.9898 + Σ_c 78.233·(c + 1)·p_c``: one
+    pseudo-random number in [0, 1) per row, a function of the seed and the probabilities."""
+    x = sql.add([sql.dbl(12.9898 * seed + 0.5)] + [exp.Mul(this=sql.dbl(78.233 * (c + 1)), expression=p.copy())
+                                                   for c, p in enumerate(probas)])
+    v = exp.Mul(this=exp.Anonymous(this="SIN", expressions=[x]), expression=sql.dbl(43758.5453))
+    return sql.paren(exp.Sub(this=v, expression=exp.Floor(this=v.copy())))
+
+
+def mass_above(probas: Sequence[exp.Expression], p: exp.Expression) -> exp.Expression:
+    """``Σ_j [p_j > p]·p_j``: the probability of the classes more probable than ``p``."""
+    zero = sql.dbl(0.0)
+    return sql.paren(sql.add([exp.Case(ifs=[exp.If(this=exp.GT(this=q.copy(), expression=p.copy()), true=q.copy())],
+                                       default=zero.copy()) for q in probas]))
+
+
+def score(method: str, probas: Sequence[exp.Expression], p_y: exp.Expression,
+          u: exp.Expression | None = None) -> exp.Expression:
+    """The non-conformity score of a held-out row whose class has probability ``p_y``."""
+    if method in ("lac", "mondrian"):
+        return exp.Sub(this=sql.dbl(1.0), expression=p_y.copy())
+    own = p_y.copy() if u is None else exp.Mul(this=u.copy(), expression=p_y.copy())
+    return exp.Add(this=mass_above(probas, p_y), expression=own)
+
+
+def member(method: str, probas: Sequence[exp.Expression], c: int, q: exp.Expression,
+           u: exp.Expression | None = None) -> exp.Expression:
+    """Whether class ``c`` is in the set under the threshold ``q`` (module docstring)."""
+    p = probas[c]
+    if method in ("lac", "mondrian"):
+        return exp.LTE(this=exp.Sub(this=sql.dbl(1.0), expression=p.copy()), expression=q)
+    if u is None:
+        return exp.LT(this=mass_above(probas, p), expression=q)
+    return exp.LTE(this=exp.Add(this=mass_above(probas, p), expression=exp.Mul(this=u.copy(), expression=p.copy())),
+                   expression=q)
+
+
+def threshold_query(scores: exp.Expression, alpha: float, keys: Sequence[str]) -> exp.Select:
+    """Per group of ``keys`` (columns of ``scores``, which also has ``score``): ``n`` and
+    ``q``, the ``⌈(n + 1)(1 − α)⌉``-th smallest score (NULL when that rank exceeds n)."""
+    part = [sql.col(k) for k in keys]
+    ranked = exp.select(*part, sql.col("score"),
+                        exp.alias_(exp.Window(this=exp.RowNumber(), partition_by=[k.copy() for k in part] or None,
+                                              order=exp.Order(expressions=[exp.Ordered(this=sql.col("score"))])),
+                                   "r", quoted=True),
+                        exp.alias_(exp.Window(this=exp.Count(this=exp.Star()),
+                                              partition_by=[k.copy() for k in part] or None), "n", quoted=True)
+                        ).from_(scores)
+    rank = exp.Ceil(this=exp.Mul(this=exp.paren(exp.Add(this=exp.Cast(this=sql.col("n"), to=exp.DataType.build("DOUBLE")),
+                                                        expression=sql.dbl(1.0))),
+                                 expression=sql.dbl(1.0 - alpha)))
+    q = exp.Max(this=exp.Case(ifs=[exp.If(this=exp.EQ(this=sql.col("r"), expression=rank), true=sql.col("score"))]))
+    out = exp.select(*[k.copy() for k in part], exp.alias_(exp.Max(this=sql.col("n")), "n", quoted=True),
+                     exp.alias_(q, "q", quoted=True)).from_(exp.Subquery(this=ranked, alias=exp.TableAlias(
+                         this=sql.ident("ranked"))))
+    return out.group_by(*[k.copy() for k in part]) if part else out
+
+
+@dataclass(frozen=True)
+class ConformalSets:
+    """Fitted conformal sets (module docstring).
+
+    Attributes
+    ----------
+    method : {"lac", "aps", "mondrian"}
+    alpha : float
+        The miscoverage α: sets hold the class for at least 1 − α of the rows.
+    thresholds : tuple of float
+        q̂ (one; one per class for Mondrian, in class order); ``inf`` where the rank
+        ``⌈(n + 1)(1 − α)⌉`` exceeds the rows ``n``.
+    counts : tuple of int
+        The held-out rows behind each threshold.
+    randomized : bool
+        Randomised APS.
+    seed : int
+        Randomised APS's seed.
+    source : str
+        Where the held-out rows came from.
+    """
+
+    method: str
+    alpha: float
+    thresholds: tuple
+    counts: tuple
+    randomized: bool = False
+    seed: int = 0
+    source: str = ""
+
+    # -- scoring -----------------------------------------------------------------------
+    def output_columns(self, classes: Sequence[Any], dialect: str | None) -> list[str]:
+        sets = [SET_COLUMN] if uses_list(dialect) else class_columns(IN_PREFIX, classes)
+        return sets + [SIZE_COLUMN]
+
+    def helper_columns(self, classes: Sequence[Any], dialect: str | None) -> list[str]:
+        """Columns of the set stages that are not outputs (they stay in ``*`` output)."""
+        out = class_columns(PROBA_PREFIX, classes) + ([UNIFORM_COLUMN] if self.randomized else [])
+        return out + class_columns(MEMBER_PREFIX, classes)
+
+    def stages(self, inner: exp.Select, probas: Sequence[exp.Expression], classes: Sequence[Any],
+               fence: bool = False) -> exp.Select:
+        """Two SELECTs around ``inner``: the probabilities ``set_proba_<class>`` (and the
+        row's ``set_uniform``), then ``set_member_<class>``. With ``fence`` (engines that
+        pull subqueries up into their parent, :data:`sqlnb.models.finish.FLATTENS_SUBQUERIES`)
+        ``inner`` and the first SELECT end with ``OFFSET 0``, so that each is computed once
+        per row: APS reads every probability about K² times, and unfenced SQLite wrote the
+        whole class scores into each read (300 rows of a 3-class model ran for minutes)."""
+        if fence:
+            inner = inner.offset(0, copy=False)
+        names = class_columns(PROBA_PREFIX, classes)
+        cols = [exp.Alias(this=p.copy(), alias=sql.ident(n)) for p, n in zip(probas, names)]
+        p = [sql.col(n) for n in names]
+        u = None
+        if self.randomized:  # from ``probas``: a column cannot be read in the SELECT that defines it
+            cols.append(exp.Alias(this=uniform(probas, self.seed), alias=sql.ident(UNIFORM_COLUMN)))
+            u = sql.col(UNIFORM_COLUMN)
+        first = _stage(cols, inner, "cp")
+        if fence:
+            first = first.offset(0, copy=False)
+        q = list(self.thresholds) * (len(classes) if self.method != "mondrian" else 1)
+        ins = [exp.Alias(this=member(self.method, p, c, sql.dbl(q[c]), u), alias=sql.ident(n))
+               for c, n in enumerate(class_columns(MEMBER_PREFIX, classes))]
+        return _stage(ins, first, "cs")
+
+    def columns(self, undefined: exp.Expression, classes: Sequence[Any], label_type: str | None,
+                dialect: str | None) -> list[exp.Expression]:
+        """The output columns of the final SELECT (NULL on rows without probabilities)."""
+        ins = [sql.col(n) for n in class_columns(MEMBER_PREFIX, classes)]
+
+        def unless(x: exp.Expression) -> exp.Expression:
+            return exp.Case(ifs=[exp.If(this=undefined.copy(), true=exp.null())], default=x)
+
+        size = sql.add([exp.Case(ifs=[exp.If(this=i.copy(), true=exp.Literal.number(1))], default=exp.Literal.number(0))
+                        for i in ins])
+        if uses_list(dialect):
+            lists = [exp.Case(ifs=[exp.If(this=i.copy(), true=exp.Array(expressions=[sql.value(v, label_type)]))],
+                              default=exp.Array(expressions=[])) for i, v in zip(ins, classes)]
+            whole = lists[0] if len(lists) == 1 else exp.ArrayConcat(this=lists[0], expressions=lists[1:])
+            out = [exp.Alias(this=unless(whole), alias=sql.ident(SET_COLUMN))]
+        else:
+            out = [exp.Alias(this=unless(i), alias=sql.ident(n))
+                   for i, n in zip(ins, class_columns(IN_PREFIX, classes))]
+        return out + [exp.Alias(this=unless(size), alias=sql.ident(SIZE_COLUMN))]
+
+    # -- storage ------------------------------------------------------------------------
+    def tables(self) -> dict[str, tuple[Any, dict]]:
+        """``conformal`` (method, alpha, randomized, seed, source: one row) and
+        ``conformal_thresholds`` (position, threshold, rows)."""
+        import pyarrow as pa
+        return {
+            PART: (pa.table({"method": pa.array([self.method], pa.string()),
+                             "alpha": pa.array([self.alpha], pa.float64()),
+                             "randomized": pa.array([self.randomized], pa.bool_()),
+                             "seed": pa.array([self.seed], pa.int64()),
+                             "source": pa.array([self.source], pa.string())}), {}),
+            THRESHOLDS_PART: (pa.table({"position": pa.array(range(len(self.thresholds)), pa.int32()),
+                                        "threshold": pa.array(self.thresholds, pa.float64()),
+                                        "rows": pa.array(self.counts, pa.int64())}), {}),
+        }
+
+    @classmethod
+    def from_tables(cls, tables: dict[str, Any]) -> "ConformalSets | None":
+        """The sets stored among a model's parts, or None."""
+        if PART not in tables:
+            return None
+        (row,) = tables[PART].to_pylist()
+        steps = sorted(tables[THRESHOLDS_PART].to_pylist(), key=lambda r: r["position"])
+        return cls(row["method"], float(row["alpha"]), tuple(float(r["threshold"]) for r in steps),
+                   tuple(int(r["rows"]) for r in steps), bool(row["randomized"]), int(row["seed"]), row["source"])
+
+    def describe(self, classes: Sequence[Any] | None = None) -> dict:
+        """JSON-ready: method, α, thresholds (per class for Mondrian) and rows."""
+        d: dict[str, Any] = {"method": self.method, "alpha": self.alpha}
+        if self.method == "aps":
+            d["randomized"] = self.randomized
+            if self.randomized:
+                d["seed"] = self.seed
+        if self.method == "mondrian" and classes is not None:
+            d["thresholds"] = {label_text(c): q for c, q in zip(classes, self.thresholds)}
+            d["rows"] = {label_text(c): n for c, n in zip(classes, self.counts)}
+        else:
+            d["threshold"], d["rows"] = self.thresholds[0], self.counts[0]
+        return d | {"source": self.source}
+
+    def summary(self, classes: Sequence[Any]) -> str:
+        """One line: method, α, threshold(s), rows, source (as ``sqlnb show`` prints it)."""
+        return summary(self.describe(classes))
+
+
+def summary(d: dict) -> str:
+    """:meth:`ConformalSets.describe`'s dict as one line."""
+    def q(x: float) -> str:
+        return "inf (every class)" if math.isinf(x) else f"{x:.6g}"
+    what = d["method"] + (" randomized" if d.get("randomized") else "")
+    if isinstance(d.get("thresholds"), dict):
+        per = "; ".join(f"{c}: {q(t)} on {d['rows'][c]:,}" for c, t in d["thresholds"].items())
+        return f"{what} sets at alpha = {d['alpha']:g} (thresholds {per} rows of {d['source']})"
+    return f"{what} sets at alpha = {d['alpha']:g} (threshold {q(d['threshold'])} on {d['rows']:,} rows of {d['source']})"
+
+
+def _stage(cols: list[exp.Expression], inner: exp.Select, alias: str) -> exp.Select:
+    return exp.select(exp.Star(), *cols).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident(alias))),
+                                               copy=False)
+
+
+def with_sets(model, sets: ConformalSets | None):
+    """A copy of ``model`` scoring with ``sets`` (None: without)."""
+    import copy
+    out = copy.copy(model)
+    out.conformal = sets
+    return out
+
+
+def dropped_warning(model, why: str) -> None:
+    """Say (an UpdateWarning, printed on stderr) that ``model``'s sets are dropped."""
+    if getattr(model, "conformal", None) is not None:
+        warnings.warn(f"the model's conformal sets were fitted on its old probabilities and are dropped ({why}); "
+                      "fit them again with sqlnb conformal", UpdateWarning, stacklevel=3)
+
+
+def check_method(method: str, alpha: float, randomized: bool) -> None:
+    if method not in METHODS:
+        raise SqlnbError(f"unknown conformal method {method!r}{suggest(method, METHODS)}; choose one of: "
+                         f"{', '.join(METHODS)}")
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise SqlnbError(f"--alpha must be a number between 0 and 1 (the share of rows whose set may miss the "
+                         f"class, e.g. 0.1), not {alpha!r}")
+    if randomized and method != "aps":
+        raise SqlnbError(f"--randomized applies to --method aps only, not {method}")

@@ -1,0 +1,187 @@
+"""Fitting conformal prediction sets on held-out labelled rows, and measuring their
+coverage: both in SQL (the sets themselves are :mod:`sqlnb.models.conformal`).
+
+Fitting (:func:`conformal`) scores the held-out rows with the model's own SELECT (its
+calibrator applied, its sets left out) and computes, in one more query, every row's
+non-conformity score and per group (one group; per class for Mondrian) the rows ``n`` and
+the ``⌈(n + 1)(1 − α)⌉``-th smallest score (:func:`sqlnb.models.conformal.threshold_query`).
+Only those numbers reach Python. Rows with a NULL label are skipped, and so are rows
+without probabilities (an incomplete row of LDA, QDA or logistic regression; a row of
+probability zero under every class): they have no score. A label that is not a class of
+the model is refused, naming it.
+
+Coverage (:func:`coverage`) is one GROUP BY (label, set size) over the scoring SELECT:
+per class the labelled rows, those whose set holds their label and the sum of set sizes,
+aggregated in Python into overall, per-class and per-set-size figures.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.engines import as_engine
+from sqlnb.errors import ScreeningWarning, SqlnbError
+from sqlnb.models import conformal as cp
+from sqlnb.models.finish import class_columns, label_text
+from sqlnb.source import read_with, resolve
+
+
+def class_index(y: exp.Expression, classes, label_type) -> exp.Expression:
+    """``CASE WHEN y = c0 THEN 0 WHEN y = c1 THEN 1 ... END`` (NULL for NULL or no class)."""
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=y.copy(), expression=sql.value(c, label_type)),
+                                true=exp.Literal.number(k)) for k, c in enumerate(classes)])
+
+
+def score_select(scored: exp.Expression, label: str, classes, label_type, method: str,
+                 randomized: bool = False, seed: int = 0, keep: tuple[str, ...] = ()) -> exp.Select:
+    """``SELECT g, score FROM scored`` (``scored``: a FROM item aliased ``s`` with ``label``
+    and ``proba_<class>``): the class index of every usable held-out row (``g``) and its
+    non-conformity score, after the ``keep`` columns of ``scored``."""
+    probas = [sql.col(n, "s") for n in class_columns("proba_", classes)]
+    y = sql.col(label, "s")
+    p_y = exp.Case(ifs=[exp.If(this=exp.EQ(this=y.copy(), expression=sql.value(c, label_type)), true=p.copy())
+                        for c, p in zip(classes, probas)])
+    u = cp.uniform(probas, seed) if randomized else None
+    usable = exp.and_(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null())),
+                      exp.Not(this=exp.Is(this=p_y.copy(), expression=exp.Null())))
+    return (exp.select(*[sql.col(k, "s") for k in keep], exp.alias_(class_index(y, classes, label_type), "g", quoted=True),
+                       exp.alias_(cp.score(method, probas, p_y, u), "score", quoted=True))
+            .from_(scored).where(usable))
+
+
+def conformal(model, data: Any, alpha: float = 0.1, method: str = "lac", *, randomized: bool = False,
+              seed: int = 0, label: str | None = None, con: duckdb.DuckDBPyConnection | None = None):
+    """Fit conformal prediction sets of ``model`` on the held-out labelled rows of ``data``;
+    return a copy of the model that adds them whenever it scores.
+
+    Parameters
+    ----------
+    model : Model
+        Any model kind; sets it already has are replaced.
+    data : path, table, query, relation or Source
+        Labelled rows not used for fitting the model (nor its calibrator).
+    alpha : float
+        Miscoverage in (0, 1): the sets hold the class for at least ``1 − alpha`` of rows.
+    method : {"lac", "aps", "mondrian"}
+        See :mod:`sqlnb.models.conformal`.
+    randomized : bool
+        Randomised APS (``method="aps"`` only), with ``seed``.
+    label : str, optional
+        The label column of ``data`` (default: the model's).
+    con : duckdb connection, optional
+        Where the queries run (a new in-memory DuckDB by default).
+    """
+    cp.check_method(method, alpha, randomized)
+    con = con if con is not None else duckdb.connect()
+    label = label if label is not None else model.label
+    source = resolve(read_with(data, model.read_types()), con)
+    source.require([label], "label column")
+    bare = cp.with_sets(model, None)
+    scored = exp.Subquery(this=bare.scoring_query(source, ("proba",), keep=[label]),
+                          alias=exp.TableAlias(this=sql.ident("s")))
+    y = sql.col(label, "s")
+    unknown = (exp.select(exp.Cast(this=y.copy(), to=exp.DataType.build("VARCHAR"))).from_(scored.copy())
+               .where(exp.and_(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null())),
+                               exp.Is(this=class_index(y, model.classes, model.label_type), expression=exp.Null())))
+               .limit(1))
+    bad = con.execute(sql.render(unknown)).fetchall()
+    if bad:
+        raise SqlnbError(f"label {bad[0][0]!r} in column {label!r} of {source.description} is not a class of the "
+                         f"model ({', '.join(map(label_text, model.classes))}); fit the sets on rows of its classes")
+    scores = exp.Subquery(this=score_select(scored, label, model.classes, model.label_type, method, randomized, seed),
+                          alias=exp.TableAlias(this=sql.ident("scores")))
+    keys = ["g"] if method == "mondrian" else []
+    got = con.execute(sql.render(cp.threshold_query(scores, alpha, keys))).fetchall()
+    K = len(model.classes)
+    if method == "mondrian":
+        by = {int(g): (int(n), q) for g, n, q in got}
+        groups = [by.get(k, (0, None)) for k in range(K)]
+    else:
+        groups = [(int(got[0][0] or 0), got[0][1])] if got else [(0, None)]
+    if sum(n for n, _ in groups) == 0:
+        raise SqlnbError(f"{source.description} has no row with a label and probabilities to fit conformal sets on; "
+                         "give held-out labelled rows")
+    thresholds = tuple(math.inf if q is None else float(q) for _, q in groups)
+    for (n, q), c in zip(groups, model.classes if method == "mondrian" else [None]):
+        if q is None:
+            need = math.ceil(1 / alpha) - 1
+            what = f"class {label_text(c)!r} has" if c is not None else "there are"
+            warnings.warn(f"{what} {n:,} held-out rows, fewer than the {need:,} that alpha = {alpha:g} needs "
+                          f"(rank ceil((n + 1)(1 - alpha)) > n): its threshold is infinite and every set holds "
+                          f"{'that class' if c is not None else 'every class'}", ScreeningWarning, stacklevel=2)
+    sets = cp.ConformalSets(method, float(alpha), thresholds, tuple(n for n, _ in groups), bool(randomized),
+                            int(seed), source.description)
+    return cp.with_sets(model, sets)
+
+
+def covered(label: str, classes, label_type, dialect: str | None) -> exp.Expression:
+    """Whether a scored row's set holds its label (NULL when it has no set or no label)."""
+    y = sql.col(label)
+    if cp.uses_list(dialect):
+        return exp.ArrayContains(this=sql.col(cp.SET_COLUMN), expression=y)
+    ins = class_columns(cp.IN_PREFIX, classes)
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=y.copy(), expression=sql.value(c, label_type)), true=sql.col(n))
+                         for c, n in zip(classes, ins)], default=exp.false())
+
+
+def coverage(model, data: Any, con: Any = None, label: str | None = None) -> dict:
+    """Coverage and set size of ``model``'s sets on labelled ``data``, where the data is.
+
+    Returns a dict: ``rows`` (labelled rows with a set), ``coverage`` (the share whose set
+    holds the label), ``mean_set_size``, ``no_set_rows`` (labelled rows without
+    probabilities), ``per_class`` (label -> rows, coverage, mean set size) and
+    ``by_set_size`` (size -> rows, coverage).
+    """
+    if getattr(model, "conformal", None) is None:
+        raise SqlnbError("the model has no conformal sets; fit them with sqlnb conformal")
+    engine = as_engine(con if con is not None else duckdb.connect())
+    label = label or model.label
+    source = engine.resolve(read_with(data, model.read_types()))
+    source.require([label], "label column")
+    scored = model.scoring_query(source, outputs=("prediction",), keep=[label], dialect=engine.dialect)
+    hit = covered(label, model.classes, model.label_type, engine.dialect)
+    size = sql.col(cp.SIZE_COLUMN)
+    one, zero = exp.Literal.number(1), exp.Literal.number(0)
+    q = (exp.select(sql.col(label), size.copy(), exp.Count(this=exp.Star()),
+                    exp.Sum(this=exp.Case(ifs=[exp.If(this=hit, true=one)], default=zero)))
+         .from_(exp.Subquery(this=scored, alias=exp.TableAlias(this=sql.ident("s"))))
+         .where(exp.Not(this=exp.Is(this=sql.col(label), expression=exp.Null())))
+         .group_by(sql.col(label), size.copy()))
+    groups = engine.execute(q)
+    with_set = [(y, int(k), int(n), int(h)) for y, k, n, h in groups if k is not None]
+    no_set = sum(int(n) for _, k, n, _ in groups if k is None)
+
+    def figures(rows):
+        n = sum(r[2] for r in rows)
+        return {"rows": n, "coverage": sum(r[3] for r in rows) / n if n else None,
+                "mean_set_size": sum(r[1] * r[2] for r in rows) / n if n else None}
+
+    out = figures(with_set) | {"alpha": model.conformal.alpha, "method": model.conformal.method,
+                               "no_set_rows": no_set}
+    labels = sorted({r[0] for r in with_set}, key=lambda v: (v not in model.classes, label_text(v)))
+    out["per_class"] = {label_text(y): figures([r for r in with_set if r[0] == y]) for y in labels}
+    out["by_set_size"] = {str(k): {key: v for key, v in figures([r for r in with_set if r[1] == k]).items()
+                                   if key != "mean_set_size"} for k in sorted({r[1] for r in with_set})}
+    return out
+
+
+def coverage_lines(cov: dict, digits: int = 4) -> list[str]:
+    """``evaluate``'s text lines for :func:`coverage`'s figures."""
+    def f(x):
+        return "n/a" if x is None else f"{x:.{digits}f}"
+    lines = [f"conformal   {cov['method']} sets at alpha = {cov['alpha']:g}: coverage {f(cov['coverage'])} "
+             f"(target >= {1 - cov['alpha']:g}), mean set size {f(cov['mean_set_size'])} on {cov['rows']:,} rows"
+             + (f" ({cov['no_set_rows']:,} without probabilities, no set)" if cov["no_set_rows"] else "")]
+    width = max([len(k) for k in cov["per_class"]] + [5])
+    lines.append(f"  {'class':<{width}}  {'rows':>8}  {'coverage':>8}  {'mean size':>9}")
+    for k, v in cov["per_class"].items():
+        lines.append(f"  {k:<{width}}  {v['rows']:>8,}  {f(v['coverage']):>8}  {f(v['mean_set_size']):>9}")
+    lines.append("  by set size: " + ", ".join(f"{k}: {v['rows']:,} rows, coverage {f(v['coverage'])}"
+                                             for k, v in cov["by_set_size"].items()))
+    return lines
