@@ -120,7 +120,7 @@ FROM (
             ELSE CAST(-0.2231435513142097 AS FLOAT64)
           END AS `jll_birch`,
           CAST(-1.0986122886681098 AS FLOAT64) + COALESCE(
-            CAST(-0.2528249665702085 AS FLOAT64) - (
+            CAST(-0.25282496657020886 AS FLOAT64) - (
               CASE
                 WHEN IS_NAN(CAST(`src`.`height` AS FLOAT64))
                 THEN NULL
@@ -132,7 +132,7 @@ FROM (
                 THEN NULL
                 ELSE CAST(`src`.`height` AS FLOAT64)
               END - CAST(4.583333333333333 AS FLOAT64)
-            ) * CAST(1.8947368296365943 AS FLOAT64),
+            ) * CAST(1.8947368296365927 AS FLOAT64),
             CAST(0.0 AS FLOAT64)
           ) + COALESCE(`lookup colour`.`c2`, CAST(0.0 AS FLOAT64)) + CASE
             WHEN CASE

@@ -112,7 +112,7 @@ FROM (
             ELSE -0.2231435513142097e0
           END AS "jll_birch",
           -1.0986122886681098e0 + COALESCE(
-            -0.2528249665702085e0 - (
+            -0.25282496657020886e0 - (
               CASE
                 WHEN (NOT ISFINITE(CAST("src"."height" AS DOUBLE)) AND NOT ISINF(CAST("src"."height" AS DOUBLE)))
                 THEN NULL
@@ -124,7 +124,7 @@ FROM (
                 THEN NULL
                 ELSE CAST("src"."height" AS DOUBLE)
               END - 4.583333333333333e0
-            ) * 1.8947368296365943e0,
+            ) * 1.8947368296365927e0,
             0.0e0
           ) + COALESCE(
             LIST_EXTRACT(

@@ -130,7 +130,7 @@ FROM (
             ELSE CAST(-0.2231435513142097 AS DOUBLE)
           END AS "jll_birch",
           CAST(-1.0986122886681098 AS DOUBLE) + COALESCE(
-            CAST(-0.2528249665702085 AS DOUBLE) - (
+            CAST(-0.25282496657020886 AS DOUBLE) - (
               CASE
                 WHEN (
                   CAST("src"."height" AS DOUBLE) = CAST('nan' AS DOUBLE)
@@ -146,7 +146,7 @@ FROM (
                 THEN NULL
                 ELSE CAST("src"."height" AS DOUBLE)
               END - CAST(4.583333333333333 AS DOUBLE)
-            ) * CAST(1.8947368296365943 AS DOUBLE),
+            ) * CAST(1.8947368296365927 AS DOUBLE),
             CAST(0.0 AS DOUBLE)
           ) + COALESCE("lookup colour"."c2", CAST(0.0 AS DOUBLE)) + CASE
             WHEN CASE

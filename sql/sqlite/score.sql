@@ -130,7 +130,7 @@ FROM (
             ELSE CAST(-0.2231435513142097 AS REAL)
           END AS "jll_birch",
           CAST(-1.0986122886681098 AS REAL) + COALESCE(
-            CAST(-0.2528249665702085 AS REAL) - (
+            CAST(-0.25282496657020886 AS REAL) - (
               CASE
                 WHEN (
                   CAST("src"."height" AS REAL) <> CAST("src"."height" AS REAL)
@@ -146,7 +146,7 @@ FROM (
                 THEN NULL
                 ELSE CAST("src"."height" AS REAL)
               END - CAST(4.583333333333333 AS REAL)
-            ) * CAST(1.8947368296365943 AS REAL),
+            ) * CAST(1.8947368296365927 AS REAL),
             CAST(0.0 AS REAL)
           ) + COALESCE("lookup colour"."c2", CAST(0.0 AS REAL)) + CASE
             WHEN CASE
