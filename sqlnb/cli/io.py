@@ -20,10 +20,12 @@ from sqlnb import sql
 from sqlnb.cli.app import Settings
 from sqlnb.cli.options import model_location
 from sqlnb.crash import create_whole
+from sqlnb.engines.waiting import FIRST_PAUSE, LONGEST_PAUSE, wait_seconds
 from sqlnb.errors import SqlnbError
 from sqlnb.io import output
 from sqlnb.io.locations import DbObject, StdOut, parse_out
 from sqlnb.store import load_model, model_names, save_model
+from sqlnb.store.catalog import ModelChanged
 
 #: What ``write_out`` writes: a query given the output connection and database.
 RowsQuery = Callable[[duckdb.DuckDBPyConnection, "str | None"], sqlglot.exp.Expression]
@@ -97,9 +99,6 @@ def modify(settings: Settings, text: str, change: Callable[[Any], Any]) -> tuple
     after a short jittered pause, so that a burst of saves by other processes delays the
     change instead of failing it. The error that ends it says how often and for how long.
     """
-    from sqlnb.engines.waiting import FIRST_PAUSE, LONGEST_PAUSE, wait_seconds
-    from sqlnb.store.catalog import ModelChanged
-
     loc = model_location(settings, text)
     budget = wait_seconds(None)
     start = time.monotonic()

@@ -21,7 +21,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Mapping, Sequence
 
+from sqlnb.models.decision import DecisionRule
 from sqlnb.models.finish import label_text
+from sqlnb.models.naive_bayes.text import top_terms
 from sqlnb.workflows import plots
 from sqlnb.workflows.importance import top_features_per_class
 from sqlnb.workflows.parameters import parameter_tables, parameters
@@ -155,7 +157,6 @@ def _metrics(ev) -> str:
         if value:
             figures.append((name, value))
     if ev.decision is not None:  # under a rule: what `evaluate` prints of it
-        from sqlnb.models.decision import DecisionRule
         d = ev.decision
         figures.append(("expected cost per accepted row (mean of L(label, prediction))", d.expected_cost))
         if DecisionRule.from_dict(d.rule, d.rule["classes"]).reject is not None:
@@ -205,8 +206,6 @@ def _terms(model, top: int) -> list[str]:
     bags = [f for f in getattr(model, "features", []) if getattr(f, "bag", None) is not None]
     if not bags:
         return []
-    from sqlnb.models.naive_bayes.text import top_terms
-
     out = []
     for f in bags:
         t = top_terms(model, f.name, n=max(top, 10)).to_pylist()
