@@ -5,9 +5,6 @@ models, and what is built on fitted models. The layout behind them is in the REA
 "How it works".
 """
 
-import sys
-import types
-
 from sqlnb.version import __version__
 from sqlnb.errors import SqlnbError
 
@@ -17,20 +14,23 @@ from sqlnb.errors import SqlnbError
 _LAZY = {
     "Files": "sqlnb.source", "Query": "sqlnb.source", "Table": "sqlnb.source",
     **{name: "sqlnb.api" for name in ("MODELS", "connect", "drop", "fit", "fit_lda", "fit_logistic", "fit_long",
-                                      "fit_qda", "load")},
+                                      "fit_qda", "list_models", "load")},
     **{name: "sqlnb.models" for name in ("LDA", "QDA", "Hyperparameters", "Logistic", "NaiveBayes")},
     **{name: "sqlnb.models.naive_bayes.text" for name in ("TextOptions", "mutual_information", "top_terms")},
     "calibrate": "sqlnb.models.calibration",
     "learning_curves": "sqlnb.workflows.compare",
     "cross_validate": "sqlnb.workflows.cv",
     "evaluate": "sqlnb.workflows.evaluate",
+    "report": "sqlnb.workflows.html_report",
     "select_features": "sqlnb.workflows.select",
     **{name: "sqlnb.workflows.generative" for name in ("fit_em", "flag_novel", "novelty_threshold", "sample",
                                                        "update")},
 }
 #: Modules reachable as attributes (``sqlnb.compare``, ``sqlnb.export``, as the docs use them).
+#: ``sqlnb.models`` is the package of model kinds (``sqlnb.models.NaiveBayes``, ...); the saved
+#: models of a database are listed by ``sqlnb.list_models``.
 _LAZY_MODULES = {"compare": "sqlnb.workflows.compare", "export": "sqlnb.workflows.export",
-                 "estimators": "sqlnb.estimators"}
+                 "estimators": "sqlnb.estimators", "models": "sqlnb.models"}
 
 
 def __getattr__(name: str):
@@ -47,33 +47,12 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES) | {"models"})
-
-
-class _Package(types.ModuleType):
-    """``sqlnb.models`` is the function listing saved models (:func:`sqlnb.api.models`), while
-    ``sqlnb/models/`` is a subpackage: importing it makes the import system bind the
-    subpackage as the attribute ``models`` of this package. A property (which an instance
-    attribute cannot shadow) keeps the public name the function, as it was when this module
-    imported everything eagerly; ``from sqlnb.models import ...`` is unaffected."""
-
-    @property
-    def models(self):
-        from sqlnb.api import models
-
-        return models
-
-    @models.setter
-    def models(self, value) -> None:
-        pass  # the subpackage, bound by the import system: the public name stays the function
-
-
-sys.modules[__name__].__class__ = _Package
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES))
 
 
 __all__ = ["__version__", "SqlnbError", "Files", "Query", "Table",
            "fit", "fit_lda", "fit_qda", "fit_logistic", "fit_long", "connect", "MODELS",
            "NaiveBayes", "Hyperparameters", "LDA", "QDA", "Logistic", "TextOptions",
-           "load", "models", "drop",
+           "load", "list_models", "drop", "models",
            "cross_validate", "select_features", "learning_curves", "mutual_information", "top_terms",
-           "update", "sample", "fit_em", "novelty_threshold", "flag_novel", "calibrate", "evaluate", "estimators"]
+           "update", "sample", "fit_em", "novelty_threshold", "flag_novel", "calibrate", "evaluate", "report", "estimators"]

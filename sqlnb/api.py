@@ -29,7 +29,7 @@ from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_fe
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
-from sqlnb.store import drop_model, list_models, load_model
+from sqlnb import store
 
 #: Model kinds :func:`fit` can build (``model=``); ``kind=`` stays the naive Bayes family.
 MODELS = ("naive_bayes", "lda", "qda", "logistic")
@@ -452,15 +452,20 @@ def load(target: Any, name: str, wait: float | None = None):
         Seconds to wait while another process writes the store (default 60; see
         docs/concurrency.md). The model read is the one before that write or after it.
     """
-    return load_model(target, name, wait=wait)
+    return store.load_model(target, name, wait=wait)
 
 
-def models(target: Any, wait: float | None = None) -> list[dict]:
-    """The models saved in a database (``wait``: as in :func:`load`)."""
-    return list_models(target, wait=wait)
+def list_models(target: Any, wait: float | None = None) -> list[dict]:
+    """The models saved in a database, one dict per model (``name``, ``kind``, ``created``,
+    ``features``, ...), as ``sqlnb models`` lists them (``wait``: as in :func:`load`).
+
+    It is ``sqlnb.list_models``; ``sqlnb.models`` is the package of model kinds
+    (``sqlnb.models.NaiveBayes``, ...).
+    """
+    return store.list_models(target, wait=wait)
 
 
 def drop(target: Any, name: str, wait: float | None = None) -> None:
     """Delete a saved model (``wait``: seconds to wait for another process's write or
     read of the store, default 60)."""
-    drop_model(target, name, wait=wait)
+    store.drop_model(target, name, wait=wait)

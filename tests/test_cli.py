@@ -248,7 +248,7 @@ def test_show_and_models_and_drop(work):
     assert [line.split()[0] for line in listing[1:]] == ["nb", "second"]
     assert [m["name"] for m in json.loads(invoke("models", db, "--format", "json").stdout)] == ["nb", "second"]
     assert invoke("drop", "--model", f"{db}:second").exit_code == 0
-    assert [m["name"] for m in sqlnb.models(db)] == ["nb"]
+    assert [m["name"] for m in sqlnb.list_models(db)] == ["nb"]
     assert_error(invoke("drop", "--model", f"{db}:second"), "no model named 'second'")
 
 
@@ -461,8 +461,8 @@ def test_existing_model_needs_replace_and_a_failed_refit_keeps_it(work):
     assert snapshot(db) == before
     r = invoke("fit", work / "train.parquet", "-y", "y", "-m", f"{db}:nb", "--replace", "--keep-columns", "id")
     assert r.exit_code == 0, r.stderr
-    assert [m["name"] for m in sqlnb.models(str(db))] == ["nb"]
-    assert sqlnb.models(str(db))[0]["features"] == 5  # id is a feature now (kept although it looks like an ID)
+    assert [m["name"] for m in sqlnb.list_models(str(db))] == ["nb"]
+    assert sqlnb.list_models(str(db))[0]["features"] == 5  # id is a feature now (kept although it looks like an ID)
 
 
 def test_scoring_data_lacking_a_feature(work):
@@ -584,7 +584,7 @@ def test_interrupted_fit_keeps_the_previous_model_and_creates_no_database(work, 
     monkeypatch.setattr("sqlnb.store.versions", _interrupt)  # inside the save transaction
     result = invoke("fit", work / "train.parquet", "-y", "y", "-m", f"{db}:nb", "--replace")
     assert result.exit_code == EXIT_INTERRUPTED
-    assert [(m["name"], m["created"]) for m in sqlnb.models(str(db))] == before[f"{db} models"]
+    assert [(m["name"], m["created"]) for m in sqlnb.list_models(str(db))] == before[f"{db} models"]
     assert sqlnb.load(str(db), "nb").stats.n_rows == 200
     fresh = tmp_path / "fresh"
     fresh.mkdir()
@@ -607,7 +607,7 @@ def test_hostile_names_are_only_names(tmp_path):
         con.from_arrow(t).create("t; DROP TABLE sentinel")
     model = f"{db}:we'ird name"
     assert invoke("fit", f"{db}:t; DROP TABLE sentinel", "-y", "la.bel", "-m", model).exit_code == 0
-    assert [m["name"] for m in sqlnb.models(db)] == ["we'ird name"]
+    assert [m["name"] for m in sqlnb.list_models(db)] == ["we'ird name"]
     out = tmp_path / "out.parquet"
     assert invoke("score", f"{db}:t; DROP TABLE sentinel", "-m", model, "-o", out).exit_code == 0
     assert invoke("score", f"{db}:t; DROP TABLE sentinel", "-m", model, "-o", f"{db}:out; DROP TABLE sentinel").exit_code == 0
@@ -676,7 +676,7 @@ def test_demo_is_deterministic_and_keeps_files_on_request(tmp_path):
     assert again.stdout == first.stdout
     other = invoke("demo", "--rows", "600", "--seed", "8", "--db", tmp_path / "elsewhere.duckdb")
     assert other.exit_code == 0 and other.stdout != first.stdout
-    assert [m["name"] for m in sqlnb.models(str(tmp_path / "elsewhere.duckdb"))] == ["demo"]
+    assert [m["name"] for m in sqlnb.list_models(str(tmp_path / "elsewhere.duckdb"))] == ["demo"]
     # The CLI reproduces the demo's model from the kept files.
     d = tmp_path / "d"
     assert invoke("fit", d / "train.parquet", "-y", "segment", "--exclude", "id", "-m", f"{d}/demo.duckdb:again").exit_code == 0

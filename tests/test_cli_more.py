@@ -51,7 +51,7 @@ def work(tmp_path, base):
 
 
 def models_in(path) -> list[str]:
-    return sorted(m["name"] for m in sqlnb.models(str(path)))
+    return sorted(m["name"] for m in sqlnb.list_models(str(path)))
 
 
 # -- model kinds ---------------------------------------------------------------------------

@@ -130,7 +130,7 @@ def test_save_load_round_trip(fit, con):
     assert type(back) is type(model) and back.classes == ["a", "b", "c"]
     assert back.to_sql() == model.to_sql()  # bit-identical parameters
     assert back.priors_.tolist() == [0.2, 0.3, 0.5]
-    assert [m["kind"] for m in sqlnb.models(con)] == [model.kind]
+    assert [m["kind"] for m in sqlnb.list_models(con)] == [model.kind]
 
 
 def test_missing_values_at_fit_raise_naming_the_column(con):

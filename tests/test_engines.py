@@ -298,14 +298,14 @@ def test_postgres_save_load_list_drop(postgres, duck):
     with pytest.raises(sqlnb.SqlnbError, match="already exists"):
         model.save(postgres, "mixed model's name")
     model.save(postgres, "mixed model's name", replace=True)
-    assert [m["name"] for m in sqlnb.models(postgres)] == ["mixed model's name"]
+    assert [m["name"] for m in sqlnb.list_models(postgres)] == ["mixed model's name"]
     loaded = sqlnb.load(postgres, "mixed model's name")
     _same_statistics(loaded, model)
     outputs = ("log_proba", "proba", "prediction")
     _compare(model, _rows(loaded.score("mixed", con=postgres, outputs=outputs, keep=["id"])),
              _rows(model.score("mixed", con=duck, outputs=outputs, keep=["id"])), "postgres load")
     sqlnb.drop(postgres, "mixed model's name")
-    assert sqlnb.models(postgres) == []
+    assert sqlnb.list_models(postgres) == []
     with pytest.raises(sqlnb.SqlnbError, match="no model named"):
         sqlnb.load(postgres, "mixed model's name")
 
@@ -329,7 +329,7 @@ def test_postgres_failed_save_leaves_nothing(postgres):
     with pytest.raises(Exception):
         sqlnb.store.save_model(Broken(), postgres, "broken")
     assert postgres.execute(_count_tables()) == before
-    assert "broken" not in [m["name"] for m in sqlnb.models(postgres)]
+    assert "broken" not in [m["name"] for m in sqlnb.list_models(postgres)]
 
 
 def _count_tables():
@@ -367,9 +367,9 @@ def test_spark_save_load_replace_drop(spark, duck):
     outputs = ("log_proba", "proba", "prediction")
     _compare(other, _rows(loaded.score("mixed", con=spark, outputs=outputs, keep=["id"])),
              _rows(other.score("mixed", con=duck, outputs=outputs, keep=["id"])), "spark load")
-    assert [m["name"] for m in sqlnb.models(spark)] == ["gauss"]
+    assert [m["name"] for m in sqlnb.list_models(spark)] == ["gauss"]
     sqlnb.drop(spark, "gauss")
-    assert sqlnb.models(spark) == []
+    assert sqlnb.list_models(spark) == []
 
 
 @pytest.mark.parametrize(("engine_name", "kind"), _engine_params(["lda", "qda", "logistic"]))

@@ -76,7 +76,7 @@ def test_save_load_round_trip_is_exact(tmp_path):
     assert back.stats.features["day"].values == model.stats.features["day"].values
     assert isinstance(back.stats.features["day"].values[0], dt.date)
     assert all_scores(back, "test_rows", con) == all_scores(model, "test_rows", con)
-    assert [m["name"] for m in sqlnb.models(db)] == ["my model"]
+    assert [m["name"] for m in sqlnb.list_models(db)] == ["my model"]
 
 
 def test_save_refuses_to_overwrite_and_replace_is_atomic(tmp_path):

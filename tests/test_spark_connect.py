@@ -237,9 +237,9 @@ def test_the_python_api_over_connect(server, tmp_path):
         scored = loaded.score(test, con=engine, keep=["id"], key="id")
         assert type(scored).__module__.startswith("pyspark.sql.connect")
         got = scored.toArrow()
-        assert "api_nb" in [m["name"] for m in sqlnb.models(engine)]
+        assert "api_nb" in [m["name"] for m in sqlnb.list_models(engine)]
         sqlnb.drop(engine, "api_nb")
-        assert "api_nb" not in [m["name"] for m in sqlnb.models(engine)]
+        assert "api_nb" not in [m["name"] for m in sqlnb.list_models(engine)]
     finally:
         engine.close()
     assert engine.spark.is_stopped

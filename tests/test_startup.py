@@ -34,10 +34,10 @@ def test_version_imports_no_library():
 def test_import_sqlnb_is_light_and_every_public_name_resolves():
     code = ("import sys, sqlnb\nlight = not any(m in sys.modules for m in ('duckdb', 'pyarrow', 'sqlglot'))\n"
             "missing = [n for n in sqlnb.__all__ if not hasattr(sqlnb, n)]\n"
-            "import sqlnb.models.base  # the subpackage sqlnb/models/ ...\n"
-            "print(light, missing, callable(sqlnb.models), sqlnb.compare.__name__)")  # ... leaves sqlnb.models the function
+            "import sqlnb.models.base  # the subpackage sqlnb/models/ is sqlnb.models, the one thing of that name\n"
+            "print(light, missing, sqlnb.models.__name__, callable(sqlnb.list_models), sqlnb.compare.__name__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.stdout.split() == ["True", "[]", "True", "sqlnb.workflows.compare"], done.stderr
+    assert done.stdout.split() == ["True", "[]", "sqlnb.models", "True", "sqlnb.workflows.compare"], done.stderr
 
 
 def test_a_command_help_imports_that_command_only():

@@ -238,7 +238,7 @@ def test_a_new_models_file_appears_whole_or_not_at_all(duck, tmp_path, what, poi
     assert code == -signal.SIGKILL, (f"the command did not reach kill point {point}", code, log_text(d / "log"))
     log_text(d / "log")
     if point == "new:linked":  # linked: the file is whole
-        assert (sqlnb.models(str(db))[0]["name"] == "m") if what == "fit" else \
+        assert (sqlnb.list_models(str(db))[0]["name"] == "m") if what == "fit" else \
             duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM scores").fetchall() == [(60,)]
     else:
         assert not db.exists() and not (d / "new.duckdb.wal").exists()

@@ -239,7 +239,7 @@ def test_writer_waits_for_a_writer(fitted):
     finally:
         holder.kill()
         holder.wait()
-    assert {m["name"] for m in sqlnb.models(str(fitted / "m.duckdb"))} == {"m", "m2"}
+    assert {m["name"] for m in sqlnb.list_models(str(fitted / "m.duckdb"))} == {"m", "m2"}
 
 
 @pytest.mark.parametrize("command", [["show", "--model", "{db}:m"],
@@ -262,7 +262,7 @@ def test_wait_runs_out_in_one_line(fitted, command):
     assert f"(PID {holder.pid}: " in lines[0] and "import duckdb" in lines[0]  # the holder's command line
     assert "stayed locked for the 0.3 s" in lines[0] and "--wait SECONDS" in lines[0]
     assert 0.3 <= took < 10
-    assert {m["name"] for m in sqlnb.models(str(db))} == {"m"}  # nothing written
+    assert {m["name"] for m in sqlnb.list_models(str(db))} == {"m"}  # nothing written
 
 
 def test_python_api_wait(fitted):
@@ -313,7 +313,7 @@ def test_postgres_lock_bounds_the_wait_and_one_fit_of_a_name_wins(pg_engine):
     assert [code for code, _ in results] == [0, 2], results
     lines = results[1][1].strip().splitlines()  # found the name taken, at its start or at its save
     assert len(lines) == 1 and "model 'same' already exists" in lines[0], results[1][1]
-    assert [m["name"] for m in sqlnb.models(engine)].count("same") == 1
+    assert [m["name"] for m in sqlnb.list_models(engine)].count("same") == 1
 
 
 def test_a_save_over_a_model_read_before_refuses_a_model_replaced_since(fitted):
@@ -456,4 +456,4 @@ def test_a_failed_save_keeps_a_models_file_another_process_created_meanwhile(tmp
     r = invoke("fit", tmp_path / "train.parquet", "-y", "y", "--model", f"{db}:m")
     assert created == [0]
     assert r.exit_code == 2 and "model 'm' already exists" in r.stderr, r.stderr
-    assert db.exists() and [m["name"] for m in sqlnb.models(str(db))] == ["m"]
+    assert db.exists() and [m["name"] for m in sqlnb.list_models(str(db))] == ["m"]

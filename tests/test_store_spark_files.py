@@ -70,7 +70,7 @@ def test_models_stored_by_79062dc_through_the_hive_catalog_load_and_score_as_the
     with tarfile.open(FIXTURE) as tar:
         tar.extractall(tmp_path, filter="data")
     engine = files_engine(tmp_path)  # the fixture holds sqlnb.db (no metastore_db) and expected/
-    assert [m["name"] for m in sqlnb.models(engine)] == FIXTURE_MODELS
+    assert [m["name"] for m in sqlnb.list_models(engine)] == FIXTURE_MODELS
     stored = sqlnb.store.spark.SparkStorage(engine).rows()
     assert {json.loads(meta)["format"] for _, _, _, meta in stored} == {1}  # the stored format 1, as on DuckDB
     train = tmp_path / "expected" / "train.parquet"
@@ -81,7 +81,7 @@ def test_models_stored_by_79062dc_through_the_hive_catalog_load_and_score_as_the
     assert names(sqlnb.load(engine, "replaced")) == ["x2", "colour"]
     # A new save into the old warehouse appends to its log; the old models stay.
     sqlnb.fit(str(train), "y", features=["x1"]).save(engine, "new")
-    assert [m["name"] for m in sqlnb.models(engine)] == sorted([*FIXTURE_MODELS, "new"])
+    assert [m["name"] for m in sqlnb.list_models(engine)] == sorted([*FIXTURE_MODELS, "new"])
     sqlnb.drop(engine, "nb")
     assert not [p for p in (tmp_path / "sqlnb.db").iterdir() if p.name.startswith(f"m_{_id(tmp_path, 'nb')}")]
 
@@ -113,7 +113,7 @@ def test_a_model_round_trips_with_its_types_and_the_catalog_is_an_append_only_lo
     assert not [p for p in root.iterdir() if p.name.startswith(f"m_{first}_")]  # the old parts went
     assert len(list((root / "models").glob("part-*.parquet"))) == 2  # one row per save, appended
     sqlnb.drop(engine, "m")
-    assert sqlnb.models(engine) == [] and sorted(p.name for p in root.iterdir()) == ["models"]
+    assert sqlnb.list_models(engine) == [] and sorted(p.name for p in root.iterdir()) == ["models"]
     assert len(list((root / "models").glob("part-*.parquet"))) == 3  # and the drop's tombstone
     with pytest.raises(sqlnb.SqlnbError, match="no model named 'm' in the Spark warehouse"):
         sqlnb.load(engine, "m")
@@ -137,9 +137,9 @@ def test_a_warehouse_whose_catalog_directory_is_empty_is_an_empty_store(tmp_path
     (tmp_path / "sqlnb.db" / "models").mkdir(parents=True)
     (tmp_path / "sqlnb.db" / "models" / "_SUCCESS").touch()
     engine = files_engine(tmp_path)
-    assert sqlnb.models(engine) == []
+    assert sqlnb.list_models(engine) == []
     sqlnb.fit(train, "y", exclude=["id"]).save(engine, "m")
-    assert [m["name"] for m in sqlnb.models(engine)] == ["m"]
+    assert [m["name"] for m in sqlnb.list_models(engine)] == ["m"]
 
 
 SAVE = """
@@ -173,7 +173,7 @@ def test_a_writer_killed_leaves_the_old_or_the_new_model_and_the_next_save_clean
     else:
         killed = _run(str(wh), str(train), "x", kill_at=point)
     assert killed.returncode == -9, killed.stderr
-    models = sqlnb.models(engine)
+    models = sqlnb.list_models(engine)
     if point == "drop:committed":
         assert models == []  # the tombstone is in: dropped, its parts left behind
     else:
@@ -183,7 +183,7 @@ def test_a_writer_killed_leaves_the_old_or_the_new_model_and_the_next_save_clean
     leftovers = lambda: sorted(p.name for p in root.iterdir() if p.name != "models")  # noqa: E731
     assert leftovers(), point  # the killed writer left parts (or the old ones) behind
     sqlnb.fit(train, "y", features=["color"]).save(engine, "other")  # the next save sweeps
-    live = {sqlnb.load(engine, m["name"]).stored_id for m in sqlnb.models(engine)}
+    live = {sqlnb.load(engine, m["name"]).stored_id for m in sqlnb.list_models(engine)}
     assert all(any(name.startswith(f"m_{i}_") for i in live) for name in leftovers()), leftovers()
     assert not list((root / "models").glob(".sqlnb-*"))
 

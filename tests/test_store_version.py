@@ -62,7 +62,7 @@ def test_every_format_up_to_the_current_one_has_fixtures_stored_in_it(tmp_path):
 
 
 def test_the_format1_fixture_lists_every_model(format1):
-    assert sorted(m["name"] for m in sqlnb.models(str(format1))) == sorted(FORMAT1)
+    assert sorted(m["name"] for m in sqlnb.list_models(str(format1))) == sorted(FORMAT1)
 
 
 @pytest.mark.parametrize("name", FORMAT1)
@@ -129,10 +129,10 @@ def test_a_model_of_a_newer_format_is_refused_in_one_line(newer):
 def test_a_newer_model_does_not_stop_the_others(newer):
     """Listing the store still works and names both; the current model loads; the newer
     one can be dropped (or replaced) by this sqlnb, which reads nothing of it."""
-    assert [m["name"] for m in sqlnb.models(newer)] == ["future", "today"]
+    assert [m["name"] for m in sqlnb.list_models(newer)] == ["future", "today"]
     assert sqlnb.load(newer, "today").classes
     assert invoke("drop", "--model", f"{newer}:future").exit_code == 0
-    assert [m["name"] for m in sqlnb.models(newer)] == ["today"]
+    assert [m["name"] for m in sqlnb.list_models(newer)] == ["today"]
 
 
 def test_a_model_without_a_format_is_format_1(tmp_path):

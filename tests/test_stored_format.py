@@ -32,7 +32,7 @@ def wave1(tmp_path_factory):
 
 
 def test_the_fixture_lists_every_model(wave1):
-    assert sorted(m["name"] for m in sqlnb.models(str(wave1))) == sorted(MODELS)
+    assert sorted(m["name"] for m in sqlnb.list_models(str(wave1))) == sorted(MODELS)
 
 
 def _same(got: dict, want: dict) -> None:

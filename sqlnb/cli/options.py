@@ -17,7 +17,7 @@ import sqlglot
 from sqlnb.cli.app import Settings
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io.locations import DbObject, Reading, parse_data, parse_model, split_db
-from sqlnb.models.finish import OUTPUTS
+from sqlnb.models.finish import DEFAULT_OUTPUTS, OUTPUTS
 from sqlnb.models.naive_bayes.families import KINDS
 
 #: The model kinds other than naive Bayes, chosen with ``--kind``.
@@ -94,7 +94,7 @@ def score_outputs(no_proba: bool, outputs: tuple[str, ...] = ()) -> tuple[str, .
     probabilities. The columns come out in one order whatever the order given (see
     :func:`~sqlnb.models.finish.output_columns`)."""
     if not outputs:
-        return ("prediction",) if no_proba else ("proba", "prediction")
+        return ("prediction",) if no_proba else DEFAULT_OUTPUTS
     if no_proba:
         raise SqlnbError("--no-proba and --outputs both choose the output columns; give one "
                          "(--outputs prediction is --no-proba)")

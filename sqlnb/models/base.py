@@ -21,7 +21,7 @@ from sqlnb.models.decision import DecisionRule
 from sqlnb.models.explain import check_explain, explanation
 from sqlnb.models.calibration import Calibration
 from sqlnb.models.conformal import ConformalSets
-from sqlnb.models.finish import OUTPUTS, ClassScore, class_columns, scoring_select
+from sqlnb.models.finish import DEFAULT_OUTPUTS, ClassScore, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
 
@@ -165,7 +165,7 @@ class Model:
     def scoring_query(
         self,
         source: Source | None = None,
-        outputs: Sequence[str] = ("proba", "prediction"),
+        outputs: Sequence[str] = DEFAULT_OUTPUTS,
         keep: Sequence[str] | None = None,
         source_from: exp.Expression | None = None,
         nan_gate: bool = False,
@@ -252,7 +252,7 @@ class Model:
         self,
         data: Any,
         con: duckdb.DuckDBPyConnection | None = None,
-        outputs: Sequence[str] = OUTPUTS,
+        outputs: Sequence[str] = DEFAULT_OUTPUTS,
         keep: Sequence[str] | None = None,
         key: str | None = None,
         explain: int | None = None,
@@ -262,9 +262,11 @@ class Model:
         DuckDB gives a lazy relation, :class:`~sqlnb.engines.SparkEngine` a lazy
         DataFrame, :class:`~sqlnb.engines.PostgresEngine` a pyarrow table.
 
-        The relation holds the source's columns (or ``keep``), the per-class joint
-        log-likelihoods ``jll_<class>``, ``log_evidence`` (ln p(x)), ``log_proba_<class>``,
-        ``proba_<class>`` and ``prediction`` — or the subset named in ``outputs``. Under a
+        The relation holds the source's columns (or ``keep``), ``proba_<class>`` per class
+        and ``prediction`` — the same default as ``sqlnb score`` — or the groups named in
+        ``outputs`` (:data:`~sqlnb.models.finish.OUTPUTS`: the per-class joint
+        log-likelihoods ``jll``, ``log_evidence`` (ln p(x)), ``log_proba``, ``proba``,
+        ``prediction``). Under a
         :attr:`decision` rule ``prediction`` is the rule's, followed by ``expected_cost``
         (and ``rejected``).
 
@@ -299,7 +301,7 @@ class Model:
         dialect: str = "duckdb",
         source: Any = None,
         con: duckdb.DuckDBPyConnection | None = None,
-        outputs: Sequence[str] = ("prediction", "proba"),
+        outputs: Sequence[str] = DEFAULT_OUTPUTS,
         pretty: bool = True,
         key: str | None = None,
         explain: int | None = None,

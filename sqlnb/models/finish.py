@@ -48,6 +48,10 @@ from sqlnb.errors import SqlnbError
 
 #: Output groups a scoring query can produce.
 OUTPUTS = ("jll", "log_evidence", "log_proba", "proba", "prediction")
+#: What scoring produces unless asked otherwise, in Python (``Model.score``, ``to_sql``) and on
+#: the command line (``sqlnb score``, ``sqlnb sql``) alike: one probability per class and the
+#: prediction. The other groups (``jll``, ``log_evidence``, ``log_proba``) are asked for by name.
+DEFAULT_OUTPUTS = ("proba", "prediction")
 _NEG_INF = float("-inf")
 #: Helper columns of the finish: B = max_c b_c, e_c = exp(b_c − B) and Σ_c e_c.
 MAX_COLUMN, SHIFTED_PREFIX, SUM_COLUMN = "max_jll", "exp_shifted_", "sum_exp_shifted"

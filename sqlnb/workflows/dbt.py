@@ -43,7 +43,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.models.finish import class_columns
+from sqlnb.models.finish import DEFAULT_OUTPUTS, class_columns
 from sqlnb.store import CATALOG, SCHEMA
 from sqlnb.workflows.report import describe
 
@@ -52,7 +52,7 @@ from sqlnb.workflows.report import describe
 ADAPTERS = {"duckdb": "duckdb", "postgres": "postgres", "spark": "spark"}
 
 #: What the scoring macro outputs, as ``sqlnb sql`` does by default.
-OUTPUTS = ("proba", "prediction")
+OUTPUTS = DEFAULT_OUTPUTS
 
 #: dbt names a package and its macros with these (lower case: dbt's project names).
 NAME = re.compile(r"^[a-z_][a-z0-9_]*$")

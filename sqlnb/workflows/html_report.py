@@ -18,13 +18,20 @@ a column named ``<script>`` is text.
 
 from __future__ import annotations
 
+import os
 from html import escape
 from typing import Any, Mapping, Sequence
 
+from sqlnb.engines import as_engine
+from sqlnb.io import output
+from sqlnb.io.locations import FileOut
 from sqlnb.models.decision import DecisionRule
 from sqlnb.models.finish import label_text
 from sqlnb.models.naive_bayes.text import top_terms
+from sqlnb.source import read_with
 from sqlnb.workflows import plots
+from sqlnb.workflows.curves import curve_points
+from sqlnb.workflows.evaluate import evaluate
 from sqlnb.workflows.importance import top_features_per_class
 from sqlnb.workflows.parameters import parameter_tables, parameters
 from sqlnb.workflows.report import describe, feature_detail, show_text
@@ -272,3 +279,56 @@ def render(model, evaluation, points: Mapping[str, Any], data: str, top: int = 5
             "<nav>" + "".join(f'<a href="#{a}">{escape(h)}</a>' for a, h in SECTIONS) + "</nav>\n")
     sections = "\n".join(f'<section id="{a}">\n<h2>{escape(h)}</h2>\n{body[a]}\n</section>' for a, h in SECTIONS)
     return head + sections + "\n</body>\n</html>\n"
+
+
+def report(model, data: Any, out: str | os.PathLike | None = None, con: Any = None, label: str | None = None,
+           labels: str = "present", top: int = 5, title: str | None = None, replace: bool = False) -> str:
+    """The page ``sqlnb report`` writes, from Python: ``model`` evaluated on labelled
+    ``data``, its curves, features and parameters, as one self-contained HTML page.
+
+    The figures are computed where the data is (two statements: the metrics of
+    :func:`~sqlnb.workflows.evaluate.evaluate`, then the curve points of
+    :func:`~sqlnb.workflows.curves.curve_points`); no scored row reaches Python.
+
+    Parameters
+    ----------
+    model : Model
+        Any sqlnb model (``sqlnb.load(...)``, ``sqlnb.fit(...)``, an estimator's ``model_``).
+    data : str, Table, Query, Files, relation or Arrow table
+        The labelled rows, as :func:`~sqlnb.workflows.evaluate.evaluate` takes them.
+    out : str or path, optional
+        Write the page there, all or nothing (a temporary file moved into place); an
+        existing file is replaced only with ``replace=True``.
+    con : duckdb connection or engine, optional
+        Where ``data`` is read and scored (default: a new in-memory DuckDB).
+    label : str, optional
+        The label column in ``data`` (default: the model's).
+    labels : {"present", "model"}
+        The labels the metric averages are over (as for ``evaluate``).
+    top : int
+        Features listed per class.
+    title : str, optional
+        The page's title (default: ``sqlnb report: <model name> on <data>``).
+
+    Returns
+    -------
+    str
+        The HTML page.
+
+    Examples
+    --------
+    >>> page = sqlnb.report(model, "test.parquet", out="report.html")   # doctest: +SKIP
+    """
+    target = None
+    if out is not None:
+        target = FileOut(os.fspath(out), "html")
+        output.check_target(target, replace)  # before any work, as the command line
+    engine = as_engine(con, data)
+    source = engine.resolve(read_with(data, model.read_types()))
+    evaluation = evaluate(model, source, engine, label, labels)
+    points = curve_points(model, source, engine, label, max_points=plots.CURVE_POINTS)
+    page = render(model, evaluation, points, source.description, top=top, title=title)
+    if target is not None:
+        with output.atomic_path(target.path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            f.write(page)
+    return page

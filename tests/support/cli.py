@@ -89,7 +89,7 @@ def snapshot(*paths) -> dict:
         if p.exists():
             state[str(p)] = (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
             if p.suffix in (".duckdb", ".db"):
-                state[f"{p} models"] = [(m["name"], m["created"]) for m in sqlnb.models(str(p))]
+                state[f"{p} models"] = [(m["name"], m["created"]) for m in sqlnb.list_models(str(p))]
         else:
             state[str(p)] = None
     return state
