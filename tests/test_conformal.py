@@ -22,6 +22,7 @@ import sqlnb.store.catalog as catalog
 from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.models.calibration import calibrate
 from sqlnb.workflows.conformal import conformal, coverage
+from sqlnb.models.finish import OUTPUTS
 from support.cli import invoke
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -172,7 +173,7 @@ def test_the_format2_fixture_scores_as_when_it_was_stored(tmp_path):
     for name in ("sets_lac", "sets_aps_randomized", "sets_mondrian_calibrated"):
         model = sqlnb.load(con, name)
         assert model.conformal is not None
-        got = model.score("fixture_input", con, keep=["id"]).to_arrow_table().to_pydict()
+        got = model.score("fixture_input", con, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
         want = con.sql(f'SELECT * FROM "expected_{name}" ORDER BY id').to_arrow_table().to_pydict()
         assert got == want, name
 

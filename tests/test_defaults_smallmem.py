@@ -31,6 +31,7 @@ from conftest import frame, scores
 from sqlnb.engines import as_engine
 from sqlnb.models import dense, discriminant
 from sqlnb.workflows.cv import cross_validate
+from sqlnb.models.finish import OUTPUTS
 
 D = getattr(dense, "LIST_MIN", 32)  # (33cf08b has no list shape: the memory tests still run there)
 LIMIT_MIB = 300
@@ -103,7 +104,7 @@ def test_incomplete_rows_score_null_in_the_list_shape(fit, con):
     t = frame(rows)
     t = t.set_column(3, "x3", pa.array([rows[0, 3], None, rows[2, 3], rows[3, 3], rows[4, 3]]))  # NULL, not NaN
     con.register("s", t)
-    out = model.score("s", con).to_arrow_table().to_pylist()
+    out = model.score("s", con, outputs=OUTPUTS).to_arrow_table().to_pylist()
     assert out[0]["prediction"] is not None and math.isclose(out[0]["proba_0"] + out[0]["proba_1"], 1.0)
     for r in out[1:]:
         assert all(r[c] is None for c in ("prediction", "proba_0", "proba_1", "jll_0", "log_evidence")), r

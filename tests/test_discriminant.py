@@ -14,6 +14,7 @@ import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
 
 import sqlnb
+from sqlnb.models.finish import OUTPUTS
 from conftest import frame, scores
 from support import shared_data as sd
 
@@ -152,7 +153,7 @@ def test_incomplete_rows_score_null_never_nan(fit, con):
     model = fit(frame(X, y), "y")
     con.execute("CREATE TABLE s AS SELECT * FROM (VALUES (1.0, 2.0), (NULL, 1.0), ('nan'::DOUBLE, 0.0), "
                 "('inf'::DOUBLE, 0.0), (0.5, '-inf'::DOUBLE)) v(x0, x1)")
-    rows = model.score("s", con).to_arrow_table().to_pylist()
+    rows = model.score("s", con, outputs=OUTPUTS).to_arrow_table().to_pylist()
     assert rows[0]["prediction"] is not None and math.isclose(rows[0]["proba_0"] + rows[0]["proba_1"], 1.0)
     for r in rows[1:]:
         assert all(r[c] is None for c in ("prediction", "proba_0", "proba_1", "jll_0", "log_evidence"))

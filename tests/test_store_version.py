@@ -24,6 +24,7 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.store import FORMAT
+from sqlnb.models.finish import OUTPUTS
 from support.cli import invoke, mixed_table
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -69,7 +70,7 @@ def test_the_format1_fixture_lists_every_model(format1):
 def test_a_format1_model_scores_as_when_it_was_stored(format1, name):
     model = sqlnb.load(str(format1), name)
     con = duckdb.connect(str(format1), read_only=True)
-    got = model.score("fixture_input", con, keep=["id"]).to_arrow_table().to_pydict()
+    got = model.score("fixture_input", con, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
     want = con.sql(f'SELECT * FROM "expected_{name}" ORDER BY id').to_arrow_table().to_pydict()
     con.close()
     assert list(got) == list(want)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import sqlnb
+from sqlnb.models.finish import OUTPUTS
 
 FIXTURE = Path(__file__).parent / "fixtures" / "wave1_models.duckdb.gz"
 MODELS = ("nb_mixed", "nb_text", "nb_bernoulli_text", "lda", "qda", "logistic")
@@ -54,12 +55,12 @@ def test_an_earlier_release_model_scores_identically(wave1, name):
     stored input is in id order, so output sorted by id would pass the first check."""
     model = sqlnb.load(str(wave1), name)
     con = duckdb.connect(str(wave1), read_only=True)
-    got = model.score("fixture_input", con, keep=["id"]).to_arrow_table().to_pydict()
+    got = model.score("fixture_input", con, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
     want = con.sql(f'SELECT * FROM "expected_{name}"').to_arrow_table()
     assert con.sql("SELECT id FROM fixture_input").fetchall() == [(i,) for i in want["id"].to_pylist()]
     _same(got, want.to_pydict())
     order = np.random.default_rng(7).permutation(len(want))
     shuffled = con.sql("SELECT * FROM fixture_input").to_arrow_table().take(order)
-    got = model.score(shuffled, con, keep=["id"]).to_arrow_table().to_pydict()
+    got = model.score(shuffled, con, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
     con.close()
     _same(got, want.take(order).to_pydict())
