@@ -103,22 +103,24 @@ def test_every_row_is_in_one_fold_per_repeat_as_scikit_learn_deals_them(pp):
 
 
 def test_each_fold_model_sees_its_training_rows_only(pp):
-    """The fit reads the training fold (cut points and counts from those rows), the
-    accuracy is the held-out rows' and equals evaluate's."""
+    """The fit reads the training fold, the accuracy is the held-out rows' and equals
+    evaluate's, and each structure derived from the fold's one fit is the model a fit of
+    that structure on the fold gives (every structure the installed sqlnb accepts)."""
     from sqlnb.workflows.evaluate import evaluate
 
     con = duckdb.connect()
     ds = pp.prepare(con, "iris")
+    names = pp.accepted(out=io.StringIO())
     train, test = pp.fold_query(ds, 1, 2, held_out=False), pp.fold_query(ds, 1, 2, held_out=True)
-    models = pp._fold_models(train, ds, con, ["naive", "tan"], refused := {})
-    assert not refused and set(models) == {"naive", "tan"}
-    assert models["naive"].report["rows"] == 120 and models["tan"].hyper.structure == "tan"
-    own = pp._fit(train, ds, con, "naive")  # the derived NB is the NB fitted on the fold
+    models = pp._fold_models(train, ds, con, names, refused := {})
+    assert not refused and set(models) == set(names)
     for s, model in models.items():
+        assert model.report["rows"] == 120 and model.hyper.structure == pp.STRUCTURES[s]["structure"]
         ev = evaluate(model, test, con=con)
         assert ev.labelled_rows == 30
         assert pp.accuracy(model, test, ds.label, con) == pytest.approx(ev.accuracy, abs=1e-15)
-    a = models["naive"].predict_proba(test, con=con).fetchnumpy()
-    b = own.predict_proba(test, con=con).fetchnumpy()
-    for c in a:
-        np.testing.assert_allclose(a[c], b[c], rtol=0, atol=1e-12)
+        own = pp._fit(train, ds, con, s)
+        a, b = model.predict_proba(test, con=con).fetchnumpy(), own.predict_proba(test, con=con).fetchnumpy()
+        assert list(a) == list(b)
+        for c in a:
+            np.testing.assert_allclose(a[c], b[c], rtol=0, atol=1e-12)
