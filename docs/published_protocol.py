@@ -253,11 +253,18 @@ def _cell(pair) -> str:
     return "" if pair is None else f"{pair[0]:.4f} ± {pair[1]:.4f}"
 
 
+def columns_of(names: list[str]) -> list[str]:
+    """The table's columns: the published models and the structures of ``names``, in
+    :data:`STRUCTURES`' order (AODE, KDB-1, KDB-2, TAN, NB)."""
+    shown = {"AODE", "KDB-2", "TAN"} | {LABELS[s] for s in names}
+    order = [LABELS[s] for s in ("aode", "kdb:1", "kdb:2", "tan", "naive")]
+    return [c for c in order if c in shown]
+
+
 def table(figures: list[Figures], names: list[str]) -> str:
     """The page's table: per data set, the published row, then sqlnb's under this protocol."""
-    published = ["AODE", "KDB-2", "TAN"]
     lines = []
-    columns = list(dict.fromkeys([*published, *(LABELS[s] for s in names)]))
+    columns = columns_of(names)
     head = ["data set (rows)", "figures", *columns]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|---|---|" + "---:|" * len(columns))
