@@ -22,7 +22,8 @@ one ``sqlnb.fit(..., bins="mdl", structure="tan")`` over a filtered SELECT of th
 rows (cut points and counts from those rows only), the other structures derived from that
 fit's statistics without reading the rows again (:meth:`NaiveBayes.with_params`; a
 structure whose statistics a TAN fit does not hold is fitted on its own), and one
-``evaluate`` per structure over the held-out rows. Smoothing is sqlnb's default (α = 1).
+scoring SELECT per structure over the held-out rows, its accuracy averaged in DuckDB
+(:func:`accuracy`). Smoothing is sqlnb's default (α = 1).
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ if str(ROOT / "tests") not in sys.path:
 import sqlnb  # noqa: E402
 from sqlnb.errors import SqlnbError  # noqa: E402
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters  # noqa: E402
-from sqlnb.workflows.evaluate import evaluate  # noqa: E402
 from support import shared_data as sd  # noqa: E402
 
 SPLITS, REPEATS, SEED = 5, 3, 0
