@@ -160,6 +160,8 @@ def collect_joints(engine, source, label: str, weight: str | None, features: Seq
     of it."""
     if not names:
         return {} if group is None else {}
+    from sqlnb.engines import as_engine  # a DuckDB connection or an engine, as collect_statistics takes
+    engine = as_engine(engine)
     index = {c: i for i, c in enumerate(classes)}
     by_name = {f.name: f for f in features}
     used = [f for f in features if any(f.name in t for t in names)]
