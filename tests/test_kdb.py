@@ -356,3 +356,106 @@ def test_fit_and_score_in_spark(data):
     model = fit(con)
     with spark_engine({"train": train, "test": test}) as engine:
         _engine_check(engine, model, scored(model, "test", con))
+
+
+# -- explanations, cross-validation, selection ---------------------------------------------
+def test_explain_identity(data):
+    """A KDB score is the prior plus one term per feature: with every feature as a reason,
+    the weights plus the prior difference are the log-odds of the prediction against the
+    runner-up (as for naive Bayes and TAN)."""
+    con, _, _ = data
+    model = fit(con)
+    F = len(model.feature_names)
+    got = model.score("test", con=con, outputs=("jll", "prediction"), keep=["rid"], explain=F).to_arrow_table()
+    d = got.to_pydict()
+    prior = model.log_parameters()["prior"]
+    for i in range(got.num_rows):
+        jll = np.array([d[f"jll_{c}"][i] for c in CLASSES])
+        p = int(np.argmax(jll))
+        r = int(np.argmax(np.where(np.arange(3) == p, -np.inf, jll)))
+        weights = [d[f"reason_{j}_weight"][i] for j in range(1, F + 1)]
+        assert d["prediction"][i] == CLASSES[p]
+        assert sorted(d[f"reason_{j}"][i] for j in range(1, F + 1)) == sorted(model.feature_names)
+        assert abs(sum(weights) + prior[p] - prior[r] - (jll[p] - jll[r])) < 1e-9
+
+
+def _with_fold(source, folded, fold):
+    from sqlglot import exp
+    from sqlnb import sql
+    return exp.select(*[sql.col(c, "src") for c in source.columns],
+                      exp.alias_(fold, "fold", quoted=True)).from_(folded.from_("src"))
+
+
+def test_cross_validation_equals_fold_by_fold_fits(data):
+    """Each fold's KDB(1) and KDB(2) model (its structure from the other folds' pair
+    counts, the joint counts its triples need gathered per fold in one more scan) scores
+    the held-out fold as a fit on the other folds does."""
+    from sqlnb import sql
+    from sqlnb.source import resolve
+    from sqlnb.workflows.cv import assign_folds
+    con, _, _ = data
+    grid = ["kdb:1", "kdb:2"]
+    r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid={"structure": grid},
+                             features=list(DISCRETE), feature_kinds=DISCRETE)
+    source = resolve("train", con)
+    con.execute("CREATE OR REPLACE TEMP TABLE folded AS "
+                + sql.render(_with_fold(source, *assign_folds(source, "y", 3, 0, ["rid"]))))
+    for i in range(3):
+        con.execute(f"CREATE OR REPLACE TEMP VIEW fit_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold <> {i}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * EXCLUDE (fold) FROM folded "
+                    f"WHERE fold = {i} AND y IS NOT NULL")
+        for g, structure in enumerate(grid):
+            m = fit(con, f"fit_{i}", K=int(structure[-1]))
+            rows = m.score(f"held_{i}", con=con, outputs=("prediction",), keep=["y"]).fetchall()
+            accuracy = sum(a == b for a, b in rows) / len(rows)
+            assert r.results[g]["params"] == {"structure": structure}
+            assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
+
+
+# -- command line ------------------------------------------------------------------------
+def test_cli_fit_score_show_report_update(tmp_path):
+    import pyarrow.parquet as pq
+    train = kdb_table(400, 5)
+    pq.write_table(train.slice(0, 300), tmp_path / "a.parquet")
+    pq.write_table(train.slice(300), tmp_path / "b.parquet")
+    pq.write_table(train, tmp_path / "all.parquet")
+    db = str(tmp_path / "m.duckdb")
+    kinds = ",".join(f"{k}={v}" for k, v in DISCRETE.items())
+    args = ["--label", "y", "--features", ",".join(DISCRETE), "--feature-kind", kinds, "--structure", "kdb:2"]
+    for data, name in (("a", "m"), ("all", "all")):
+        r = invoke("fit", str(tmp_path / f"{data}.parquet"), *args, "--model", f"{db}:{name}")
+        assert r.exit_code == 0, r.stderr
+    full = sqlnb.load(db, "all")
+    r = invoke("update", "--model", f"{db}:m", str(tmp_path / "b.parquet"))  # the structure stays
+    assert r.exit_code == 0, r.stderr
+    con = duckdb.connect()
+    con.register("t", train)
+    assert sqlnb.load(db, "m").tree() == full.tree()
+    np.testing.assert_allclose(scored(sqlnb.load(db, "m"), "t", con), scored(full, "t", con), rtol=0, atol=1e-9)
+    # an update that moves the structure: one Error line naming the feature, the model unchanged
+    pq.write_table(_moving(1200, 2, "v"), tmp_path / "new.parquet")
+    pq.write_table(_moving(300, 1, "u"), tmp_path / "old.parquet")
+    r = invoke("fit", str(tmp_path / "old.parquet"), "--label", "y", "--structure", "kdb:2", "--model", f"{db}:mv")
+    assert r.exit_code == 0, r.stderr
+    r = invoke("update", "--model", f"{db}:mv", str(tmp_path / "new.parquet"))
+    assert r.exit_code != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "feature 'w'" in r.stderr and "refit" in r.stderr
+    assert sqlnb.load(db, "mv").stats.n_rows == 300
+    r = invoke("show", "--model", f"{db}:all")
+    assert r.exit_code == 0, r.stderr
+    for child, parent in full.tree().items():
+        text = parent if isinstance(parent, str) else ", ".join(parent)
+        assert f"parent {text}" in next(line for line in r.stdout.splitlines() if line.startswith(child + " "))
+    r = invoke("show", "--params", "--model", f"{db}:all")
+    assert r.exit_code == 0, r.stderr
+    two = next(c for c, p in full.tree().items() if not isinstance(p, str))
+    assert f"tree: p({two} | class, {', '.join(full.tree()[two])})" in r.stdout
+    out = tmp_path / "scored.parquet"
+    r = invoke("score", str(tmp_path / "all.parquet"), "--model", f"{db}:all", "--explain", "2", "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    got = pq.read_table(out)
+    assert got.num_rows == train.num_rows and got["rid"].to_pylist() == train["rid"].to_pylist()
+    assert "reason_2_weight" in got.column_names
+    r = invoke("report", str(tmp_path / "all.parquet"), "--model", f"{db}:all", "--out", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.stderr
+    assert (tmp_path / "r.html").stat().st_size > 1000
