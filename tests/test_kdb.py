@@ -459,3 +459,18 @@ def test_cli_fit_score_show_report_update(tmp_path):
     r = invoke("report", str(tmp_path / "all.parquet"), "--model", f"{db}:all", "--out", str(tmp_path / "r.html"))
     assert r.exit_code == 0, r.stderr
     assert (tmp_path / "r.html").stat().st_size > 1000
+
+
+def test_wrapper_selection_with_kdb1_and_kdb2_refused(data):
+    """KDB(1) needs only pair counts, so wrapper selection runs on it and its model equals
+    the fit on the chosen features; KDB(2) would need joint counts per candidate: refused."""
+    con, _, _ = data
+    s = sqlnb.select_features("train", "y", con=con, direction="backward", folds=3, features=list(DISCRETE),
+                              feature_kinds=DISCRETE, structure="kdb:1")
+    assert s.model.hyper.structure == "kdb:1" and s.features
+    refit = fit(con, K=1, kinds={k: DISCRETE[k] for k in s.features})
+    assert s.model.tree() == refit.tree()
+    np.testing.assert_allclose(scored(s.model, "test", con), scored(refit, "test", con), rtol=0, atol=1e-9)
+    with pytest.raises(SqlnbError, match="feature selection with structure 'kdb:2'.*select with structure kdb:1"):
+        sqlnb.select_features("train", "y", con=con, folds=3, features=list(DISCRETE), feature_kinds=DISCRETE,
+                              structure="kdb:2")

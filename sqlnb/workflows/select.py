@@ -61,6 +61,7 @@ from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.finish import scoring_select
+from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.screening import screen_plan
 from sqlnb.source import Source, read_with
@@ -404,6 +405,10 @@ def select_features(
     if weight is not None:
         raise SqlnbError("feature selection does not support row weights (its folds' figures are unweighted); "
                          "leave out --weight")
+    if (kdb.order_of(options.get("structure", "naive")) or 0) > 1:
+        raise SqlnbError(f"feature selection with structure {options['structure']!r} would need the joint counts of "
+                         "each feature with its two parents for every candidate subset's structure, one more scan "
+                         "per subset; select with structure kdb:1 (or tan), then fit kdb:2 on the chosen features")
     engine = as_engine(con)
     if engine.dialect != "duckdb":
         raise SqlnbError(f"feature selection runs in DuckDB, not on {engine.dialect}; use --engine duckdb")
@@ -424,7 +429,7 @@ def select_features(
                                    naive_bayes=[options])
             skip = [fold.name, *(s.column for s in screened)]
         plan = cv._naive_bayes_plan(engine, copy, label, fold, folds, features, skip, dict(options),
-                                     pairs=options.get("structure") == "tan")
+                                     pairs=options.get("structure", "naive") != "naive")
         fold_models = [plan.fold_model(i, {}) for i in range(folds)]
         names = fold_models[0].feature_names
         reads, cache = {"scoring": 0}, {}
