@@ -159,11 +159,10 @@ def collect_joints(engine, source, label: str, weight: str | None, features: Seq
     ``classes``, from one scan (:func:`triples_query`); with ``group``, one dict per value
     of it."""
     if not names:
-        return {} if group is None else {}
+        return {}
     from sqlnb.engines import as_engine  # a DuckDB connection or an engine, as collect_statistics takes
     engine = as_engine(engine)
     index = {c: i for i, c in enumerate(classes)}
-    by_name = {f.name: f for f in features}
     used = [f for f in features if any(f.name in t for t in names)]
     at = {f.name: i for i, f in enumerate(used)}
     query = triples_query(source, label, weight, used, [tuple(at[n] for n in t) for t in names], group)
@@ -189,7 +188,6 @@ def collect_joints(engine, source, label: str, weight: str | None, features: Seq
             for key, n in cell.items():
                 counts[(key[0], *(pos[i][v] for i, v in enumerate(key[1:])))] = n
             out[tuple(t)] = JointCounts(tuple(t), values, counts)
-        assert all(n in by_name for t in names for n in t)
         return out
 
     if group is None:
