@@ -475,3 +475,19 @@ def test_wrapper_selection_with_kdb1_and_kdb2_refused(data):
     with pytest.raises(SqlnbError, match="feature selection with structure 'kdb:2'.*select with structure kdb:1"):
         sqlnb.select_features("train", "y", con=con, folds=3, features=list(DISCRETE), feature_kinds=DISCRETE,
                               structure="kdb:2")
+
+
+def test_update_with_decay_equals_the_weighted_refit(data):
+    """``decay`` scales the joint counts with every other count: after ``update(first,
+    rest, decay=0.5)`` the model is the fit in which the first batch's rows weigh 0.5."""
+    con, train, test = data
+    con.register("first5", train.slice(0, 500))
+    con.register("rest5", train.slice(500))
+    w = np.r_[np.full(500, 0.5), np.ones(train.num_rows - 500)]
+    con.register("weighted", train.append_column("w", pa.array(w)))
+    updated = sqlnb.update(fit(con, "first5"), "rest5", con=con, decay=0.5)
+    refit = fit(con, "weighted", weight="w")
+    assert updated.tree() == refit.tree()
+    for key, cell in refit.stats.pairs.joints.items():
+        np.testing.assert_allclose(updated.stats.pairs.joints[key].over(cell.values), cell.counts, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(scored(updated, "test", con), scored(refit, "test", con), rtol=0, atol=1e-9)
