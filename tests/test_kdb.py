@@ -460,6 +460,9 @@ def test_cli_fit_score_show_report_update(tmp_path):
     r = invoke("report", str(tmp_path / "all.parquet"), "--model", f"{db}:all", "--out", str(tmp_path / "r.html"))
     assert r.exit_code == 0, r.stderr
     assert (tmp_path / "r.html").stat().st_size > 1000
+    r = invoke("sql", "--fit", "-m", f"{db}:all")  # the pair scan is there; the joint-count scan is said
+    assert r.exit_code == 0, r.stderr
+    assert "GROUPING SETS" in r.stdout and "kdb:2 model's counts of each feature with its two parents" in r.stderr
 
 
 def test_wrapper_selection_with_kdb1_and_kdb2_refused(data):
