@@ -465,19 +465,23 @@ def test_cli_fit_score_show_report_update(tmp_path):
     assert "GROUPING SETS" in r.stdout and "kdb:2 model's counts of each feature with its two parents" in r.stderr
 
 
-def test_wrapper_selection_with_kdb1_and_kdb2_refused(data):
-    """KDB(1) needs only pair counts, so wrapper selection runs on it and its model equals
-    the fit on the chosen features; KDB(2) would need joint counts per candidate: refused."""
+@pytest.mark.parametrize("K", [1, 2])
+def test_wrapper_selection(data, K):
+    """Wrapper selection around KDB(K): the chosen model equals the fit on the chosen
+    features, and its CV error is cross-validation's on those features (for K = 2 each
+    step gathers the joint counts its candidates' structures need, per fold)."""
     con, _, _ = data
     s = sqlnb.select_features("train", "y", con=con, direction="backward", folds=3, features=list(DISCRETE),
-                              feature_kinds=DISCRETE, structure="kdb:1")
-    assert s.model.hyper.structure == "kdb:1" and s.features
-    refit = fit(con, K=1, kinds={k: DISCRETE[k] for k in s.features})
+                              feature_kinds=DISCRETE, structure=f"kdb:{K}")
+    assert s.model.hyper.structure == f"kdb:{K}" and s.features
+    kinds = {k: DISCRETE[k] for k in s.features}
+    refit = fit(con, K=K, kinds=kinds)
     assert s.model.tree() == refit.tree()
     np.testing.assert_allclose(scored(s.model, "test", con), scored(refit, "test", con), rtol=0, atol=1e-9)
-    with pytest.raises(SqlnbError, match="feature selection with structure 'kdb:2'.*select with structure kdb:1"):
-        sqlnb.select_features("train", "y", con=con, folds=3, features=list(DISCRETE), feature_kinds=DISCRETE,
-                              structure="kdb:2")
+    for step in s.path:  # every subset on the path: its CV error is cross-validation's
+        r = sqlnb.cross_validate("train", "y", con=con, folds=3, features=step["subset"],
+                                 feature_kinds={k: DISCRETE[k] for k in step["subset"]}, structure=f"kdb:{K}")
+        assert abs(step["error"] - (1 - r.results[0]["mean_accuracy"])) < 1e-12, step
 
 
 def test_update_with_decay_equals_the_weighted_refit(data):

@@ -426,3 +426,40 @@ def joints_from_table(pairs: tan.Pairs, names: Sequence[Sequence[str]], table: A
         t = (r["f0"], r["f1"], r["f2"])
         joints[t].counts[r["class_index"], r["i0"], r["i1"], r["i2"]] = r["n"]
     return KdbPairs(list(pairs.features), dict(pairs.cells), joints)
+
+
+def add_subset_joints(engine, source, label: str, fold: exp.Expression, fold_models: Sequence[Any], full: Any,
+                      subsets: Sequence[Sequence[str]], K: int) -> bool:
+    """Give the fold models of wrapper selection (each fitted on all folds but one) and the
+    model on all folds the joint counts that the KDB(``K``) structure of each candidate
+    subset needs and they lack: one scan grouped by fold over the missing triples, fold
+    ``i``'s model taking the sum over the other folds, ``full`` the sum over all. The
+    statistics are completed in place (the models' log-parameters do not change: a
+    subset's model derives its own). True when a scan ran."""
+    need: list = []
+    for subset in subsets:
+        keep = set(subset)
+        for m in [*fold_models, full]:
+            feats = [f for f in m.features if f.name in keep]
+            stats = replace(m.stats, features={f.name: m.stats.features[f.name] for f in feats},
+                            pairs=m.stats.pairs.restricted(keep))
+            for t in needed_triples(feats, stats, K):
+                if t not in m.stats.pairs.joints and t not in need:
+                    need.append(t)
+    if not need:
+        return False
+    found = collect_joints(engine, source, label, None, full.features, need, full.classes, fold)
+    for t in need:
+        cells = [found.get(i, {}).get(t) for i in range(len(fold_models))]
+
+        def total(skip: int | None) -> JointCounts:
+            out = JointCounts(t, [[] for _ in t], np.zeros((len(full.classes), *(0 for _ in t))))
+            for i, cell in enumerate(cells):
+                if i != skip and cell is not None:
+                    out = out.merge(cell)
+            return out
+
+        for i, m in enumerate(fold_models):
+            m.stats.pairs.joints[t] = total(i)
+        full.stats.pairs.joints[t] = total(None)
+    return True
