@@ -23,7 +23,7 @@ from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, VarianceFloorWarning, suggest
 from sqlnb.models import screening
 from sqlnb.source import read_with
-from sqlnb.models.naive_bayes import information
+from sqlnb.models.naive_bayes import information, kdb
 from sqlnb.models.naive_bayes.families.gaussian import floor_lifter
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
@@ -155,12 +155,14 @@ def fit(
     # model keeps the counts so that an update recomputes the cut points (fit.recut).
     cut_classes, cuts = cut_counts(engine, source, label, weight, feats)
     feats = resolve_edges(engine, source, label, feats, cuts)
-    stats = collect_statistics(engine, source, label, feats, weight, pairs=hyper.structure == "tan")
+    stats = collect_statistics(engine, source, label, feats, weight, pairs=hyper.structure != "naive")
     stats.cuts = {name: vc.align(cut_classes, stats.classes) for name, vc in cuts.items()}
     _note_variance_floor(feats, stats, hyper.var_smoothing, listed=features is not None)
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     if select_k is not None:
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)
+    if kdb.order_of(hyper.structure):  # kdb:2: the joint counts its structure needs (one more scan)
+        stats = kdb.with_joints(engine, source, label, weight, feats, stats, kdb.order_of(hyper.structure))
     return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
 
 

@@ -460,4 +460,8 @@ def _training_sql(m, source: Source | None, node, label, dialect, pretty, plan: 
                        for s in export.fit_queries(source, label, feats, dialect, weight, pairs))
     for note in export.fit_notes(feats, weight):
         click.echo(note, err=True)
+    if m is not None and getattr(m.stats.pairs, "joints", None):  # kdb:2 (sqlnb.models.naive_bayes.kdb)
+        click.echo("note: a kdb:2 model's counts of each feature with its two parents come from one more scan over "
+                   "the triples the pair counts' structure chooses, which this SQL leaves out (sqlnb fit runs it)",
+                   err=True)
     return text

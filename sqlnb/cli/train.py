@@ -66,9 +66,11 @@ _fit_flags = _options(
     click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation."),
     click.option("--unseen", type=click.Choice(UNSEEN),
                  help="Unseen categories: missing (no evidence, default) or bucket."),
-    click.option("--structure", type=click.Choice(STRUCTURES),
+    click.option("--structure", metavar="|".join(STRUCTURES) + "|kdb:K",
                  help="naive (default) or tan: tree-augmented naive Bayes (each discrete feature also conditioned "
-                      "on one other, a Chow-Liu tree; one more scan)."),
+                      "on one other, a Chow-Liu tree; one more scan); kdb:K (K = 1, 2): each discrete feature "
+                      "conditioned on up to K features of higher mutual information with the class (Sahami's "
+                      "k-dependence classifier; kdb:2 one more scan)."),
     click.option("--tied-variance", is_flag=True, default=None,
                  help="Gaussian features share one variance per feature across classes (the pooled within-class "
                       "variance): log-odds linear in x, e.g. --tied-variance."),

@@ -152,7 +152,7 @@ def constant_free(family: str | None, unseen: str = "missing", structure: str = 
         return False
     if family == "gaussian":
         return True
-    return structure != "tan" and (family == "binned" or unseen != "bucket")
+    return structure == "naive" and (family == "binned" or unseen != "bucket")
 
 
 def screen_plan(engine: Any, source: Source, label: str, weight: str | None, features: Sequence[str] | None,

@@ -71,7 +71,7 @@ from sqlnb.models.logistic import Logistic
 from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
 from sqlnb.engines import Engine, as_engine
-from sqlnb.models.naive_bayes import tan
+from sqlnb.models.naive_bayes import kdb, tan
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
 from sqlnb.source import Source, read_with
@@ -188,7 +188,8 @@ def _per_fold(found: Mapping[Any, Any], folds: int, where: str) -> list:
     return [found[i] for i in range(folds)]
 
 
-def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options, pairs: bool = False) -> _Plan:
+def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options, pairs: bool = False,
+                      orders: Sequence[int] = ()) -> _Plan:
     structural = {k: options.pop(k) for k in ("kind", "feature_kinds", "binarize", "text", "bins") if k in options}
     if "weight" in options:
         raise SqlnbError("cross-validation does not support row weights yet; leave out weight")
@@ -206,6 +207,8 @@ def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, option
     per = _per_fold(collect_statistics_by(con, source, label, feats, fold), folds, source.description)
     if pairs:  # tree-augmented: every fold's pair counts from one more scan (sqlnb.models.naive_bayes.tan)
         per = tan.with_fold_pairs(con, source, label, feats, fold, per)
+    if any(k > 1 for k in orders):  # kdb:2: every fold's joint counts of the triples any fold needs, one more scan
+        per = kdb.with_fold_joints(con, source, label, feats, fold, per, orders)
     hyper = Hyperparameters(**options)
     label_type = source.columns[label]
     train = [NaiveBayes(label, label_type, feats, _merge_others(per, i), hyper) for i in range(folds)]
@@ -618,8 +621,9 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
     """:func:`cross_validate` on a resolved source and fold expression."""
     args = (con, source, label, fold, folds, features, exclude, dict(options))
     if model == "naive_bayes":
-        plan = _naive_bayes_plan(*args, pairs=any(p.get("structure", options.get("structure")) == "tan"
-                                                  for p in points))
+        structures = {p.get("structure", options.get("structure", "naive")) for p in points}
+        plan = _naive_bayes_plan(*args, pairs=bool(structures - {"naive"}),
+                                 orders=sorted(k for k in map(kdb.order_of, structures) if k))
     elif model == "logistic":
         plan = _logistic_plan(*args)
     else:

@@ -136,11 +136,22 @@ def _naive_bayes(model) -> dict:
                 return ["present" if v else "absent" for v in values]
             return list(values)
 
-        out["tree"] = [{"child": child, "parent": c["parent"],
-                        "parent_values": names(kinds[c["parent"]], c["parent_values"]),
-                        "values": names(kinds[child], c["values"]),
-                        "proba": _nums(np.exp(c["log_proba"]))}  # (classes, parent values, values)
-                       for child, c in conditionals.items()]
+        def parent_rows(c):
+            """The parent column's name and values; two parents (kdb:2): "p, q" and every
+            pair of their values, "u, v", the table flattened to (classes, pairs, values)."""
+            if isinstance(c["parent"], str):
+                return c["parent"], names(kinds[c["parent"]], c["parent_values"]), c["log_proba"]
+            each = [names(kinds[p], vs) for p, vs in zip(c["parent"], c["parent_values"])]
+            lp = c["log_proba"]
+            return (", ".join(c["parent"]), [f"{label_text(u)}, {label_text(v)}" for u in each[0] for v in each[1]],
+                    lp.reshape(lp.shape[0], -1, lp.shape[-1]))
+
+        out["tree"] = []
+        for child, c in conditionals.items():
+            parent, parent_values, log_proba = parent_rows(c)
+            out["tree"].append({"child": child, "parent": parent, "parent_values": parent_values,
+                                "values": names(kinds[child], c["values"]),
+                                "proba": _nums(np.exp(log_proba))})  # (classes, parent values, values)
     return out
 
 

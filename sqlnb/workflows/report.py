@@ -48,7 +48,7 @@ def _features(model) -> list[dict]:
     for f in feats or []:
         d = {"name": f.name, "kind": f.kind, "type": f.sql_type}
         if f.name in tree:
-            d["parent"] = tree[f.name]
+            d["parent"] = tree[f.name] if isinstance(tree[f.name], str) else ", ".join(tree[f.name])  # kdb:2
         if f.kind == "bernoulli":
             d["threshold"] = f.threshold
         if f.kind == "categorical" and stats is not None:

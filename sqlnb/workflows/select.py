@@ -39,6 +39,11 @@ Data read, whatever the number of steps and candidates:
   by the pooled query of :mod:`sqlnb.workflows.cv`);
 * the chosen subset's model on every row is the merge of the fold statistics restricted
   to the subset: no scan either.
+* under ``structure="kdb:2"`` a candidate's structure needs the joint counts of each
+  feature with its two parents, which the full set's statistics hold only for the full
+  set's structure: each step first gathers the triples its candidates lack, for every
+  fold, in one scan grouped by fold (:func:`sqlnb.models.naive_bayes.kdb.add_subset_joints`),
+  counted as a statistics read.
 
 So a forward selection over ``F`` features that takes ``s`` steps reads the copy
 ``s + 2`` times (statistics, then one scoring read per step including the last, which
@@ -61,6 +66,7 @@ from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.finish import scoring_select
+from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.screening import screen_plan
 from sqlnb.source import Source, read_with
@@ -247,8 +253,9 @@ def terms_summary_query(models: Sequence[Sequence[NaiveBayes]], source: Source, 
                 p = m.log_parameters()["prior" if name is None else name]
                 parent = m.tree().get(name)
                 found = (i, name, _fingerprint(p))
-                if parent is not None:  # a tree child's term: also its parent and conditional table
-                    found += (parent, _fingerprint(m.log_parameters()[parent]),
+                if parent is not None:  # a tree child's term: also its parents and conditional table
+                    found += (parent, *(_fingerprint(m.log_parameters()[q])
+                                        for q in ((parent,) if isinstance(parent, str) else parent)),
                               _fingerprint(m.conditional_tables()[name]))
                 if found not in cache:
                     if parent is not None:
@@ -404,6 +411,7 @@ def select_features(
     if weight is not None:
         raise SqlnbError("feature selection does not support row weights (its folds' figures are unweighted); "
                          "leave out --weight")
+    K = kdb.order_of(options.get("structure", "naive")) or 0
     engine = as_engine(con)
     if engine.dialect != "duckdb":
         raise SqlnbError(f"feature selection runs in DuckDB, not on {engine.dialect}; use --engine duckdb")
@@ -424,12 +432,17 @@ def select_features(
                                    naive_bayes=[options])
             skip = [fold.name, *(s.column for s in screened)]
         plan = cv._naive_bayes_plan(engine, copy, label, fold, folds, features, skip, dict(options),
-                                     pairs=options.get("structure") == "tan")
+                                     pairs=options.get("structure", "naive") != "naive", orders=[K] if K > 1 else [])
         fold_models = [plan.fold_model(i, {}) for i in range(folds)]
+        # kdb:2: the models share their statistics with the plan's, so the joint counts a
+        # step's candidates need (one scan per step, grouped by fold) serve the refit too
+        full_stats = plan.full_model({}) if K > 1 else None
         names = fold_models[0].feature_names
         reads, cache = {"scoring": 0}, {}
 
         def evaluate(subsets: list[list[str]]) -> list[dict]:
+            if K > 1 and kdb.add_subset_joints(engine, copy, label, fold, fold_models, full_stats, subsets, K):
+                reads["joints"] = reads.get("joints", 0) + 1  # the step's scan of joint counts
             figures, n = subset_figures(engine, copy, label, fold, fold_models, subsets, cache)
             reads["scoring"] += n
             # A step's SQL trees are reference cycles (a node points to its parent) and the
@@ -455,5 +468,5 @@ def select_features(
         if features is None and skip[1:]:
             best.report["screened"] = [s.to_dict() for s in screened]
     return Selection(direction, folds, seed, plan.fold_rows, names, path, chosen, best,
-                     {"source": 1, "statistics": 1, "scoring": reads["scoring"]}, evaluated,
+                     {"source": 1, "statistics": 1 + reads.get("joints", 0), "scoring": reads["scoring"]}, evaluated,
                      round(time.perf_counter() - start, 3))

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from sqlnb.errors import SqlnbError
-from sqlnb.models.naive_bayes import tan
+from sqlnb.models.naive_bayes import kdb, tan
 from sqlnb.models.priors import class_alphas, given_prior
 
 ESTIMATORS = ("posterior-mean", "map", "mle")
@@ -57,10 +57,12 @@ class Hyperparameters:
         Complement naive Bayes weight normalisation.
     unseen : {"missing", "bucket"}
         Categorical values not seen in training: no term, or one smoothed extra slot.
-    structure : {"naive", "tan"}
+    structure : {"naive", "tan", "kdb:1", "kdb:2"}
         Naive Bayes, or tree-augmented naive Bayes: discrete features conditioned on the
         class and one parent feature, the tree derived from pair counts the statistics
-        must hold (:mod:`sqlnb.models.naive_bayes.tan`).
+        must hold (:mod:`sqlnb.models.naive_bayes.tan`); or the k-dependence classifier,
+        each discrete feature conditioned on up to K earlier ones
+        (:mod:`sqlnb.models.naive_bayes.kdb`).
     tied_variance : bool
         Gaussian features take one variance per feature shared by every class, the pooled
         within-class variance (plus the var_smoothing floor): the class log-odds are then
@@ -101,8 +103,9 @@ class Hyperparameters:
             object.__setattr__(self, "class_prior", tuple(prior))
         if self.estimator not in ESTIMATORS:
             raise SqlnbError(f"unknown estimator {self.estimator!r}; choose one of: {', '.join(ESTIMATORS)}")
-        if self.structure not in tan.STRUCTURES:
-            raise SqlnbError(f"unknown structure {self.structure!r}; choose one of: {', '.join(tan.STRUCTURES)}")
+        if self.structure not in tan.STRUCTURES and kdb.order_of(self.structure) is None:
+            raise SqlnbError(f"unknown structure {self.structure!r}; choose one of: {', '.join(tan.STRUCTURES)}, "
+                             f"kdb:K (K = 1 to {kdb.MAX_K})")
         if self.unseen not in UNSEEN:
             raise SqlnbError(f"unknown unseen-category policy {self.unseen!r}; choose one of: {', '.join(UNSEEN)}")
         alphas = [("alpha", self.alpha), *self.feature_alpha.items()]

@@ -37,7 +37,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import class_alphas, given_prior, own_prior
-from sqlnb.models.naive_bayes import tan, text, wide
+from sqlnb.models.naive_bayes import kdb, tan, text, wide
 from sqlnb.models.naive_bayes.binning import cut_counts_from_table, cut_counts_table
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
@@ -85,7 +85,7 @@ class NaiveBayes(Model):
         self.report = dict(report or {})
         self.weight = weight
         self._params: dict | None = None
-        self._tree: tan.Tree | None = None
+        self._tree: tan.Tree | kdb.Network | None = None
         # Derive the log-parameters now: a setting these statistics cannot take (a zero
         # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
         # not at first use.
@@ -190,11 +190,15 @@ class NaiveBayes(Model):
                             params[f.name] = text.prepare(f, params[f.name], self.stats.features[f.name])
             if self.hyper.structure == "tan":
                 self._tree = tan.derive(self.features, self.stats, self.hyper, params)
+            elif kdb.order_of(self.hyper.structure):  # k-dependence (sqlnb.models.naive_bayes.kdb)
+                self._tree = kdb.derive(self.features, self.stats, self.hyper, params,
+                                        kdb.order_of(self.hyper.structure))
             self._params = params
         return self._params
 
     def tree(self) -> dict[str, str]:
-        """Each tree feature's parent (tree-augmented models; ``{}`` for naive Bayes)."""
+        """Each tree feature's parent (tree-augmented models; ``{}`` for naive Bayes); under
+        ``kdb:2`` a feature with two parents maps to the tuple of both."""
         self.log_parameters()
         return dict(self._tree.parent) if self._tree is not None else {}
 
@@ -206,6 +210,8 @@ class NaiveBayes(Model):
         self.log_parameters()
         if self._tree is None:
             return {}
+        if isinstance(self._tree, kdb.Network):
+            return kdb.conditionals(self._tree, self.stats)
         by_name = {f.name: f for f in self._tree.features}
         return {child: {"parent": parent,
                         "parent_values": tan.feature_values(by_name[parent], self.stats.features),
@@ -344,7 +350,7 @@ class NaiveBayes(Model):
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
         self.log_parameters()
-        tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params,
+        tree = {} if self._tree is None else self._terms_module().child_terms(self._tree, features, self.stats, params,
                                                                tree_dialect or dialect, input_types, tree_positions)
         gauss, bern = self._wide(features, dialect, dot)
         skip = {f.name for f in [*dotted, *gauss, *bern]}
@@ -422,8 +428,13 @@ class NaiveBayes(Model):
         params = self.log_parameters()
         if self._tree is None:
             return {}
-        return tan.child_terms(self._tree, self._scoring_features(input_types), self.stats, params, dialect,
+        return self._terms_module().child_terms(self._tree, self._scoring_features(input_types), self.stats,
+                                                params, dialect,
                                input_types, positions)
+
+    def _terms_module(self):
+        """The module whose ``child_terms`` writes this structure's terms (tan or kdb)."""
+        return kdb if isinstance(self._tree, kdb.Network) else tan
 
     def tree_positions(self, input_types=None, dialect=None) -> dict[str, exp.Expression]:
         """Each tree feature's value position as its tree terms read it
@@ -507,6 +518,8 @@ class NaiveBayes(Model):
             "hyperparameters": self.hyper.to_dict(self.classes),
             "report": self.report,
             **({"pair_features": list(self.stats.pairs.features)} if self.stats.pairs is not None else {}),
+            **({"joint_features": [list(t) for t in self.stats.pairs.joints]}
+               if getattr(self.stats.pairs, "joints", None) else {}),
         }
 
     def parameter_tables(self) -> dict:
@@ -558,6 +571,8 @@ class NaiveBayes(Model):
                     t[c] += np.asarray(getattr(st, c), dtype=float).tolist()
         if s.pairs is not None:
             parts["pairs"] = (tan.pair_table(s.pairs, s), {})
+        if getattr(s.pairs, "joints", None):  # kdb:2: joint counts of (child, parent, parent)
+            parts["joints"] = (kdb.joint_table(s.pairs, s), {})
         if s.cuts:  # binned columns: the value counts their cut points come from
             parts["cut_counts"] = (cut_counts_table(s.cuts), {})
         for part, cols in long.items():
@@ -595,6 +610,8 @@ class NaiveBayes(Model):
                 *(np.array([r[x] for r in mine], dtype=float) for x in fields))
         pairs = (tan.pairs_from_table(meta["pair_features"], tables.get("pairs"), feats, K)
                  if meta.get("pair_features") else None)
+        if meta.get("joint_features") and pairs is not None:
+            pairs = kdb.joints_from_table(pairs, meta["joint_features"], tables.get("joints"), feats, K)
         cuts = cut_counts_from_table(tables.get("cut_counts"), [f.name for f in features if f.kind == "binned"], K)
         stats = Statistics(classes, np.array(ct["n"], dtype=float), np.array(ct["rows"], dtype=float),
                            feats, int(meta["report"].get("null_label_rows", 0)), pairs, cuts)

@@ -13,6 +13,7 @@ import duckdb
 
 from sqlnb.engines import relation_connection
 from sqlnb.errors import SqlnbError, UpdateWarning
+from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.families import Feature, is_numeric
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, recut, require_cut_counts
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -105,7 +106,10 @@ def update(
     points and per-bin counts are recomputed from them
     (:func:`~sqlnb.models.naive_bayes.fit.recut`), as the refit's; a tree-augmented model
     whose binned pair columns' cut points move, and a binned model stored without those
-    counts, are refused (refit them).
+    counts, are refused (refit them). A ``kdb:2`` model's joint counts of each feature with
+    its two parents add too; when the merged pair counts give a feature other parents,
+    whose joint counts over the old rows were never gathered, the update is refused
+    (:mod:`~sqlnb.models.naive_bayes.kdb`): refit.
     A decision rule, calibrator or novelty threshold the update cannot keep as it was is
     said as an :class:`~sqlnb.errors.UpdateWarning` (:func:`_carry_over`).
 
@@ -152,6 +156,9 @@ def update(
     # A tree-augmented model's pair counts add too (its tree is derived from them).
     pairs = list(model.stats.pairs.features) if model.stats.pairs is not None else False
     batch = collect_statistics(con, source, model.label, features, model.weight, min_classes=1, pairs=pairs)
+    if getattr(model.stats.pairs, "joints", None):  # kdb:2: the stored triples' joint counts add too
+        batch.pairs = kdb.KdbPairs(list(batch.pairs.features), dict(batch.pairs.cells), kdb.collect_joints(
+            con, source, model.label, model.weight, features, list(model.stats.pairs.joints), batch.classes))
     cut_classes, cuts = cut_counts(con, source, model.label, model.weight, features)
     batch.cuts = {name: vc.align(cut_classes, batch.classes) for name, vc in cuts.items()}
     merged = model.merge(batch, decay=decay)
