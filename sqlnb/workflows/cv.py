@@ -618,7 +618,7 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
     """:func:`cross_validate` on a resolved source and fold expression."""
     args = (con, source, label, fold, folds, features, exclude, dict(options))
     if model == "naive_bayes":
-        plan = _naive_bayes_plan(*args, pairs=any(p.get("structure", options.get("structure")) == "tan"
+        plan = _naive_bayes_plan(*args, pairs=any(tan.needs_pairs(p.get("structure", options.get("structure")))
                                                   for p in points))
     elif model == "logistic":
         plan = _logistic_plan(*args)

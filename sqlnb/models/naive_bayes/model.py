@@ -37,7 +37,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import class_alphas, given_prior, own_prior
-from sqlnb.models.naive_bayes import tan, text, wide
+from sqlnb.models.naive_bayes import aode, tan, text, wide
 from sqlnb.models.naive_bayes.binning import cut_counts_from_table, cut_counts_table
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
@@ -86,6 +86,7 @@ class NaiveBayes(Model):
         self.weight = weight
         self._params: dict | None = None
         self._tree: tan.Tree | None = None
+        self._aode: aode.Aode | None = None
         # Derive the log-parameters now: a setting these statistics cannot take (a zero
         # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
         # not at first use.
@@ -190,6 +191,8 @@ class NaiveBayes(Model):
                             params[f.name] = text.prepare(f, params[f.name], self.stats.features[f.name])
             if self.hyper.structure == "tan":
                 self._tree = tan.derive(self.features, self.stats, self.hyper, params)
+            elif self.hyper.structure == "aode":
+                self._aode = aode.derive(self.features, self.stats, self.hyper, params)
             self._params = params
         return self._params
 
@@ -346,6 +349,8 @@ class NaiveBayes(Model):
         self.log_parameters()
         tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params,
                                                                tree_dialect or dialect, input_types, tree_positions)
+        averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats, tree_dialect or dialect,
+                                                             input_types, tree_positions)
         gauss, bern = self._wide(features, dialect, dot)
         skip = {f.name for f in [*dotted, *gauss, *bern]}
         lookups = {f.name: "packed" for f in features if packed and self._lookup(f, None) is not None}
@@ -360,6 +365,8 @@ class NaiveBayes(Model):
             terms += [tree[f.name][k] if f.name in tree else self._term(f, params[f.name], k, input_types, dialect,
                                                                         nan_guard, lookups.get(f.name))
                       for f in features if f.name not in skip]
+            if averaged:  # AODE: the naive Bayes score plus its average over super-parents
+                terms.append(averaged[k])
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
             scores.append(ClassScore(tuple(terms)))
@@ -368,6 +375,10 @@ class NaiveBayes(Model):
     def feature_terms(self, input_types=None, dialect=None):
         """:meth:`class_terms` with one term per feature (no dot product over the count
         columns); the base is the class log-prior (0 when the score has none)."""
+        if self.hyper.structure == "aode":
+            raise SqlnbError("explain: an AODE class score averages products over super-parents (a log-sum-exp), "
+                             "not a sum of per-feature terms, so it has no per-feature breakdown; explain the "
+                             "naive Bayes model of the same counts: with_params(structure='naive')")
         out = []
         for score in self.class_terms(input_types, dialect, dot=False):
             terms = list(score.terms)
@@ -427,8 +438,11 @@ class NaiveBayes(Model):
 
     def tree_positions(self, input_types=None, dialect=None) -> dict[str, exp.Expression]:
         """Each tree feature's value position as its tree terms read it
-        (:func:`tan.tree_positions`); ``{}`` for naive Bayes."""
+        (:func:`tan.tree_positions`; AODE's super-parents, :func:`aode.positions`); ``{}``
+        for naive Bayes."""
         self.log_parameters()
+        if self._aode is not None:
+            return aode.positions(self._aode, self._scoring_features(input_types), self.stats, dialect, input_types)
         if self._tree is None:
             return {}
         return tan.tree_positions(self._tree, self._scoring_features(input_types), self.stats, dialect, input_types)
