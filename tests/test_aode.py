@@ -227,8 +227,20 @@ def test_refusals(data):
 
 
 # -- other dialects ----------------------------------------------------------------------
-def test_export_runs_in_sqlite(data):
-    con, _, test = data
+@pytest.fixture(scope="module")
+def small():
+    """Smaller than the module's data, for the other engines: outside DuckDB each table
+    cell is a CASE branch (Spark generates code for every one, and SQLite's flattener
+    evaluates the class scores once per later use)."""
+    con = duckdb.connect()
+    train, test = aode_table(200, 7), aode_table(60, 8, unseen=True)
+    con.register("train", train)
+    con.register("test", test)
+    return con, train, test
+
+
+def test_export_runs_in_sqlite(small):
+    con, train, test = small
     kinds = {**DISCRETE, "g": "gaussian"}
     model = sqlnb.fit("train", label="y", con=con, features=list(kinds), feature_kinds=kinds, structure="aode",
                       aode_min_count=3)
@@ -257,18 +269,18 @@ def _engine_check(engine, want):
     np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
 
 
-def test_fit_and_score_in_postgres(data):
+def test_fit_and_score_in_postgres(small):
     from support.engines import postgres_engine
-    con, train, test = data
+    con, train, test = small
     want = scored(fit(con, aode_min_count=3), "test", con, "proba")
     with postgres_engine({"train": train, "test": test}) as engine:
         _engine_check(engine, want)
 
 
 @pytest.mark.spark  # starts a Spark session
-def test_fit_and_score_in_spark(data):
+def test_fit_and_score_in_spark(small):
     from support.engines import spark_engine
-    con, train, test = data
+    con, train, test = small
     want = scored(fit(con, aode_min_count=3), "test", con, "proba")
     with spark_engine({"train": train, "test": test}) as engine:
         _engine_check(engine, want)

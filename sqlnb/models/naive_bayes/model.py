@@ -201,6 +201,13 @@ class NaiveBayes(Model):
         self.log_parameters()
         return dict(self._tree.parent) if self._tree is not None else {}
 
+    def aode_summary(self) -> dict:
+        """AODE's super-parents: per discrete feature its number of values and how many of
+        them may be a super-parent at this ``aode_min_count``, and the per-class shift
+        (:func:`aode.describe`); ``{}`` for other structures."""
+        self.log_parameters()
+        return {} if self._aode is None else aode.describe(self._aode, self.stats, self.hyper.aode_min_count)
+
     def tree_conditionals(self) -> dict[str, dict]:
         """Each tree child's table ln p(child value | class, parent value) (tree-augmented
         models; ``{}`` for naive Bayes): ``{child: {"parent", "parent_values", "values",
