@@ -51,6 +51,10 @@ from sqlnb.store import register_kind
 #: the size, so building, rendering, binding and DuckDB's common-subexpression pass take a
 #: fraction of the time (digits, 64 columns x 10 classes, benchmarks/README.md).
 DOT_MIN = 8
+#: AODE's value positions in DuckDB: helper columns ``sqlnb_aode_position<i>`` of the
+#: prelude, computed once per row (an ENUM cast each) and read by every one of the F(F−1)
+#: table reads per class, instead of two casts per read.
+AODE_POSITION_PREFIX = "sqlnb_aode_position"
 
 def _unguarded(f: Feature) -> bool:
     """Whether the feature's score term can drop its NaN guard: Gaussian terms are pure
@@ -330,6 +334,9 @@ class NaiveBayes(Model):
         features = self._scoring_features(input_types)
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
+        if self._aode is not None and dialect == "duckdb":
+            positions = aode.positions(self._aode, features, self.stats, dialect, input_types)
+            out += [(f"{AODE_POSITION_PREFIX}{i}", e) for i, e in enumerate(positions.values())]
         if dotted:
             # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
             values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
@@ -356,6 +363,8 @@ class NaiveBayes(Model):
         self.log_parameters()
         tree = {} if self._tree is None else tan.child_terms(self._tree, features, self.stats, params,
                                                                tree_dialect or dialect, input_types, tree_positions)
+        if self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
+            tree_positions = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(self._aode.features)}
         averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats, tree_dialect or dialect,
                                                              input_types, tree_positions)
         gauss, bern = self._wide(features, dialect, dot)
