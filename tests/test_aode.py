@@ -233,7 +233,7 @@ def small():
     cell is a CASE branch (Spark generates code for every one, and SQLite's flattener
     evaluates the class scores once per later use)."""
     con = duckdb.connect()
-    train, test = aode_table(200, 7), aode_table(60, 8, unseen=True)
+    train, test = aode_table(120, 7), aode_table(40, 8, unseen=True)
     con.register("train", train)
     con.register("test", test)
     return con, train, test
