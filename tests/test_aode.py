@@ -357,3 +357,27 @@ def test_cli_fit_score_show_report_update_and_explain(tmp_path):
     con = duckdb.connect()
     con.register("t", train)
     np.testing.assert_allclose(scored(m, "t", con), scored(full, "t", con), rtol=0, atol=1e-9)
+
+
+def test_the_shifted_sum_is_exact_and_too_wide_a_span_is_refused(data, monkeypatch):
+    """The per-class shift s_c (0 while every exponent is within ±EXP_SAFE) leaves the
+    scores unchanged when it is not 0, and a span past 2·EXP_SAFE is refused at fit."""
+    from sqlnb.models.naive_bayes import aode
+    con, train, test = data
+    model = fit(con, aode_min_count=3)
+    a = model._aode
+    names = [f.name for f in a.features]
+    tops = [max(sum(max(0.0, float(np.max(a.ratio[(i, j)][k]))) for j in names if j != i) for i in names)
+            for k in range(len(CLASSES))]
+    bottoms = [min(sum(min(0.0, float(np.min(a.ratio[(i, j)][k]))) for j in names if j != i) for i in names)
+               for k in range(len(CLASSES))]
+    assert not a.shift.any()
+    span = max(t - b for t, b in zip(tops, bottoms))
+    monkeypatch.setattr(aode, "EXP_SAFE", 0.6 * span)
+    shifted = model.with_params(alpha=1.0)  # derived afresh under the patched limit
+    assert shifted._aode.shift.any()
+    want = oracle(train, test, m=3)
+    np.testing.assert_allclose(scored(shifted, "test", con), want, rtol=0, atol=1e-9)
+    monkeypatch.setattr(aode, "EXP_SAFE", 0.4 * span)
+    with pytest.raises(SqlnbError, match="log-sum-exp"):
+        model.with_params(alpha=1.0)

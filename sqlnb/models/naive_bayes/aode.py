@@ -45,8 +45,8 @@ row can reach (0 when both lie within ±:data:`EXP_SAFE`). Every exponent then l
 overflows and the largest one never underflows: the sum is exact to rounding, as a row-max
 shift would give. A row-max shift would repeat every T_{c,i} inside every exponent, a
 class score of F³ table reads for F features instead of F²; a model whose bounds span
-more than 2·:data:`EXP_SAFE` is refused at fit (never seen on real data: adult's span is
-tens of nats). A cell ln p(x_j | c, x_i) = −inf (MLE, an unseen pair) gives exp(−inf) = 0;
+more than 2·:data:`EXP_SAFE` is refused at fit (adult, MDL bins: T_{c,i} within
+[−35, +55] nats, shift 0). A cell ln p(x_j | c, x_i) = −inf (MLE, an unseen pair) gives exp(−inf) = 0;
 where ln p(x_j | c) is −inf the naive term already makes the class score −inf, and the
 ratio is kept at 0. Every T_{c,i} reads each table by position, one list read in DuckDB
 (as TAN's terms), a CASE elsewhere.
