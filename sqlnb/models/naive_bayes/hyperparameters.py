@@ -2,7 +2,7 @@
 
 Smoothing (α, Beta(β₁, β₀)), the estimator, the class prior and its Dirichlet
 concentration, the Gaussian variance floor, complement normalisation, the unseen-category
-policy, the structure (naive or TAN) and tied variances are applied when the model's
+policy, the structure (naive, TAN or AODE, and AODE's frequency limit) and tied variances are applied when the model's
 log-parameters are derived (:meth:`NaiveBayes.log_parameters
 <sqlnb.models.naive_bayes.model.NaiveBayes.log_parameters>`), never at fit: changing them
 (:meth:`~sqlnb.models.naive_bayes.model.NaiveBayes.with_params`), cross-validating them or
