@@ -23,7 +23,7 @@ from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, VarianceFloorWarning, suggest
 from sqlnb.models import screening
 from sqlnb.source import read_with
-from sqlnb.models.naive_bayes import information, kdb
+from sqlnb.models.naive_bayes import information, kdb, tan
 from sqlnb.models.naive_bayes.families.gaussian import floor_lifter
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
@@ -155,7 +155,7 @@ def fit(
     # model keeps the counts so that an update recomputes the cut points (fit.recut).
     cut_classes, cuts = cut_counts(engine, source, label, weight, feats)
     feats = resolve_edges(engine, source, label, feats, cuts)
-    stats = collect_statistics(engine, source, label, feats, weight, pairs=hyper.structure != "naive")
+    stats = collect_statistics(engine, source, label, feats, weight, pairs=tan.needs_pairs(hyper.structure))
     stats.cuts = {name: vc.align(cut_classes, stats.classes) for name, vc in cuts.items()}
     _note_variance_floor(feats, stats, hyper.var_smoothing, listed=features is not None)
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)

@@ -60,6 +60,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import ScreeningWarning, SqlnbError
+from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.fit import planned_kinds
 from sqlnb.source import Source
 from sqlnb.sql.types import is_float, is_numeric, is_text_type
@@ -152,7 +153,7 @@ def constant_free(family: str | None, unseen: str = "missing", structure: str = 
         return False
     if family == "gaussian":
         return True
-    return structure == "naive" and (family == "binned" or unseen != "bucket")
+    return not tan.needs_pairs(structure) and (family == "binned" or unseen != "bucket")
 
 
 def screen_plan(engine: Any, source: Source, label: str, weight: str | None, features: Sequence[str] | None,

@@ -622,7 +622,7 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
     args = (con, source, label, fold, folds, features, exclude, dict(options))
     if model == "naive_bayes":
         structures = {p.get("structure", options.get("structure", "naive")) for p in points}
-        plan = _naive_bayes_plan(*args, pairs=bool(structures - {"naive"}),
+        plan = _naive_bayes_plan(*args, pairs=any(tan.needs_pairs(s) for s in structures),
                                  orders=sorted(k for k in map(kdb.order_of, structures) if k))
     elif model == "logistic":
         plan = _logistic_plan(*args)

@@ -125,6 +125,9 @@ def _naive_bayes(model) -> dict:
             d["weight"] = _nums(p)
         feats.append(d)
     out = {"prior": _nums(np.exp(params["prior"])), "features": feats}
+    averaged = model.aode_summary() if hasattr(model, "aode_summary") else {}
+    if averaged:  # AODE: which features' values may be super-parents (sqlnb.models.naive_bayes.aode)
+        out["aode"] = averaged
     conditionals = model.tree_conditionals() if hasattr(model, "tree_conditionals") else {}
     if conditionals:  # tree-augmented: each child's table given its parent (replaces its naive row)
         kinds = {f.name: f for f in model.features}
@@ -229,6 +232,11 @@ def parameter_tables(d: dict) -> list[Table]:
                 for i, pv in enumerate(t["parent_values"]) for j, v in enumerate(t["values"])]
         table(f"tree: p({t['child']} | class, {t['parent']}), which replaces {t['child']}'s row above",
               [t["parent"], t["child"]], rows)
+    if "aode" in d:
+        a = d["aode"]
+        table(f"aode: super-parents (values seen at least m = {a['min_count']:g} times); every score averages "
+              "p(c, x_i) Π p(x_j | c, x_i) over the row's super-parents", ["feature"],
+              [[name, s["values"], s["eligible"]] for name, s in a["super_parents"].items()], ["values", "eligible"])
     for f in by_kind.get("bags", []):
         tables.append((f"token bag {f['name']} ({f['kind']}): {f['terms']:,} terms; "
                        "sqlnb show --top-terms N lists the most telling", [], [], ""))

@@ -66,7 +66,7 @@ from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.finish import scoring_select
-from sqlnb.models.naive_bayes import kdb
+from sqlnb.models.naive_bayes import kdb, tan
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.screening import screen_plan
 from sqlnb.source import Source, read_with
@@ -196,6 +196,8 @@ def _inlined(model: NaiveBayes) -> bool:
     :data:`INLINE_MAX` values (a tree-augmented child's term reads its parent's value
     too, and is written without a join as well)."""
     params = model.log_parameters()
+    if model.hyper.structure == "aode":  # its score averages over super-parents: not a sum of feature terms
+        return False
     return all(f.bag is None and (f.kind != "categorical" or len(params[f.name][0]) <= INLINE_MAX)
                for f in model.features)
 
@@ -432,7 +434,7 @@ def select_features(
                                    naive_bayes=[options])
             skip = [fold.name, *(s.column for s in screened)]
         plan = cv._naive_bayes_plan(engine, copy, label, fold, folds, features, skip, dict(options),
-                                     pairs=options.get("structure", "naive") != "naive", orders=[K] if K > 1 else [])
+                                     pairs=tan.needs_pairs(options.get("structure")), orders=[K] if K > 1 else [])
         fold_models = [plan.fold_model(i, {}) for i in range(folds)]
         # kdb:2: the models share their statistics with the plan's, so the joint counts a
         # step's candidates need (one scan per step, grouped by fold) serve the refit too

@@ -2,7 +2,7 @@
 
 Smoothing (α, Beta(β₁, β₀)), the estimator, the class prior and its Dirichlet
 concentration, the Gaussian variance floor, complement normalisation, the unseen-category
-policy, the structure (naive or TAN) and tied variances are applied when the model's
+policy, the structure (naive, TAN or AODE, and AODE's frequency limit) and tied variances are applied when the model's
 log-parameters are derived (:meth:`NaiveBayes.log_parameters
 <sqlnb.models.naive_bayes.model.NaiveBayes.log_parameters>`), never at fit: changing them
 (:meth:`~sqlnb.models.naive_bayes.model.NaiveBayes.with_params`), cross-validating them or
@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from sqlnb.errors import SqlnbError
-from sqlnb.models.naive_bayes import kdb, tan
+from sqlnb.models.naive_bayes import aode, kdb, tan
 from sqlnb.models.priors import class_alphas, given_prior
 
 ESTIMATORS = ("posterior-mean", "map", "mle")
@@ -57,16 +57,20 @@ class Hyperparameters:
         Complement naive Bayes weight normalisation.
     unseen : {"missing", "bucket"}
         Categorical values not seen in training: no term, or one smoothed extra slot.
-    structure : {"naive", "tan", "kdb:1", "kdb:2"}
+    structure : {"naive", "tan", "aode", "kdb:1", "kdb:2"}
         Naive Bayes, or tree-augmented naive Bayes: discrete features conditioned on the
         class and one parent feature, the tree derived from pair counts the statistics
-        must hold (:mod:`sqlnb.models.naive_bayes.tan`); or the k-dependence classifier,
-        each discrete feature conditioned on up to K earlier ones
-        (:mod:`sqlnb.models.naive_bayes.kdb`).
+        must hold (:mod:`sqlnb.models.naive_bayes.tan`); averaged one-dependence
+        estimators from the same counts (:mod:`sqlnb.models.naive_bayes.aode`); or the
+        k-dependence classifier, each discrete feature conditioned on up to K earlier
+        ones (:mod:`sqlnb.models.naive_bayes.kdb`).
     tied_variance : bool
         Gaussian features take one variance per feature shared by every class, the pooled
         within-class variance (plus the var_smoothing floor): the class log-odds are then
         linear in x (:mod:`sqlnb.models.naive_bayes.families.gaussian`).
+    aode_min_count : float
+        AODE's frequency limit m: a value is a super-parent only if at least m training
+        rows (weighted) hold it (default :data:`sqlnb.models.naive_bayes.aode.MIN_COUNT`).
     """
 
     alpha: float = 1.0
@@ -80,6 +84,7 @@ class Hyperparameters:
     unseen: str = "missing"
     structure: str = "naive"
     tied_variance: bool = False
+    aode_min_count: float = aode.MIN_COUNT
 
     def __post_init__(self):
         if not isinstance(self.feature_alpha, Mapping):  # e.g. cv --grid feature_alpha=1
@@ -120,6 +125,10 @@ class Hyperparameters:
                 raise SqlnbError(f"beta must be two finite numbers >= 0, (β1, β0): the pseudo-counts of a "
                                  f"present and of an absent Bernoulli value, not {self.beta!r}")
             object.__setattr__(self, "beta", (float(pair[0]), float(pair[1])))
+        m = self.aode_min_count
+        if not (isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) and m >= 0):
+            raise SqlnbError(f"aode_min_count (--aode-min-count) must be a finite number >= 0, not {m!r}")
+        object.__setattr__(self, "aode_min_count", float(m))
         if not (isinstance(self.var_smoothing, (int, float)) and not isinstance(self.var_smoothing, bool)
                 and math.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
             raise SqlnbError(f"var_smoothing must be >= 0, not {self.var_smoothing!r}")
@@ -150,6 +159,8 @@ class Hyperparameters:
             del d["structure"]
         if not d["tied_variance"]:  # likewise
             del d["tied_variance"]
+        if d["aode_min_count"] == aode.MIN_COUNT:  # likewise
+            del d["aode_min_count"]
         if isinstance(self.prior_alpha, Mapping):  # JSON keys are text: α_c in class order
             d["prior_alpha"] = {"per_class": class_alphas(self.prior_alpha, classes).tolist()}
         if not isinstance(self.class_prior, str):

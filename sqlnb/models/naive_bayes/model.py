@@ -37,7 +37,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import class_alphas, given_prior, own_prior
-from sqlnb.models.naive_bayes import kdb, tan, text, wide
+from sqlnb.models.naive_bayes import aode, kdb, tan, text, wide
 from sqlnb.models.naive_bayes.binning import cut_counts_from_table, cut_counts_table
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
@@ -51,6 +51,10 @@ from sqlnb.store import register_kind
 #: the size, so building, rendering, binding and DuckDB's common-subexpression pass take a
 #: fraction of the time (digits, 64 columns x 10 classes, benchmarks/README.md).
 DOT_MIN = 8
+#: AODE's value positions in DuckDB: helper columns ``sqlnb_aode_position<i>`` of the
+#: prelude, computed once per row (an ENUM cast each) and read by every one of the F(F−1)
+#: table reads per class, instead of two casts per read.
+AODE_POSITION_PREFIX = "sqlnb_aode_position"
 
 def _unguarded(f: Feature) -> bool:
     """Whether the feature's score term can drop its NaN guard: Gaussian terms are pure
@@ -86,6 +90,7 @@ class NaiveBayes(Model):
         self.weight = weight
         self._params: dict | None = None
         self._tree: tan.Tree | kdb.Network | None = None
+        self._aode: aode.Aode | None = None
         # Derive the log-parameters now: a setting these statistics cannot take (a zero
         # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
         # not at first use.
@@ -193,6 +198,8 @@ class NaiveBayes(Model):
             elif kdb.order_of(self.hyper.structure):  # k-dependence (sqlnb.models.naive_bayes.kdb)
                 self._tree = kdb.derive(self.features, self.stats, self.hyper, params,
                                         kdb.order_of(self.hyper.structure))
+            elif self.hyper.structure == "aode":
+                self._aode = aode.derive(self.features, self.stats, self.hyper, params)
             self._params = params
         return self._params
 
@@ -201,6 +208,13 @@ class NaiveBayes(Model):
         ``kdb:2`` a feature with two parents maps to the tuple of both."""
         self.log_parameters()
         return dict(self._tree.parent) if self._tree is not None else {}
+
+    def aode_summary(self) -> dict:
+        """AODE's super-parents: per discrete feature its number of values and how many of
+        them may be a super-parent at this ``aode_min_count``, and the per-class shift
+        (:func:`aode.describe`); ``{}`` for other structures."""
+        self.log_parameters()
+        return {} if self._aode is None else aode.describe(self._aode, self.stats, self.hyper.aode_min_count)
 
     def tree_conditionals(self) -> dict[str, dict]:
         """Each tree child's table ln p(child value | class, parent value) (tree-augmented
@@ -326,6 +340,9 @@ class NaiveBayes(Model):
         features = self._scoring_features(input_types)
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
+        if self._aode is not None and dialect == "duckdb":
+            positions = aode.positions(self._aode, features, self.stats, dialect, input_types)
+            out += [(f"{AODE_POSITION_PREFIX}{i}", e) for i, e in enumerate(positions.values())]
         if dotted:
             # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
             values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
@@ -352,6 +369,10 @@ class NaiveBayes(Model):
         self.log_parameters()
         tree = {} if self._tree is None else self._terms_module().child_terms(self._tree, features, self.stats, params,
                                                                tree_dialect or dialect, input_types, tree_positions)
+        if self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
+            tree_positions = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(self._aode.features)}
+        averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats, tree_dialect or dialect,
+                                                             input_types, tree_positions)
         gauss, bern = self._wide(features, dialect, dot)
         skip = {f.name for f in [*dotted, *gauss, *bern]}
         lookups = {f.name: "packed" for f in features if packed and self._lookup(f, None) is not None}
@@ -366,6 +387,8 @@ class NaiveBayes(Model):
             terms += [tree[f.name][k] if f.name in tree else self._term(f, params[f.name], k, input_types, dialect,
                                                                         nan_guard, lookups.get(f.name))
                       for f in features if f.name not in skip]
+            if averaged:  # AODE: the naive Bayes score plus its average over super-parents
+                terms.append(averaged[k])
             if self.uses_prior():
                 terms.insert(0, sql.dbl(float(params["prior"][k])))
             scores.append(ClassScore(tuple(terms)))
@@ -374,6 +397,10 @@ class NaiveBayes(Model):
     def feature_terms(self, input_types=None, dialect=None):
         """:meth:`class_terms` with one term per feature (no dot product over the count
         columns); the base is the class log-prior (0 when the score has none)."""
+        if self.hyper.structure == "aode":
+            raise SqlnbError("explain: an AODE class score averages products over super-parents (a log-sum-exp), "
+                             "not a sum of per-feature terms, so it has no per-feature breakdown; explain the "
+                             "naive Bayes model of the same counts: with_params(structure='naive')")
         out = []
         for score in self.class_terms(input_types, dialect, dot=False):
             terms = list(score.terms)
@@ -438,8 +465,11 @@ class NaiveBayes(Model):
 
     def tree_positions(self, input_types=None, dialect=None) -> dict[str, exp.Expression]:
         """Each tree feature's value position as its tree terms read it
-        (:func:`tan.tree_positions`); ``{}`` for naive Bayes."""
+        (:func:`tan.tree_positions`; AODE's super-parents, :func:`aode.positions`); ``{}``
+        for naive Bayes."""
         self.log_parameters()
+        if self._aode is not None:
+            return aode.positions(self._aode, self._scoring_features(input_types), self.stats, dialect, input_types)
         if self._tree is None:
             return {}
         return tan.tree_positions(self._tree, self._scoring_features(input_types), self.stats, dialect, input_types)

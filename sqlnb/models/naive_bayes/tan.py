@@ -80,7 +80,19 @@ from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
 from sqlnb.stats import Counts, _align, sorted_values
 
-STRUCTURES = ("naive", "tan")
+STRUCTURES = ("naive", "tan", "aode")
+#: The structures whose statistics hold the pair counts (:class:`Pairs`): the one place a
+#: fit, cross-validation, selection and screening ask whether to gather them. A structure
+#: derived from the same counts (AODE, :mod:`~sqlnb.models.naive_bayes.aode`; KDB) adds
+#: its name here and to :data:`STRUCTURES`.
+PAIRED = ("tan", "aode")
+
+
+def needs_pairs(structure: str | None) -> bool:
+    """Whether a model of this ``structure`` needs the pair counts of :func:`collect_pairs`
+    (KDB's ``kdb:K`` too: its parents are chosen from them)."""
+    return structure in PAIRED or (isinstance(structure, str) and structure.startswith("kdb:"))
+
 #: Most tree features: F(F−1)/2 grouping sets in the pair scan (40 features: 780 sets).
 MAX_FEATURES = 40
 BERNOULLI_VALUES = [False, True]

@@ -1,0 +1,217 @@
+"""Averaged one-dependence estimators, AODE (Webb, Boughton & Wang 2005, "Not so naive
+Bayes"): every discrete feature in turn is the parent of all the others, and the class
+score averages these one-dependence models over the row's eligible super-parents.
+
+Formula. For a row x with discrete (tree) features D and other features G::
+
+    p(c, x) = (1/|S(x)|) Σ_{i∈S(x)} p(c, x_i) Π_{j∈D, j≠i} p(x_j | c, x_i) · Π_{g∈G} p(x_g | c)
+    S(x)    = { i ∈ D : x_i present, and seen at least m times in training }
+
+with ``m`` = ``aode_min_count`` (``--aode-min-count``; default :data:`MIN_COUNT`), the
+count the weighted number of training rows with that value (any class). A NULL, NaN or
+unseen value is never a super-parent and, as a child, contributes no factor. When S(x) is
+empty, p(c, x) is the naive Bayes joint. Gaussian (and any other non-tree) features enter
+every super-parent's product as their naive Bayes factor p(x_g | c), as TAN keeps them
+naive, so they factor out of the average. The discrete features are TAN's tree features
+(:func:`sqlnb.models.naive_bayes.tan.eligible`): categorical columns of at most
+``INLINE_MAX`` values, Bernoulli columns, binned numeric columns by their bin numbers.
+
+Parameters (the model's α under its estimator, as TAN's, from the same counts)::
+
+    p(c, x_i)        = π_c · p(x_i | c)          the model's class prior and the feature's
+                                                 own naive Bayes estimate (n(c, x_i) + α) / (n_c + α·n_i)
+    p(x_j | c, x_i)  = (n(c, x_i, x_j) + α) / (n(c, x_i) + α·n_j)      categorical or binned j
+                     = (n(c, x_i, 1) + β₁) / (n(c, x_i) + β₁ + β₀)     Bernoulli j
+
+with n(c, x_i, x_j) the pair counts TAN gathers (rows where both are present), n(c, x_i)
+= Σ_v n(c, x_i, v) and n_j the child's number of training values; a (class, parent value)
+with no rows and no pseudo-count (0/0) takes the child's naive Bayes probabilities
+(:func:`sqlnb.models.naive_bayes.tan._conditional`). Webb et al. smooth p(c, x_i) as
+one joint frequency, (N(c, x_i) + 1) / (N + K·n_i); here it is π_c p(x_i | c), so every
+class prior option (uniform, given, Dirichlet) applies to AODE as to naive Bayes.
+
+Score. The class score is the naive Bayes score (prior and every feature's term, as
+:meth:`NaiveBayes.class_terms` writes it) plus one term::
+
+    ln p(c, x) = NB_c(x) + s_c + ln Σ_{i∈S} exp(T_{c,i} − s_c) − ln |S|        (0 when S is empty)
+    T_{c,i}    = Σ_{j≠i} [ln p(x_j | c, x_i) − ln p(x_j | c)]                (present, seen x_j)
+
+since each super-parent's log joint is NB_c(x) + T_{c,i}. The log-sum-exp is shifted,
+but not by the row's maximum over super-parents: T_{c,i} is the log-ratio of two
+likelihoods of the same row (super-parent i against naive Bayes), and the shift s_c is a
+per-class constant from the tables, the midpoint of the smallest and largest T_{c,i} any
+row can reach (0 when both lie within ±:data:`EXP_SAFE`). Every exponent then lies within
+±700 (each T_{c,i} a sum of one table cell per child, bounded cell by cell), so no term
+overflows and the largest one never underflows: the sum is exact to rounding, as a row-max
+shift would give. A row-max shift would repeat every T_{c,i} inside every exponent, a
+class score of F³ table reads for F features instead of F²; a model whose bounds span
+more than 2·:data:`EXP_SAFE` is refused at fit (adult, MDL bins: T_{c,i} within
+[−35, +55] nats, shift 0). A cell ln p(x_j | c, x_i) = −inf (MLE, an unseen pair) gives exp(−inf) = 0;
+where ln p(x_j | c) is −inf the naive term already makes the class score −inf, and the
+ratio is kept at 0. Every T_{c,i} reads each table by position, one list read in DuckDB
+(as TAN's terms), a CASE elsewhere.
+
+Statistics. Only the counts TAN gathers (class, per-feature and pair counts), so
+``update`` merges them exactly (an updated model is the refit), cross-validation counts
+every fold's pairs in the same scan, and selection restricts them; ``m`` and α change
+without the data (:meth:`NaiveBayes.with_params`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes import tan
+from sqlnb.models.naive_bayes.families import Feature
+from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
+from sqlnb.stats import Counts
+
+#: Default frequency limit m: a value seen at least once may be a super-parent (Weka's
+#: AODE default; Webb et al. 2005 used 30). adult's figures for both: docs/generative.md.
+MIN_COUNT = 1.0
+#: Largest |exponent| the shifted log-sum-exp lets a term reach (e^700 ≈ 1e304 < the
+#: largest double; e^−700 is still a normal double).
+EXP_SAFE = 700.0
+
+
+@dataclass
+class Aode:
+    """The derived averaged one-dependence model.
+
+    ``ratio[(i, j)]`` has shape (K, n_i, n_j): ln p(x_j | c, x_i) − ln p(x_j | c), super-parent
+    i's values by child j's; ``parent_ok[i]`` (n_i,) is 1 where the value may be a
+    super-parent (seen at least m times), else 0; ``shift`` (K,) the per-class s_c.
+    """
+
+    features: list  # the discrete features (Feature), model order
+    ratio: dict
+    parent_ok: dict
+    shift: np.ndarray
+    log_shifted: bool  # some cell is −inf: the sum can be 0 (ln 0 written as −inf)
+
+
+def value_counts(f: Feature, stats) -> np.ndarray:
+    """Weighted training rows of each of the feature's values (any class), in the order of
+    :func:`tan.feature_values`."""
+    s = stats.features[f.name]
+    if isinstance(s, Counts):
+        return np.asarray(s.counts, dtype=float).sum(axis=0)
+    present = float(np.sum(s.total))  # Bernoulli: rows present per class, of s.n rows
+    return np.array([float(np.sum(s.n)) - present, present])
+
+
+def derive(features: Sequence[Feature], stats, hp, params: Mapping[str, Any]) -> Aode:
+    """The ratio tables, super-parent eligibility and shifts (module docstring)."""
+    if stats.pairs is None:
+        raise SqlnbError("structure 'aode' needs the pair counts of a tree-augmented fit; refit with "
+                         "structure='aode' (sqlnb fit --structure aode)")
+    if hp.unseen != "missing":
+        raise SqlnbError("structure 'aode' scores unseen categories as missing; leave unseen at 'missing'")
+    by_name = {f.name: f for f in features}
+    feats = [by_name[n] for n in stats.pairs.features]
+    for f in feats:
+        if f.kind == "categorical" and len(stats.features[f.name].values) > INLINE_MAX:
+            raise SqlnbError(f"feature {f.name!r} now has {len(stats.features[f.name].values)} values, past "
+                             f"{INLINE_MAX}, the most a super-parent scores without a join; refit with "
+                             "structure='aode', which keeps it naive")
+    values = {f.name: tan.feature_values(f, stats.features) for f in feats}
+    ratio, parent_ok = {}, {}
+    K = len(stats.classes)
+    hi, lo = np.zeros((K, len(feats))), np.zeros((K, len(feats)))
+    neg_inf = False
+    for a, fi in enumerate(feats):
+        parent_ok[fi.name] = (value_counts(fi, stats) >= hp.aode_min_count).astype(float)
+        for fj in feats:
+            if fj is fi:
+                continue
+            counts = stats.pairs.table(fi.name, fj.name, values[fi.name], values[fj.name])
+            cond = tan._conditional(fj, counts, hp, params[fj.name])
+            naive = tan.naive_row(fj, params[fj.name])[:, None, :]
+            with np.errstate(invalid="ignore"):
+                r = np.where(np.isneginf(naive), 0.0, cond - naive)
+            ratio[(fi.name, fj.name)] = r
+            finite = np.where(np.isfinite(r), r, np.nan)
+            neg_inf |= bool(np.isneginf(r).any())
+            # A child is absent (0) or one cell: bound T_{c,i} child by child.
+            if r.size:
+                hi[:, a] += np.maximum(0.0, np.nan_to_num(np.nanmax(finite, axis=(1, 2)), nan=0.0))
+                lo[:, a] += np.minimum(0.0, np.nan_to_num(np.nanmin(finite, axis=(1, 2)), nan=0.0))
+    top, bottom = hi.max(axis=1, initial=0.0), lo.min(axis=1, initial=0.0)
+    if np.any(top - bottom > 2 * EXP_SAFE):
+        raise SqlnbError(
+            f"structure 'aode': a super-parent's log-likelihood ratio against naive Bayes can span "
+            f"{float(np.max(top - bottom)):.0f} nats, past the {2 * EXP_SAFE:.0f} its log-sum-exp holds exactly; "
+            "smooth more (a larger --alpha) or choose fewer columns (--features / --exclude)")
+    inside = (top <= EXP_SAFE) & (bottom >= -EXP_SAFE)
+    shift = np.where(inside, 0.0, (top + bottom) / 2)
+    return Aode(feats, ratio, parent_ok, shift, neg_inf)
+
+
+def positions(model: Aode, features: Sequence[Feature], stats, dialect: str | None,
+              input_types: Mapping[str, str] | None) -> dict[str, exp.Expression]:
+    """Each discrete feature's 0-based value position (NULL when missing or unseen), as
+    TAN's (:func:`tan._position`); ``features`` as scored."""
+    by_name = {f.name: f for f in features}
+    types = input_types or {}
+    return {f.name: tan._position(by_name[f.name], tan.feature_values(by_name[f.name], stats.features), dialect,
+                                  types.get(f.name))
+            for f in model.features}
+
+
+def terms(model: Aode, features: Sequence[Feature], stats, dialect: str | None,
+          input_types: Mapping[str, str] | None,
+          at: Mapping[str, exp.Expression] | None = None) -> list[exp.Expression]:
+    """Per class, the term AODE adds to the naive Bayes class score (module docstring):
+    ``CASE WHEN |S| > 0 THEN s_c + LN(Σ_i ok_i · EXP(T_{c,i} − s_c)) − LN(|S|) ELSE 0 END``.
+    ``at``: the expressions the value positions are read from (default :func:`positions`)."""
+    if at is None:
+        at = positions(model, features, stats, dialect, input_types)
+    names = [f.name for f in model.features]
+
+    def pos(name: str) -> exp.Expression:
+        return sql.paren(at[name].copy())
+
+    ok = {i: tan._pick(pos(i), model.parent_ok[i], dialect) for i in names}
+    size = sql.add([exp.Coalesce(this=ok[i].copy(), expressions=[sql.dbl(0.0)]) for i in names])
+    out = []
+    for k in range(len(model.shift)):
+        s = float(model.shift[k])
+        parts = []
+        for i in names:
+            reads = []
+            for j in names:
+                if j == i:
+                    continue
+                r = model.ratio[(i, j)]
+                flat = exp.Add(this=exp.Mul(this=pos(i), expression=exp.Literal.number(r.shape[2])),
+                               expression=pos(j))
+                reads.append(exp.Coalesce(this=tan._pick(flat, r[k].ravel(), dialect), expressions=[sql.dbl(0.0)]))
+            t = sql.add(reads) if s == 0.0 else exp.Sub(this=sql.paren(sql.add(reads)), expression=sql.dbl(s))
+            parts.append(exp.Coalesce(this=exp.Mul(this=ok[i].copy(), expression=exp.Exp(this=t)),
+                                      expressions=[sql.dbl(0.0)]))
+        total = sql.paren(sql.add(parts))
+        log_total = exp.Ln(this=total)
+        if model.log_shifted:  # every super-parent's product 0: ln 0 = −inf (an error in PostgreSQL)
+            log_total = exp.Case(ifs=[exp.If(this=exp.GT(this=total.copy(), expression=sql.dbl(0.0)),
+                                             true=log_total)], default=sql.dbl(-math.inf))
+        value = exp.Sub(this=sql.add([sql.dbl(s), log_total] if s != 0.0 else [log_total]),
+                        expression=exp.Ln(this=sql.paren(size.copy())))
+        out.append(exp.Case(ifs=[exp.If(this=exp.GT(this=sql.paren(size.copy()), expression=sql.dbl(0.0)),
+                                        true=value)], default=sql.dbl(0.0)))
+    return out
+
+
+def describe(model: Aode, stats, min_count: float) -> dict:
+    """What ``show --params`` and ``report`` print: the super-parents, how many of their
+    values are eligible at this m, and the per-class shift."""
+    return {"structure": "aode", "min_count": min_count,
+            "super_parents": {f.name: {"values": int(len(model.parent_ok[f.name])),
+                                       "eligible": int(model.parent_ok[f.name].sum())} for f in model.features},
+            "shift": [float(s) for s in model.shift]}
