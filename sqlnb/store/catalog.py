@@ -18,6 +18,7 @@ import json
 import uuid
 from typing import Any, Callable, Protocol
 
+import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
@@ -79,7 +80,13 @@ def _column_bytes(column: Any) -> bytes:
     """A column's values as bytes for :func:`fingerprint` (its type is hashed beside)."""
     t = column.type
     if (pa.types.is_floating(t) or pa.types.is_integer(t)) and column.null_count == 0:
-        values = column.to_numpy()
+        # Read from the data buffers: ``to_numpy()`` imports pandas, which a fit that saves
+        # its model otherwise never needs (issue 32; sqlnb.store.arrow).
+        kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
+        dtype = np.dtype(f"{kind}{t.bit_width // 8}")
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        values = np.concatenate([np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c),
+                                               offset=c.offset * dtype.itemsize) for c in chunks] or [np.empty(0, dtype)])
         return values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
     return json.dumps(column.to_pylist(), default=str).encode()
 
