@@ -84,7 +84,10 @@ def _is_integer(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    """A float, or an integer within INT64 (pyarrow refuses a larger one as DOUBLE)."""
+    if _is_integer(v):
+        return _INT64_MIN <= int(v) <= _INT64_MAX
+    return isinstance(v, (float, np.floating))
 
 
 def _validity(valid: list[bool]) -> pa.Buffer | None:
