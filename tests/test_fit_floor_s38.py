@@ -3,7 +3,8 @@
 No timing here (benchmarks are not timed tests; ``benchmarks/fit_floor.py --processes``
 measures): what is checked is what a fit imports and how many statements read the data.
 
-* A ``sqlnb fit`` that saves its model imports neither pandas nor scikit-learn nor SciPy.
+* A ``sqlnb fit`` that saves its model imports neither pandas nor scikit-learn nor SciPy
+  (every naive Bayes family, LDA, QDA, logistic regression).
   pyarrow's ``pa.array`` and ``Array.to_numpy`` import pandas on first use when it is
   installed (0.30 CPU s, a third of a bare scan of 10M rows × 20 DOUBLE columns); the
   parameter parts are built from Arrow buffers (:mod:`sqlnb.store.arrow`) and the
@@ -60,7 +61,10 @@ def test_cli_fits_and_saves_without_pandas_sklearn_or_scipy(files):
             [files["counts"], "--kind", "multinomial", "--model", f"{store}:m"],
             [files["counts"], "--kind", "bernoulli", "--model", f"{store}:b"],
             [files["mixed"], "--model", f"{store}:mixed"],
-            [files["mixed"], "--features", "colour,grade", "--kind", "categorical", "--model", f"{store}:c"]]
+            [files["mixed"], "--features", "colour,grade", "--kind", "categorical", "--model", f"{store}:c"],
+            [files["wide"], "--kind", "lda", "--model", f"{store}:lda"],
+            [files["wide"], "--kind", "qda", "--model", f"{store}:qda"],
+            [files["wide"], "--kind", "logistic", "--model", f"{store}:logistic"]]
     code = ("import sys\nfrom sqlnb.cli import main\n"
             f"for args in {fits!r}:\n"
             "    try:\n        main(['fit', args[0], '--label', 'label', '--replace', *args[1:]])\n"
@@ -70,7 +74,7 @@ def test_cli_fits_and_saves_without_pandas_sklearn_or_scipy(files):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "[]", done.stdout
     # and the models saved so are read back whole
-    for name in ("g", "m", "b", "mixed", "c"):
+    for name in ("g", "m", "b", "mixed", "c", "lda", "qda", "logistic"):
         assert sqlnb.load(store, name).classes
 
 
@@ -91,6 +95,12 @@ def test_cli_fits_and_saves_without_pandas_sklearn_or_scipy(files):
     ([1, 2.5], None),  # mixed: pyarrow.array itself
     ([None, None], None),
     ([], None),
+    (np.array([0.5, np.nan, -np.inf]), pa.float64()),  # numpy arrays, as LDA, QDA and logistic give them
+    (np.array([0.5, 2.0], dtype=np.float32), pa.float64()),
+    (np.arange(4).reshape(2, 2)[:, 1], pa.int32()),  # strided
+    (np.array([3, -1], dtype=np.int64), pa.int64()),
+    (np.array([1, 2]), pa.float64()),
+    (np.array([], dtype=float), pa.float64()),
 ])
 def test_arrow_array_is_pyarrow_array(values, type_):
     from sqlnb.store import arrow  # new in this change: imported here so the other tests run without it
@@ -116,6 +126,8 @@ def test_arrow_array_refuses_what_pyarrow_refuses():
         arrow.array([2 ** 64])
     with pytest.raises(pa.ArrowInvalid):
         arrow.array([2 ** 63, None], pa.float64())
+    with pytest.raises(pa.ArrowInvalid):
+        arrow.array(np.array([2 ** 40]), pa.int32())
 
 
 @pytest.mark.parametrize("column", [
@@ -133,6 +145,16 @@ def test_fingerprint_bytes_are_those_of_to_numpy(column):
     else:
         want = b"[1.0, null]"
     assert _column_bytes(column) == want
+
+
+def test_numbers_reads_what_to_numpy_gives():
+    from sqlnb.store import arrow
+
+    column = pa.chunked_array([pa.array([1.5, -2.0, 3.25]).slice(1), pa.array([4.0])])
+    assert arrow.numbers(column).tolist() == column.to_numpy().tolist() == [-2.0, 3.25, 4.0]
+    assert arrow.numbers(pa.array(np.arange(5, dtype=np.int16))).dtype == np.int16
+    with pytest.raises(ValueError):
+        arrow.numbers(pa.array([1.0, None]))
 
 
 def _reads(monkeypatch, path) -> list[str]:

@@ -29,9 +29,17 @@ def array(values: Iterable[Any], type: pa.DataType | None = None) -> pa.Array:
     Built from buffers: ``type`` DOUBLE (numbers, ``None`` as NULL; NaN stays NaN as
     ``pyarrow.array`` keeps it), INT32 or INT64 (integers), STRING (text); and, with
     ``type`` None, values that are all integers within INT64 (or all floats, or all
-    text), which ``pyarrow.array`` infers as INT64 (DOUBLE, STRING). Anything else:
-    ``pyarrow.array``.
+    text), which ``pyarrow.array`` infers as INT64 (DOUBLE, STRING); a one-dimensional
+    numpy array of floats as DOUBLE (NaN kept) or of integers as INT32/INT64 as is. Anything
+    else: ``pyarrow.array``.
     """
+    if isinstance(values, np.ndarray) and values.ndim == 1 and (
+            (type == pa.float64() and values.dtype.kind == "f")
+            or (type in _INTEGERS and values.dtype.kind in "iu" and (
+                values.size == 0 or np.iinfo(_INTEGERS[type]).min <= values.min() <= values.max()
+                <= np.iinfo(_INTEGERS[type]).max))):
+        data = np.ascontiguousarray(values, dtype=np.float64 if type == pa.float64() else _INTEGERS[type])
+        return pa.Array.from_buffers(type, len(data), [None, pa.py_buffer(data.tobytes())], null_count=0)
     values = list(values)
     valid = [v is not None for v in values]
     present = [v for v in values if v is not None]
@@ -63,6 +71,19 @@ def array(values: Iterable[Any], type: pa.DataType | None = None) -> pa.Array:
         data = np.array([int(v) if v is not None else 0 for v in values], dtype=dtype)
     return pa.Array.from_buffers(type, len(values), [_validity(valid), pa.py_buffer(data.tobytes())],
                                  null_count=valid.count(False))
+
+
+def numbers(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An integer or floating-point column without NULLs as a numpy array (its own dtype),
+    read from its data buffers: ``to_numpy()`` imports pandas (module docstring)."""
+    t = column.type
+    if not (pa.types.is_floating(t) or pa.types.is_integer(t)) or column.null_count:
+        raise ValueError(f"numbers() reads integer or floating-point columns without NULLs, not {t}")
+    kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
+    dtype = np.dtype(f"{kind}{t.bit_width // 8}")
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return np.concatenate([np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * dtype.itemsize)
+                           for c in chunks] or [np.empty(0, dtype)])
 
 
 def _inferred(present: list) -> pa.DataType | None:

@@ -18,11 +18,11 @@ import json
 import uuid
 from typing import Any, Callable, Protocol
 
-import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.store import arrow
 from sqlnb.errors import SqlnbError, StoreBusy
 from sqlnb.version import __version__
 
@@ -80,13 +80,7 @@ def _column_bytes(column: Any) -> bytes:
     """A column's values as bytes for :func:`fingerprint` (its type is hashed beside)."""
     t = column.type
     if (pa.types.is_floating(t) or pa.types.is_integer(t)) and column.null_count == 0:
-        # Read from the data buffers: ``to_numpy()`` imports pandas, which a fit that saves
-        # its model otherwise never needs (issue 32; sqlnb.store.arrow).
-        kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
-        dtype = np.dtype(f"{kind}{t.bit_width // 8}")
-        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-        values = np.concatenate([np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c),
-                                               offset=c.offset * dtype.itemsize) for c in chunks] or [np.empty(0, dtype)])
+        values = arrow.numbers(column)  # not to_numpy(), which imports pandas (issue 32)
         return values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
     return json.dumps(column.to_pylist(), default=str).encode()
 
