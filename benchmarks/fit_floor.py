@@ -30,7 +30,10 @@ start (pandas, through pyarrow, before issue 32) counts against it. The "all in"
 waits for beyond Python and DuckDB. Children run with bytecode caches (``PYTHONDONTWRITEBYTECODE``
 removed from their environment: an installed sqlnb has them; without them every process
 compiled sqlnb's sources, ~0.2 s, more in the fit than in ``--help``), after one untimed round
-that writes the caches and warms the page cache. ``uptime``'s load is printed before and after:
+that writes the caches and warms the page cache. Children run in a temporary directory: run
+from a checkout, ``python -m sqlnb`` imported that checkout's sqlnb whatever ``PYTHONPATH``
+said (the current directory comes first), so a "before" measured with ``PYTHONPATH=<old
+checkout>`` from the new one measured the new code. ``uptime``'s load is printed before and after:
 2 shared cores make single figures noisy, read the ratios.
 
 Examples
@@ -163,13 +166,15 @@ def _child_env() -> dict:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _timed_process(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (user + system, all threads) of one child process."""
+def _timed_process(cmd: list[str], cwd: str) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, all threads) of one child process,
+    run in ``cwd``: not in a checkout, whose ``sqlnb`` ``python -m sqlnb`` would import
+    before the one on ``PYTHONPATH`` (the current directory comes first on ``sys.path``)."""
     import resource
 
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, env=_child_env())
+    out = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), cwd=cwd)
     took = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
@@ -181,6 +186,10 @@ def processes(metas: dict, families: list[str], repeat: int) -> dict:
     """``{family: {part: [(wall, cpu) seconds, ...]}}`` of whole processes (module docstring)."""
     py = sys.executable
     env_path = os.environ.get("PYTHONPATH")
+    if env_path:  # say which sqlnb the children import
+        where = subprocess.run([py, "-c", "import sqlnb; print(sqlnb.__file__)"], capture_output=True, text=True,
+                               env=_child_env(), cwd=tempfile.gettempdir()).stdout.strip()
+        print(f"children import {where}", file=sys.stderr)
     times: dict = {f: {"bare start": [], "bare": [], "fit start": [], "fit": []} for f in families}
     with tempfile.TemporaryDirectory() as tmp:
         store = str(Path(tmp) / "models.duckdb")
@@ -190,10 +199,10 @@ def processes(metas: dict, families: list[str], repeat: int) -> dict:
                 meta = metas[data]
                 fit = [py, "-m", "sqlnb", "fit", meta["globs"]["data"], "--label", meta["label"],
                        "--model", f"{store}:{fam}", "--replace"] + (["--kind", kwargs["kind"]] if "kind" in kwargs else [])
-                got = {"bare start": _timed_process([py, "-c", _bare_script(meta, False)]),
-                       "bare": _timed_process([py, "-c", _bare_script(meta, True)]),
-                       "fit start": _timed_process([py, "-m", "sqlnb", "fit", "--help"]),
-                       "fit": _timed_process(fit)}
+                got = {"bare start": _timed_process([py, "-c", _bare_script(meta, False)], tmp),
+                       "bare": _timed_process([py, "-c", _bare_script(meta, True)], tmp),
+                       "fit start": _timed_process([py, "-m", "sqlnb", "fit", "--help"], tmp),
+                       "fit": _timed_process(fit, tmp)}
                 if r == 0:
                     continue
                 t = times[fam]
