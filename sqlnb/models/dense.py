@@ -237,6 +237,8 @@ def read_rows(
     cols += [exp.alias_(e, f"e{j}", quoted=True) for j, e in enumerate(extra.values())]
     import pyarrow as pa
 
+    from sqlnb.store import arrow
+
     engine = as_engine(con)
     query = exp.select(*cols).from_(source.from_("src"))
     if isinstance(engine, DuckDBEngine):
@@ -256,7 +258,7 @@ def read_rows(
             raise SqlnbError(
                 f"column {name!r} in {source.description} is NULL in {column.null_count} labelled rows; "
                 f"{_complete_rows_hint(name)}")
-        X[:, j] = column.to_numpy(zero_copy_only=False)
+        X[:, j] = arrow.numbers(column.cast(pa.float64()))  # not to_numpy(): it imports pandas (issue 32)
         if not np.all(np.isfinite(X[:, j])):
             raise SqlnbError(
                 f"column {name!r} in {source.description} holds NaN or infinite values; "
@@ -324,9 +326,11 @@ class DenseModel(Model):
     def _class_table(self, **columns) -> Any:
         """The ``classes`` part: class index, typed label and any per-class columns."""
         import pyarrow as pa
-        data = {"class_index": pa.array(range(len(self.classes)), pa.int32()),
-                "label": pa.array(list(self.classes))}
-        data.update({k: pa.array(np.asarray(v, dtype=float), pa.float64()) for k, v in columns.items()})
+
+        from sqlnb.store import arrow  # arrow.array: pyarrow.array without importing pandas
+        data = {"class_index": arrow.array(range(len(self.classes)), pa.int32()),
+                "label": arrow.array(list(self.classes))}
+        data.update({k: arrow.array(np.asarray(v, dtype=float), pa.float64()) for k, v in columns.items()})
         return pa.table(data), {"label": self.label_type}
 
     def _base_metadata(self) -> dict:

@@ -369,18 +369,20 @@ class _Discriminant(DenseModel):
         ``comoments`` (class, i, j, value) for ``i <= j``: the sufficient statistics, from
         which the solve is redone on load (so a loaded model is bit-identical)."""
         import pyarrow as pa
+
+        from sqlnb.store import arrow  # arrow.array: pyarrow.array without importing pandas
         K, d = self.moments.mean.shape
         ks, js = np.meshgrid(np.arange(K), np.arange(d), indexing="ij")
         iu, ju = np.triu_indices(d)
         return {
             "classes": self._class_table(n=self.moments.n),
-            "means": (pa.table({"class_index": pa.array(ks.ravel(), pa.int32()),
-                                "feature_index": pa.array(js.ravel(), pa.int32()),
-                                "value": pa.array(self.moments.mean.ravel(), pa.float64())}), {}),
-            "comoments": (pa.table({"class_index": pa.array(np.repeat(np.arange(K), len(iu)), pa.int32()),
-                                    "i": pa.array(np.tile(iu, K), pa.int32()),
-                                    "j": pa.array(np.tile(ju, K), pa.int32()),
-                                    "value": pa.array(self.moments.comoment[:, iu, ju].ravel(), pa.float64())}), {}),
+            "means": (pa.table({"class_index": arrow.array(ks.ravel(), pa.int32()),
+                                "feature_index": arrow.array(js.ravel(), pa.int32()),
+                                "value": arrow.array(self.moments.mean.ravel(), pa.float64())}), {}),
+            "comoments": (pa.table({"class_index": arrow.array(np.repeat(np.arange(K), len(iu)), pa.int32()),
+                                    "i": arrow.array(np.tile(iu, K), pa.int32()),
+                                    "j": arrow.array(np.tile(ju, K), pa.int32()),
+                                    "value": arrow.array(self.moments.comoment[:, iu, ju].ravel(), pa.float64())}), {}),
         }
 
     @classmethod

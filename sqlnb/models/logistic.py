@@ -366,16 +366,18 @@ class Logistic(DenseModel):
         """``classes`` (typed label, rows, intercept), ``columns`` (feature index, centre,
         standardisation mean and scale) and ``coefficients`` (class, feature, value)."""
         import pyarrow as pa
+
+        from sqlnb.store import arrow  # arrow.array: pyarrow.array without importing pandas
         K, d = self.coef.shape
         return {
             "classes": self._class_table(n=self.class_n, intercept=self.intercept),
-            "columns": (pa.table({"feature_index": pa.array(range(d), pa.int32()),
-                                  "centre": pa.array(self.centre, pa.float64()),
-                                  "mean": pa.array(self.mean, pa.float64()),
-                                  "scale": pa.array(self.scale, pa.float64())}), {}),
-            "coefficients": (pa.table({"class_index": pa.array(np.repeat(np.arange(K), d), pa.int32()),
-                                       "feature_index": pa.array(np.tile(np.arange(d), K), pa.int32()),
-                                       "value": pa.array(self.coef.ravel(), pa.float64())}), {}),
+            "columns": (pa.table({"feature_index": arrow.array(range(d), pa.int32()),
+                                  "centre": arrow.array(self.centre, pa.float64()),
+                                  "mean": arrow.array(self.mean, pa.float64()),
+                                  "scale": arrow.array(self.scale, pa.float64())}), {}),
+            "coefficients": (pa.table({"class_index": arrow.array(np.repeat(np.arange(K), d), pa.int32()),
+                                       "feature_index": arrow.array(np.tile(np.arange(d), K), pa.int32()),
+                                       "value": arrow.array(self.coef.ravel(), pa.float64())}), {}),
         }
 
     @classmethod

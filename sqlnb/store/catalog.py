@@ -22,6 +22,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.store import arrow
 from sqlnb.errors import SqlnbError, StoreBusy
 from sqlnb.version import __version__
 
@@ -79,7 +80,7 @@ def _column_bytes(column: Any) -> bytes:
     """A column's values as bytes for :func:`fingerprint` (its type is hashed beside)."""
     t = column.type
     if (pa.types.is_floating(t) or pa.types.is_integer(t)) and column.null_count == 0:
-        values = column.to_numpy()
+        values = arrow.numbers(column)  # not to_numpy(), which imports pandas (issue 32)
         return values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
     return json.dumps(column.to_pylist(), default=str).encode()
 

@@ -563,13 +563,15 @@ class NaiveBayes(Model):
         features: per (class, value) counts, :func:`~sqlnb.models.naive_bayes.binning.cut_counts_table`).
         """
         import pyarrow as pa
+
+        from sqlnb.store import arrow  # arrow.array: pyarrow.array without importing pandas
         s = self.stats
         K = len(s.classes)
         parts = {"classes": (pa.table({
-            "class_index": pa.array(range(K), pa.int32()),
-            "label": pa.array(list(s.classes)),
-            "n": pa.array(s.class_n, pa.float64()),
-            "rows": pa.array(s.class_rows, pa.float64()),
+            "class_index": arrow.array(range(K), pa.int32()),
+            "label": arrow.array(list(s.classes)),
+            "n": arrow.array(s.class_n, pa.float64()),
+            "rows": arrow.array(s.class_rows, pa.float64()),
         }), {"label": self.label_type})}
         long: dict[str, dict[str, list]] = {
             "moments": {c: [] for c in ("class_index", "feature", "n", "mean", "m2", "rows", "rows_mean", "rows_m2")},
@@ -588,8 +590,8 @@ class NaiveBayes(Model):
                 t["feature"] += [f.name] * len(ks)
                 t["value_index"] += vs.tolist()
                 t["n"] += st.counts[ks, vs].tolist()
-                parts[f"values_{j}"] = (pa.table({"value_index": pa.array(range(len(st.values)), pa.int32()),
-                                                  "value": pa.array(list(st.values))}),
+                parts[f"values_{j}"] = (pa.table({"value_index": arrow.array(range(len(st.values)), pa.int32()),
+                                                  "value": arrow.array(list(st.values))}),
                                         {"value": "INTEGER" if f.kind == "binned" else f.sql_type})  # bin numbers
                 continue
             part = "moments" if isinstance(st, Moments) else "sums"
@@ -607,7 +609,7 @@ class NaiveBayes(Model):
             parts["cut_counts"] = (cut_counts_table(s.cuts), {})
         for part, cols in long.items():
             if cols["class_index"]:
-                parts[part] = (pa.table({c: pa.array(v, pa.int32() if c in ("class_index", "value_index")
+                parts[part] = (pa.table({c: arrow.array(v, pa.int32() if c in ("class_index", "value_index")
                                                       else pa.string() if c == "feature" else pa.float64())
                                          for c, v in cols.items()}), {})
         return parts
