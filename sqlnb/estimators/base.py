@@ -29,12 +29,20 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.estimators import data
 from sqlnb.estimators.data import EstimatorInputError
+from sqlnb.models.naive_bayes import wide
 from sqlnb.sql.types import is_numeric
 from sqlnb.source import Table, resolve
 from sqlnb.stats import sorted_values
 
 #: Rendered scoring SELECTs per fitted model (see ``SqlnbClassifier._scores``).
 _SCORING_SQL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+#: Up to this many rows a naive Bayes model's Gaussian and Bernoulli columns are scored in
+#: the exact list shape (:func:`sqlnb.models.naive_bayes.wide.exact_lists`): its SELECT
+#: binds in a fraction of the per-term shape's time, but its lambdas cost more per row.
+#: Measured (benchmarks/README.md, "scikit-learn estimators"): 20 columns x 3 classes,
+#: the two cost the same near 100,000 rows and the per-term shape is twice as fast at 1M;
+#: 64 columns x 10 classes, the list shape is twice as fast at 100,000 rows.
+EXACT_ROWS = 100_000
 
 
 class SqlnbClassifier(ClassifierMixin, BaseEstimator):
@@ -242,12 +250,14 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
         # (sqlglot's part of a small predict is most of it), then only run. Kept beside the
         # estimator (keyed by the model object), not in it: predict changes no attribute.
         texts = _SCORING_SQL.setdefault(self.model_, {})
-        key = tuple(str(t) for t in table.schema.types)
+        exact = table.num_rows <= EXACT_ROWS
+        key = (exact, *(str(t) for t in table.schema.types))
         with data.registered(table) as (con, name):
             try:
                 text = texts.get(key)
                 if text is None:
-                    text = texts[key] = _scoring_text(self.model_, resolve(Table(name), con))
+                    with wide.exact_lists(exact):
+                        text = texts[key] = _scoring_text(self.model_, resolve(Table(name), con))
                 result = con.sql(text).to_arrow_table()
             except SqlnbError as e:
                 raise EstimatorInputError(str(e)) from None
