@@ -32,6 +32,7 @@ import numpy as np
 from sqlnb import api
 import pyarrow.compute as pc
 
+from sqlnb.estimators import data
 from sqlnb.estimators.base import SqlnbClassifier
 from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -164,8 +165,8 @@ class _Discrete(_NaiveBayes):
         ("Negative values in data") before any statistic is computed."""
         if self._kind not in ("multinomial", "complement"):
             return
-        for n in names:
-            low = pc.min(table.column(n)).as_py()
+        for j, n in enumerate(names):
+            low = pc.min(data.feature_column(table, names, j)).as_py()
             if low is not None and low < 0:
                 raise EstimatorInputError(f"Negative values in data passed to {type(self).__name__}: column {n!r} "
                                           f"holds {low!r}; counts must be >= 0 (GaussianNB takes other numbers)")
