@@ -19,8 +19,9 @@ from scipy.special import logsumexp
 from sklearn import naive_bayes as nb
 from sklearn.datasets import load_digits
 
+import sqlnb
 from sqlnb import estimators as est
-from sqlnb.estimators import base
+from sqlnb.estimators import base, data
 from sqlnb.models.naive_bayes import wide
 from sqlnb.source import Table, resolve
 
@@ -152,3 +153,45 @@ def test_other_dialects_and_the_library_keep_their_sql(digits):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 assert "list_" not in m.to_sql(dialect=dialect, source="t").lower()
+
+
+def test_a_c_ordered_array_is_handed_over_without_a_copy(digits):
+    """A C-ordered numpy X is one fixed-size-list column over the array's own buffer; the
+    model and its probabilities are those of the column-major path (a Fortran-ordered X)."""
+    X, y = digits
+    X = X[:, :20].copy()
+    X[np.random.default_rng(3).random(X.shape) < 0.05] = np.nan
+    table = data.array_to_arrow(X, [f"x{j}" for j in range(X.shape[1])])
+    assert data.is_packed(table) and table.num_columns == 1
+    flat = table.column(0).chunk(0).values
+    assert flat.null_count == np.isnan(X).sum() > 0  # NaN read as NULL
+    assert flat.buffers()[1].address == X.__array_interface__["data"][0]  # the array's own values
+    F = np.asfortranarray(X)
+    assert not data.is_packed(data.array_to_arrow(F, [f"x{j}" for j in range(X.shape[1])]))
+    a, b = est.GaussianNB().fit(X, y), est.GaussianNB().fit(F, y)
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+    np.testing.assert_array_equal(a.var_, b.var_)
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(F), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.predict_proba(X), _numpy_proba(a, X), rtol=0, atol=TOL)
+    ints = est.MultinomialNB().fit(X[:, :5].astype(np.int64) * 0 + np.arange(5), y)  # integer rows, packed
+    assert ints.predict_proba(np.arange(5)[None, :]).shape == (1, 10)
+
+
+def test_a_negative_count_is_named_with_packed_rows():
+    X = np.abs(np.random.default_rng(4).normal(size=(30, 4)))
+    X[7, 2] = -1.5
+    with pytest.raises(ValueError, match="column 'x2' holds -1.5"):
+        est.MultinomialNB().fit(X, np.arange(30) % 2)
+
+
+def test_the_long_shape_fit_gives_the_same_statistics(digits):
+    """Up to EXACT_ROWS rows, fit sums the Gaussian columns in the long shape (unnested):
+    the same statistics as the one-pass query, added in another order."""
+    X, y = digits
+    a = est.GaussianNB().fit(X, y)
+    with wide.exact_lists(False):
+        b = sqlnb.fit(pa.table({**{f"x{j}": X[:, j] for j in range(64)}, "y": y}), "y", kind="gaussian", screen=False)
+    np.testing.assert_allclose(a.theta_, np.array([b.stats.features[f"x{j}"].mean for j in range(64)]).T,
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.var_, np.array([np.asarray(b.log_parameters()[f"x{j}"][1]) for j in range(64)]).T,
+                               rtol=1e-10, atol=1e-15)

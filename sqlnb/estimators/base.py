@@ -180,7 +180,10 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
         y = self._labels(y, table.num_rows)
         self._check_table(table, names)
         table, label, weight = self._with_label(table, names, y, sample_weight)
-        with data.registered(table, names) as (con, name):
+        # Up to EXACT_ROWS rows, many Gaussian and Bernoulli columns are summed in the long
+        # shape (wide.long_min): digits' 64 columns x 10 classes as one aggregate each took
+        # DuckDB longer to plan than the rows take to unnest.
+        with data.registered(table, names) as (con, name), wide.exact_lists(table.num_rows <= EXACT_ROWS):
             model = self._call(self._fit_model, con, name, label, names, weight)
         self._set_model(model, np.unique(y))
         return self

@@ -106,13 +106,21 @@ def exact_lists(on: bool = True):
 GAUSS_COLUMN, BERN_COLUMN = "sqlnb_gaussian", "sqlnb_bernoulli"
 
 
+def long_min() -> int:
+    """The columns from which fitting reads Gaussian and Bernoulli sums in the long shape:
+    :data:`WIDE_MIN`, or :data:`EXACT_MIN` under :func:`exact_lists` (the estimators, for
+    up to ``EXACT_ROWS`` rows: one aggregate per column and class costs DuckDB more to
+    plan than unnesting a few hundred thousand values costs to run)."""
+    return EXACT_MIN if _EXACT.get() else WIDE_MIN
+
+
 def long_features(features: Sequence[Feature], shifts: Mapping[str, float] | None) -> list[Feature]:
     """The features whose training sums come from :func:`long_statistics_query`: the
     Gaussian columns (aggregated about a shift) and Bernoulli columns when there are at
-    least :data:`WIDE_MIN` of them together, else none."""
+    least :func:`long_min` of them together, else none."""
     chosen = [f for f in features if f.bag is None and (
         (f.kind == "gaussian" and shifts is not None and f.name in shifts) or f.kind == "bernoulli")]
-    return chosen if len(chosen) >= WIDE_MIN else []
+    return chosen if len(chosen) >= long_min() else []
 
 
 def long_statistics_query(source: Source, label: str, features: Sequence[Feature], shifts: Mapping[str, float],
