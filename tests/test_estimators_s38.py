@@ -195,3 +195,22 @@ def test_the_long_shape_fit_gives_the_same_statistics(digits):
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(a.var_, np.array([np.asarray(b.log_parameters()[f"x{j}"][1]) for j in range(64)]).T,
                                rtol=1e-10, atol=1e-15)
+
+
+def test_pooled_moments_are_chan_merge_class_by_class():
+    """Moments.pooled on Python floats gives chan_merge's doubles (empty classes, a huge
+    mean and a NaN one included)."""
+    from sqlnb.stats import Moments, chan_merge
+    rng = np.random.default_rng(5)
+    for case in range(200):
+        k = int(rng.integers(1, 12))
+        rows = rng.integers(0, 5, k).astype(float) * (rng.random(k) < 0.8)
+        mean = rng.normal(size=k) * 10.0 ** rng.integers(-3, 300, k) * rng.choice([1, -1], k)
+        m2 = rng.random(k) * rows
+        if case % 50 == 0:
+            mean[0] = np.nan
+        m = Moments(rows, mean, m2, rows, mean, m2)
+        n, mu, s = 0.0, 0.0, 0.0
+        for j in range(k):
+            n, mu, s = chan_merge(n, mu, s, rows[j], mean[j], m2[j])
+        np.testing.assert_array_equal(np.array(m.pooled()), np.array([float(n), float(mu), float(s)]))

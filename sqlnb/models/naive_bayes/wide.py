@@ -32,8 +32,9 @@ the score keeps the per-term shape's digits (tests compare with scikit-learn to 
 ``SUM(x − K)`` and ``SUM((x − K)·(x − K))`` for each Gaussian column, and DuckDB's
 planner time grows quadratically with the number of such repeated sub-expressions in one
 SELECT: 10,000 Gaussian columns × 2,000 rows took 345 s to fit, nearly all of it that
-query. From :data:`WIDE_MIN` columns the per-class sums come instead from the design
-card's long shape: each row's values as one list ``[x_1 − K_1, …]`` (each column written
+query. From :data:`WIDE_MIN` columns (:data:`EXACT_MIN` under :func:`exact_lists`, which
+the estimators turn on for up to ``EXACT_ROWS`` rows: :func:`long_min`) the per-class sums
+come instead from the design card's long shape: each row's values as one list ``[x_1 − K_1, …]`` (each column written
 once), unnested to (class, column number, value) and grouped by class and column number;
 the sums are the same, added in another order.
 
