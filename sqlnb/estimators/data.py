@@ -54,7 +54,8 @@ def connection() -> duckdb.DuckDBPyConnection:
 
 def is_packed(table: pa.Table) -> bool:
     """Whether ``table`` holds a numpy array's rows as one list column (:data:`PACKED`)."""
-    return table.num_columns > 0 and table.column_names[0] == PACKED
+    return (table.num_columns > 0 and table.column_names[0] == PACKED
+            and pa.types.is_fixed_size_list(table.schema.field(0).type))
 
 
 def columns(table: pa.Table, names: list[str]) -> dict[str, Any]:
