@@ -33,10 +33,10 @@ the score keeps the per-term shape's digits (tests compare with scikit-learn to 
 planner time grows quadratically with the number of such repeated sub-expressions in one
 SELECT: 10,000 Gaussian columns × 2,000 rows took 345 s to fit, nearly all of it that
 query. From :data:`WIDE_MIN` columns (:data:`EXACT_MIN` under :func:`exact_lists`, which
-the estimators turn on for up to ``EXACT_ROWS`` rows: :func:`long_min`) the per-class sums
-come instead from the design card's long shape: each row's values as one list ``[x_1 − K_1, …]`` (each column written
-once), unnested to (class, column number, value) and grouped by class and column number;
-the sums are the same, added in another order.
+the estimators turn on for up to ``EXACT_ROWS`` rows: :func:`long_min`) the per-class
+sums come instead from the design card's long shape: each row's values as one list
+``[x_1 − K_1, …]`` (each column written once), unnested to (class, column number, value)
+and grouped by class and column number; the sums are the same, added in another order.
 
 **Gaussian, exact** (from :data:`EXACT_MIN` to :data:`WIDE_MIN` columns): expanding the
 square loses digits when a variance is tiny next to the spread of the class means. On
@@ -93,9 +93,9 @@ def exact_lists(on: bool = True):
     """``with exact_lists():`` scoring SELECTs built inside write Gaussian columns in the
     exact list shape and Bernoulli columns as dot products from :data:`EXACT_MIN` columns
     (not :data:`WIDE_MIN`). Off by default: the list lambdas cost more per row than the
-    per-term arithmetic (1M rows x 20 columns x 3 classes: 4.4 s against about 1 s), and
-    less to bind (digits, 64 columns x 10 classes: 0.4 s against 10 s), so the shape pays
-    for a few hundred thousand rows or fewer; the estimators, which know the rows they
+    per-term arithmetic (predict_proba of 1M rows x 20 columns x 3 classes: 8.7 s against
+    4.5 s, load 20), and far less to bind (2,000 rows x 64 columns x 10 classes: 0.44 s
+    against 10.8 s), so the shape pays up to about 100,000 rows; the estimators, which know the rows they
     score, turn it on there (``sqlnb.estimators.base.EXACT_ROWS``). The library keeps
     the per-term shape, and with it the SQL of every model in ``sql/``."""
     token = _EXACT.set(on)
@@ -103,6 +103,8 @@ def exact_lists(on: bool = True):
         yield
     finally:
         _EXACT.reset(token)
+
+
 #: The prelude's list columns: one list per row for each family.
 GAUSS_COLUMN, BERN_COLUMN = "sqlnb_gaussian", "sqlnb_bernoulli"
 
