@@ -173,15 +173,26 @@ def test_a_c_ordered_array_is_handed_over_without_a_copy(digits):
     np.testing.assert_array_equal(a.var_, b.var_)
     np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(F), rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.predict_proba(X), _numpy_proba(a, X), rtol=0, atol=TOL)
-    ints = est.MultinomialNB().fit(X[:, :5].astype(np.int64) * 0 + np.arange(5), y)  # integer rows, packed
+    ints = est.GaussianNB().fit(X[:, :5].astype(np.int64) * 0 + np.arange(5) + (y[:, None] > 4), y)  # packed ints
     assert ints.predict_proba(np.arange(5)[None, :]).shape == (1, 10)
 
 
-def test_a_negative_count_is_named_with_packed_rows():
+def test_column_minimums_of_packed_rows_and_a_negative_count_named():
+    """The input checks read packed rows' minimums from one numpy view (NULL/NaN left
+    out, a column of only NaN None), as the column path does; MultinomialNB (which keeps
+    the column path) names a negative count's column."""
     X = np.abs(np.random.default_rng(4).normal(size=(30, 4)))
-    X[7, 2] = -1.5
+    X[7, 2], X[:, 3] = -1.5, np.nan
+    X[3, 0] = np.nan
+    names = [f"x{j}" for j in range(4)]
+    packed = data.array_to_arrow(X, names)
+    assert data.is_packed(packed) and not data.is_packed(data.array_to_arrow(X, names, packed=False))
+    assert data.column_minimums(packed, names) == data.column_minimums(data.array_to_arrow(X, names, packed=False), names)
+    assert data.column_minimums(packed, names)[2:] == [-1.5, None]
+    ints = (np.arange(12).reshape(4, 3) - 5).astype(np.int64)
+    assert data.column_minimums(data.array_to_arrow(ints, names[:3]), names[:3]) == [-5, -4, -3]
     with pytest.raises(ValueError, match="column 'x2' holds -1.5"):
-        est.MultinomialNB().fit(X, np.arange(30) % 2)
+        est.MultinomialNB().fit(np.nan_to_num(X), np.arange(30) % 2)
 
 
 def test_the_long_shape_fit_gives_the_same_statistics(digits):
