@@ -83,6 +83,18 @@ def chan_merge(n1, mean1, m21, n2, mean2, m22):
     return n, np.where(n > 0, mean, 0.0), np.where(n > 0, m2, 0.0)
 
 
+def _chan_merge_floats(n1: float, mean1: float, m21: float, n2: float, mean2: float,
+                       m22: float) -> tuple[float, float, float]:
+    """:func:`chan_merge` of two scalar summaries (Python floats overflow to inf, as numpy's)."""
+    n = n1 + n2
+    if not n > 0:
+        return n, 0.0, 0.0
+    if n1 == 0 or n2 == 0:
+        return n, (mean2 if n1 == 0 else mean1), m21 + m22
+    delta = mean2 - mean1
+    return n, mean1 + delta * (n2 / n), m21 + m22 + delta * delta * (n1 * n2 / n)
+
+
 @dataclass
 class Moments:
     """Gaussian statistics of one feature, per class."""
@@ -112,11 +124,15 @@ class Moments:
                        self.rows * factor, self.rows_mean, self.rows_m2 * factor)
 
     def pooled(self):
-        """(rows, mean, M2) of the feature over all classes, unweighted."""
+        """(rows, mean, M2) of the feature over all classes, unweighted: :func:`chan_merge`
+        class by class, written on Python floats (the same IEEE operations, so the same
+        doubles; numpy's per-call overhead on scalars made this 0.25 s of a 64-column,
+        10-class fit)."""
         n, mean, m2 = 0.0, 0.0, 0.0
-        for k in range(len(self.rows)):
-            n, mean, m2 = chan_merge(n, mean, m2, self.rows[k], self.rows_mean[k], self.rows_m2[k])
-        return float(n), float(mean), float(m2)
+        for n2, mean2, m22 in zip(*(np.asarray(a, dtype=float).ravel().tolist()
+                                    for a in (self.rows, self.rows_mean, self.rows_m2))):
+            n, mean, m2 = _chan_merge_floats(n, mean, m2, float(n2), float(mean2), float(m22))
+        return n, mean, m2
 
 
 _MOMENT_FIELDS = ("n", "mean", "m2", "rows", "rows_mean", "rows_m2")

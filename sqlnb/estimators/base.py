@@ -29,12 +29,20 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.estimators import data
 from sqlnb.estimators.data import EstimatorInputError
+from sqlnb.models.naive_bayes import wide
 from sqlnb.sql.types import is_numeric
 from sqlnb.source import Table, resolve
 from sqlnb.stats import sorted_values
 
 #: Rendered scoring SELECTs per fitted model (see ``SqlnbClassifier._scores``).
 _SCORING_SQL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+#: Up to this many rows a naive Bayes model's Gaussian and Bernoulli columns are scored in
+#: the exact list shape (:func:`sqlnb.models.naive_bayes.wide.exact_lists`): its SELECT
+#: binds in a fraction of the per-term shape's time, but its lambdas cost more per row.
+#: Measured (benchmarks/README.md, "scikit-learn estimators"): 20 columns x 3 classes,
+#: the two cost the same near 100,000 rows and the per-term shape is twice as fast at 1M;
+#: 64 columns x 10 classes, the list shape is twice as fast at 100,000 rows.
+EXACT_ROWS = 100_000
 
 
 class SqlnbClassifier(ClassifierMixin, BaseEstimator):
@@ -62,6 +70,11 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
     #: (scikit-learn's convention: passing one is a TypeError naming it, and meta-estimators
     #: such as CalibratedClassifierCV know not to pass one).
     _weighted = True
+    #: A C-ordered numpy X is handed to DuckDB as one fixed-size-list column, no copy
+    #: (:func:`sqlnb.estimators.data.array_to_arrow`). Count models read it slower than
+    #: columns (1M x 20 MultinomialNB fit + predict_proba 2.40 s against 1.94 s, load 17;
+    #: GaussianNB 3.15 against 3.20): they keep the column-major copy.
+    _packed = True
 
     # -- what a subclass provides ---------------------------------------------------------
     def _fit_model(self, con, name: str, label: str, features: list[str], weight: str | None):
@@ -121,7 +134,7 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
         # (scikit-learn has warned that X has no feature names).
         fitted = getattr(self, "feature_names_in_", None)
         names = [str(n) for n in fitted] if fitted is not None and not reset else [f"x{j}" for j in range(X.shape[1])]
-        return data.array_to_arrow(X, names), names
+        return data.array_to_arrow(X, names, packed=self._packed), names
 
     def _labels(self, y: Any, n_rows: int) -> np.ndarray:
         if y is None:
@@ -136,7 +149,7 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
 
     def _with_label(self, table: pa.Table, names: list[str], y: np.ndarray, sample_weight) -> tuple:
         label = data.unused_name("y", names)
-        columns = {n: table.column(n) for n in names}
+        columns = data.columns(table, names)
         try:
             columns[label] = pa.array(y.tolist() if y.dtype.kind == "O" else y)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
@@ -172,7 +185,10 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
         y = self._labels(y, table.num_rows)
         self._check_table(table, names)
         table, label, weight = self._with_label(table, names, y, sample_weight)
-        with data.registered(table) as (con, name):
+        # Up to EXACT_ROWS rows, many Gaussian and Bernoulli columns are summed in the long
+        # shape (wide.long_min): digits' 64 columns x 10 classes as one aggregate each took
+        # DuckDB longer to plan than the rows take to unnest.
+        with data.registered(table, names) as (con, name), wide.exact_lists(table.num_rows <= EXACT_ROWS):
             model = self._call(self._fit_model, con, name, label, names, weight)
         self._set_model(model, np.unique(y))
         return self
@@ -201,7 +217,7 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
                                       "rows to it; fit it with sample_weight (ones) first")
         self._check_table(table, names)
         table, label, weight = self._with_label(table, names, y, sample_weight)
-        with data.registered(table) as (con, name):
+        with data.registered(table, names) as (con, name):
             if first:
                 model = self._call(self._fit_model, con, name, label, names, weight)
             else:
@@ -232,44 +248,45 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
         self._order = np.array([index[_key(c)] for c, k in zip(wanted, kept) if k], dtype=int)
 
     # -- scoring ------------------------------------------------------------------------------
-    def _scores(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Per row and class (``classes_`` order), the log-probability and the probability,
-        both from one run of the model's scoring SELECT in DuckDB."""
+    def _scores(self, X: Any, output: str) -> np.ndarray:
+        """Per row and class (``classes_`` order), the log-probability (``output`` =
+        ``"log_proba"``) or the probability (``"proba"``), from one run of the model's
+        scoring SELECT in DuckDB that computes only that output (1M rows x 3 classes:
+        fetching both and stacking them took 0.9 s of a predict_proba at load 24)."""
         check_is_fitted(self, "model_")
         table, names = self._table(X, reset=False)
         # The scoring SELECT reads the input under one name, so its text depends only on
-        # the model and the input's column types: built and rendered once per fitted model
-        # (sqlglot's part of a small predict is most of it), then only run. Kept beside the
-        # estimator (keyed by the model object), not in it: predict changes no attribute.
+        # the model, the output and the input's column types: built and rendered once per
+        # fitted model (sqlglot's part of a small predict is most of it), then only run.
+        # Kept beside the estimator (keyed by the model object), not in it: predict
+        # changes no attribute.
         texts = _SCORING_SQL.setdefault(self.model_, {})
-        key = tuple(str(t) for t in table.schema.types)
-        with data.registered(table) as (con, name):
+        exact = table.num_rows <= EXACT_ROWS
+        key = (output, exact, *(str(t) for t in table.schema.types))
+        with data.registered(table, names) as (con, name):
             try:
                 text = texts.get(key)
                 if text is None:
-                    text = texts[key] = _scoring_text(self.model_, resolve(Table(name), con))
+                    with wide.exact_lists(exact):
+                        text = texts[key] = _scoring_text(self.model_, resolve(Table(name), con), output)
                 result = con.sql(text).to_arrow_table()
             except SqlnbError as e:
                 raise EstimatorInputError(str(e)) from None
-        def block(prefix: str) -> np.ndarray:
-            cols = [c.to_numpy(zero_copy_only=False) for n, c in zip(result.column_names, result.columns)
-                    if n.startswith(prefix)]
-            return np.column_stack(cols)[:, self._order]
-
-        return block("log_proba_"), block("proba_")
+        cols = [c.to_numpy(zero_copy_only=False) for c in result.columns]
+        return np.column_stack(cols)[:, self._order]
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities, (n_samples, n_classes) in ``classes_`` order, computed in DuckDB."""
-        return self._scores(X)[1]
+        return self._scores(X, "proba")
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Log class probabilities, (n_samples, n_classes), computed in DuckDB."""
-        return self._scores(X)[0]
+        return self._scores(X, "log_proba")
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable class per row (the first of equally probable ones)."""
         check_is_fitted(self, "model_")
-        return self.classes_[np.argmax(self._scores(X)[0], axis=1)]
+        return self.classes_[np.argmax(self._scores(X, "log_proba"), axis=1)]
 
     # -- export -------------------------------------------------------------------------------
     def to_sql(self, dialect: str = "duckdb", source: Any = None, **kwargs: Any) -> str:
@@ -293,11 +310,10 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
 
 
 @sql.trees_collected_by_refcount
-def _scoring_text(model, source) -> str:
-    """The model's DuckDB scoring SELECT over ``source`` (log-probabilities, then
-    probabilities, in the model's class order), as text."""
-    return sql.render(model.scoring_query(source, ("log_proba", "proba"), keep=[], nan_gate=True, dialect="duckdb"),
-                      "duckdb")
+def _scoring_text(model, source, output: str = "proba") -> str:
+    """The model's DuckDB scoring SELECT over ``source`` (``output``: one column per class
+    in the model's class order), as text."""
+    return sql.render(model.scoring_query(source, (output,), keep=[], nan_gate=True, dialect="duckdb"), "duckdb")
 
 
 def _key(value: Any):

@@ -3,10 +3,12 @@
 ``X`` may be a numpy array (or anything ``np.asarray`` takes), a pandas or Polars
 DataFrame, a pyarrow Table or RecordBatch, or a DuckDB relation; ``y`` a 1-D array or
 any of those libraries' columns. Frames keep their columns: pandas' numeric blocks,
-Polars' and Arrow's buffers are read by DuckDB without a copy. A numpy array is laid
-out column-major once (one copy), after which every column is a zero-copy Arrow array.
-NaN becomes NULL (a validity bitmap over the same buffer), which every naive Bayes
-family marginalises (contributes no term), as the library does at fit and score.
+Polars' and Arrow's buffers are read by DuckDB without a copy. A C-ordered numeric numpy
+array is handed over as it is, as one fixed-size-list column (:data:`PACKED`, its rows the
+array's rows, no copy) that a view reads as one column per feature (``x[j]``); any other
+array is laid out column-major once (one copy), after which every column is a zero-copy
+Arrow array. NaN becomes NULL (a validity bitmap over the same buffer), which every naive
+Bayes family marginalises (contributes no term), as the library does at fit and score.
 
 One DuckDB connection per thread serves every estimator: connecting costs about a
 millisecond, and scikit-learn's checks and searches fit thousands of small models.
@@ -15,16 +17,24 @@ millisecond, and scikit-learn's checks and searches fit thousands of small model
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from sqlglot import exp
+
+from sqlnb import sql
 from sqlnb.errors import SqlnbError
 
 #: The name under which the input table is registered while a query reads it.
 INPUT = "sqlnb_estimator_input"
+#: A numpy array's rows as one ``DOUBLE[d]`` (or integer) column, and the name under which
+#: such a table is registered for the view :data:`INPUT` that reads its features by name.
+PACKED, PACKED_INPUT = "sqlnb_estimator_rows", "sqlnb_estimator_packed"
 
 _local = threading.local()
 
@@ -43,22 +53,75 @@ def connection() -> duckdb.DuckDBPyConnection:
     return con
 
 
-class registered:
-    """``with registered(table) as (con, name):`` the Arrow table visible as ``name`` on
-    this thread's connection, and unregistered afterwards (the connection keeps no
-    reference to the caller's data)."""
+def is_packed(table: pa.Table) -> bool:
+    """Whether ``table`` holds a numpy array's rows as one list column (:data:`PACKED`)."""
+    return (table.num_columns > 0 and table.column_names[0] == PACKED
+            and pa.types.is_fixed_size_list(table.schema.field(0).type))
 
-    def __init__(self, table: pa.Table):
-        self.table = table
+
+def columns(table: pa.Table, names: list[str]) -> dict[str, Any]:
+    """The columns that carry the features ``names`` (the packed rows, or one per name),
+    to put beside a label and weight column."""
+    if is_packed(table):
+        return {PACKED: table.column(PACKED)}
+    return {n: table.column(n) for n in names}
+
+
+def column_minimums(table: pa.Table, names: list[str]) -> list[Any]:
+    """Each feature's smallest value (None for a column of only NULL/NaN), for the input
+    checks. Packed rows are read as one (rows, d) numpy view of their values: taking each
+    column out of the list first copied all of them (1M x 20: MultinomialNB's fit went
+    from 1.7 to 2.3 s, benchmarks/README.md)."""
+    if not is_packed(table):
+        return [pc.min(table.column(n)).as_py() for n in names]
+    flat = table.column(PACKED).combine_chunks().flatten()
+    values = flat.to_numpy(zero_copy_only=False).reshape(-1, len(names))  # NULL read as NaN
+    if values.dtype.kind != "f":
+        return values.min(axis=0).tolist() if len(values) else [None] * len(names)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: None below
+        low = np.nanmin(values, axis=0) if len(values) else np.full(len(names), np.nan)
+    return [None if np.isnan(v) else float(v) for v in low]
+
+
+def _unpacking_view(names: list[str], others: list[str]) -> exp.Expression:
+    """``CREATE TEMP VIEW INPUT AS SELECT rows[1] AS name_1, …, other columns FROM packed``."""
+    rows = sql.col(PACKED)
+    items = [exp.alias_(exp.Bracket(this=rows.copy(), expressions=[exp.Literal.number(j)]), sql.ident(n))
+             for j, n in enumerate(names)]  # sqlglot's 0-based index, rendered 1-based for DuckDB
+    query = exp.select(*items, *[sql.col(o) for o in others]).from_(exp.Table(this=sql.ident(PACKED_INPUT)))
+    return exp.Create(this=exp.Table(this=sql.ident(INPUT)), kind="VIEW", expression=query, replace=True,
+                      properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
+
+
+class registered:
+    """``with registered(table, names) as (con, name):`` the Arrow table visible as ``name``
+    on this thread's connection (packed rows through a view naming its features
+    ``names``), and unregistered afterwards (the connection keeps no reference to the
+    caller's data)."""
+
+    def __init__(self, table: pa.Table, names: list[str] | None = None):
+        self.table, self.names = table, names
 
     def __enter__(self):
         con = connection()
-        con.register(INPUT, self.table)
+        if is_packed(self.table):
+            con.register(PACKED_INPUT, self.table)
+            others = [c for c in self.table.column_names if c != PACKED]
+            con.execute(sql.render(_unpacking_view(self.names, others), "duckdb"))
+        else:
+            con.register(INPUT, self.table)
         return con, INPUT
 
     def __exit__(self, *exc):
+        con = connection()
         try:
-            connection().unregister(INPUT)
+            if is_packed(self.table):
+                con.execute(sql.render(exp.Drop(tables=[sql.table(INPUT)], kind="VIEW", exists=True),
+                                       "duckdb"))
+                con.unregister(PACKED_INPUT)
+            else:
+                con.unregister(INPUT)
         except duckdb.Error:  # pragma: no cover - nothing registered
             pass
         return False
@@ -85,9 +148,16 @@ def frame_to_arrow(X: Any) -> pa.Table:
     return pa.Table.from_pandas(X, preserve_index=False)
 
 
-def array_to_arrow(X: np.ndarray, names: list[str]) -> pa.Table:
-    """A 2-D array as an Arrow table: one column-major copy, then every column shared;
-    NaN read as NULL (``from_pandas=True``: a validity bitmap, the values untouched)."""
+def array_to_arrow(X: np.ndarray, names: list[str], packed: bool = True) -> pa.Table:
+    """A 2-D array as an Arrow table: a C-ordered numeric array (with ``packed``) as one
+    fixed-size-list column over its own buffer (:data:`PACKED`; 1M x 20 doubles: no copy, where the
+    column-major copy below took 0.3 to 1.2 s, benchmarks/README.md), else one column-major
+    copy, then every column shared; NaN read as NULL (``from_pandas=True``: a validity
+    bitmap, the values untouched)."""
+    if packed and X.dtype.kind in "fiu" and X.ndim == 2 and X.shape[1] > 0 and X.flags.c_contiguous:
+        nan = X.dtype.kind == "f" and bool(np.isnan(X).any())
+        values = pa.array(X.reshape(-1), from_pandas=nan)
+        return pa.table({PACKED: pa.FixedSizeListArray.from_arrays(values, X.shape[1])})
     if X.dtype.kind == "O":
         return pa.table({n: pa.array(list(X[:, j]), from_pandas=True) for j, n in enumerate(names)})
     F = np.asfortranarray(X)

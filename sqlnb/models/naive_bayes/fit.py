@@ -225,7 +225,7 @@ def gaussian_shifts(engine: Engine, source: Source, features: Sequence[Feature])
     gauss = _gaussian(features)
     if not gauss:
         return {}
-    if engine.dialect == "duckdb" and len(gauss) >= wide.WIDE_MIN:  # one AVG, STDDEV_POP per column: the long shape
+    if engine.dialect == "duckdb" and len(gauss) >= wide.long_min():  # one AVG, STDDEV_POP per column: the long shape
         got = {r[0]: r[1:] for r in engine.execute(wide.long_shift_query(source, gauss, SHIFT_ROWS))}
         row = [v for j in range(len(gauss)) for v in got.get(j, (None, None))]
     else:
@@ -593,7 +593,7 @@ def _exact_m2_pass(engine, source, label, label_type, weight, gauss, classes, fe
     in a class, as wide indicator data has) are summed in the long shape
     (:func:`_second_pass_long`): as one SELECT of CASE expressions, 3,000 such columns took
     38 s to fit, growing quadratically."""
-    if weight is None and engine.dialect == "duckdb" and len(gauss) >= wide.WIDE_MIN:
+    if weight is None and engine.dialect == "duckdb" and len(gauss) >= wide.long_min():
         got = _second_pass_long(engine, source, label, label_type, gauss, classes, feats, group_where)
         per = 2
     else:

@@ -276,7 +276,7 @@ class NaiveBayes(Model):
         if shares_subexpressions(dialect):
             return None
         features = self._scoring_features(input_types)
-        wide_gauss = {f.name for f in self._wide(features, dialect)[0]}  # NULLIF'd into their list once
+        wide_gauss = {f.name for f in self._wide(features, dialect)[0]}  # their lambdas read NaN as missing
         if not any(_unguarded(f) and is_float(f.sql_type) and f.name not in wide_gauss for f in features):
             return None
         return self.class_terms(input_types, dialect, nan_guard=False)

@@ -32,10 +32,28 @@ the score keeps the per-term shape's digits (tests compare with scikit-learn to 
 ``SUM(x − K)`` and ``SUM((x − K)·(x − K))`` for each Gaussian column, and DuckDB's
 planner time grows quadratically with the number of such repeated sub-expressions in one
 SELECT: 10,000 Gaussian columns × 2,000 rows took 345 s to fit, nearly all of it that
-query. From :data:`WIDE_MIN` columns the per-class sums come instead from the design
-card's long shape: each row's values as one list ``[x_1 − K_1, …]`` (each column written
-once), unnested to (class, column number, value) and grouped by class and column number;
-the sums are the same, added in another order.
+query. From :data:`WIDE_MIN` columns (:data:`EXACT_MIN` under :func:`exact_lists`, which
+the estimators turn on for up to ``EXACT_ROWS`` rows: :func:`long_min`) the per-class
+sums come instead from the design card's long shape: each row's values as one list
+``[x_1 − K_1, …]`` (each column written once), unnested to (class, column number, value)
+and grouped by class and column number; the sums are the same, added in another order.
+
+**Gaussian, exact** (from :data:`EXACT_MIN` to :data:`WIDE_MIN` columns): expanding the
+square loses digits when a variance is tiny next to the spread of the class means. On
+scikit-learn's digits a pixel constant in one class gets the variance floor ε ≈ 2e-8 as
+variance, so ``1/(2σ²) ≈ 2.5e7`` and the three parts above are of size 10⁷ to give a term
+near 0: the probabilities came 2.8e-8 from scikit-learn's. Below :data:`WIDE_MIN` each
+term is computed as the per-term shape does, ``(x_j − θ_cj)²`` then times ``1/(2σ²_cj)``,
+over the row's list of values zipped with the class's means::
+
+    Σ_j [x_j not missing] · (−½ ln(2π σ²_cj))  −  Σ_j (x_j − θ_cj)² · 1/(2σ²_cj)
+
+two dot products per class, the squares from ``list_transform(list_zip(x, θ_c), …)`` (0
+for a missing value). The per-term shape's DuckDB SELECT for digits (64 columns × 10
+classes) was 371 kB, 2.4 s to build and render and most of 6.7 s for DuckDB to bind; this
+one is 47 kB, nearly all of it the packed coefficients (benchmarks/README.md, "scikit-learn
+estimators"). The lambda costs more per row than the per-term arithmetic, so the shape is
+used only when asked (:func:`exact_lists`: the estimators, for the rows they score).
 
 The shape is used only where every coefficient is finite (an MLE probability of 0 or 1,
 or a subnormal variance, needs the per-term forms' special cases). A value of ±inf
@@ -46,6 +64,8 @@ prediction, with ``log_evidence`` −inf.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from typing import Any, Mapping, Sequence
 
@@ -61,17 +81,49 @@ from sqlnb.sql.types import is_float
 #: products (module docstring). Below it the per-term shape is kept, and with it the SQL
 #: of every model in ``sql/``.
 WIDE_MIN = 256
+#: Under :func:`exact_lists`, the Gaussian columns from which (below :data:`WIDE_MIN`) DuckDB
+#: scores them in the exact list shape, and the Bernoulli columns from which it scores them
+#: as dot products (module docstring).
+EXACT_MIN = 8
+_EXACT = contextvars.ContextVar("sqlnb_exact_lists", default=False)
+
+
+@contextlib.contextmanager
+def exact_lists(on: bool = True):
+    """``with exact_lists():`` scoring SELECTs built inside write Gaussian columns in the
+    exact list shape and Bernoulli columns as dot products from :data:`EXACT_MIN` columns
+    (not :data:`WIDE_MIN`). Off by default: the list lambdas cost more per row than the
+    per-term arithmetic (predict_proba of 1M rows x 20 columns x 3 classes: 8.7 s against
+    4.5 s, load 20), and far less to bind (2,000 rows x 64 columns x 10 classes: 0.44 s
+    against 10.8 s), so the shape pays up to about 100,000 rows; the estimators, which know the rows they
+    score, turn it on there (``sqlnb.estimators.base.EXACT_ROWS``). The library keeps
+    the per-term shape, and with it the SQL of every model in ``sql/``."""
+    token = _EXACT.set(on)
+    try:
+        yield
+    finally:
+        _EXACT.reset(token)
+
+
 #: The prelude's list columns: one list per row for each family.
 GAUSS_COLUMN, BERN_COLUMN = "sqlnb_gaussian", "sqlnb_bernoulli"
+
+
+def long_min() -> int:
+    """The columns from which fitting reads Gaussian and Bernoulli sums in the long shape:
+    :data:`WIDE_MIN`, or :data:`EXACT_MIN` under :func:`exact_lists` (the estimators, for
+    up to ``EXACT_ROWS`` rows: one aggregate per column and class costs DuckDB more to
+    plan than unnesting a few hundred thousand values costs to run)."""
+    return EXACT_MIN if _EXACT.get() else WIDE_MIN
 
 
 def long_features(features: Sequence[Feature], shifts: Mapping[str, float] | None) -> list[Feature]:
     """The features whose training sums come from :func:`long_statistics_query`: the
     Gaussian columns (aggregated about a shift) and Bernoulli columns when there are at
-    least :data:`WIDE_MIN` of them together, else none."""
+    least :func:`long_min` of them together, else none."""
     chosen = [f for f in features if f.bag is None and (
         (f.kind == "gaussian" and shifts is not None and f.name in shifts) or f.kind == "bernoulli")]
-    return chosen if len(chosen) >= WIDE_MIN else []
+    return chosen if len(chosen) >= long_min() else []
 
 
 def long_statistics_query(source: Source, label: str, features: Sequence[Feature], shifts: Mapping[str, float],
@@ -116,11 +168,12 @@ def long_rows(features: Sequence[Feature], rows: Sequence[Sequence[Any]], groupe
 
 def wide_features(features: Sequence[Feature], params: dict, kind: str) -> list[Feature]:
     """The ``kind`` features scored in the wide shape: all of them when there are at least
-    :data:`WIDE_MIN` and every coefficient is finite, else none."""
+    :data:`WIDE_MIN` (:data:`EXACT_MIN` under :func:`exact_lists`) and every coefficient is
+    finite, else none."""
     chosen = [f for f in features if f.kind == kind and f.bag is None]
-    if len(chosen) < WIDE_MIN:
+    if len(chosen) < (EXACT_MIN if _EXACT.get() else WIDE_MIN):
         return []
-    coefficients = _gaussian if kind == "gaussian" else _bernoulli
+    coefficients = _bernoulli if kind == "bernoulli" else _gaussian if len(chosen) >= WIDE_MIN else _exact
     with np.errstate(all="ignore"):
         if not all(np.all(np.isfinite(c)) for f in chosen for c in coefficients(params[f.name], f)):
             return []
@@ -140,7 +193,9 @@ def prelude(gauss: Sequence[Feature], bern: Sequence[Feature], params: dict) -> 
     rows, nearly all of it planning; ``NULLIF(x, NaN) − r`` over 5,000 columns took 43 s
     to plan; ``x − r`` 0.3 s)."""
     out = []
-    if gauss:
+    if gauss and exact(gauss):
+        out.append((GAUSS_COLUMN, exp.Array(expressions=[REGISTRY["gaussian"].value(f) for f in gauss])))
+    elif gauss:
         out.append((GAUSS_COLUMN, _differences(gauss, [_reference(params[f.name]) for f in gauss])))
     if bern:
         out.append((BERN_COLUMN, _differences(bern, [f.threshold for f in bern])))
@@ -155,7 +210,12 @@ def _differences(features: Sequence[Feature], offsets: Sequence[float]) -> exp.E
 def terms(gauss: Sequence[Feature], bern: Sequence[Feature], params: dict, k: int) -> list[exp.Expression]:
     """Class ``k``'s wide terms: one dot product per list and coefficient vector."""
     out = []
-    if gauss:
+    if gauss and exact(gauss):
+        x = sql.col(GAUSS_COLUMN, "src")
+        const, mean, half = (np.array(c) for c in zip(*(_exact(params[f.name], f, k) for f in gauss)))
+        zipped = exp.Anonymous(this="list_zip", expressions=[x, sql.packed_list([float(m) for m in mean], "DOUBLE")])
+        out += [_dot(_on(x), const), exp.Neg(this=_dot(_squares(zipped), half))]
+    elif gauss:
         d = sql.col(GAUSS_COLUMN, "src")
         const, quad, lin = (np.array(c) for c in zip(*(_gaussian(params[f.name], f, k) for f in gauss)))
         out += [_dot(_on(d), const), exp.Neg(this=_dot(_mapped(d, lambda v: exp.Mul(this=v, expression=v.copy())), quad)),
@@ -166,6 +226,33 @@ def terms(gauss: Sequence[Feature], bern: Sequence[Feature], params: dict, k: in
         out += [_dot(_on(x), absent), _dot(_mapped(x, lambda v: exp.Case(
             ifs=[exp.If(this=exp.GT(this=v, expression=sql.dbl(0.0)), true=sql.dbl(1.0))], default=sql.dbl(0.0))), slope)]
     return out
+
+
+def exact(gauss: Sequence[Feature]) -> bool:
+    """Whether the listed Gaussian columns take the exact shape (fewer than
+    :data:`WIDE_MIN`) rather than the expanded square."""
+    return len(gauss) < WIDE_MIN
+
+
+def _exact(params: Any, f: Feature, k: int | None = None) -> tuple:
+    """(−½ ln(2π σ²), θ, 1/(2σ²)) of class ``k`` (all classes when None): the per-term
+    shape's coefficients (``Gaussian.term``)."""
+    mean, var = (np.asarray(p, dtype=float) for p in params)
+    if k is not None:
+        mean, var = mean[k], var[k]
+    with np.errstate(all="ignore"):
+        return (-0.5 * np.log(2.0 * math.pi * var), mean, 0.5 / var)
+
+
+def _squares(zipped: exp.Expression) -> exp.Expression:
+    """``list_transform(list_zip(x, θ), p -> (p₁ − p₂)·(p₁ − p₂))``, 0 where ``x`` is
+    missing (``list_dot_product`` refuses NULL, and NaN is no value)."""
+    def square(p: exp.Expression) -> exp.Expression:
+        x, m = (exp.Anonymous(this="struct_extract", expressions=[p.copy(), exp.Literal.number(i)]) for i in (1, 2))
+        d = exp.Sub(this=x, expression=m)
+        return exp.Case(ifs=[exp.If(this=_missing(x.copy()), true=sql.dbl(0.0))],
+                        default=exp.Mul(this=sql.paren(d), expression=sql.paren(d.copy())))
+    return exp.Anonymous(this="list_transform", expressions=[zipped, _lambda(square, "p")])
 
 
 def _reference(params: Any) -> float:
