@@ -55,6 +55,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, UpdateWarning, suggest
 from sqlnb.models.finish import class_columns, label_text
+from sqlnb.sql.build import ADD_RUN
 
 #: Methods of ``sqlnb conformal``.
 METHODS = ("lac", "aps", "mondrian")
@@ -82,11 +83,17 @@ def uniform(probas: Sequence[exp.Expression], seed: int) -> exp.Expression:
     return sql.paren(exp.Sub(this=v, expression=exp.Floor(this=v.copy())))
 
 
-def mass_above(probas: Sequence[exp.Expression], p: exp.Expression) -> exp.Expression:
-    """``Σ_j [p_j > p]·p_j``: the probability of the classes more probable than ``p``."""
+def mass_above(probas: Sequence[exp.Expression], p: exp.Expression, own: int | None = None) -> exp.Expression:
+    """``Σ_j [p_j > p]·p_j``: the probability of the classes more probable than ``p``.
+
+    With ``own`` (``p`` is ``probas[own]``) that class's term is left out: it is always
+    ``0.0`` (``p > p`` is false, NaN included) and adding ``0.0`` to a sum of non-negative
+    terms changes no bit, so the sum is the one fitting computed, with one CASE less per
+    class (while the terms form one chain, :data:`sqlnb.sql.build.ADD_RUN`)."""
     zero = sql.dbl(0.0)
+    skip = own if own is not None and len(probas) <= ADD_RUN else None
     return sql.paren(sql.add([exp.Case(ifs=[exp.If(this=exp.GT(this=q.copy(), expression=p.copy()), true=q.copy())],
-                                       default=zero.copy()) for q in probas]))
+                                       default=zero.copy()) for j, q in enumerate(probas) if j != skip]))
 
 
 def score(method: str, probas: Sequence[exp.Expression], p_y: exp.Expression,
@@ -105,8 +112,8 @@ def member(method: str, probas: Sequence[exp.Expression], c: int, q: exp.Express
     if method in ("lac", "mondrian"):
         return exp.LTE(this=exp.Sub(this=sql.dbl(1.0), expression=p.copy()), expression=q)
     if u is None:
-        return exp.LT(this=mass_above(probas, p), expression=q)
-    return exp.LTE(this=exp.Add(this=mass_above(probas, p), expression=exp.Mul(this=u.copy(), expression=p.copy())),
+        return exp.LT(this=mass_above(probas, p, c), expression=q)
+    return exp.LTE(this=exp.Add(this=mass_above(probas, p, c), expression=exp.Mul(this=u.copy(), expression=p.copy())),
                    expression=q)
 
 
@@ -207,9 +214,13 @@ class ConformalSets:
         size = sql.add([exp.Case(ifs=[exp.If(this=i.copy(), true=exp.Literal.number(1))], default=exp.Literal.number(0))
                         for i in ins])
         if uses_list(dialect):
-            lists = [exp.Case(ifs=[exp.If(this=i.copy(), true=exp.Array(expressions=[sql.value(v, label_type)]))],
-                              default=exp.Array(expressions=[])) for i, v in zip(ins, classes)]
-            whole = lists[0] if len(lists) == 1 else exp.ArrayConcat(this=lists[0], expressions=lists[1:])
+            # LIST_WHERE(classes, [in_0, ..., in_K-1]): one constant list masked per row.
+            # LIST_CONCAT of one CASE-built list per class was ~10x slower than the whole
+            # probability SELECT around it (benchmarks/README.md). NULL is not allowed in
+            # the mask: a NULL member (NULL probability) is not in the set, as set_size counts it.
+            labels = exp.Array(expressions=[sql.value(v, label_type) for v in classes])
+            mask = exp.Array(expressions=[exp.Coalesce(this=i.copy(), expressions=[exp.false()]) for i in ins])
+            whole = exp.Anonymous(this="LIST_WHERE", expressions=[labels, mask])
             out = [exp.Alias(this=unless(whole), alias=sql.ident(SET_COLUMN))]
         else:
             out = [exp.Alias(this=unless(i), alias=sql.ident(n))
