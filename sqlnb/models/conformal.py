@@ -68,6 +68,9 @@ SET_COLUMN, SIZE_COLUMN, IN_PREFIX = "prediction_set", "set_size", "in_set_"
 PROBA_PREFIX, UNIFORM_COLUMN, MEMBER_PREFIX = "set_proba_", "set_uniform", "set_member_"
 #: Dialects whose output holds ``prediction_set`` as a list.
 LIST_DIALECTS = ("duckdb",)
+#: Up to this many classes the list is looked up among the 2^K possible ones (at most 64
+#: constant lists in the SQL); beyond, built by ``LIST_WHERE`` (:func:`_set_list`).
+LOOKUP_CLASSES = 6
 
 
 def uses_list(dialect: str | None) -> bool:
@@ -214,14 +217,7 @@ class ConformalSets:
         size = sql.add([exp.Case(ifs=[exp.If(this=i.copy(), true=exp.Literal.number(1))], default=exp.Literal.number(0))
                         for i in ins])
         if uses_list(dialect):
-            # LIST_WHERE(classes, [in_0, ..., in_K-1]): one constant list masked per row.
-            # LIST_CONCAT of one CASE-built list per class was ~10x slower than the whole
-            # probability SELECT around it (benchmarks/README.md). NULL is not allowed in
-            # the mask: a NULL member (NULL probability) is not in the set, as set_size counts it.
-            labels = exp.Array(expressions=[sql.value(v, label_type) for v in classes])
-            mask = exp.Array(expressions=[exp.Coalesce(this=i.copy(), expressions=[exp.false()]) for i in ins])
-            whole = exp.Anonymous(this="LIST_WHERE", expressions=[labels, mask])
-            out = [exp.Alias(this=unless(whole), alias=sql.ident(SET_COLUMN))]
+            out = [exp.Alias(this=unless(_set_list(ins, classes, label_type)), alias=sql.ident(SET_COLUMN))]
         else:
             out = [exp.Alias(this=unless(i), alias=sql.ident(n))
                    for i, n in zip(ins, class_columns(IN_PREFIX, classes))]
@@ -281,6 +277,27 @@ def summary(d: dict) -> str:
         per = "; ".join(f"{c}: {q(t)} on {d['rows'][c]:,}" for c, t in d["thresholds"].items())
         return f"{what} sets at alpha = {d['alpha']:g} (thresholds {per} rows of {d['source']})"
     return f"{what} sets at alpha = {d['alpha']:g} (threshold {q(d['threshold'])} on {d['rows']:,} rows of {d['source']})"
+
+
+def _set_list(ins: Sequence[exp.Expression], classes: Sequence[Any], label_type: str | None) -> exp.Expression:
+    """The classes whose member column is true, in class order, as a DuckDB list.
+
+    Up to :data:`LOOKUP_CLASSES` classes: the ``mask``-th of the 2^K constant lists, with
+    ``mask = Σ_c [in_c]·2^c``; beyond, ``LIST_WHERE(classes, [in_0, ...])``. At 2M rows
+    (benchmarks/README.md, one thread, DuckDB's profile) the lookup's projection took
+    0.13-0.16 s, LIST_WHERE's 0.33 s and the LIST_CONCAT of one CASE-built list per class
+    it replaced 2-3 s. A NULL member (NULL probability) is not in the set, as ``set_size``
+    counts it (LIST_WHERE refuses NULL in its mask: COALESCE).
+    """
+    if len(classes) <= LOOKUP_CLASSES:
+        lists = exp.Array(expressions=[exp.Array(expressions=[sql.value(v, label_type) for c, v in enumerate(classes)
+                                                              if mask >> c & 1]) for mask in range(2 ** len(classes))])
+        index = sql.add([exp.Case(ifs=[exp.If(this=i.copy(), true=exp.Literal.number(2 ** c))],
+                                  default=exp.Literal.number(0)) for c, i in enumerate(ins)] + [exp.Literal.number(1)])
+        return exp.Anonymous(this="LIST_EXTRACT", expressions=[lists, index])
+    labels = exp.Array(expressions=[sql.value(v, label_type) for v in classes])
+    mask = exp.Array(expressions=[exp.Coalesce(this=i.copy(), expressions=[exp.false()]) for i in ins])
+    return exp.Anonymous(this="LIST_WHERE", expressions=[labels, mask])
 
 
 def _stage(cols: list[exp.Expression], inner: exp.Select, alias: str) -> exp.Select:
