@@ -38,7 +38,8 @@ p-values, which is the same set as ``≤`` (tests/test_conformal_oracles.py).
 In the scoring SELECT two stages after the probabilities (before a decision rule's stages)
 add ``set_proba_<class>`` and ``set_member_<class>`` (BOOLEAN) per class (helper columns,
 which stay in the output when the source's columns are unknown, like ``jll_*``); the output has ``prediction_set`` (the
-classes in the set, in class order, as a list) and ``set_size`` where the dialect has
+classes in the set, in class order, as a list: the mask-th of the 2^K constant lists for
+up to :data:`LOOKUP_CLASSES` classes, :func:`_set_list`) and ``set_size`` where the dialect has
 lists (DuckDB), and ``in_set_<class>`` and ``set_size`` elsewhere (PostgreSQL, SQLite,
 Spark, ...: no portable list type). A row without probabilities has NULL for all of them.
 """
