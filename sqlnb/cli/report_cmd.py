@@ -8,7 +8,7 @@ import click
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import load, write_text_file
 from sqlnb.cli.options import data_spec, label_option, model_option, replace_option, source_options
-from sqlnb.cli.predict import labels_option, measure
+from sqlnb.cli.predict import labels_option, measure, set_coverage
 from sqlnb.errors import SqlnbError
 from sqlnb.io import output
 from sqlnb.io.locations import FileOut
@@ -29,11 +29,12 @@ def report(settings: Settings, data, model, out, label, top, replace, labels, re
     """Write one HTML page about MODEL on labelled DATA: the model's summary and
     parameters, the decision rule, the metrics of 'sqlnb evaluate', the confusion
     matrix, reliability diagram, ROC and precision-recall curves, and the features that
-    set each class apart.
+    set each class apart. A model with conformal sets (sqlnb conformal) adds their
+    coverage and mean set size, overall, per class and by set size.
 
     The page is self-contained: the plots are inline SVG, the style inline, and it loads
     nothing from anywhere (open it offline, attach it to a ticket). The figures are
-    computed in SQL (two passes over DATA); no scored row reaches Python.
+    computed in SQL (two passes over DATA, three with sets); no scored row reaches Python.
 
     \b
     Example:
@@ -46,5 +47,6 @@ def report(settings: Settings, data, model, out, label, top, replace, labels, re
     spec = data_spec(settings, data, reading)
     m = load(settings, model)
     ev, _, points, description = measure(settings, m, spec, label, curves=True, labels=labels)
-    write_text_file(out, html_report.render(m, ev, points, description, top=top))
+    sets = set_coverage(settings, m, spec, label) if m.conformal is not None else None
+    write_text_file(out, html_report.render(m, ev, points, description, top=top, sets=sets))
     settings.summary(f"report on {ev.rows:,} rows written to {out}")

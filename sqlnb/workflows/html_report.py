@@ -6,7 +6,9 @@ are inline ``<svg>`` elements, and the only links are to the page's own sections
 ``href="#..."``). It holds the model's summary (:func:`~sqlnb.workflows.report.show_text`'s
 facts, classes and features, as tables),
 the decision rule in force, the evaluation's figures
-(:class:`~sqlnb.workflows.evaluate.Evaluation`), the confusion matrix, reliability
+(:class:`~sqlnb.workflows.evaluate.Evaluation`) and, for a model with conformal sets, their
+coverage and size as ``evaluate`` reports them (:func:`~sqlnb.workflows.conformal.coverage`),
+the confusion matrix, reliability
 diagram, ROC and precision–recall curves, the features that set each class apart
 (:func:`~sqlnb.workflows.importance.top_features_per_class`; a token bag's terms,
 :func:`~sqlnb.models.naive_bayes.text.top_terms`) and every parameter (a tree's tables
@@ -178,6 +180,27 @@ def _metrics(ev) -> str:
     return summary + "\n" + per_class
 
 
+def _sets(cov: Mapping[str, Any]) -> str:
+    """The conformal sets' figures of ``evaluate`` (:func:`~sqlnb.workflows.conformal.coverage`):
+    coverage and mean set size overall and per class, and coverage by set size."""
+    target = 1 - cov["alpha"]
+    figures = [("method", cov["method"]), ("alpha", f"{cov['alpha']:g}"), ("target coverage (at least)", f"{target:g}"),
+               ("coverage", cov["coverage"]), ("mean set size", cov["mean_set_size"]), ("rows with a set", cov["rows"])]
+    if cov["no_set_rows"]:
+        figures.append(("rows without probabilities (no set)", cov["no_set_rows"]))
+    out = ['<h3 id="conformal">Conformal prediction sets</h3>',
+           "<p>The share of rows whose prediction set holds their label (the coverage: at least the target on "
+           "average over held-out draws) and the sets' size, as <code>sqlnb evaluate</code> reports them.</p>",
+           '<div class="row">', html_table(["figure", "value"], figures, caption="overall"),
+           html_table(["class", "rows", "coverage", "mean set size"],
+                      [[k, v["rows"], v["coverage"], v["mean_set_size"]] for k, v in cov["per_class"].items()],
+                      caption="per class (true label)"),
+           html_table(["set size", "rows", "coverage"],
+                      [[k, v["rows"], v["coverage"]] for k, v in cov["by_set_size"].items()], caption="by set size"),
+           "</div>"]
+    return "\n".join(out)
+
+
 #: Per-class scores at or below this (nats, or the family's units) are not listed as top
 #: features: a feature whose distribution is the same in the class as overall scores 0,
 #: and float rounding leaves it at ±1e-16 or so, which would print as a "top" 0.0000.
@@ -239,7 +262,8 @@ def _parameters(model) -> str:
     return "\n".join(out)
 
 
-def render(model, evaluation, points: Mapping[str, Any], data: str, top: int = 5, title: str | None = None) -> str:
+def render(model, evaluation, points: Mapping[str, Any], data: str, top: int = 5, title: str | None = None,
+           sets: Mapping[str, Any] | None = None) -> str:
     """The report page (module docstring).
 
     Parameters
@@ -256,6 +280,9 @@ def render(model, evaluation, points: Mapping[str, Any], data: str, top: int = 5
         Features listed per class.
     title : str, optional
         The page's title (default: ``sqlnb report: <model name> on <data>``).
+    sets : dict, optional
+        :func:`~sqlnb.workflows.conformal.coverage` of the model's conformal sets on the same
+        data: shown in the metrics section.
     """
     name = getattr(model, "name", None) or "(unsaved)"
     title = title or f"sqlnb report: {name} on {data}"
@@ -263,7 +290,7 @@ def render(model, evaluation, points: Mapping[str, Any], data: str, top: int = 5
     body = {
         "model": _model(model),
         "decision": f"<p>{escape(_decision(model))}</p>",
-        "metrics": _metrics(evaluation),
+        "metrics": _metrics(evaluation) + ("\n" + _sets(sets) if sets else ""),
         "plots": '<div class="grid plots">\n' + "\n".join(
             f'<figure id="plot-{stem}">\n{svg}<figcaption>{escape(CAPTIONS[stem])}</figcaption>\n</figure>'
             for stem, svg in figures.items()) + "\n</div>",

@@ -1,0 +1,240 @@
+"""Conformal sets, session 38 (issue 30, part 2): the cheaper shape of the sets in the
+scoring SELECT (the same sets, row for row), ``sqlnb report``'s coverage figures, and the
+sets on Spark (exported SQL and the stored threshold tables)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sqlnb
+from sqlnb.workflows.conformal import conformal, coverage
+from support.cli import invoke
+
+CLASSES = ["a", "b", "c"]
+
+
+def table(n: int, seed: int, twins: bool = False) -> pa.Table:
+    """Rows of three classes, 5 % NULL ``x``; with ``twins`` every row of class a has a
+    copy of class b, so that a categorical model (``k``: counts, exact) has p(a|x) = p(b|x)
+    on every row (ties; Gaussian moments summed in another order can differ in the last bit)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    x, z, mask = rng.normal(y * 1.2, 1.0), rng.normal(-y * 1.0, 1.0), rng.random(n) < 0.05
+    if twins:
+        y = np.where(y == 1, 0, y)
+        a = y == 0
+        x, z, mask = (np.concatenate([v, v[a]]) for v in (x, z, mask))
+        y = np.concatenate([y, np.ones(a.sum(), int)])
+        n = len(y)
+    k = pa.array([f"k{v}" for v in np.floor(x * 2).astype(int)], mask=mask)
+    return pa.table({"id": np.arange(n), "x": pa.array(x, mask=mask), "z": z, "k": k, "y": np.array(CLASSES)[y]})
+
+
+def fitted(twins: bool = False) -> dict:
+    base = (sqlnb.fit(table(400, 0, twins), "y", features=["k"], feature_kinds={"k": "categorical"}) if twins
+            else sqlnb.fit(table(400, 0), "y", features=["x", "z"]))
+    cal = table(300, 1, twins)
+    return {"lac": conformal(base, cal, 0.1, "lac"), "aps": conformal(base, cal, 0.1, "aps"),
+            "aps_randomized": conformal(base, cal, 0.1, "aps", randomized=True, seed=9),
+            "mondrian": conformal(base, cal, 0.2, "mondrian")}
+
+
+@pytest.fixture(scope="module")
+def models():
+    return fitted()
+
+
+def reference_sets(m, out: dict) -> list:
+    """The documented sets (sqlnb.models.conformal) from the scored probabilities, in numpy:
+    LAC/Mondrian 1 - p_c <= q_c; APS m_c < q with m_c the mass of the strictly more probable
+    classes (added in class order, as the SQL adds them); NULL without probabilities."""
+    sets, classes = m.conformal, list(m.classes)
+    K = len(classes)
+    q = list(sets.thresholds) * (K if sets.method != "mondrian" else 1)
+    got = []
+    for i in range(len(out["prediction_set"])):
+        p = [out[f"proba_{c}"][i] for c in classes]
+        if p[0] is None:
+            got.append(None)
+            continue
+        if sets.method in ("lac", "mondrian"):
+            got.append([c for k, c in enumerate(classes) if 1.0 - p[k] <= q[k]])
+            continue
+        keep = []
+        for k in range(K):
+            mass = 0.0
+            for j in range(K):
+                if j != k and p[j] > p[k]:
+                    mass += p[j]
+            keep.append(mass < q[k])
+        got.append([c for k, c in enumerate(classes) if keep[k]])
+    return got
+
+
+# -- 1. the shape of the sets in DuckDB's SELECT, and the same sets --------------------------------
+def test_duckdb_looks_the_list_up_among_the_possible_ones(models):
+    """LIST_CONCAT of one CASE-built list per class cost ~15x the probabilities' SELECT
+    (benchmarks/README.md); up to 6 classes the list is the mask-th of the 2^K constant lists."""
+    for name, m in models.items():
+        text = re.sub(r"\s+", " ", m.to_sql(dialect="duckdb", source="t"))
+        assert "LIST_CONCAT" not in text.upper() and "LIST_WHERE" not in text.upper(), name
+        lists = "[[], ['a'], ['b'], ['a', 'b'], ['c'], ['a', 'c'], ['b', 'c'], ['a', 'b', 'c']]"
+        assert text.count(f"LIST_EXTRACT( {lists}, CASE WHEN \"set_member_a\" THEN 1 ELSE 0 END + ") == 1, name
+
+
+def test_seven_classes_mask_the_class_list_and_give_the_same_sets():
+    rng = np.random.default_rng(3)
+    names = [f"k{i}" for i in range(7)]
+
+    def rows(n):
+        y = rng.integers(0, 7, n)
+        return pa.table({"x": rng.normal(y * 0.6, 1.0), "z": rng.normal(-y * 0.4, 1.0), "y": np.array(names)[y]})
+    base = sqlnb.fit(rows(700), "y")
+    cal, test = rows(400), rows(300)
+    for method in ("lac", "aps", "mondrian"):
+        m = conformal(base, cal, 0.1, method)
+        text = re.sub(r"\s+", " ", m.to_sql(dialect="duckdb", source="t"))
+        assert re.search(r"LIST_WHERE\( ?\['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6'\], ?\[ ?COALESCE\(", text) and "LIST_EXTRACT" not in text
+        out = m.score(test, duckdb.connect()).to_arrow_table().to_pydict()
+        assert out["prediction_set"] == reference_sets(m, out), method
+        assert out["set_size"] == [len(s) for s in out["prediction_set"]] and len(set(out["set_size"])) >= 3, method
+
+
+def test_aps_reads_the_other_classes_only(models):
+    """APS's m_c sums K - 1 terms (a class is never more probable than itself): K(K - 1)
+    CASE terms in the member stage, not K²."""
+    text = re.sub(r"\s+", " ", models["aps"].to_sql(dialect="duckdb", source="t"))
+    end = text.index('AS "set_member_c"')
+    stage = text[text.rindex("SELECT *,", 0, end):end]  # the member stage
+    assert stage.count("CASE WHEN") == 3 * 2
+    assert '"set_proba_a" > "set_proba_a"' not in stage
+
+
+@pytest.mark.parametrize("twins", [False, True], ids=["random", "ties"])
+def test_the_sets_are_the_documented_ones_row_for_row(models, twins):
+    t = table(300, 2, twins)
+    for name, m in (fitted(twins=True) if twins else models).items():  # twins: p(a|x) = p(b|x)
+        out = m.score(t, duckdb.connect(), keep=["id"]).to_arrow_table().to_pydict()
+        sizes = [None if s is None else len(s) for s in out["prediction_set"]]
+        assert out["set_size"] == sizes, name
+        if name != "aps_randomized":  # its u is checked against MAPIE in test_conformal_oracles
+            want = reference_sets(m, out)
+            differ = [i for i, (g, w) in enumerate(zip(out["prediction_set"], want)) if g != w]
+            assert differ == [], f"{name}: rows {differ[:5]} differ"
+        if twins:  # a and b of equal probability: both in or both out
+            assert all(s is None or ("a" in s) == ("b" in s) for s in out["prediction_set"]), name
+            assert any(s is not None and "a" in s for s in out["prediction_set"]), name
+
+
+def test_a_row_without_probabilities_has_no_set_and_no_error(models):
+    """LIST_WHERE refuses a NULL in its mask: rows without probabilities (a row of zero
+    probability under every class) get NULL, never an error."""
+    kinds = {"c": "categorical", "d": "categorical"}
+    m = sqlnb.fit(pa.table({"c": ["u", "u", "v", "v"], "d": ["x", "x", "y", "y"], "y": ["a", "a", "b", "b"]}), "y",
+                  feature_kinds=kinds, alpha=0.0)
+    m = conformal(m, pa.table({"c": ["u", "v"] * 10, "d": ["x", "y"] * 10, "y": ["a", "b"] * 10}), 0.1, "aps")
+    out = m.score(pa.table({"c": ["u", "u", "v"], "d": ["x", "y", "y"]}), duckdb.connect()).to_arrow_table().to_pydict()
+    assert out["prediction_set"] == [["a"], None, ["b"]] and out["set_size"] == [1, None, 1]
+
+
+# -- 2. the report shows the sets' coverage ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def report_files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    for name, (n, seed) in {"train": (500, 0), "cal": (400, 1), "test": (300, 2)}.items():
+        pq.write_table(table(n, seed), tmp / f"{name}.parquet")
+    db = tmp / "m.duckdb"
+    assert invoke("fit", str(tmp / "train.parquet"), "--label", "y", "--features", "x,z",
+                  "--model", f"{db}:nb").exit_code == 0
+    r = invoke("conformal", str(tmp / "cal.parquet"), "--model", f"{db}:nb", "--method", "mondrian")
+    assert r.exit_code == 0, r.output
+    out = tmp / "r.html"
+    r = invoke("report", str(tmp / "test.parquet"), "--model", f"{db}:nb", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    return tmp, db, out.read_text()
+
+
+def _cells(html: str, caption: str) -> list[list[str]]:
+    body = re.search(rf"<caption>{re.escape(caption)}</caption>.*?<tbody>(.*?)</tbody>", html, re.S).group(1)
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+
+
+def test_report_shows_what_evaluate_reports_of_the_sets(report_files):
+    tmp, db, html = report_files
+    cov = coverage(sqlnb.load(str(db), "nb"), str(tmp / "test.parquet"))
+    assert '<h3 id="conformal">Conformal prediction sets</h3>' in html
+    overall = dict((k, v) for k, v in _cells(html, "overall"))
+    assert overall["method"] == "mondrian" and overall["alpha"] == "0.1"
+    assert overall["coverage"] == f"{cov['coverage']:.4f}"
+    assert overall["mean set size"] == f"{cov['mean_set_size']:.4f}"
+    assert overall["rows with a set"] == f"{cov['rows']:,}"
+    per_class = _cells(html, "per class (true label)")
+    assert per_class == [[k, f"{v['rows']:,}", f"{v['coverage']:.4f}", f"{v['mean_set_size']:.4f}"]
+                         for k, v in cov["per_class"].items()]
+    assert [r[0] for r in per_class] == CLASSES
+    by_size = _cells(html, "by set size")
+    assert by_size == [[k, f"{v['rows']:,}", f"{v['coverage']:.4f}"] for k, v in cov["by_set_size"].items()]
+    assert sum(int(r[1].replace(",", "")) for r in by_size) == cov["rows"] == 300
+    # the same figures as `evaluate --format json`
+    import json
+    ev = json.loads(invoke("evaluate", str(tmp / "test.parquet"), "--model", f"{db}:nb", "--format", "json").stdout)
+    assert ev["conformal"] == cov
+
+
+def test_report_without_sets_has_no_set_section(report_files):
+    tmp, db, _ = report_files
+    assert invoke("conformal", "--model", f"{db}:nb", "--clear").exit_code == 0
+    out = tmp / "plain.html"
+    assert invoke("report", str(tmp / "test.parquet"), "--model", f"{db}:nb", "--out", str(out)).exit_code == 0
+    assert "Conformal prediction sets" not in out.read_text()
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed "
+                                                              "(bash .ci/install-engines.sh installs it)")
+def test_the_set_tables_read_in_a_browser(report_files, tmp_path):
+    from test_report_browser import browse, console_errors
+    _, _, html = report_files
+    probe, log = browse(html, tmp_path / "sets.html", 700)
+    assert probe["overflow"] == [] and probe["scrollWidth"] <= probe["width"] and console_errors(log) == []
+    cells = probe["sections"]["metrics"]["cells"]
+    assert "mean set size" in cells and "coverage" in cells and CLASSES[0] in cells
+
+
+# -- 3. Spark: the exported sets and the stored threshold tables ---------------------------------------
+@pytest.mark.spark
+def test_spark_gives_duckdbs_sets_and_stores_them(models):
+    from support.engines import spark_engine
+    t = table(200, 2)
+    want = {}
+    for name, m in models.items():
+        out = m.score(t, duckdb.connect(), keep=["id"]).to_arrow_table().to_pydict()
+        want[name] = {i: (None if s is None else [c in s for c in CLASSES], k)
+                      for i, s, k in zip(out["id"], out["prediction_set"], out["set_size"])}
+        assert len({k for k in out["set_size"]}) >= 2, name
+
+    def same(rows: list[dict], name: str, where: str):
+        got = {r["id"]: (None if r["set_size"] is None else [bool(r[f"in_set_{c}"]) for c in CLASSES], r["set_size"])
+               for r in rows}
+        differ = [i for i in want[name] if got[i] != want[name][i]]
+        assert differ == [] and len(got) == len(want[name]), f"{where} {name}: rows {differ[:5]} differ"
+
+    with spark_engine({"t": t}) as spark:
+        for name, m in models.items():
+            text = m.to_sql(dialect="spark", source="t")
+            assert "`in_set_a`" in text and "prediction_set" not in text
+            same([r.asDict() for r in spark.spark.sql(text).collect()], name, "spark SQL")
+        # the threshold tables in Spark's catalog: one threshold with the randomised draw's
+        # seed, and one per class (each save is a few catalog writes: two models keep it short)
+        for name in ("aps_randomized", "mondrian"):
+            m = models[name]
+            m.save(spark, "sets", replace=True)
+            loaded = sqlnb.load(spark, "sets")
+            assert loaded.conformal == m.conformal, name
+            same([r.asDict() for r in loaded.score("t", con=spark, keep=["id"]).collect()], name, "spark engine")
