@@ -258,13 +258,34 @@ def read_rows(
             raise SqlnbError(
                 f"column {name!r} in {source.description} is NULL in {column.null_count} labelled rows; "
                 f"{_complete_rows_hint(name)}")
-        X[:, j] = arrow.numbers(column.cast(pa.float64()))  # not to_numpy(): it imports pandas (issue 32)
+        X[:, j] = to_numpy(column)
         if not np.all(np.isfinite(X[:, j])):
             raise SqlnbError(
                 f"column {name!r} in {source.description} holds NaN or infinite values; "
                 f"{_complete_rows_hint(name)}")
-    extras = {name: table.column(f"e{j}").to_numpy(zero_copy_only=False) for j, name in enumerate(extra)}
+    extras = {name: to_numpy(table.column(f"e{j}")) for j, name in enumerate(extra)}
     return labels, X, extras, null_rows
+
+
+#: numpy types of the Arrow columns :func:`to_numpy` reads from their buffers.
+def to_numpy(column) -> np.ndarray:
+    """A pyarrow ChunkedArray as a numpy array (a copy).
+
+    An integer or floating-point column without NULLs is read from its value buffers
+    (:func:`sqlnb.store.arrow.numbers`): the same values as ``column.to_numpy()``, but
+    pyarrow's own conversion imports pandas (to check for it), ~40 MiB and 0.27 CPU s of a
+    process that never uses pandas (issue 27: ``sqlnb compare`` on 10,000 rows went over
+    300 MiB with it; issue 32: every fit paid the import). Other columns take pyarrow's
+    conversion.
+    """
+    import pyarrow as pa
+
+    from sqlnb.store import arrow
+
+    t = column.type
+    if column.null_count or not (pa.types.is_floating(t) or pa.types.is_integer(t)):
+        return column.to_numpy(zero_copy_only=False)
+    return arrow.numbers(column)
 
 
 def _complete_rows_hint(name: str) -> str:

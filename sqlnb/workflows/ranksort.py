@@ -113,10 +113,25 @@ def _descending(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
     for i in range(0, P, CHUNK):
         v = pos[i:i + CHUNK]
         lt = np.searchsorted(neg, v, "left")
-        pairs += int(lt.sum(dtype=np.int64)) + int(np.searchsorted(neg, v, "right").sum(dtype=np.int64))
+        pairs += 2 * int(lt.sum(dtype=np.int64)) + _ties(neg, v, lt)
         tps = P - np.searchsorted(pos, v, "left")
         q += float(np.sum(tps / (tps + (N - lt))))
     return float(pairs - P * N), q
+
+
+def _ties(neg: np.ndarray, v: np.ndarray, lt: np.ndarray) -> int:
+    """``Σ (le − lt)``: how many rows of ``neg`` equal each of ``v`` (``lt`` its left
+    insertion points in ``neg``, sorted ascending), summed. A value of ``v`` has a tie
+    only where ``neg[lt]`` equals it; the right insertion points are searched for those
+    alone (the search for every row was a third of the ranking's time, issue 27: scores
+    of distinct rows rarely tie)."""
+    if not len(neg):
+        return 0
+    tied = neg[np.minimum(lt, len(neg) - 1)] == v
+    if not tied.any():
+        return 0
+    v, lt = v[tied], lt[tied]
+    return int((np.searchsorted(neg, v, "right") - lt).sum(dtype=np.int64))
 
 
 def _ascending_q(pos: np.ndarray, neg: np.ndarray) -> float:
