@@ -237,8 +237,6 @@ def read_rows(
     cols += [exp.alias_(e, f"e{j}", quoted=True) for j, e in enumerate(extra.values())]
     import pyarrow as pa
 
-    from sqlnb.store import arrow
-
     engine = as_engine(con)
     query = exp.select(*cols).from_(source.from_("src"))
     if isinstance(engine, DuckDBEngine):
@@ -267,7 +265,6 @@ def read_rows(
     return labels, X, extras, null_rows
 
 
-#: numpy types of the Arrow columns :func:`to_numpy` reads from their buffers.
 def to_numpy(column) -> np.ndarray:
     """A pyarrow ChunkedArray as a numpy array (a copy).
 
