@@ -70,7 +70,6 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.families import Feature
-from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
 from sqlnb.stats import Counts
 
 #: Default frequency limit m: a value seen at least once may be a super-parent (Weka's
@@ -109,19 +108,7 @@ def value_counts(f: Feature, stats) -> np.ndarray:
 
 def derive(features: Sequence[Feature], stats, hp, params: Mapping[str, Any]) -> Aode:
     """The ratio tables, super-parent eligibility and shifts (module docstring)."""
-    if stats.pairs is None:
-        raise SqlnbError("structure 'aode' needs the pair counts of a tree-augmented fit; refit with "
-                         "structure='aode' (sqlnb fit --structure aode)")
-    if hp.unseen != "missing":
-        raise SqlnbError("structure 'aode' scores unseen categories as missing; leave unseen at 'missing'")
-    by_name = {f.name: f for f in features}
-    feats = [by_name[n] for n in stats.pairs.features]
-    for f in feats:
-        if f.kind == "categorical" and len(stats.features[f.name].values) > INLINE_MAX:
-            raise SqlnbError(f"feature {f.name!r} now has {len(stats.features[f.name].values)} values, past "
-                             f"{INLINE_MAX}, the most a super-parent scores without a join; refit with "
-                             "structure='aode', which keeps it naive")
-    values = {f.name: tan.feature_values(f, stats.features) for f in feats}
+    feats, values = tan.paired_features(features, stats, hp, "aode")
     ratio, parent_ok = {}, {}
     K = len(stats.classes)
     hi, lo = np.zeros((K, len(feats))), np.zeros((K, len(feats)))

@@ -65,7 +65,6 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.families import Feature
-from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
 from sqlnb.models.naive_bayes.information import presence_mi, table_mi
 from sqlnb.stats import Counts, _align, sorted_values
 
@@ -261,17 +260,7 @@ def structure(features: Sequence[Feature], stats, K: int):
     """``(tree features, ranking, parents, I(X; C), I(X_i; X_j | C))`` of KDB(K):
     ``ranking`` the feature names by I(X; C); ``parents`` child name -> tuple of parent
     names, highest I(X_i; X_j | C) first (module docstring)."""
-    if stats.pairs is None:
-        raise SqlnbError(f"structure 'kdb:{K}' needs the pair counts of a tree-augmented fit; refit with "
-                         f"structure='kdb:{K}' (sqlnb fit --structure kdb:{K})")
-    by_name = {f.name: f for f in features}
-    tree_feats = [by_name[n] for n in stats.pairs.features]
-    for f in tree_feats:
-        if f.kind == "categorical" and len(stats.features[f.name].values) > INLINE_MAX:
-            raise SqlnbError(f"tree feature {f.name!r} now has {len(stats.features[f.name].values)} values, past "
-                             f"{INLINE_MAX}, the most a tree feature scores without a join; refit with "
-                             f"structure='kdb:{K}', which keeps it naive")
-    values = {f.name: tan.feature_values(f, stats.features) for f in tree_feats}
+    tree_feats, values = tan.paired_features(features, stats, None, f"kdb:{K}")
     F = len(tree_feats)
     mi = np.array([class_information(f, stats.features[f.name]) for f in tree_feats])
     cmi = np.zeros((F, F))

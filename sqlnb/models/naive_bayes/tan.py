@@ -369,21 +369,30 @@ class Tree:
     cpt: dict
 
 
-def derive(features: Sequence[Feature], stats, hp, params: Mapping[str, Any]) -> Tree:
-    """The tree and its conditional tables from the statistics (see the module docstring)."""
+def paired_features(features: Sequence[Feature], stats, hp, structure: str) -> tuple[list[Feature], dict]:
+    """``(the features the pair counts cover, in model order; their values)`` for a model of
+    ``structure`` (TAN, AODE, KDB: every structure built on :class:`Pairs`), after the checks
+    all of them need: the pair counts are there, unseen values are missing, and no paired
+    categorical feature has grown past :data:`INLINE_MAX` values (an update can do that).
+    ``hp`` None: the unseen-value policy is checked by the caller."""
     if stats.pairs is None:
-        raise SqlnbError("structure 'tan' needs the pair counts of a tree-augmented fit; refit with "
-                         "structure='tan' (sqlnb fit --structure tan)")
-    if hp.unseen != "missing":
-        raise SqlnbError("structure 'tan' scores unseen categories as missing; leave unseen at 'missing'")
+        raise SqlnbError(f"structure {structure!r} needs the pair counts of a tree-augmented fit; refit with "
+                         f"structure={structure!r} (sqlnb fit --structure {structure})")
+    if hp is not None and hp.unseen != "missing":
+        raise SqlnbError(f"structure {structure!r} scores unseen categories as missing; leave unseen at 'missing'")
     by_name = {f.name: f for f in features}
-    tree_feats = [by_name[n] for n in stats.pairs.features]
-    for f in tree_feats:
+    paired = [by_name[n] for n in stats.pairs.features]
+    for f in paired:
         if f.kind == "categorical" and len(stats.features[f.name].values) > INLINE_MAX:
             raise SqlnbError(f"tree feature {f.name!r} now has {len(stats.features[f.name].values)} values, past "
                              f"{INLINE_MAX}, the most a tree feature scores without a join; refit with "
-                             "structure='tan', which keeps it naive")
-    values = {f.name: feature_values(f, stats.features) for f in tree_feats}
+                             f"structure={structure!r}, which keeps it naive")
+    return paired, {f.name: feature_values(f, stats.features) for f in paired}
+
+
+def derive(features: Sequence[Feature], stats, hp, params: Mapping[str, Any]) -> Tree:
+    """The tree and its conditional tables from the statistics (see the module docstring)."""
+    tree_feats, values = paired_features(features, stats, hp, "tan")
     F = len(tree_feats)
     cmi = np.zeros((F, F))
     for a in range(F):
