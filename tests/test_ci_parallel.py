@@ -1,0 +1,50 @@
+"""CI runs the README's test command verbatim, in two processes (issue 33, point 5).
+
+``.ci/run`` ends with the README's second command; both run pytest under pytest-xdist with
+``-n 2 --dist loadfile``: two workers for CI's two cores, each test file whole in one
+worker, so a module fixture (a JVM, a PostgreSQL server, models fitted once for a file) is
+set up once, as without ``-n``, not once in each worker that happens to get some of its tests.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The options the README's command and .ci/run give pytest.
+PARALLEL = ["-n", "2", "--dist", "loadfile"]
+
+
+def readme_test_command() -> str:
+    """The second line of the README's first ``bash`` block (the install + tests line)."""
+    block = re.search(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert block, "README.md has no bash block"
+    lines = block.group(1).strip().splitlines()
+    assert len(lines) == 2, lines
+    return lines[1]
+
+
+def test_ci_runs_the_readmes_test_command_verbatim():
+    command = readme_test_command()
+    script = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    runs = [line for line in script if "-m pytest" in line]
+    assert runs == [command], (runs, command)
+
+
+def test_the_test_command_runs_two_workers_each_file_whole_in_one():
+    words = shlex.split(readme_test_command().split("&&")[-1])
+    assert words[:3] == [".venv/bin/python", "-m", "pytest"], words
+    assert words[3:] == PARALLEL, words
+
+
+def test_the_test_extra_installs_pytest_xdist():
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert any(re.match(r"pytest-xdist\b", req) for req in extra), extra
+
+
+def test_the_readmes_inner_loop_command_runs_the_same_workers():
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f'.venv/bin/python -m pytest {" ".join(PARALLEL)} -m "not slow"' in text
