@@ -48,3 +48,26 @@ def test_the_test_extra_installs_pytest_xdist():
 def test_the_readmes_inner_loop_command_runs_the_same_workers():
     text = " ".join((ROOT / "README.md").read_text().split())
     assert f'.venv/bin/python -m pytest {" ".join(PARALLEL)} -m "not slow"' in text
+
+
+def test_no_test_file_starts_a_jvm_outside_the_main_thread():
+    """pyspark launches its JVM with ``Popen(preexec_fn=...)``: Python runs in the forked
+    child, which is unsafe while other threads of the process run. test_engines.py started
+    its session from a thread pool while the main thread ran PostgreSQL tests; under two
+    workers, after scikit-learn's checks in the same worker, the child segfaulted and every
+    Spark test of the file failed. A file that starts Spark must not start threads."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+                {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        imports = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                   for a in n.names} | {n.module.split(".")[0] for n in ast.walk(tree)
+                                        if isinstance(n, ast.ImportFrom) and n.module}
+        starts_spark = bool(names & {"spark_session", "spark_engine"}) and path.name != "spark.py"
+        threads = bool(imports & {"concurrent", "threading"}) or bool(names & {"ThreadPoolExecutor", "Thread"})
+        if starts_spark and threads:
+            offenders.append(path.name)
+    assert offenders == [], offenders
