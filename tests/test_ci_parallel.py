@@ -71,3 +71,40 @@ def test_no_test_file_starts_a_jvm_outside_the_main_thread():
         if starts_spark and threads:
             offenders.append(path.name)
     assert offenders == [], offenders
+
+
+def test_an_unmarked_test_that_starts_an_engine_fails(monkeypatch):
+    """tests/support/engines.py fails a test that starts PostgreSQL or Spark without the
+    engine's marker (tests/conftest.py names the running test): the markers are what
+    ``-m "not slow"`` and ``-m "not postgres"`` go by. Here with a server that "starts" at
+    once, for this (unmarked) test, and the same test seen as marked."""
+    import contextlib
+
+    import pytest
+
+    from support import engines, postgres
+
+    stopped = []
+
+    @contextlib.contextmanager
+    def fake_server(tcp=False):
+        yield "host=/nowhere"
+        stopped.append(True)
+
+    monkeypatch.setattr(postgres, "postgres_server", fake_server)
+    with pytest.raises(pytest.fail.Exception, match=r"starts a PostgreSQL server but is not marked: "
+                                                    r"add @pytest.mark.postgres"):
+        engines.start_postgres()
+    assert stopped == [True]  # the server started for nothing is stopped
+
+    class Marked:
+        nodeid = "tests/x.py::test_y"
+
+        @staticmethod
+        def get_closest_marker(name):
+            return object() if name == "postgres" else None
+
+    monkeypatch.setattr(engines, "CURRENT_TEST", Marked)
+    cm, dsn = engines.start_postgres()
+    assert dsn == "host=/nowhere"
+    cm.__exit__(None, None, None)
