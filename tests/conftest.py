@@ -39,6 +39,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Name the running test to tests/support/engines.py, which fails a test that starts
+    PostgreSQL or Spark without the marker (a module fixture's server: its first test)."""
+    from support import engines
+    engines.CURRENT_TEST = item
+
+
 def frame(X, y=None, w=None, prefix="x") -> pa.Table:
     """An Arrow table with columns x0..x{d-1} (and y, w) from numpy arrays."""
     X = np.asarray(X)

@@ -96,6 +96,7 @@ def test_pasted_into_a_cte_in_sqlite_equals_score(fitted):
     assert lite.execute('SELECT count(*) FROM scored').fetchall() == [(120,)]
 
 
+@pytest.mark.postgres  # a throw-away PostgreSQL server
 def test_pasted_into_a_cte_in_postgres_equals_score(fitted):
     printed = _printed(fitted, "postgres")
     with postgres_engine({"rows": fitted["rows"]}) as engine:

@@ -95,6 +95,7 @@ def the_block() -> db.Block:
     return blocks[0]
 
 
+@pytest.mark.postgres  # a throw-away PostgreSQL server (the module fixture lake)
 def test_the_documented_postgres_session_runs_against_a_server(lake, tmp_path):
     server, tables = lake
     block = the_block()

@@ -18,7 +18,6 @@ What is compared, per family and engine:
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
 import sqlite3
 
@@ -123,38 +122,25 @@ def _start_spark():
     return cm, session
 
 
-def _needs_spark(item) -> bool:
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    return "spark" in getattr(item, "fixturenames", ()) or params.get("engine_name") == "spark"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _spark_starting(request):
-    """Start Spark in a background thread as soon as the session begins (if any selected
-    test needs it), so its 20-30 s start overlaps the PostgreSQL and SQLite tests."""
-    if not any(_needs_spark(item) for item in request.session.items):
-        yield None
-        return
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(_start_spark)
-        yield future
-        if future.exception() is None:
-            cm, _ = future.result()
-            cm.__exit__(None, None, None)
-
-
 @pytest.fixture(scope="session")
-def spark(_spark_starting):
-    assert _spark_starting is not None, "a test that needs Spark, but no selected test did when the session began"
+def spark():
+    """One local session for this file's Spark tests, started in this (the main) thread when
+    the first of them runs. It was started in a background thread to overlap the PostgreSQL
+    tests; pyspark launches the JVM with ``subprocess.Popen(preexec_fn=...)``, which runs
+    Python in the forked child and is not safe while other threads run: under pytest-xdist,
+    where this file ran after scikit-learn's checks in the same worker, the child segfaulted
+    in ``_execute_child`` and every Spark test failed. Two workers keep both cores busy, so the
+    overlap gained nothing there."""
     try:
-        _, session = _spark_starting.result()
+        cm, session = _start_spark()
     except NOT_AVAILABLE as e:  # pyspark or Java missing; a JVM failing to start is an error
         _unavailable("Spark", e)
-    return SparkEngine(session)
+    yield SparkEngine(session)
+    cm.__exit__(None, None, None)
 
 
 def _engine_params(names):
-    """(engine, x) for every x, PostgreSQL first: Spark is still starting meanwhile."""
+    """(engine, x) for every x, PostgreSQL first."""
     return [pytest.param(e, n, marks=getattr(pytest.mark, e), id=f"{e}-{n}") for e in ("postgres", "spark")
             for n in names]
 

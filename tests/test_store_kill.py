@@ -323,6 +323,7 @@ def pg_versions(pg, tmp_path_factory):
 PG_CASES = [(c, p) for c, (_, points) in pg_commands("").items() for p in points]
 
 
+@pytest.mark.postgres  # a throw-away PostgreSQL server (the module fixture pg)
 @pytest.mark.parametrize("command,point", PG_CASES, ids=[f"{c}@{p}" for c, p in PG_CASES])
 def test_postgres_kill_leaves_old_or_new(pg, pg_versions, tmp_path, command, point):
     engine, fitted = pg
@@ -361,6 +362,7 @@ def _spark_tables(engine, database: str) -> list[str]:
     return sorted(t.name for t in engine.spark.catalog.listTables(database) if not t.isTemporary)
 
 
+@pytest.mark.spark  # a local Spark session (the module fixture spark)
 @pytest.mark.parametrize("point", ["out:aside"])
 def test_spark_out_table_killed_is_finished_by_the_next_write(spark, point):
     """``--out-table`` on Spark, killed after its new table, between its renames (the old
@@ -382,6 +384,7 @@ def test_spark_out_table_killed_is_finished_by_the_next_write(spark, point):
     assert got == ([(2,)] if point in AFTER else [(1,)])
 
 
+@pytest.mark.spark  # a local Spark session (the module fixture spark)
 def test_spark_out_table_replaces_an_existing_table_and_leaves_no_temporary(spark):
     """The whole write, unkilled: over an existing table only with ``replace``, and then
     nothing of the swap is left (the old table renamed aside is dropped)."""
@@ -400,6 +403,7 @@ def test_spark_out_table_replaces_an_existing_table_and_leaves_no_temporary(spar
     assert [t for t in _spark_tables(engine, "default") if t.startswith("sqlnb_")] == []
 
 
+@pytest.mark.spark  # a local Spark session (the module fixture spark)
 @pytest.mark.parametrize("point", ["save:part", "save:committed"])
 def test_spark_save_killed_leaves_old_or_new_and_no_tables_after_the_next_save(spark, point):
     """A model save on Spark killed before its catalog row (orphan part tables of an id

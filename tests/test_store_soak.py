@@ -178,6 +178,7 @@ def pg_engine():
         yield engine
 
 
+@pytest.mark.postgres  # a throw-away PostgreSQL server (the module fixture pg_engine)
 def test_soak_postgres_store(tmp_path, pg_engine):
     engine = pg_engine
     write_parquet(mixed_table(100, seed=4), tmp_path / "test.parquet")
@@ -286,6 +287,7 @@ def test_wait_option_is_checked():
     assert r.exit_code == 2 and "Invalid value for '--wait'" in r.stderr and "range" in r.stderr, r.stderr
 
 
+@pytest.mark.postgres  # a throw-away PostgreSQL server (the module fixture pg_engine)
 def test_postgres_lock_bounds_the_wait_and_one_fit_of_a_name_wins(pg_engine):
     import psycopg
     from sqlnb.store.postgres import LOCK_KEY

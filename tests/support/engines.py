@@ -22,6 +22,20 @@ from support.spark import SparkNotAvailable, _require_java
 #: bug in these helpers) is an error of the test, never a skip.
 NOT_AVAILABLE = (ImportError, PostgresNotFound, SparkNotAvailable)
 
+#: The test being set up or run (set by tests/conftest.py). An engine started for a test
+#: that lacks the engine's marker fails it (:func:`require_marker`): the markers are how
+#: ``-m "not slow"`` and ``-m "not postgres"`` leave out every test that starts a server.
+CURRENT_TEST = None
+
+
+def require_marker(marker: str, what: str) -> None:
+    """Fail the current test unless it carries ``pytest.mark.<marker>`` (``what``: the engine
+    it just started, for the message). No-op outside a test."""
+    item = CURRENT_TEST
+    if item is not None and item.get_closest_marker(marker) is None:
+        pytest.fail(f"{item.nodeid} starts {what} but is not marked: add @pytest.mark.{marker} "
+                    f"(tests/conftest.py then marks it slow)", pytrace=False)
+
 
 def unavailable(what: str, err: BaseException):
     """Skip the test, saying why (``what`` is not available: ``err``); fail it in CI
@@ -41,6 +55,11 @@ def start_postgres(tcp: bool = False):
         dsn = cm.__enter__()
     except NOT_AVAILABLE as e:
         unavailable("PostgreSQL", e)
+    try:
+        require_marker("postgres", "a PostgreSQL server")
+    except BaseException:
+        cm.__exit__(None, None, None)
+        raise
     return cm, dsn
 
 
@@ -96,6 +115,7 @@ def spark_engine(tables: Mapping[str, Any]) -> Iterator[Any]:
     else:
         cm, session = None, SparkSession.builder.getOrCreate()
     try:
+        require_marker("spark", "a Spark session")
         for name, table in tables.items():
             session.createDataFrame(table).createOrReplaceTempView(name)
         yield SparkEngine(session)
