@@ -342,6 +342,7 @@ def _engine_check(engine, model, want):
     np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
 
 
+@pytest.mark.postgres
 def test_fit_and_score_in_postgres(data):
     from support.engines import postgres_engine
     con, train, test = data

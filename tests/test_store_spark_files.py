@@ -32,6 +32,7 @@ import sqlnb
 from sqlnb.crash import TEST_KILL_AT
 from sqlnb.engines import SparkEngine
 from sqlnb.store.catalog import ModelChanged
+from sqlnb.models.finish import OUTPUTS
 from support.cli import mixed_table, write_parquet
 
 FIXTURE = Path(__file__).parent / "fixtures" / "spark_warehouse_79062dc.tar.gz"
@@ -49,7 +50,7 @@ def names(model) -> list[str]:
 
 
 def scores(model, data) -> dict:
-    return model.score(data, keep=["id"]).to_arrow_table().to_pydict()
+    return model.score(data, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
 
 
 def assert_same_scores(got: dict, want: dict) -> None:
