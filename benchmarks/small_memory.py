@@ -72,6 +72,8 @@ def commands(d: Path) -> list[tuple[str, list[str]]]:
         ("bins_quantile", [raw, "--label", "income", "--bins", "quantile:5"]),
         ("tan", [raw, "--label", "income", "--structure", "tan"]),
         ("tan_mdl", [raw, "--label", "income", "--structure", "tan", "--bins", "mdl"]),
+        ("aode_mdl", [raw, "--label", "income", "--structure", "aode", "--bins", "mdl"]),
+        ("kdb2_mdl", [raw, "--label", "income", "--structure", "kdb:2", "--bins", "mdl"]),
         ("lda", [hot, "--label", "income", "--kind", "lda", "--shrinkage", "0.1"]),
         ("lda_numeric", [raw, "--label", "income", "--kind", "lda", "--features", ",".join(NUMERIC)]),
         ("qda", [hot, "--label", "income", "--kind", "qda", "--reg-param", "0.1"]),
