@@ -249,12 +249,14 @@ def collect_pairs(engine, source, label: str, weight: str | None, features: Sequ
     F = len(features)
     if F < 2:
         raise SqlnbError(
-            "structure 'tan' needs at least two discrete features (categorical of at most "
-            f"{INLINE_MAX} values, or bernoulli) to form a tree; {source.description} has "
+            "structures built on pair counts (tan, aode, kdb:K) need at least two discrete features "
+            "(categorical of at most "
+            f"{INLINE_MAX} values, or bernoulli) to pair; {source.description} has "
             f"{F or 'none'}{(': ' + features[0].name) if F else ''}")
     if F > MAX_FEATURES:
         raise SqlnbError(
-            f"structure 'tan' counts every pair of its {F} discrete features ({F * (F - 1) // 2} grouping sets), "
+            f"structures built on pair counts (tan, aode, kdb:K) count every pair of the {F} discrete features "
+            f"({F * (F - 1) // 2} grouping sets), "
             f"past the limit of {MAX_FEATURES} features; choose columns with --features / --exclude")
     index = {c: i for i, c in enumerate(classes)}
     by_group: dict[Any, dict] = {}
