@@ -20,6 +20,9 @@ JVM's start included), in alternating rounds; medians are printed as a Markdown 
     session, ``read.parquet``, ``VectorAssembler``, ``StringIndexer``, ``NaiveBayes``
     fit and ``save`` (fit); session, read, assemble, ``NaiveBayesModel.load``,
     ``transform`` written to Parquet (score).
+    ``--family multinomial`` runs the same on ``fit_floor.py``'s ``counts`` file (the wide
+    values as counts ``floor(|x| * 2)``): ``sqlnb fit --kind multinomial`` against MLlib's
+    ``modelType="multinomial"`` (smoothing 1 on both sides).
 
 Every process runs Spark's defaults (``local[*]``), progress bars and web UI off.
 
@@ -27,6 +30,7 @@ Examples
 --------
 python benchmarks/spark_startup.py --repeat 3 --what bare,hive,models --before /tmp/base
 python benchmarks/spark_startup.py --repeat 3 --what fit,score --rows 1000000
+python benchmarks/spark_startup.py --repeat 3 --what fit,score --rows 1000000 --family multinomial
 """
 
 from __future__ import annotations
@@ -81,10 +85,11 @@ for k, v in {conf!r}.items():
 spark = b.getOrCreate()
 op, path, label, out, model_dir = sys.argv[1:6]
 columns = sys.argv[6].split(",")
+family = sys.argv[7]
 df = VectorAssembler(inputCols=columns, outputCol="features").transform(spark.read.parquet(path))
 if op == "fit":
     indexed = StringIndexer(inputCol=label, outputCol="y", stringOrderType="alphabetAsc").fit(df).transform(df)
-    NaiveBayes(featuresCol="features", labelCol="y", modelType="gaussian").fit(indexed).write().overwrite().save(model_dir)
+    NaiveBayes(featuresCol="features", labelCol="y", modelType=family).fit(indexed).write().overwrite().save(model_dir)
 else:
     (NaiveBayesModel.load(model_dir).transform(df).select(label, "probability", "prediction")
      .write.mode("overwrite").parquet(out))
@@ -111,6 +116,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--before", help="a checkout of the code before (its sqlnb runs the 'models' and fit/score)")
     ap.add_argument("--data-dir", type=Path, default=HERE / "data")
+    ap.add_argument("--family", choices=("gaussian", "multinomial"), default="gaussian",
+                    help="fit/score the wide file (Gaussian) or its counts (multinomial)")
     args = ap.parse_args(argv)
     what = args.what.split(",")
     here = str(HERE.parent)
@@ -125,6 +132,10 @@ def main(argv=None) -> int:
         if {"fit", "score"} & set(what):  # fit_floor.py's "wide" file, made on first use
             out = args.data_dir / f"wide-r{args.rows}-d20-k3-s0-f1"
             meta = baselines.isolated(generate.load_or_generate, "wide", args.rows, 20, 3, out, False, seed=0, files=1)
+            if args.family == "multinomial":
+                import fit_floor
+                meta = baselines.isolated(fit_floor._counts, meta, args.data_dir / f"counts-r{args.rows}-d20-k3-s0-f1")
+        kind = ["--kind", "multinomial"] if args.family == "multinomial" else []
         small = os.path.join(work, "small.parquet")
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -151,7 +162,7 @@ def main(argv=None) -> int:
                         jobs.append((f"{tool} models", cli + ["models"], env))
                     elif w == "fit":
                         jobs.append((f"{tool} fit", cli + ["fit", meta["globs"]["data"], "--label", meta["label"],
-                                                           "--model", "wide", "--replace"], env))
+                                                           "--model", "wide", "--replace"] + kind, env))
                     elif w == "score":
                         out = os.path.join(work, f"scored-{tool.replace(' ', '_')}.parquet")
                         shutil.rmtree(out, ignore_errors=True)
@@ -160,7 +171,7 @@ def main(argv=None) -> int:
                 if w in ("fit", "score"):
                     mllib = [py, "-c", MLLIB.format(conf=CONF), w, meta["globs"]["data"], meta["label"],
                              os.path.join(work, "mllib-scored"), os.path.join(work, "mllib-model"),
-                             ",".join(meta["numeric"])]
+                             ",".join(meta["numeric"]), args.family]
                     jobs.append((f"MLlib {w}", mllib, base))
                 for name, cmd, env in jobs:
                     seconds = timed(cmd, env, work)
