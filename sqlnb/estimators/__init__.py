@@ -8,8 +8,8 @@ searches, pickling, with the computation in an in-process DuckDB.
 
 Naive Bayes: :class:`GaussianNB`, :class:`MultinomialNB`, :class:`ComplementNB`,
 :class:`BernoulliNB`, :class:`CategoricalNB`, :class:`MixedNB` (a family per column),
-:class:`TreeAugmentedNB`; dense: :class:`LinearDiscriminantAnalysis`,
-:class:`QuadraticDiscriminantAnalysis`, :class:`LogisticRegression`.
+:class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`; dense:
+:class:`LinearDiscriminantAnalysis`, :class:`QuadraticDiscriminantAnalysis`, :class:`LogisticRegression`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.estimators.dense import LinearDiscriminantAnalysis, LogisticRegression, QuadraticDiscriminantAnalysis
 from sqlnb.estimators.naive_bayes import (BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB,
                                           MultinomialNB, TreeAugmentedNB)
+from sqlnb.estimators.structured import AveragedOneDependenceNB, KDependenceNB
 
 ESTIMATORS = (GaussianNB, MultinomialNB, ComplementNB, BernoulliNB, CategoricalNB, MixedNB, TreeAugmentedNB,
-              LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis, LogisticRegression)
+              AveragedOneDependenceNB, KDependenceNB, LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis,
+              LogisticRegression)
 
 __all__ = ["SqlnbClassifier", "EstimatorInputError", "ESTIMATORS", "from_model", "load",
            *(c.__name__ for c in ESTIMATORS)]
@@ -35,13 +37,15 @@ _NB_KINDS = {"gaussian": GaussianNB, "multinomial": MultinomialNB, "complement":
 def from_model(model: Any) -> SqlnbClassifier:
     """The estimator for a library model (:func:`sqlnb.fit`, :func:`sqlnb.load`): the
     single-family class when every feature is of one family, else MixedNB
-    (TreeAugmentedNB for a tree-augmented model); LDA, QDA, logistic regression.
+    (TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB for those structures); LDA,
+    QDA, logistic regression.
     Its parameters are the estimator's defaults: ``model_`` holds the fitted ones."""
     kind = getattr(model, "kind", "")
     if kind == "naive_bayes":
         kinds = {f.kind for f in model.features}
-        if model.hyper.structure == "tan":
-            cls = TreeAugmentedNB
+        structure = model.hyper.structure
+        if structure != "naive":
+            cls = {"tan": TreeAugmentedNB, "aode": AveragedOneDependenceNB}.get(structure, KDependenceNB)
         else:
             cls = _NB_KINDS.get(next(iter(kinds)), MixedNB) if len(kinds) == 1 else MixedNB
     else:

@@ -1,0 +1,107 @@
+"""Naive Bayes with more structure than TAN: averaged one-dependence (AODE) and
+k-dependence (KDB) estimators.
+
+Both are :func:`sqlnb.fit` with ``structure="aode"`` or ``structure="kdb:K"`` (the
+formulas are in :mod:`sqlnb.models.naive_bayes.aode` and
+:mod:`sqlnb.models.naive_bayes.kdb`); the parameters are :class:`TreeAugmentedNB`'s
+(numeric columns are discretised by default, ``bins="mdl"``, so that they take part in
+the structure), plus the structure's own: AODE's ``min_count`` (a value is a super-parent
+of a row when it was seen at least that many times in training) and KDB's ``k`` (parents
+per feature, 1 or 2). ``partial_fit`` is the exact update, with TAN's limits (new rows
+that move cut points are refused) and KDB's (new rows that change a feature's parents are
+refused with the feature named).
+"""
+
+from __future__ import annotations
+
+from sqlnb.estimators.data import EstimatorInputError
+from sqlnb.estimators.naive_bayes import TreeAugmentedNB
+from sqlnb.models.naive_bayes import aode, kdb
+
+
+class AveragedOneDependenceNB(TreeAugmentedNB):
+    """Averaged one-dependence estimators (Webb, Boughton & Wang 2005): the average over
+    the row's super-parent values ``x_i`` of ``p(c, x_i) Π_j p(x_j | c, x_i)``.
+
+    Parameters
+    ----------
+    min_count : float
+        A present value is a super-parent when it was seen at least this many times in
+        training (``--aode-min-count``); with none left the row is scored by naive Bayes.
+    kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator, binarize,
+    var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
+        As for :class:`TreeAugmentedNB`.
+    """
+
+    _structure = "aode"
+
+    def __init__(self, *, min_count=aode.MIN_COUNT, kind="auto", feature_kinds=None, bins="mdl", select_k=None,
+                 alpha=1.0, feature_alpha=None, beta=None, estimator="posterior-mean", binarize=0.0,
+                 var_smoothing=1e-9, tied_variance=False, norm=False, unseen="missing", class_prior="fitted",
+                 prior_alpha=1.0):
+        super().__init__(kind=kind, feature_kinds=feature_kinds, bins=bins, select_k=select_k, alpha=alpha,
+                         feature_alpha=feature_alpha, beta=beta, estimator=estimator, binarize=binarize,
+                         var_smoothing=var_smoothing, tied_variance=tied_variance, norm=norm, unseen=unseen,
+                         class_prior=class_prior, prior_alpha=prior_alpha)
+        self.min_count = min_count
+
+    def _hyper(self) -> dict:
+        return {**super()._hyper(), "aode_min_count": self.min_count}
+
+    @classmethod
+    def from_model(cls, model):
+        estimator = super().from_model(model)
+        estimator.min_count = model.hyper.aode_min_count  # it decides which values average
+        return estimator
+
+    @property
+    def tree_(self) -> dict:
+        raise AttributeError("an AODE model has no tree: every feature is a super-parent in turn")
+
+
+class KDependenceNB(TreeAugmentedNB):
+    """k-dependence Bayes (Sahami 1996): features ordered by I(X; C), each conditioned on
+    the class and up to ``k`` earlier features of highest I(X_i; X_j | C).
+
+    Parameters
+    ----------
+    k : {1, 2}
+        Parents per feature (``structure="kdb:K"``).
+    kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator, binarize,
+    var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
+        As for :class:`TreeAugmentedNB`.
+    """
+
+    def __init__(self, *, k=1, kind="auto", feature_kinds=None, bins="mdl", select_k=None, alpha=1.0,
+                 feature_alpha=None, beta=None, estimator="posterior-mean", binarize=0.0, var_smoothing=1e-9,
+                 tied_variance=False, norm=False, unseen="missing", class_prior="fitted", prior_alpha=1.0):
+        super().__init__(kind=kind, feature_kinds=feature_kinds, bins=bins, select_k=select_k, alpha=alpha,
+                         feature_alpha=feature_alpha, beta=beta, estimator=estimator, binarize=binarize,
+                         var_smoothing=var_smoothing, tied_variance=tied_variance, norm=norm, unseen=unseen,
+                         class_prior=class_prior, prior_alpha=prior_alpha)
+        self.k = k
+
+    @property
+    def _structure(self) -> str:
+        return f"kdb:{self.k}"
+
+    def _fit_model(self, con, name, label, features, weight):
+        if isinstance(self.k, bool) or self.k not in range(1, kdb.MAX_K + 1):
+            raise EstimatorInputError(f"KDependenceNB's k is the number of parents per feature, 1 to "
+                                      f"{kdb.MAX_K}, not {self.k!r}")
+        return super()._fit_model(con, name, label, features, weight)
+
+    @classmethod
+    def from_model(cls, model):
+        estimator = super().from_model(model)
+        estimator.k = kdb.order_of(model.hyper.structure)
+        return estimator
+
+    @property
+    def tree_(self) -> dict:
+        raise AttributeError("a KDB model has parent sets, not a tree: see parents_")
+
+    @property
+    def parents_(self) -> dict:
+        """Each feature with parents -> the tuple of its parent features."""
+        return {child: ps if isinstance(ps, tuple) else (ps,) for child, ps in self.model_.tree().items()}
