@@ -149,6 +149,9 @@ def select_k(features: Sequence, stats: Statistics, k: int) -> tuple[list, Stati
             dropped.append(f.name)
     if not kept:
         raise SqlnbError("select_k left no feature")
+    # The pair counts (TAN, AODE, KDB) among the kept features are the ones a fit on those
+    # features alone gathers: the structure is then learnt on the kept features only.
     out = Statistics(stats.classes, stats.class_n, stats.class_rows, feats, stats.null_label_rows,
+                     pairs=None if stats.pairs is None else stats.pairs.restricted(set(feats)),
                      cuts={k: v for k, v in stats.cuts.items() if k in feats})
     return kept, out, {"k": k, "kept": len(best), "dropped": dropped}
