@@ -17,6 +17,7 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
+from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts
 
 CLASSES = ["k0", "k1", "k2"]
 DISCRETE = {"a": "categorical", "b": "categorical", "r": "categorical", "flag": "bernoulli"}
@@ -57,20 +58,11 @@ def aode_table(n: int, seed: int, unseen: bool = False) -> pa.Table:
 def oracle(train: pa.Table, test: pa.Table, m: float = 1.0, alpha: float = 1.0, beta=None,
            estimator: str = "posterior-mean") -> np.ndarray:
     """Per-row joint log-likelihoods ln p(c, x) of AODE over ``DISCRETE``, from the rows."""
-    pseudo = {"posterior-mean": lambda x: x, "map": lambda x: x - 1.0, "mle": lambda x: 0.0}[estimator]
-    a_ = pseudo(alpha)
-    b1, b0 = (pseudo(beta[0]), pseudo(beta[1])) if beta else (a_, a_)
-    tr = train.to_pydict()
-    keep = [i for i, c in enumerate(tr["y"]) if c is not None]
-    lab = np.array([CLASSES.index(tr["y"][i]) for i in keep])
+    a_, b1, b0 = pseudo_counts(alpha, beta, estimator)
+    coded = Coded(train, DISCRETE, CLASSES)
+    lab, values, codes, X = coded.lab, coded.values, coded.codes, coded.X
     K = len(CLASSES)
     names = list(DISCRETE)
-    values = {f: ([False, True] if DISCRETE[f] == "bernoulli"
-                  else sorted({tr[f][i] for i in keep if tr[f][i] is not None})) for f in names}
-
-    def codes(col, f):
-        pos = {v: i for i, v in enumerate(values[f])}
-        return np.array([-1 if v is None or v not in pos else pos[v] for v in col])
 
     def smoothed(n, f):  # the last axis is feature f's values
         tot = n.sum(-1, keepdims=True)
@@ -78,7 +70,6 @@ def oracle(train: pa.Table, test: pa.Table, m: float = 1.0, alpha: float = 1.0, 
             return np.log(np.concatenate([n[..., :1] + b0, n[..., 1:] + b1], -1) / (tot + b1 + b0))
         return np.log((n + a_) / (tot + a_ * len(values[f])))
 
-    X = {f: codes([tr[f][i] for i in keep], f) for f in names}
     single, nb = {}, {}
     for f in names:
         n = np.zeros((K, len(values[f])))
@@ -210,12 +201,7 @@ def test_update_over_batches_equals_refit(data, tmp_path):
 
 def test_rows_keep_count_and_order(data):
     con, _, test = data
-    model = fit(con)
-    shuffled = test.take(np.random.default_rng(3).permutation(test.num_rows))
-    con.register("shuffled", shuffled)
-    got = [r[0] for r in model.score("shuffled", con=con, outputs=("proba", "prediction")).fetchall()]
-    assert got == shuffled["rid"].to_pylist()
-    assert "JOIN" not in model.to_sql("duckdb", source="shuffled", con=con).upper()
+    assert_rows_keep_count_and_order(fit(con), test, con)
 
 
 def test_refusals(data):

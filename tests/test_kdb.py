@@ -19,6 +19,7 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
+from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts
 from test_tan import CLASSES, DISCRETE, tan_table
 
 
@@ -37,22 +38,12 @@ def kdb_table(n: int, seed: int, unseen: bool = False) -> pa.Table:
 def oracle(train: pa.Table, test: pa.Table, K: int, alpha=1.0, beta=None, estimator="posterior-mean"):
     """Per-row class probabilities and log-scores, the parents and the ranking of KDB(K)
     over ``DISCRETE``, computed directly from the rows."""
-    pseudo = {"posterior-mean": lambda x: x, "map": lambda x: x - 1.0, "mle": lambda x: 0.0}[estimator]
-    a_ = pseudo(alpha)
-    b1, b0 = (pseudo(beta[0]), pseudo(beta[1])) if beta else (a_, a_)
-    tr = train.to_pydict()
-    keep = [i for i, c in enumerate(tr["y"]) if c is not None]
-    lab = np.array([CLASSES.index(tr["y"][i]) for i in keep])
+    a_, b1, b0 = pseudo_counts(alpha, beta, estimator)
+    coded = Coded(train, DISCRETE, CLASSES)
+    lab, values, codes, X = coded.lab, coded.values, coded.codes, coded.X
     C = len(CLASSES)
     names = list(DISCRETE)
-    values = {f: ([False, True] if DISCRETE[f] == "bernoulli"
-                  else sorted({tr[f][i] for i in keep if tr[f][i] is not None})) for f in names}
 
-    def codes(col, f):
-        pos = {v: i for i, v in enumerate(values[f])}
-        return np.array([-1 if v is None or v not in pos else pos[v] for v in col])
-
-    X = {f: codes([tr[f][i] for i in keep], f) for f in names}
 
     def counts(fs):
         n = np.zeros((C, *(len(values[f]) for f in fs)))
@@ -307,12 +298,7 @@ def test_update_that_moves_the_structure_is_refused():
 
 def test_rows_keep_count_and_order(data):
     con, _, test = data
-    model = fit(con)
-    shuffled = test.take(np.random.default_rng(3).permutation(test.num_rows))
-    con.register("shuffled", shuffled)
-    got = [r[0] for r in model.score("shuffled", con=con, outputs=("proba", "prediction")).fetchall()]
-    assert got == shuffled["rid"].to_pylist()
-    assert "JOIN" not in model.to_sql("duckdb", source="shuffled", con=con).upper()
+    assert_rows_keep_count_and_order(fit(con), test, con)
 
 
 # -- other dialects ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes import tan
 from support.cli import invoke
+from support.discrete_oracle import Coded, pseudo_counts
 
 CLASSES = ["k0", "k1", "k2"]
 
@@ -64,22 +65,12 @@ DISCRETE = {"a": "categorical", "b": "categorical", "e": "categorical", "flag": 
 def oracle(train: pa.Table, test: pa.Table, alpha=1.0, beta=None, estimator="posterior-mean"):
     """Per-row class probabilities, the tree and the CMI matrix of TAN over ``DISCRETE``,
     computed directly from the rows."""
-    pseudo = {"posterior-mean": lambda x: x, "map": lambda x: x - 1.0, "mle": lambda x: 0.0}[estimator]
-    a_ = pseudo(alpha)
-    b1, b0 = (pseudo(beta[0]), pseudo(beta[1])) if beta else (a_, a_)
-    tr = train.to_pydict()
-    keep = [i for i, c in enumerate(tr["y"]) if c is not None]
-    lab = np.array([CLASSES.index(tr["y"][i]) for i in keep])
+    a_, b1, b0 = pseudo_counts(alpha, beta, estimator)
+    coded = Coded(train, DISCRETE, CLASSES)
+    lab, values, codes, X = coded.lab, coded.values, coded.codes, coded.X
     K = len(CLASSES)
     names = list(DISCRETE)
-    values = {f: ([False, True] if DISCRETE[f] == "bernoulli"
-                  else sorted({tr[f][i] for i in keep if tr[f][i] is not None})) for f in names}
 
-    def codes(col, f):
-        pos = {v: i for i, v in enumerate(values[f])}
-        return np.array([-1 if v is None or v not in pos else pos[v] for v in col])
-
-    X = {f: codes([tr[f][i] for i in keep], f) for f in names}
     nb = {}
     for f in names:
         n = np.zeros((K, len(values[f])))

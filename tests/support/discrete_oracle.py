@@ -1,0 +1,58 @@
+"""The start every numpy oracle of a structure built on discrete features shares (TAN,
+AODE, KDB tests): the smoothing pseudo-counts of an estimator, and the training rows'
+labels and values as integer codes (a NULL or unseen value coded -1). Each test's oracle
+goes on from here in plain numpy, independent of the library."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def pseudo_counts(alpha: float, beta, estimator: str) -> tuple[float, float, float]:
+    """``(a, b1, b0)``: what is added to each categorical count (``a``) and to a Bernoulli
+    feature's present and absent counts (``b1``, ``b0``) under ``estimator``."""
+    pseudo = {"posterior-mean": lambda x: x, "map": lambda x: x - 1.0, "mle": lambda x: 0.0}[estimator]
+    a = pseudo(alpha)
+    b1, b0 = (pseudo(beta[0]), pseudo(beta[1])) if beta else (a, a)
+    return a, b1, b0
+
+
+class Coded:
+    """The training rows with a label (``train``'s ``y``), coded over ``discrete``
+    (name -> ``"categorical"`` or ``"bernoulli"``).
+
+    Attributes
+    ----------
+    lab : ndarray
+        Each kept row's class index in ``classes``.
+    values : dict
+        Feature -> its values (sorted; ``[False, True]`` for Bernoulli).
+    X : dict
+        Feature -> the kept rows' codes.
+    """
+
+    def __init__(self, train: pa.Table, discrete: dict, classes: list):
+        tr = train.to_pydict()
+        keep = [i for i, c in enumerate(tr["y"]) if c is not None]
+        self.lab = np.array([classes.index(tr["y"][i]) for i in keep])
+        self.values = {f: ([False, True] if kind == "bernoulli"
+                           else sorted({tr[f][i] for i in keep if tr[f][i] is not None}))
+                       for f, kind in discrete.items()}
+        self.X = {f: self.codes([tr[f][i] for i in keep], f) for f in discrete}
+
+    def codes(self, column, f: str) -> np.ndarray:
+        """``column``'s values of feature ``f`` as codes, -1 for NULL or unseen."""
+        pos = {v: i for i, v in enumerate(self.values[f])}
+        return np.array([-1 if v is None or v not in pos else pos[v] for v in column])
+
+
+def assert_rows_keep_count_and_order(model, test: pa.Table, con) -> None:
+    """Scoring ``test`` shuffled gives one row per input row, in the input's order (its
+    ``rid`` column first), from SQL without a join (where rows could be reordered,
+    multiplied or lost)."""
+    shuffled = test.take(np.random.default_rng(3).permutation(test.num_rows))
+    con.register("shuffled", shuffled)
+    got = [r[0] for r in model.score("shuffled", con=con, outputs=("proba", "prediction")).fetchall()]
+    assert got == shuffled["rid"].to_pylist()
+    assert "JOIN" not in model.to_sql("duckdb", source="shuffled", con=con).upper()
