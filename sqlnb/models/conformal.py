@@ -45,7 +45,7 @@ Spark, ...: no portable list type). A row without probabilities has NULL for all
 The flags are also an output option where the dialect has lists (``set_format="flags"``,
 ``--set-format flags``): writing a LIST column to Parquet costs DuckDB far more than the
 SELECT that computes it (APS's sets, 2.5 classes a row, took 1.37× the CPU of scoring
-without sets; the same sets as flags 1.09×: benchmarks/README.md).
+without sets; the same sets as flags 1.05-1.15×: benchmarks/README.md).
 """
 
 from __future__ import annotations
