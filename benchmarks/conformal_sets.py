@@ -2,10 +2,13 @@
 
 One model (naive Bayes on the ``mixed`` shape of ``generate.py``: 4 Gaussian and 4
 categorical columns, 3 classes) scored from Parquet to Parquet in DuckDB, in this process:
-without sets, and with LAC, APS and Mondrian sets fitted on 100,000 held-out rows. The runs
-alternate (without, lac, aps, mondrian, without, ...) and the medians are compared, of the
-wall time and of the process's CPU time (DuckDB's threads included: on a shared, loaded
-machine the steadier of the two). The table goes to stdout and, with ``--write-readme``, into benchmarks/README.md.
+without sets, and with LAC, APS (non-randomised and randomised) and Mondrian sets fitted on
+100,000 held-out rows, each written both ways (``--set-format``): ``list`` (DuckDB's
+default, ``prediction_set``) and ``flags`` (``in_set_<class>``). The runs alternate
+(without, lac, lac flags, ..., without, ...) and the medians are compared, of the wall
+time and of the process's CPU time (DuckDB's threads included: on a shared, loaded machine
+the steadier of the two). The table goes to stdout and, with ``--write-readme``, into
+benchmarks/README.md.
 
 Example
 -------
@@ -54,24 +57,31 @@ def main(argv=None) -> int:
     holdout = con.sql(f"SELECT * FROM read_parquet('{glob}') LIMIT 100000").to_arrow_table()
     model = sqlnb.fit(con.sql(f"SELECT * FROM read_parquet('{glob}') LIMIT 200000 OFFSET 100000").to_arrow_table(),
                       "label")
-    models = {"without": model, **{m: conformal(model, holdout, 0.1, m, con=con) for m in ("lac", "aps", "mondrian")}}
+    fitted = {"lac": conformal(model, holdout, 0.1, "lac", con=con), "aps": conformal(model, holdout, 0.1, "aps", con=con),
+              "aps randomized": conformal(model, holdout, 0.1, "aps", randomized=True, con=con),
+              "mondrian": conformal(model, holdout, 0.1, "mondrian", con=con)}
+    models = {"without": (model, None)}
+    for name, m in fitted.items():
+        models[f"{name} list"] = (m, None)
+        models[f"{name} flags"] = (m, "flags")
     out = Path(tempfile.mkdtemp()) / "scored.parquet"
+    load0 = os.getloadavg()[0]
     times: dict[str, list[float]] = {k: [] for k in models}
     cpu: dict[str, list[float]] = {k: [] for k in models}
     for _ in range(args.repeat):
-        for name, m in models.items():
+        for name, (m, form) in models.items():
             t, c = time.perf_counter(), time.process_time()
-            m.score(glob, con).write_parquet(str(out))
+            m.score(glob, con, set_format=form).write_parquet(str(out))
             times[name].append(time.perf_counter() - t)
             cpu[name].append(time.process_time() - c)
             os.remove(out)
     base, base_cpu = statistics.median(times["without"]), statistics.median(cpu["without"])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
-    load = os.getloadavg()[0]
+    load = f"{load0:.1f}-{os.getloadavg()[0]:.1f}"
     lines = [f"<!-- {MARK} -->",
              f"Scoring {args.rows:,} rows (mixed: 4 Gaussian + 4 categorical columns, 3 classes) Parquet to "
-             f"Parquet, median of {args.repeat} alternating runs, commit {commit}, load {load:.1f} "
+             f"Parquet, median of {args.repeat} alternating runs, commit {commit}, load {load} "
              f"(`python benchmarks/conformal_sets.py --rows {args.rows} --repeat {args.repeat}`):",
              "",
              "| sets | median s | min s | ÷ without | median CPU s | CPU ÷ without |",

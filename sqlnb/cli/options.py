@@ -393,6 +393,11 @@ outputs_option = click.option(
     "--outputs", multiple=True, metavar="GROUP,...",
     help="The scores to write, any of proba, prediction, jll (ln p(x, class) per class), log_proba, "
          "log_evidence (ln p(x)) [default: proba,prediction].")
+set_format_option = click.option(
+    "--set-format", type=click.Choice(["list", "flags"]), default=None,
+    help="How a model's conformal sets come out: list (prediction_set, a LIST of classes: DuckDB's default) or "
+         "flags (in_set_<class>, one BOOLEAN per class: the default in other dialects; in DuckDB far cheaper "
+         "to write to Parquet than the list); set_size either way. See docs/conformal.md.")
 model_kind_option = kind_option(
     "Naive Bayes family of every feature (auto: numbers gaussian, booleans bernoulli, text categorical), "
     "or the model kind lda, qda or logistic.", choices=("auto", *KINDS, *DENSE_KINDS))

@@ -18,11 +18,13 @@ from sqlnb.cli.decide import override_options, use_rule
 from sqlnb.cli.io import bound_evaluate, bound_memory, dump_json, load, write_out, write_text_file
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
-                               no_proba_option, out_option, outputs_option, replace_option, score_outputs)
+                               no_proba_option, out_option, outputs_option, replace_option, score_outputs,
+                               set_format_option)
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io import engine_output
 from sqlnb.io.locations import DbObject, DbQuery, FileOut, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
+from sqlnb.models.conformal import with_set_format
 from sqlnb.models.explain import check_explain, reason_columns
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
@@ -57,13 +59,14 @@ explain_option = click.option(
 @outputs_option
 @click.option("--flag-novel", is_flag=True,
               help="Add log_evidence and a BOOLEAN novel column (below the threshold of 'sqlnb novelty').")
+@set_format_option
 @override_options
 @explain_option
 @source_options
 @replace_option
 @click.pass_obj
-def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, outputs, flag_novel, costs, threshold,
-          reject, explain, reading, replace):
+def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, outputs, flag_novel, set_format, costs,
+          threshold, reject, explain, reading, replace):
     """Score DATA with MODEL and write the rows to OUT.
 
     Each output row holds the kept input columns, one proba_<class> column per class
@@ -71,7 +74,9 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     log_proba_<class> and log_evidence; they come out in that order: jll, log_evidence,
     log_proba, proba, prediction); under a decision rule (sqlnb decide, or --costs,
     --threshold, --reject for this call) the rule's prediction, expected_cost (and
-    rejected). One row comes out per input row, in the input's order (DuckDB),
+    rejected); with conformal sets (sqlnb conformal) prediction_set and set_size
+    (--set-format flags: in_set_<class> per class instead of the list). One row
+    comes out per input row, in the input's order (DuckDB),
     or ordered by --key COL (any engine); a categorical value is read with the type the
     model was fitted with, and a column whose values the model mostly never saw is
     named on stderr. The output appears only when complete: files are written next
@@ -100,7 +105,7 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     spec = data_spec(settings, data, reading)
     keep_cols = keep_columns(keep)
     outputs = score_outputs(no_proba, outputs)
-    m = use_rule(load(settings, model), costs, threshold, reject)
+    m = with_set_format(use_rule(load(settings, model), costs, threshold, reject), set_format)
     if flag_novel and settings.remote:
         raise SqlnbError("--flag-novel scores in DuckDB only; use --engine duckdb")
     if flag_novel and explain is not None:
@@ -298,13 +303,14 @@ def warn_unseen(m, source: Source, con) -> list[dict]:
 @click.option("--semicolon", is_flag=True,
               help="End the scoring SELECT with ';' (by default it has none, so that it pastes as a subquery, "
                    "a CTE's body or a view's query as printed).")
+@set_format_option
 @override_options
 @explain_option
 @source_options
 @click.pass_obj
 def sql_command(settings: Settings, data, model, dialect, source_text, key, training, macro, outputs, label, kind,
-                feature_kind, features, exclude, weight, binarize, pretty, semicolon, costs, threshold, reject, explain,
-                reading):
+                feature_kind, features, exclude, weight, binarize, pretty, semicolon, set_format, costs, threshold,
+                reject, explain, reading):
     """Print the self-contained scoring SELECT of MODEL (or, with --fit, the training SQL).
 
     Parameters are inlined as DOUBLE literals, so the SELECT runs anywhere the dialect
@@ -316,7 +322,9 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
     max_jll, exp_shifted_*, sum_exp_shifted and log_evidence then stay in the output, and
     under a decision rule expected_cost_*, min_expected_cost or max_proba). The model's
     decision rule (sqlnb decide) is in the SELECT: prediction, expected_cost (and
-    rejected). --source names what the SQL reads in the target warehouse; a qualified
+    rejected). Conformal sets (sqlnb conformal) follow the prediction: prediction_set
+    (DuckDB) or in_set_<class> per class (other dialects, or --set-format flags), and
+    set_size. --source names what the SQL reads in the target warehouse; a qualified
     name goes in a query: --source 'SELECT * FROM a.b'. Run PostgreSQL's in a session
     with SET jit = off (a note on stderr says so; docs/dialects.md).
 
@@ -339,6 +347,8 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
         raise SqlnbError("--explain adds reasons to the scoring SELECT; leave it out with --fit and --macro")
     if outputs and training:
         raise SqlnbError("--outputs chooses the scores of the scoring SELECT; leave it out with --fit")
+    if set_format and training:
+        raise SqlnbError("--set-format chooses how the scoring SELECT gives conformal sets; leave it out with --fit")
     outputs = score_outputs(False, outputs)
     if macro is not None:
         if model is None or training or data or source_text or key or dialect != "duckdb":
@@ -346,8 +356,8 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
                              "--source, --key and --dialect")
         if not macro:
             raise SqlnbError("--macro needs a NAME for the macro score_NAME")
-        click.echo(export.duckdb_macro(use_rule(load(settings, model), costs, threshold, reject), macro, outputs,
-                                       pretty=pretty), nl=False)
+        click.echo(export.duckdb_macro(with_set_format(use_rule(load(settings, model), costs, threshold, reject),
+                                                       set_format), macro, outputs, pretty=pretty), nl=False)
         return
     if training and (costs is not None or threshold is not None or reject is not None):
         raise SqlnbError("--costs, --threshold and --reject decide in the scoring SELECT; leave them out with --fit")
@@ -355,7 +365,7 @@ def sql_command(settings: Settings, data, model, dialect, source_text, key, trai
         raise SqlnbError("--key orders the scoring SELECT; leave it out with --fit")
     m = load(settings, model) if model else None
     if m is not None:
-        use_rule(m, costs, threshold, reject)
+        m = with_set_format(use_rule(m, costs, threshold, reject), set_format)
     node = _source_node(source_text, dialect) if source_text else None
     with settings.connect() as con:
         spec = parse_data(data, reading) if data else None

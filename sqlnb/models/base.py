@@ -20,7 +20,7 @@ from sqlnb.sql.types import is_numeric, is_text_type
 from sqlnb.models.decision import DecisionRule
 from sqlnb.models.explain import check_explain, explanation
 from sqlnb.models.calibration import Calibration
-from sqlnb.models.conformal import ConformalSets
+from sqlnb.models.conformal import ConformalSets, no_sets_error
 from sqlnb.models.finish import DEFAULT_OUTPUTS, ClassScore, class_columns, scoring_select
 from sqlnb.source import Query, Source, Table, guess, parse_query, read_with, resolve
 from sqlnb.store import save_model
@@ -173,6 +173,7 @@ class Model:
         key: str | None = None,
         explain: int | None = None,
         calibrated: bool = True,
+        set_format: str | None = None,
     ) -> exp.Select:
         """The scoring SELECT as a sqlglot tree.
 
@@ -209,8 +210,17 @@ class Model:
             Apply the model's calibrator, if it has one (:attr:`calibration`); its scores
             are then the calibrated ones (``jll_*``, ``log_evidence``). False gives the
             model's own scores (e.g. ln p(x) for novelty).
+        set_format : {"list", "flags"}, optional
+            How the :attr:`conformal` set comes out: ``list`` (``prediction_set``, where the
+            dialect has lists: DuckDB's default) or ``flags`` (``in_set_<class>``, one
+            BOOLEAN per class: the default elsewhere, and cheaper to write to Parquet).
         """
         self.check_dialect(dialect)
+        sets = self.conformal if calibrated else None
+        if set_format is not None:
+            if self.conformal is None:
+                raise no_sets_error(set_format)
+            sets = sets.formatted(set_format) if sets is not None else None
         if explain is not None:
             check_explain(self, explain)
             if calibrated and self.calibration is not None:
@@ -244,7 +254,7 @@ class Model:
             decision=self.decision,
             extension=extension,
             calibration=self.calibration if calibrated else None,
-            conformal=self.conformal if calibrated else None,
+            conformal=sets,
         )
 
     @sql.trees_collected_by_refcount
@@ -256,6 +266,7 @@ class Model:
         keep: Sequence[str] | None = None,
         key: str | None = None,
         explain: int | None = None,
+        set_format: str | None = None,
     ) -> duckdb.DuckDBPyRelation:
         """Score ``data`` in DuckDB (or on the engine ``con``) and return the result.
 
@@ -273,12 +284,15 @@ class Model:
         In DuckDB the rows come back once each, in the source's order. PostgreSQL and
         Spark keep no order: give ``key``, a column carried into the result and sorted on.
         ``explain=K`` adds ``reason_1 .. reason_K`` and their ``reason_<i>_weight``
-        (:mod:`sqlnb.models.explain`).
+        (:mod:`sqlnb.models.explain`). A model with :attr:`conformal` sets adds
+        ``prediction_set`` (a list) and ``set_size`` in DuckDB, ``in_set_<class>`` and
+        ``set_size`` elsewhere; ``set_format="flags"`` gives the flags in DuckDB too.
         """
         engine = as_engine(con, data)  # DuckDB by default (a relation: its own); PostgresEngine, ...
         source = engine.resolve(read_with(data, self.read_types()))
         return engine.relation(self.scoring_query(source, outputs, keep, nan_gate=engine.dialect == "duckdb",
-                                                  dialect=engine.dialect, key=key, explain=explain))
+                                                  dialect=engine.dialect, key=key, explain=explain,
+                                                  set_format=set_format))
 
     def predict(self, data: Any, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
         """Source columns plus ``prediction``."""
@@ -305,6 +319,7 @@ class Model:
         pretty: bool = True,
         key: str | None = None,
         explain: int | None = None,
+        set_format: str | None = None,
     ) -> str:
         """The self-contained scoring SELECT (parameters inlined as DOUBLE literals).
 
@@ -327,6 +342,8 @@ class Model:
             predictions back on it where the engine keeps no row order.
         explain : int, optional
             Add the ``explain`` reasons per row (see :meth:`scoring_query`).
+        set_format : {"list", "flags"}, optional
+            How conformal sets come out (see :meth:`scoring_query`).
         """
         if dialect not in sql.DIALECTS:
             raise SqlnbError(
@@ -341,7 +358,8 @@ class Model:
             except SqlnbError:
                 resolved = None
         if resolved is not None:
-            tree = self.scoring_query(resolved, outputs, dialect=dialect, key=key, explain=explain)
+            tree = self.scoring_query(resolved, outputs, dialect=dialect, key=key, explain=explain,
+                                      set_format=set_format)
         else:
             if isinstance(spec, Query):
                 node: exp.Expression = exp.Subquery(this=parse_query(spec.text, dialect),
@@ -350,7 +368,8 @@ class Model:
                 node = exp.alias_(sql.table(spec.name, spec.schema, spec.catalog), "src", table=True, quoted=True)
             else:
                 raise SqlnbError(f"cannot export a scoring query over {spec!r}; give a table name or a query")
-            tree = self.scoring_query(None, outputs, source_from=node, dialect=dialect, key=key, explain=explain)
+            tree = self.scoring_query(None, outputs, source_from=node, dialect=dialect, key=key, explain=explain,
+                                      set_format=set_format)
         return sql.render(tree, dialect, pretty=pretty)
 
     # -- storage ------------------------------------------------------------------------

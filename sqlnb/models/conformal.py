@@ -42,13 +42,17 @@ classes in the set, in class order, as a list: the mask-th of the 2^K constant l
 up to :data:`LOOKUP_CLASSES` classes, :func:`_set_list`) and ``set_size`` where the dialect has
 lists (DuckDB), and ``in_set_<class>`` and ``set_size`` elsewhere (PostgreSQL, SQLite,
 Spark, ...: no portable list type). A row without probabilities has NULL for all of them.
+The flags are also an output option where the dialect has lists (``set_format="flags"``,
+``--set-format flags``): writing a LIST column to Parquet costs DuckDB far more than the
+SELECT that computes it (APS's sets, 2.5 classes a row, took 1.37× the CPU of scoring
+without sets; the same sets as flags 1.05-1.15×: benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from sqlglot import exp
@@ -69,6 +73,10 @@ SET_COLUMN, SIZE_COLUMN, IN_PREFIX = "prediction_set", "set_size", "in_set_"
 PROBA_PREFIX, UNIFORM_COLUMN, MEMBER_PREFIX = "set_proba_", "set_uniform", "set_member_"
 #: Dialects whose output holds ``prediction_set`` as a list.
 LIST_DIALECTS = ("duckdb",)
+#: How the set comes out: ``list`` (``prediction_set``: where the dialect has lists, the
+#: default there) or ``flags`` (``in_set_<class>``, one BOOLEAN per class: every dialect,
+#: the default where there are no lists).
+SET_FORMATS = ("list", "flags")
 #: Up to this many classes the list is looked up among the 2^K possible ones (at most 64
 #: constant lists in the SQL); beyond, built by ``LIST_WHERE`` (:func:`_set_list`).
 LOOKUP_CLASSES = 6
@@ -76,6 +84,12 @@ LOOKUP_CLASSES = 6
 
 def uses_list(dialect: str | None) -> bool:
     return (dialect or "duckdb") in LIST_DIALECTS
+
+
+def check_set_format(set_format: str | None) -> None:
+    if set_format is not None and set_format not in SET_FORMATS:
+        raise SqlnbError(f"unknown set format {set_format!r}{suggest(str(set_format), SET_FORMATS)}; choose list "
+                         "(prediction_set, where the dialect has lists) or flags (in_set_<class>, one BOOLEAN per class)")
 
 
 def uniform(probas: Sequence[exp.Expression], seed: int) -> exp.Expression:
@@ -162,6 +176,9 @@ class ConformalSets:
         Randomised APS's seed.
     source : str
         Where the held-out rows came from.
+    form : {"list", "flags"} or None
+        How scoring writes the set (:data:`SET_FORMATS`; None: a list where the dialect
+        has lists, else flags). Chosen per scoring (:meth:`formatted`), never stored.
     """
 
     method: str
@@ -171,10 +188,24 @@ class ConformalSets:
     randomized: bool = False
     seed: int = 0
     source: str = ""
+    form: str | None = field(default=None, compare=False)
 
     # -- scoring -----------------------------------------------------------------------
+    def formatted(self, set_format: str | None) -> "ConformalSets":
+        """These sets written as ``set_format`` (None: as they are)."""
+        check_set_format(set_format)
+        return self if set_format is None else replace(self, form=set_format)
+
+    def layout(self, dialect: str | None) -> str:
+        """``list`` or ``flags``: :attr:`form`, or the dialect's default; a list where the
+        dialect has none is refused in one line."""
+        if self.form == "list" and not uses_list(dialect):
+            raise SqlnbError(f"the set format list needs a dialect with lists ({', '.join(LIST_DIALECTS)}); {dialect} "
+                             "has none: use flags (in_set_<class>, one BOOLEAN per class, its default)")
+        return self.form or ("list" if uses_list(dialect) else "flags")
+
     def output_columns(self, classes: Sequence[Any], dialect: str | None) -> list[str]:
-        sets = [SET_COLUMN] if uses_list(dialect) else class_columns(IN_PREFIX, classes)
+        sets = [SET_COLUMN] if self.layout(dialect) == "list" else class_columns(IN_PREFIX, classes)
         return sets + [SIZE_COLUMN]
 
     def helper_columns(self, classes: Sequence[Any], dialect: str | None) -> list[str]:
@@ -217,7 +248,7 @@ class ConformalSets:
 
         size = sql.add([exp.Case(ifs=[exp.If(this=i.copy(), true=exp.Literal.number(1))], default=exp.Literal.number(0))
                         for i in ins])
-        if uses_list(dialect):
+        if self.layout(dialect) == "list":
             out = [exp.Alias(this=unless(_set_list(ins, classes, label_type)), alias=sql.ident(SET_COLUMN))]
         else:
             out = [exp.Alias(this=unless(i), alias=sql.ident(n))
@@ -312,6 +343,20 @@ def with_sets(model, sets: ConformalSets | None):
     out = copy.copy(model)
     out.conformal = sets
     return out
+
+
+def no_sets_error(set_format: str) -> SqlnbError:
+    return SqlnbError(f"the set format {set_format!r} (--set-format) chooses how conformal sets come out, and the "
+                      "model has none; fit them with sqlnb conformal, or leave the set format out")
+
+
+def with_set_format(model, set_format: str | None):
+    """A copy of ``model`` whose sets come out as ``set_format`` (None: ``model`` itself)."""
+    if set_format is None:
+        return model
+    if getattr(model, "conformal", None) is None:
+        raise no_sets_error(set_format)
+    return with_sets(model, model.conformal.formatted(set_format))
 
 
 def dropped_warning(model, why: str) -> None:

@@ -120,10 +120,11 @@ def conformal(model, data: Any, alpha: float = 0.1, method: str = "lac", *, rand
     return cp.with_sets(model, sets)
 
 
-def covered(label: str, classes, label_type, dialect: str | None) -> exp.Expression:
-    """Whether a scored row's set holds its label (NULL when it has no set or no label)."""
+def covered(label: str, classes, label_type, form: str = "flags") -> exp.Expression:
+    """Whether a scored row's set, written as ``form`` (``list`` or ``flags``), holds its
+    label (NULL when it has no set or no label)."""
     y = sql.col(label)
-    if cp.uses_list(dialect):
+    if form == "list":
         return exp.ArrayContains(this=sql.col(cp.SET_COLUMN), expression=y)
     ins = class_columns(cp.IN_PREFIX, classes)
     return exp.Case(ifs=[exp.If(this=exp.EQ(this=y.copy(), expression=sql.value(c, label_type)), true=sql.col(n))
@@ -144,8 +145,10 @@ def coverage(model, data: Any, con: Any = None, label: str | None = None) -> dic
     label = label or model.label
     source = engine.resolve(read_with(data, model.read_types()))
     source.require([label], "label column")
-    scored = model.scoring_query(source, outputs=("prediction",), keep=[label], dialect=engine.dialect)
-    hit = covered(label, model.classes, model.label_type, engine.dialect)
+    # The flags on every engine: the same sets, without building a list per row.
+    scored = model.scoring_query(source, outputs=("prediction",), keep=[label], dialect=engine.dialect,
+                                 set_format="flags")
+    hit = covered(label, model.classes, model.label_type, "flags")
     size = sql.col(cp.SIZE_COLUMN)
     one, zero = exp.Literal.number(1), exp.Literal.number(0)
     q = (exp.select(sql.col(label), size.copy(), exp.Count(this=exp.Star()),
