@@ -485,7 +485,7 @@ def collect_statistics(
     if pairs is not False:
         tree = (tan.eligible(features, stats.features) if pairs is True
                 else [f for f in features if f.name in set(pairs)])
-        stats.pairs = tan.collect_pairs(engine, source, label, weight, tree, stats.classes)
+        stats.pairs = tan.collect_pairs(engine, source, label, weight, tree, stats.classes, stats=stats.features)
     return stats
 
 

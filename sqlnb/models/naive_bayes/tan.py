@@ -1,10 +1,13 @@
 """Tree-augmented naive Bayes (Friedman, Geiger & Goldszmidt 1997): each discrete feature
 conditioned on the class and on at most one other feature, its parent in a tree.
 
-Statistics. A scan counts every pair of tree features per class, ``n(c, x_a, x_b)``,
-by ``GROUP BY GROUPING SETS ((label, a, b), …)`` over the pairs (:func:`pairs_query`;
-in DuckDB split into statements of a few dozen sets, whose hash tables cost memory each:
-:data:`GROUPING_SET_BYTES`);
+Statistics. A scan counts every pair of tree features per class, ``n(c, x_a, x_b)``, by
+``GROUP BY GROUPING SETS ((label, a, b), …)`` over the pairs (:func:`pairs_query`; in
+DuckDB in statements of a dozen sets, whose hash tables cost memory each:
+:data:`GROUPING_SET_BYTES`; elsewhere of at most :data:`SETS_PER_STATEMENT`), or, in
+DuckDB when that would take more than :data:`LONG_AFTER_STATEMENTS` statements, by one
+statement that crosses each row's list of value positions with the constant table of
+pairs into one hash aggregate (:func:`pairs_long_query`; the same counts, tested);
 rows where either value is NULL are left out of a pair's counts. These :class:`Pairs`
 are part of the model's :class:`~sqlnb.stats.Statistics`: they add under ``update``
 (and scale under its ``decay``), and the tree and the conditional tables are derived
@@ -52,13 +55,23 @@ In DuckDB a term reads one list by position, ``list_extract(w_k, pos_parent · n
 pos_child + 1)``, positions from ENUM codes as for categorical features; in other
 dialects the positions and the pick are CASE expressions.
 
-Cost and limit: the pair scan has F(F−1)/2 grouping sets for F tree features, so it
-grows as F²; it is refused past :data:`MAX_FEATURES` tree features (choose columns with
-``features`` / ``exclude``). Measured on ~325,000 rows (``benchmarks/tan_adult.py cost``,
-loaded machine): adult's 8 categorical columns, 28 pairs, 1.3 s against 0.25 s for the
-per-column GROUPING SETS counts; mushroom's 22, 231 pairs, 7.0 s against 0.44 s. One ``histogram()`` of
-each pair per class in a single ``GROUP BY label`` instead was slower still (over two
-minutes for mushroom's pairs).
+Cost and limit: the pair scan does F(F−1)/2 pair updates per row for F tree features, so
+it grows as F² (and the SQL, in DuckDB, as F: each feature is named once, the pairs are two
+packed lists); it is refused past :data:`MAX_FEATURES` tree features (choose columns with
+``features`` / ``exclude``, or a wrapper selection first). The limit was 40 while DuckDB ran
+GROUPING SETS, whose hash table per set and thread (:data:`GROUPING_SET_BYTES`) made the scan
+a statement per dozen pairs: 134 statements for 57 features. Measured on 4,601 rows × F
+categorical columns of 4 values (``benchmarks/pair_scan.py``, duckdb 2.0, 2 threads, load
+~9): F = 40, 57, 80: GROUPING SETS 2.6, 6.2, 12.6 s (66, 134, 265 statements, 91, 187, 372
+kB of SQL); one statement 0.6, 1.3, 3.0 s (10, 18, 30 kB), peak RSS the same (150–210 MB,
+the process's); F = 57 on 100,000 rows 13.9 s against 15.1 s (the same N·F² work; one
+scan of the source instead of 134), but with few pairs on many rows GROUPING SETS are
+faster (:data:`LONG_AFTER_STATEMENTS`). The limit is 100 features (4,950 pairs), set by what
+follows the scan rather than by it: at F = 100 on those 4,601 rows a TAN fit took 15 s
+(statistics, Chow–Liu in Python, O(F³)) and its scoring 3.6 s, peak 0.28 GB; AODE's and
+KDB(2)'s scoring SQL grows as F² per class. Earlier, on ~325,000 rows of adult and mushroom
+(``benchmarks/tan_adult.py cost``, GROUPING SETS): 28 pairs 1.3 s, 231 pairs 7.0 s against
+0.25 and 0.44 s for the per-column counts.
 
 Cross-validation counts every fold's pairs in the same one scan, grouped by fold too
 (:func:`with_fold_pairs`), so a grid over ``structure`` costs one more scan. Sampling and
@@ -93,8 +106,12 @@ def needs_pairs(structure: str | None) -> bool:
     (KDB's ``kdb:K`` too: its parents are chosen from them)."""
     return structure in PAIRED or (isinstance(structure, str) and structure.startswith("kdb:"))
 
-#: Most tree features: F(F−1)/2 grouping sets in the pair scan (40 features: 780 sets).
-MAX_FEATURES = 40
+#: Most tree features: F(F−1)/2 pairs (100 features: 4,950), see "Cost and limit" in the
+#: module docstring.
+MAX_FEATURES = 100
+#: Most GROUPING SETS in one statement of the pair scan on engines other than DuckDB (the
+#: old one-statement limit: 40 features' pairs).
+SETS_PER_STATEMENT = 780
 BERNOULLI_VALUES = [False, True]
 #: DuckDB's hash aggregate gives every grouping set a hash table of its own in every thread
 #: that reads rows, ~2.3 MB each however few the rows (measured with duckdb 2.0: 528 sets
@@ -108,6 +125,14 @@ BERNOULLI_VALUES = [False, True]
 GROUPING_SET_BYTES = 2.5 * 2**20
 PAIR_SCAN_BYTES = 64 * 2**20
 MIN_SETS_PER_SCAN = 4
+#: DuckDB counts the pairs in one statement of :func:`pairs_long_query` when GROUPING SETS
+#: would take more statements than this (more than ~20 tree features on two threads). Each
+#: GROUPING SETS statement costs ~40 ms however few the rows (its hash tables) and reads
+#: the rows again, while a pair update through the long form's cross join costs ~2x one
+#: through a grouping set (``benchmarks/pair_scan.py``, load 12-14, back to back: 8 binned
+#: columns x 300,000 rows, 4 statements 0.94 s against one 1.76 s; 57 x 30,000, 134
+#: statements 65 s against 11 s; 57 categorical x 4,601, 6.2 s against 1.3 s).
+LONG_AFTER_STATEMENTS = 16
 
 
 # -- statistics ---------------------------------------------------------------------------
@@ -242,10 +267,81 @@ def pairs_query(source, label: str, weight: str | None, features: Sequence[Featu
             .group_by(exp.GroupingSets(expressions=sets)))
 
 
+def pairs_long_query(source, label: str, weight: str | None, features: Sequence[Feature],
+                     values: Sequence[list], group: exp.Expression | None = None,
+                     pairs: Sequence[tuple[int, int]] | None = None) -> exp.Select:
+    """Every pair's per-class counts in one scan of one hash table (DuckDB)::
+
+        SELECT k, a, b, u, v, COUNT(*) AS n [, fold] FROM (
+          SELECT t.k, p.a, p.b, list_extract(t.x, p.a + 1) AS u, list_extract(t.x, p.b + 1) AS v
+          FROM (SELECT label AS k, [pos_0, …, pos_F−1] AS x FROM src WHERE label IS NOT NULL) t
+          CROSS JOIN (SELECT unnest(<a's>) AS a, unnest(<b's>) AS b) p)
+        WHERE u IS NOT NULL AND v IS NOT NULL GROUP BY k, a, b, u, v [, fold]
+
+    ``pos_j`` is the row's value's 0-based position among ``values[j]`` (the feature's
+    training values: bin number, Bernoulli 0/1, the category's place), NULL when missing,
+    so every pair reads integers of one type from one list. The rows stream through the
+    cross join with the constant pair table (F(F−1)/2 rows) into a single hash aggregate
+    of K · Σ n_a · n_b groups, where the GROUPING SETS form (:func:`pairs_query`) keeps a
+    hash table per set and thread (:data:`GROUPING_SET_BYTES`) and so needed a statement
+    per dozen pairs; the SQL names each feature once (the pair lists are two packed
+    literals), so it grows as F, not F². ``SUM(w)`` when weighted; ``group`` as in
+    :func:`pairs_query`."""
+    cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+    if group is not None:
+        cols.append(exp.alias_(group.copy(), "fold", quoted=True))
+    if weight is not None:
+        cols.append(exp.alias_(sql.as_double(sql.col(weight, "src")), "w", quoted=True))
+    cols.append(exp.alias_(exp.Array(expressions=[_fit_position(f, v) for f, v in zip(features, values)]),
+                           "x", quoted=True))
+    inner = (exp.select(*cols).from_(source.from_("src"))
+             .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))))
+    if pairs is None:
+        pairs = [(a, b) for a in range(len(features)) for b in range(a + 1, len(features))]
+    table = exp.select(*(exp.alias_(exp.Unnest(expressions=[sql.packed_list([pair[i] for pair in pairs], "INTEGER")]),
+                                    name, quoted=True) for i, name in enumerate("ab")))
+    keys = ["k", "fold"] if group is not None else ["k"]
+    pick = [exp.alias_(exp.Anonymous(this="list_extract", expressions=[
+        sql.col("x", "t"), exp.Add(this=sql.col(e, "p"), expression=exp.Literal.number(1))]), o, quoted=True)
+        for e, o in (("a", "u"), ("b", "v"))]
+    crossed = (exp.select(*(sql.col(c, "t") for c in keys), sql.col("a", "p"), sql.col("b", "p"), *pick,
+                          *([sql.col("w", "t")] if weight is not None else []))
+               .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("t"))))
+               .join(exp.Subquery(this=table, alias=exp.TableAlias(this=sql.ident("p"))), join_type="CROSS"))
+    n = exp.Sum(this=sql.col("w", "c")) if weight is not None else exp.Count(this=exp.Star())
+    group_cols = [sql.col(c, "c") for c in ("k", "a", "b", "u", "v")]
+    present = exp.and_(*(exp.Not(this=exp.Is(this=sql.col(c, "c"), expression=exp.Null())) for c in "uv"))
+    out = [*(c.copy() for c in group_cols), exp.alias_(n, "n", quoted=True)]
+    if group is not None:
+        out.append(sql.col("fold", "c"))
+        group_cols.append(sql.col("fold", "c"))
+    return (exp.select(*out).from_(exp.Subquery(this=crossed, alias=exp.TableAlias(this=sql.ident("c"))))
+            .where(present).group_by(*group_cols))
+
+
+def _fit_position(f: Feature, values: list) -> exp.Expression:
+    """The 0-based position of the row's value among the feature's training ``values``
+    (INTEGER; NULL when missing): the bin number, Bernoulli presence as 0/1, a category's
+    place by one equality per value (exact for every type, as the exported scoring tests)."""
+    if f.kind == "categorical":
+        raw = sql.col(f.name, "src")
+        pos: exp.Expression = exp.Case(ifs=[exp.If(this=exp.EQ(this=raw.copy(), expression=sql.value(v, f.sql_type)),
+                                                   true=exp.Literal.number(i)) for i, v in enumerate(values)])
+    else:
+        pos = _fit_value(f)
+    return exp.Cast(this=pos, to=exp.DataType.build("INTEGER"))
+
+
 def collect_pairs(engine, source, label: str, weight: str | None, features: Sequence[Feature],
-                  classes: list, group: exp.Expression | None = None) -> Pairs | dict[Any, Pairs]:
-    """Run :func:`pairs_query` and gather its rows into :class:`Pairs` over ``classes``;
-    with ``group``, one :class:`Pairs` per value of it (those without rows are all zeros)."""
+                  classes: list, group: exp.Expression | None = None,
+                  stats: Mapping[str, Any] | None = None) -> Pairs | dict[Any, Pairs]:
+    """Count every pair of ``features`` per class and gather the rows into :class:`Pairs`
+    over ``classes``; with ``group``, one :class:`Pairs` per value of it (those without
+    rows are all zeros). :func:`pairs_query`'s GROUPING SETS, in statements of at most
+    :func:`sets_per_scan` sets; in DuckDB, given the features' statistics ``stats`` (their
+    training values), one statement of :func:`pairs_long_query` instead when that would
+    be more than :data:`LONG_AFTER_STATEMENTS` statements. Refused past
+    :data:`MAX_FEATURES` features."""
     F = len(features)
     if F < 2:
         raise SqlnbError(
@@ -256,12 +352,22 @@ def collect_pairs(engine, source, label: str, weight: str | None, features: Sequ
     if F > MAX_FEATURES:
         raise SqlnbError(
             f"structures built on pair counts (tan, aode, kdb:K) count every pair of the {F} discrete features "
-            f"({F * (F - 1) // 2} grouping sets), "
-            f"past the limit of {MAX_FEATURES} features; choose columns with --features / --exclude")
+            f"({F * (F - 1) // 2} pairs), past the limit of {MAX_FEATURES} features; choose at most "
+            f"{MAX_FEATURES} columns with --features / --exclude, or run `sqlnb select` on a naive fit first")
     index = {c: i for i, c in enumerate(classes)}
     by_group: dict[Any, dict] = {}
     every = [(a, b) for a in range(F) for b in range(a + 1, F)]
     step = sets_per_scan(engine)
+    if getattr(engine, "dialect", None) == "duckdb" and stats is not None and len(every) > LONG_AFTER_STATEMENTS * step:
+        values = [feature_values(f, stats) for f in features]
+        for r in engine.execute(pairs_long_query(source, label, weight, features, values, group, every)):
+            k, a, b, u, v, n = r[:6]
+            if k not in index:
+                continue
+            cell = by_group.setdefault(r[6] if group is not None else None, {}).setdefault(
+                (features[a].name, features[b].name), {})
+            cell[(index[k], values[a][u], values[b][v])] = float(n or 0.0)
+        return _gathered(features, len(classes), by_group, group)
     for start in range(0, len(every), step):
         chunk = every[start:start + step]
         used = sorted({j for pair in chunk for j in pair})  # the features of this statement
@@ -277,17 +383,22 @@ def collect_pairs(engine, source, label: str, weight: str | None, features: Sequ
                 continue
             cell = by_group.setdefault(g, {}).setdefault((features[a].name, features[b].name), {})
             cell[(index[r[0]], va, vb)] = cell.get((index[r[0]], va, vb), 0.0) + n
+    return _gathered(features, len(classes), by_group, group)
+
+
+def _gathered(features: Sequence[Feature], K: int, by_group: dict, group) -> Pairs | dict[Any, Pairs]:
     if group is None:
-        return _pairs(features, len(classes), by_group.get(None, {}))
-    return {g: _pairs(features, len(classes), cells) for g, cells in by_group.items()}
+        return _pairs(features, K, by_group.get(None, {}))
+    return {g: _pairs(features, K, cells) for g, cells in by_group.items()}
 
 
 def sets_per_scan(engine) -> int:
-    """How many pair grouping sets one statement of :func:`collect_pairs` takes: in DuckDB,
+    """How many pair grouping sets one statement of :func:`pairs_query` takes: in DuckDB,
     as many as fit :data:`PAIR_SCAN_BYTES` at :data:`GROUPING_SET_BYTES` per set and
-    thread (at least :data:`MIN_SETS_PER_SCAN`); on other engines, every pair (one scan)."""
+    thread (at least :data:`MIN_SETS_PER_SCAN`); on other engines
+    :data:`SETS_PER_STATEMENT`."""
     if getattr(engine, "dialect", None) != "duckdb":
-        return MAX_FEATURES * (MAX_FEATURES - 1) // 2
+        return SETS_PER_STATEMENT
     setting = exp.Anonymous(this="current_setting", expressions=[exp.Literal.string("threads")])
     threads = max(1, int(engine.execute(exp.select(setting))[0][0]))
     return max(MIN_SETS_PER_SCAN, int(PAIR_SCAN_BYTES // (threads * GROUPING_SET_BYTES)))
@@ -317,7 +428,7 @@ def with_fold_pairs(engine, source, label: str, features: Sequence[Feature], fol
     for s in per_fold[1:]:
         merged = merged.merge(s)
     tree = eligible(features, merged.features)
-    found = collect_pairs(engine, source, label, None, tree, merged.classes, fold)
+    found = collect_pairs(engine, source, label, None, tree, merged.classes, fold, merged.features)
     empty = _pairs(tree, len(merged.classes), {})
     return [replace(s, pairs=found.get(i, empty)) for i, s in enumerate(per_fold)]
 
