@@ -36,14 +36,15 @@ def files(tmp_path_factory):
                    f"(i * 0.5)::DOUBLE AS sample_id, 7.0::DOUBLE AS flat FROM range({big}) t(i)")
     counts = _write(con, d / "counts.parquet", "SELECT ['a', 'b', 'c'][i % 3 + 1] AS label, "
                     + ", ".join(f"floor(abs(sin(i * {j + 1}.3)) * 5)::DOUBLE AS c{j}" for j in range(4))
-                    + f" FROM range({big}) t(i)")
+                    + f", 2.0::DOUBLE AS flat FROM range({big}) t(i)")
+    small_counts = _write(con, d / "small_counts.parquet", f"SELECT * FROM '{counts}' LIMIT 3000")
     small = _write(con, d / "small.parquet", f"SELECT (i % 3)::BIGINT AS label, {floats}, 7.0::DOUBLE AS flat, "
                    "(i % 2 = 0) AS even, TRUE AS always FROM range(3000) t(i)")
     mixed = _write(con, d / "mixed.parquet", "SELECT ['a', 'b'][i % 2 + 1] AS label, sin(i) AS x, "
                    "'c' || i::VARCHAR AS code, i::INTEGER AS n, (i * 1.5)::DOUBLE AS ratio_id, "
                    "2.5::DOUBLE AS flat, NULL::DOUBLE AS nothing, TRUE AS always, (i % 4)::INTEGER AS grade, "
                    "i::REAL AS single FROM range(2000) t(i)")
-    return {"large": large, "counts": counts, "small": small, "mixed": mixed}
+    return {"large": large, "counts": counts, "small_counts": small_counts, "small": small, "mixed": mixed}
 
 
 def _reads(monkeypatch, path) -> list[str]:
@@ -84,13 +85,16 @@ def test_on_a_large_source_screening_reads_no_float_measurement(files, monkeypat
     assert len(seen) == 4, seen
 
 
-def test_on_a_large_count_source_screening_reads_only_the_row_count(files, monkeypatch):
-    seen = _reads(monkeypatch, files["counts"])
-    m = sqlnb.fit(files["counts"], "label", kind="multinomial", con=duckdb.connect())
-    assert [f.name for f in m.features] == ["c0", "c1", "c2", "c3"]
-    scr = _screening(seen)
-    assert len(scr) == 1 and not any(f'"c{j}"' in scr[0] for j in range(4)), scr
-    assert len(seen) == 2, seen  # the screening sample and the statistics scan
+@pytest.mark.parametrize("kind", ["multinomial", "bernoulli", "complement"])
+@pytest.mark.parametrize("name", ["counts", "small_counts"])
+def test_count_features_stored_as_double_are_not_screened_at_all(files, monkeypatch, kind, name):
+    """A count feature is no ID by its values and a constant one is kept (it changes the
+    probabilities): with only such columns, screening could leave nothing out and reads
+    nothing."""
+    seen = _reads(monkeypatch, files[name])
+    m = sqlnb.fit(files[name], "label", kind=kind, con=duckdb.connect())
+    assert [f.name for f in m.features] == ["c0", "c1", "c2", "c3", "flat"]
+    assert _screening(seen) == [] and len(seen) == 1, seen  # the statistics scan alone
 
 
 def test_a_whole_small_source_still_screens_its_constants(files, monkeypatch):
@@ -106,7 +110,7 @@ def test_a_whole_small_source_still_screens_its_constants(files, monkeypatch):
     assert '"flat"' in scr[1] and '"x0"' in scr[1]
 
 
-@pytest.mark.parametrize("name", ["large", "small", "mixed"])
+@pytest.mark.parametrize("name", ["large", "small", "mixed", "small_counts"])
 def test_screen_leaves_out_what_reading_every_column_left_out(files, monkeypatch, name):
     """The columns left out equal those of one query reading every column (the reading
     before this change, had by calling no column constant-only)."""

@@ -41,7 +41,8 @@ query takes ``COUNT(*)`` and ``COUNT``, ``MIN`` and ``MAX`` of every column that
 identifier; a column no rule can call one (a BOOLEAN, a float not named like an ID) could
 only be a constant, so its ``COUNT``, ``MIN`` and ``MAX`` are read by a second query only
 when the first rows were the whole source (a large file of measurements reads none of its
-columns here: issue 32). A column is constant when its minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
+columns here, and count features stored as DOUBLE, which are never left out, nothing at all:
+issue 32). A column is constant when its minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
 long shape, :func:`sqlnb.sql.long_select`, beside that query). ``COUNT(DISTINCT ...)`` is
 needed only for the columns that could still be an identifier: text columns, integer
 columns whose range ``max − min + 1`` holds enough different values (a 0/1 column of
@@ -245,6 +246,8 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     # when the first rows are the whole source: its values are read once that is known, so
     # that a large source of such columns reads none of them here (issue 32).
     only_constant = {c for c in columns if _only_constant(c, source.columns[c])}
+    if all(c in only_constant and c not in free for c in columns):
+        return []  # e.g. count features stored as DOUBLE: nothing here could be left out, nothing read
     n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
     if n < MIN_ROWS:
         return []
