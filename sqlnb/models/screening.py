@@ -37,8 +37,12 @@ Floating-point columns are never identifiers by their values (measurements are o
 different). The check reads the first :data:`SAMPLE_ROWS` rows only, so its cost does not
 grow with the data; the constant rule is applied only when those rows are the whole
 source, because a rare value later in the data would make the column informative. One
-query takes ``COUNT``, ``MIN`` and ``MAX`` of every column; a column is constant when its
-minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
+query takes ``COUNT(*)`` and ``COUNT``, ``MIN`` and ``MAX`` of every column that could be an
+identifier; a column no rule can call one (a BOOLEAN, a float not named like an ID) could
+only be a constant, so its ``COUNT``, ``MIN`` and ``MAX`` are read by a second query only
+when the first rows were the whole source (a large file of measurements reads none of its
+columns here, and count features stored as DOUBLE, which are never left out, nothing at all:
+issue 32). A column is constant when its minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
 long shape, :func:`sqlnb.sql.long_select`, beside that query). ``COUNT(DISTINCT ...)`` is
 needed only for the columns that could still be an identifier: text columns, integer
 columns whose range ``max − min + 1`` holds enough different values (a 0/1 column of
@@ -222,7 +226,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     Parameters
     ----------
     engine : Engine
-        Runs the one query (:mod:`sqlnb.engines`).
+        Runs the queries (:mod:`sqlnb.engines`).
     source : Source
         The training rows.
     columns : list of str
@@ -237,28 +241,27 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     """
     if not columns:
         return []
-    long = _long_columns(engine, source, columns)
-    narrow = [c for c in columns if c not in set(long)]
-    aggregates: list[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True)]
-    for j, c in enumerate(narrow):
-        x = sql.col(c, "s")
-        # PostgreSQL has no MIN/MAX of a BOOLEAN: compared as 0/1 there and everywhere.
-        v = exp.Cast(this=x.copy(), to=exp.DataType.build("int")) if source.columns[c].upper() == "BOOLEAN" else x
-        aggregates += [exp.alias_(exp.Count(this=x), f"c{j}", quoted=True),
-                       exp.alias_(exp.Min(this=v.copy()), f"lo{j}", quoted=True),
-                       exp.alias_(exp.Max(this=v.copy()), f"hi{j}", quoted=True)]
-    row = engine.execute(exp.select(*aggregates).from_(_sample(source, narrow, sample_rows), copy=False))[0]
-    n = int(row[0])
+    free = set(columns if constant_free is None else constant_free)
+    # A column that no rule can call an identifier is left out only as a constant, and only
+    # when the first rows are the whole source: its values are read once that is known, so
+    # that a large source of such columns reads none of them here (issue 32).
+    only_constant = {c for c in columns if _only_constant(c, source.columns[c])}
+    if all(c in only_constant and c not in free for c in columns):
+        return []  # e.g. count features stored as DOUBLE: nothing here could be left out, nothing read
+    n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
     if n < MIN_ROWS:
         return []
     whole = n < sample_rows
-    present = {c: int(row[1 + 3 * j]) for j, c in enumerate(narrow)}
-    lo_hi = {c: (row[2 + 3 * j], row[3 + 3 * j]) for j, c in enumerate(narrow)}
-    if long:
-        _screen_long(engine, source, long, sample_rows, present, lo_hi)
+    later = [c for c in columns if c in only_constant and c in free] if whole else []
+    if later:
+        _, more, more_lo_hi = _min_max(engine, source, later, sample_rows)
+        present.update(more)
+        lo_hi.update(more_lo_hi)
     counts = set(counts)
-    share = {c: _id_share(c, source.columns[c], present[c], n, c in counts) for c in columns}
+    share = {c: _id_share(c, source.columns[c], present[c], n, c in counts) if c in present else None
+             for c in columns}
     distinct = {c: (0 if present[c] == 0 else 1 if lo == hi else None) for c, (lo, hi) in lo_hi.items()}
+    distinct.update({c: None for c in columns if c not in present})  # not read: nothing to leave out
     wanted = [c for c in columns if distinct[c] is None and share[c] is not None
               and _has_room(source.columns[c], present[c], share[c], *lo_hi[c])]
     for a in range(0, len(wanted), DISTINCT_CHUNK):
@@ -267,10 +270,9 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
                 for j, c in enumerate(chunk)]
         got = engine.execute(exp.select(*aggs).from_(_sample(source, chunk, sample_rows), copy=False))[0]
         distinct.update({c: int(d) for c, d in zip(chunk, got)})
-    free = set(columns if constant_free is None else constant_free)
     out = []
     for c in columns:
-        t, d, m = source.columns[c], distinct[c], present[c]
+        t, d, m = source.columns[c], distinct[c], present.get(c)
         if d is None:  # not counted: neither constant nor possibly unique
             continue
         rows = f"{m:,} non-NULL rows" + ("" if whole else f" of the first {n:,}")
@@ -290,6 +292,35 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
             out.append(Screened(c, f"{d:,} distinct values in {m:,} non-NULL rows "
                                    f"(more than {MAX_DISTINCT_SHARE:.0%}), too many to learn as categories"))
     return out
+
+
+def _only_constant(name: str, t: str) -> bool:
+    """Whether no rule can call column ``name`` of type ``t`` an identifier, whatever its
+    values (:func:`_id_share` None for every count of rows): a BOOLEAN, or a floating-point
+    column not named like an identifier. Screening can then leave it out only as a constant."""
+    return t.upper() in ("BOOLEAN", "BOOL") or (is_float(t) and not id_like_name(name))
+
+
+def _min_max(engine: Any, source: Source, columns: Sequence[str], sample_rows: int) -> tuple[int, dict, dict]:
+    """``(rows, {column: non-NULL count}, {column: (MIN, MAX)})`` over the first
+    ``sample_rows`` rows: one query for ``COUNT(*)`` and the narrow columns, and, in
+    DuckDB from :data:`LONG_MIN` columns, one in the long shape (:func:`_screen_long`)."""
+    long = _long_columns(engine, source, columns)
+    narrow = [c for c in columns if c not in set(long)]
+    aggregates: list[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True)]
+    for j, c in enumerate(narrow):
+        x = sql.col(c, "s")
+        # PostgreSQL has no MIN/MAX of a BOOLEAN: compared as 0/1 there and everywhere.
+        v = exp.Cast(this=x.copy(), to=exp.DataType.build("int")) if source.columns[c].upper() == "BOOLEAN" else x
+        aggregates += [exp.alias_(exp.Count(this=x), f"c{j}", quoted=True),
+                       exp.alias_(exp.Min(this=v.copy()), f"lo{j}", quoted=True),
+                       exp.alias_(exp.Max(this=v.copy()), f"hi{j}", quoted=True)]
+    row = engine.execute(exp.select(*aggregates).from_(_sample(source, narrow, sample_rows), copy=False))[0]
+    present = {c: int(row[1 + 3 * j]) for j, c in enumerate(narrow)}
+    lo_hi = {c: (row[2 + 3 * j], row[3 + 3 * j]) for j, c in enumerate(narrow)}
+    if long:
+        _screen_long(engine, source, long, sample_rows, present, lo_hi)
+    return int(row[0]), present, lo_hi
 
 
 #: Column types whose every value a DOUBLE holds exactly (MIN = MAX compared exactly).

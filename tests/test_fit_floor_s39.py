@@ -1,0 +1,130 @@
+"""The fit at the floor (issue 32, point 1), session 39: what screening reads.
+
+No timing here (``benchmarks/fit_floor.py --processes`` measures). Screening reads the
+first rows of the source; a column that no rule can call an identifier (a float not named
+like an ID, a BOOLEAN) can only be left out as a constant, and only when those rows are
+the whole source. So on a source larger than the sample such columns are not read at all
+(10M rows × 20 DOUBLE: the screening statement's CPU fell from 0.07–0.09 s to 0.02–0.035 s
+in a fit process, benchmarks/README.md), and on a source the sample covers whole they are
+read by a second query once the first has counted the rows: the same columns are left out
+as before. With count features stored as DOUBLE only (never IDs, constants kept) screening
+could leave nothing out and reads nothing.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import sqlnb
+from sqlnb import sql
+from sqlnb.engines import DuckDBEngine
+from sqlnb.errors import ScreeningWarning
+from sqlnb.models import screening
+
+
+def _write(con, path, select: str) -> str:
+    con.execute(f"COPY ({select}) TO '{path}' (FORMAT parquet)")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("floor39")
+    con = duckdb.connect()
+    big = screening.SAMPLE_ROWS + 5_000  # more rows than the screening sample
+    floats = ", ".join(f"sin(i * {j + 1}.7) * 3 + (i % 3) AS x{j}" for j in range(4))
+    large = _write(con, d / "large.parquet", f"SELECT (i % 3)::BIGINT AS label, {floats}, "
+                   f"(i * 0.5)::DOUBLE AS sample_id, 7.0::DOUBLE AS flat FROM range({big}) t(i)")
+    counts = _write(con, d / "counts.parquet", "SELECT ['a', 'b', 'c'][i % 3 + 1] AS label, "
+                    + ", ".join(f"floor(abs(sin(i * {j + 1}.3)) * 5)::DOUBLE AS c{j}" for j in range(4))
+                    + f", 2.0::DOUBLE AS flat FROM range({big}) t(i)")
+    small_counts = _write(con, d / "small_counts.parquet", f"SELECT * FROM '{counts}' LIMIT 3000")
+    small = _write(con, d / "small.parquet", f"SELECT (i % 3)::BIGINT AS label, {floats}, 7.0::DOUBLE AS flat, "
+                   "(i % 2 = 0) AS even, TRUE AS always FROM range(3000) t(i)")
+    mixed = _write(con, d / "mixed.parquet", "SELECT ['a', 'b'][i % 2 + 1] AS label, sin(i) AS x, "
+                   "'c' || i::VARCHAR AS code, i::INTEGER AS n, (i * 1.5)::DOUBLE AS ratio_id, "
+                   "2.5::DOUBLE AS flat, NULL::DOUBLE AS nothing, TRUE AS always, (i % 4)::INTEGER AS grade, "
+                   "i::REAL AS single FROM range(2000) t(i)")
+    return {"large": large, "counts": counts, "small_counts": small_counts, "small": small, "mixed": mixed}
+
+
+def _reads(monkeypatch, path) -> list[str]:
+    """Statements reading ``path`` that ``DuckDBEngine`` runs (execute and relation)."""
+    seen: list[str] = []
+    execute, relation = DuckDBEngine.execute, DuckDBEngine.relation
+
+    def counted(fn):
+        def run(self, tree, *args, **kwargs):
+            text = sql.render(tree, "duckdb")
+            if path in text:
+                seen.append(text)
+            return fn(self, tree, *args, **kwargs)
+        return run
+
+    monkeypatch.setattr(DuckDBEngine, "execute", counted(execute))
+    monkeypatch.setattr(DuckDBEngine, "relation", counted(relation))
+    return seen
+
+
+def _screening(seen: list[str]) -> list[str]:
+    return [s for s in seen if f"LIMIT {screening.SAMPLE_ROWS}" in s]
+
+
+def test_on_a_large_source_screening_reads_no_float_measurement(files, monkeypatch):
+    seen = _reads(monkeypatch, files["large"])
+    with pytest.warns(ScreeningWarning) as said:
+        m = sqlnb.fit(files["large"], "label", kind="gaussian", con=duckdb.connect())
+    # the float ID is read and left out; the constant is not known to be one (the sample is
+    # not the whole source) and stays, as before
+    assert [str(w.message).split(":")[1].strip() for w in said] == ["left out column 'sample_id'"], [str(w.message) for w in said]
+    assert [f.name for f in m.features] == ["x0", "x1", "x2", "x3", "flat"]
+    scr = _screening(seen)
+    assert len(scr) == 2, scr  # COUNT, MIN, MAX; then the ID's COUNT(DISTINCT)
+    assert all('"sample_id"' in s for s in scr), scr
+    assert not any(f'"x{j}"' in s for s in scr for j in range(4)) and not any('"flat"' in s for s in scr), scr
+    # the screening sample's two reads, the shift read, the statistics scan
+    assert len(seen) == 4, seen
+
+
+@pytest.mark.parametrize("kind", ["multinomial", "bernoulli", "complement"])
+@pytest.mark.parametrize("name", ["counts", "small_counts"])
+def test_count_features_stored_as_double_are_not_screened_at_all(files, monkeypatch, kind, name):
+    """A count feature is no ID by its values and a constant one is kept (it changes the
+    probabilities): with only such columns, screening could leave nothing out and reads
+    nothing."""
+    seen = _reads(monkeypatch, files[name])
+    m = sqlnb.fit(files[name], "label", kind=kind, con=duckdb.connect())
+    assert [f.name for f in m.features] == ["c0", "c1", "c2", "c3", "flat"]
+    assert _screening(seen) == [] and len(seen) == 1, seen  # the statistics scan alone
+
+
+def test_a_whole_small_source_still_screens_its_constants(files, monkeypatch):
+    seen = _reads(monkeypatch, files["small"])
+    with pytest.warns(ScreeningWarning) as said:
+        m = sqlnb.fit(files["small"], "label", con=duckdb.connect())
+    # a constant float (Gaussian) is left out; a constant BOOLEAN (Bernoulli) stays: it adds
+    # a class-dependent term
+    assert [str(w.message).split(":")[1].strip() for w in said] == ["left out column 'flat'"], [str(w.message) for w in said]
+    assert [f.name for f in m.features] == ["x0", "x1", "x2", "x3", "even", "always"]
+    scr = _screening(seen)
+    assert len(scr) == 2, scr  # the rows counted, then the columns that could be constants
+    assert '"flat"' in scr[1] and '"x0"' in scr[1]
+
+
+@pytest.mark.parametrize("name", ["large", "small", "mixed", "small_counts"])
+def test_screen_leaves_out_what_reading_every_column_left_out(files, monkeypatch, name):
+    """The columns left out equal those of one query reading every column (the reading
+    before this change, had by calling no column constant-only)."""
+    from sqlnb.source import resolve
+
+    con = duckdb.connect()
+    engine = DuckDBEngine(con)
+    source = resolve(files[name], con)
+    columns = [c for c in source.columns if c != "label"]
+    for free in (None, columns[:2], []):
+        got = screening.screen(engine, source, columns, constant_free=free)
+        with monkeypatch.context() as mp:
+            mp.setattr(screening, "_only_constant", lambda name, t: False)
+            want = screening.screen(engine, source, columns, constant_free=free)
+        assert got == want, (name, free)
