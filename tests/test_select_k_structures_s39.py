@@ -59,3 +59,20 @@ def test_the_cli_fits_it(tmp_path, con):
     assert done.returncode == 0, done.stderr
     model = sqlnb.load(str(tmp_path / "m.duckdb"), "m")
     assert len(model.features) == 4 and model.hyper.structure == "kdb:2"
+
+
+def test_numbers_only_names_the_fix(tmp_path):
+    """Integer-coded categories read from a CSV are numbers (Gaussian): a paired structure
+    has nothing to pair, and the error says how numeric columns take part."""
+    rng = np.random.default_rng(1)
+    path = tmp_path / "codes.csv"
+    y = rng.integers(0, 2, 200)
+    pa_table = pa.table({**{f"c{j}": (y + rng.integers(0, 3, 200)) % 4 for j in range(4)}, "y": y.astype(str)})
+    duckdb.connect().register("t", pa_table).execute("COPY t TO ? (FORMAT csv, HEADER)", [str(path)])
+    done = subprocess.run([sys.executable, "-m", "sqlnb", "fit", str(path), "--label", "y", "--structure", "tan",
+                           "--model", f"{tmp_path / 'm.duckdb'}:m"], capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "has none" in done.stderr and "--bins mdl" in done.stderr and "--feature-kind" in done.stderr
+    binned = subprocess.run([sys.executable, "-m", "sqlnb", "fit", str(path), "--label", "y", "--structure", "tan",
+                             "--bins", "mdl", "--model", f"{tmp_path / 'm.duckdb'}:m"], capture_output=True, text=True)
+    assert binned.returncode == 0, binned.stderr

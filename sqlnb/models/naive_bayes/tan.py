@@ -348,7 +348,8 @@ def collect_pairs(engine, source, label: str, weight: str | None, features: Sequ
             "structures built on pair counts (tan, aode, kdb:K) need at least two discrete features "
             "(categorical of at most "
             f"{INLINE_MAX} values, or bernoulli) to pair; {source.description} has "
-            f"{F or 'none'}{(': ' + features[0].name) if F else ''}")
+            f"{F or 'none'}{(': ' + features[0].name) if F else ''}; numeric columns take part once binned "
+            f"(--bins mdl, bins='mdl' in Python) or given a kind (--feature-kind COL=categorical)")
     if F > MAX_FEATURES:
         raise SqlnbError(
             f"structures built on pair counts (tan, aode, kdb:K) count every pair of the {F} discrete features "
