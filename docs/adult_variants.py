@@ -11,6 +11,18 @@ the CV error is printed beside the test error, so no choice is read off the test
 Run from the repository root, naming the groups to run::
 
     PYTHONPATH=. python docs/adult_variants.py alpha est complete cat quant mixed selcat selalpha selall
+
+Session 39 (issue 30 point 2; docs/generative_adult.md, "Averaged structures"): ``mix8`` and
+``mix14`` cross-validate every structure of :data:`MIX_STRUCTURES` (single structures and
+averages of their joints, ``structure="tan+kdb:2+aode"``) at α ∈ :data:`MIX_ALPHAS` on
+TAN's 8 backward-selected features (``mix8``) or on all 14 (``mix14``, the structures of
+:data:`MIX14_STRUCTURES`), print every grid point's 10-fold CV error and log loss, then fit
+the grid point CV ranks first (highest mean accuracy, ties: lower log loss, as
+``sqlnb.cross_validate`` ranks) on all of adult.data and score the complete test rows once.
+``thresholds`` prints the CV error of that averaged model at decision thresholds
+0.40 … 0.60 (from its out-of-fold probabilities) to show whether CV supports moving it::
+
+    PYTHONPATH=. python docs/adult_variants.py mix8 mix14 thresholds
 """
 
 from __future__ import annotations
@@ -30,6 +42,16 @@ import sqlnb  # noqa: E402
 from sqlnb.workflows.evaluate import evaluate  # noqa: E402
 from support import shared_data as sd  # noqa: E402
 
+#: TAN's backward selection on MDL bins (docs/generative_adult.md, ``--all`` table).
+TAN_BACKWARD_8 = ["age", "workclass", "fnlwgt", "education-num", "occupation", "relationship", "capital-gain",
+                  "capital-loss"]
+#: Every structure of {tan, kdb:1, kdb:2, aode} alone, and the average of every 2, 3 and 4 of them.
+MIX_STRUCTURES = ["tan", "kdb:1", "kdb:2", "aode", "tan+kdb:1", "tan+kdb:2", "tan+aode", "kdb:1+kdb:2",
+                  "kdb:1+aode", "kdb:2+aode", "tan+kdb:1+kdb:2", "tan+kdb:1+aode", "tan+kdb:2+aode",
+                  "kdb:1+kdb:2+aode", "tan+kdb:1+kdb:2+aode"]
+#: On all 14 columns (each grid point twice as slow): the single structures and three averages.
+MIX14_STRUCTURES = ["tan+kdb:2+aode", "tan", "kdb:2", "aode", "kdb:1", "tan+kdb:2", "tan+kdb:1+kdb:2+aode"]
+MIX_ALPHAS = [0.5, 1.0, 2.0]
 AS_CATEGORIES = {c: "categorical" for c in ("age", "education-num", "hours-per-week", "capital-gain", "capital-loss")}
 
 
@@ -86,7 +108,48 @@ def main(which: list[str]) -> None:
         s = sqlnb.select_features(train, "income", con=con, direction="backward", folds=10, seed=0, bins="mdl",
                                   structure="tan", until_all=True)
         show("TAN select backward mdl until_all", s.model, f"(CV {100 * s.path[s.chosen]['error']:.2f} %, {s.features})")
+    for group, features, structures in (("mix8", TAN_BACKWARD_8, MIX_STRUCTURES), ("mix14", None, MIX14_STRUCTURES)):
+        if group not in which:
+            continue
+        rows = []  # (mean accuracy, mean log loss, order, params) of every grid point
+        for structure in structures:  # one cross_validate per structure: 30 fold models per pooled query
+            r = sqlnb.cross_validate(train, "income", con=con, folds=10, seed=0, refit=False, bins="mdl",
+                                     features=features, grid={"structure": [structure], "alpha": MIX_ALPHAS})
+            for x in r.results:
+                rows.append((x["mean_accuracy"], x["mean_log_loss"], len(rows), x["params"]))
+                print(f"{group} {x['params']['structure']} alpha={x['params']['alpha']}: 10-fold CV error "
+                      f"{100 * (1 - x['mean_accuracy']):.2f} %, log loss {x['mean_log_loss']:.4f}", flush=True)
+        best = min(rows, key=lambda t: (-t[0], t[1], t[2]))[3]
+        show(f"{group} CV's choice {best}", sqlnb.fit(train, "income", con=con, bins="mdl", features=features, **best))
+    if "thresholds" in which:  # the decision threshold of the averaged model, by its out-of-fold probabilities
+        print(threshold_errors(con, train, TAN_BACKWARD_8, "tan+kdb:2+aode", 1.0), flush=True)
     print(f"seconds {time.perf_counter() - start:.1f}", flush=True)
+
+
+def threshold_errors(con, train, features, structure, alpha) -> str:
+    """10-fold CV error (seed 0, the folds of sqlnb.cross_validate) when predicting >50K at
+    p(>50K | x) ≥ t, t = 0.40 … 0.60, from each fold model's probabilities on its held-out rows."""
+    import numpy as np
+    from sqlnb.engines import as_engine
+    from sqlnb.source import read_with
+    from sqlnb.workflows.cv import _naive_bayes_plan, assign_folds, fold_source, materialize
+    engine = as_engine(con)
+    source = engine.resolve(read_with(train, keep_text=("income",)))
+    source, fold = assign_folds(source, "income", 10, 0, None, "duckdb")
+    _, copy, fold = materialize(engine, source, "income", fold, None, None)
+    from sqlnb.models.naive_bayes import mixture
+    K = mixture.joint_order(structure) or 0
+    plan = _naive_bayes_plan(engine, copy, "income", fold, 10, features, None, {"bins": "mdl", "structure": structure},
+                             pairs=mixture.needs_pairs(structure), orders=[K] if K > 1 else [])
+    p, y = [], []
+    for i in range(10):
+        r = plan.fold_model(i, {"alpha": alpha}).score(fold_source(copy, fold, i), con=con, outputs=("proba",),
+                                                       keep=["income"]).fetchnumpy()
+        p.append(r["proba_>50K"])
+        y.append(r["income"] == ">50K")
+    p, y = np.concatenate(p), np.concatenate(y)
+    return f"{structure} alpha={alpha}, CV error by threshold: " + ", ".join(
+        f"{t:.2f}: {100 * np.mean((p >= t) != y):.2f} %" for t in np.round(np.arange(0.40, 0.601, 0.02), 2))
 
 
 if __name__ == "__main__":
