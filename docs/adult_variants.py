@@ -23,6 +23,13 @@ the grid point CV ranks first (highest mean accuracy, ties: lower log loss, as
 0.40 … 0.60 (from its out-of-fold probabilities) to show whether CV supports moving it::
 
     PYTHONPATH=. python docs/adult_variants.py mix8 mix14 thresholds
+
+``fast8`` and ``fast14`` compute the same grid (every structure of MIX_STRUCTURES on both
+feature sets) from the members' out-of-fold joints (:func:`mixtures_from_members`; an
+average's joint is the mean of its members'), in minutes; add ``score`` to fit each
+one's CV choice and score the test rows once::
+
+    PYTHONPATH=. python docs/adult_variants.py fast8 fast14 score
 """
 
 from __future__ import annotations
@@ -121,36 +128,86 @@ def main(which: list[str]) -> None:
                       f"{100 * (1 - x['mean_accuracy']):.2f} %, log loss {x['mean_log_loss']:.4f}", flush=True)
         best = min(rows, key=lambda t: (-t[0], t[1], t[2]))[3]
         show(f"{group} CV's choice {best}", sqlnb.fit(train, "income", con=con, bins="mdl", features=features, **best))
+    for group, features in (("fast8", TAN_BACKWARD_8), ("fast14", None)):
+        if group in which:  # the same grid as mix8 / mix14, from the members' out-of-fold joints
+            rows = []
+            for structure, alpha, error, log_loss in mixtures_from_members(con, train, features, MIX_ALPHAS):
+                rows.append((error, log_loss, len(rows), {"structure": structure, "alpha": alpha}))
+                print(f"{group} {structure} alpha={alpha}: 10-fold CV error {error:.2f} %, log loss {log_loss:.4f}",
+                      flush=True)
+            best = min(rows)[3]
+            print(f"{group} CV's choice {best}", flush=True)
+            if "score" in which:
+                show(f"{group} CV's choice {best}", sqlnb.fit(train, "income", con=con, bins="mdl", features=features,
+                                                             **best))
     if "thresholds" in which:  # the decision threshold of the averaged model, by its out-of-fold probabilities
         print(threshold_errors(con, train, TAN_BACKWARD_8, "tan+kdb:2+aode", 1.0), flush=True)
     print(f"seconds {time.perf_counter() - start:.1f}", flush=True)
 
 
-def threshold_errors(con, train, features, structure, alpha) -> str:
-    """10-fold CV error (seed 0, the folds of sqlnb.cross_validate) when predicting >50K at
-    p(>50K | x) ≥ t, t = 0.40 … 0.60, from each fold model's probabilities on its held-out rows."""
+def out_of_fold(con, train, features, structure, alphas):
+    """Per α, (joint log-probabilities (rows, 2), label is >50K, fold) of every adult.data row
+    under the fold model that held it out: the fold models ``sqlnb.cross_validate(...,
+    folds=10, seed=0, bins="mdl")`` builds (its plan), each scoring its held-out fold."""
     import numpy as np
     from sqlnb.engines import as_engine
+    from sqlnb.models.naive_bayes import mixture
     from sqlnb.source import read_with
     from sqlnb.workflows.cv import _naive_bayes_plan, assign_folds, fold_source, materialize
     engine = as_engine(con)
     source = engine.resolve(read_with(train, keep_text=("income",)))
     source, fold = assign_folds(source, "income", 10, 0, None, "duckdb")
     _, copy, fold = materialize(engine, source, "income", fold, None, None)
-    from sqlnb.models.naive_bayes import mixture
     K = mixture.joint_order(structure) or 0
-    plan = _naive_bayes_plan(engine, copy, "income", fold, 10, features, None, {"bins": "mdl", "structure": structure},
-                             pairs=mixture.needs_pairs(structure), orders=[K] if K > 1 else [])
-    p, y = [], []
-    for i in range(10):
-        r = plan.fold_model(i, {"alpha": alpha}).score(fold_source(copy, fold, i), con=con, outputs=("proba",),
-                                                       keep=["income"]).fetchnumpy()
-        p.append(r["proba_>50K"])
-        y.append(r["income"] == ">50K")
-    p, y = np.concatenate(p), np.concatenate(y)
-    return f"{structure} alpha={alpha}, CV error by threshold: " + ", ".join(
-        f"{t:.2f}: {100 * np.mean((p >= t) != y):.2f} %" for t in np.round(np.arange(0.40, 0.601, 0.02), 2))
+    plan = _naive_bayes_plan(engine, copy, "income", fold, 10, features, None if features else [fold.name],
+                             {"bins": "mdl", "structure": structure}, pairs=mixture.needs_pairs(structure)
+                             or structure in ("tan", "aode", "kdb:1", "kdb:2"), orders=[K] if K > 1 else [])
+    out = {}
+    for alpha in alphas:
+        jll, y, folds = [], [], []
+        for i in range(10):
+            r = plan.fold_model(i, {"alpha": alpha}).score(fold_source(copy, fold, i), con=con, outputs=("jll",),
+                                                           keep=["income"]).fetchnumpy()
+            jll.append(np.stack([r["jll_<=50K"], r["jll_>50K"]], axis=1))
+            y.append(r["income"] == ">50K")
+            folds.append(np.full(len(y[-1]), i))
+        out[alpha] = (np.concatenate(jll), np.concatenate(y), np.concatenate(folds))
+    return out
 
+
+def cv_figures(jll, y, folds, threshold=0.5):
+    """(10-fold CV error in %, mean log loss) as sqlnb.cross_validate averages them over folds."""
+    import numpy as np
+    p = 1 / (1 + np.exp(jll[:, 0] - jll[:, 1]))
+    acc = [np.mean((p[folds == i] >= threshold) == y[folds == i]) for i in range(10)]
+    ll = [-np.mean(np.log(np.clip(np.where(y[folds == i], p[folds == i], 1 - p[folds == i]), 1e-15, 1)))
+          for i in range(10)]
+    return 100 * (1 - float(np.mean(acc))), float(np.mean(ll))
+
+
+def mixtures_from_members(con, train, features, alphas):
+    """Every structure of MIX_STRUCTURES at each α, from its members' out-of-fold joints:
+    an average's joint is the mean of its members' (tests/test_mixture_s39.py), so its
+    fold model's out-of-fold joint is the mean of theirs; minutes instead of the hours the
+    pooled query of every average takes on the loaded machine. Yields (structure, α, CV
+    error %, log loss)."""
+    import numpy as np
+    members = {s: out_of_fold(con, train, features, s, alphas) for s in ("tan", "kdb:1", "kdb:2", "aode")}
+    for structure in MIX_STRUCTURES:
+        parts = structure.split("+")
+        for alpha in alphas:
+            jll = np.logaddexp.reduce(np.stack([members[m][alpha][0] for m in parts]), axis=0) - np.log(len(parts))
+            _, y, folds = members[parts[0]][alpha]
+            yield (structure, alpha, *cv_figures(jll, y, folds))
+
+
+def threshold_errors(con, train, features, structure, alpha) -> str:
+    """10-fold CV error (seed 0, the folds of sqlnb.cross_validate) when predicting >50K at
+    p(>50K | x) ≥ t, t = 0.40 … 0.60, from each fold model's probabilities on its held-out rows."""
+    import numpy as np
+    jll, y, folds = out_of_fold(con, train, features, structure, [alpha])[alpha]
+    return f"{structure} alpha={alpha}, CV error by threshold: " + ", ".join(
+        f"{t:.2f}: {cv_figures(jll, y, folds, t)[0]:.2f} %" for t in np.round(np.arange(0.40, 0.601, 0.02), 2))
 
 if __name__ == "__main__":
     main(sys.argv[1:])
