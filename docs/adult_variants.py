@@ -141,7 +141,7 @@ def main(which: list[str]) -> None:
                 show(f"{group} CV's choice {best}", sqlnb.fit(train, "income", con=con, bins="mdl", features=features,
                                                              **best))
     if "thresholds" in which:  # the decision threshold of the averaged model, by its out-of-fold probabilities
-        print(threshold_errors(con, train, TAN_BACKWARD_8, "tan+kdb:2+aode", 1.0), flush=True)
+        print(threshold_errors(con, train, TAN_BACKWARD_8, "tan+kdb:2+aode", 0.5), flush=True)
     print(f"seconds {time.perf_counter() - start:.1f}", flush=True)
 
 
