@@ -1,7 +1,8 @@
 """Variants of TAN on adult tried for issue 30's acceptance point 2 (error on the 15,060
 complete test rows at most 13.3 %; TAN with backward wrapper selection on MDL bins gives
-13.57 %). Not run by the tests and shown on no page: the figures are in the session's
-report; this script reproduces them.
+13.57 %). Not run by the tests. The first groups' figures are in session 38's reports; the
+session-39 groups (averaged structures, below) give the "Averaged structures" section of
+docs/generative_adult.md. This script reproduces them.
 
 Every model is fitted on adult.data (32,561 rows, or its 30,162 complete rows where named)
 and measured on the complete rows of adult.test. Where a variant has a free choice
