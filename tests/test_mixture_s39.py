@@ -146,6 +146,13 @@ def test_cli_fit_and_cv(tmp_path):
     con.register("t", train)
     want = fit(con, "tan+kdb:2+aode", "t", kinds=DISCRETE)
     np.testing.assert_allclose(scored(sqlnb.load(db, "m"), "t", con), scored(want, "t", con), rtol=0, atol=1e-9)
+    r = invoke("show", "--model", f"{db}:m", "--params")  # each member's parents, as fitted alone
+    assert r.exit_code == 0, r.stderr
+    tree = {s: fit(con, s, "t", kinds=DISCRETE).tree() for s in ("tan", "kdb:2")}
+    for s, parents in tree.items():
+        line = next(x for x in r.stdout.splitlines() if x.strip().startswith(s + " "))
+        for c, p in parents.items():
+            assert f"{c} <- {p if isinstance(p, str) else ', '.join(p)}" in line
     r = invoke("cv", str(tmp_path / "all.parquet"), "--label", "y", "--features", "a,e,noise", "--folds", "3",
                "--grid", "structure=tan,tan+aode")
     assert r.exit_code == 0, r.stderr

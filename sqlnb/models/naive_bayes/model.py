@@ -219,6 +219,12 @@ class NaiveBayes(Model):
         self.log_parameters()
         return {} if self._aode is None else aode.describe(self._aode, self.stats, self.hyper.aode_min_count)
 
+    def average_summary(self) -> dict:
+        """An average of structures: its members and each tree member's parents
+        (:func:`mixture.describe`); ``{}`` for other structures."""
+        self.log_parameters()
+        return {} if self._mix is None else mixture.describe(self._mix)
+
     def tree_conditionals(self) -> dict[str, dict]:
         """Each tree child's table ln p(child value | class, parent value) (tree-augmented
         models; ``{}`` for naive Bayes): ``{child: {"parent", "parent_values", "values",
