@@ -108,6 +108,21 @@ def test_export_runs_in_sqlite(data):
     np.testing.assert_allclose(got, scored(model, "test", con, "proba"), rtol=0, atol=1e-12)
 
 
+@pytest.mark.postgres
+def test_fit_and_score_in_postgres(data):
+    """Fitted by PostgreSQL itself (pair and joint counts there) and scored there by the
+    exported SELECT: DuckDB's probabilities within 1e-12, rows in key order."""
+    from support.engines import postgres_engine
+    con, train, test = data
+    want = scored(fit(con, "tan+kdb:2+aode", kinds=DISCRETE), "test", con, "proba")
+    with postgres_engine({"train": train, "test": test}) as engine:
+        got = fit(engine, "tan+kdb:2+aode", kinds=DISCRETE).score("test", con=engine, outputs=("proba",), key="rid")
+        d = got.to_pydict()
+    assert d["rid"] == sorted(d["rid"]) and len(d["rid"]) == len(want)
+    proba = np.array([d[f"proba_{c}"] for c in CLASSES], dtype=float).T
+    np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
+
+
 def test_cross_validation_equals_fold_by_fold_fits(data):
     """Each fold's averaged model (its members' structures from the other folds' counts)
     scores the held-out fold as a fit on the other folds does, in the pooled query."""
