@@ -23,7 +23,7 @@ from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, VarianceFloorWarning, suggest
 from sqlnb.models import screening
 from sqlnb.source import read_with
-from sqlnb.models.naive_bayes import information, kdb, tan
+from sqlnb.models.naive_bayes import information, kdb, mixture, tan
 from sqlnb.models.naive_bayes.families.gaussian import floor_lifter
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
@@ -161,8 +161,8 @@ def fit(
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     if select_k is not None:
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)
-    if kdb.order_of(hyper.structure):  # kdb:2: the joint counts its structure needs (one more scan)
-        stats = kdb.with_joints(engine, source, label, weight, feats, stats, kdb.order_of(hyper.structure))
+    if mixture.joint_order(hyper.structure):  # kdb:2 (alone or averaged): its joint counts (one more scan)
+        stats = kdb.with_joints(engine, source, label, weight, feats, stats, mixture.joint_order(hyper.structure))
     return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
 
 

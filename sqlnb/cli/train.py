@@ -66,12 +66,13 @@ _fit_flags = _options(
     click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation."),
     click.option("--unseen", type=click.Choice(UNSEEN),
                  help="Unseen categories: missing (no evidence, default) or bucket."),
-    click.option("--structure", metavar="|".join(STRUCTURES) + "|kdb:K",
+    click.option("--structure", metavar="|".join(STRUCTURES) + "|kdb:K|A+B+…",
                  help="naive (default) or tan: tree-augmented naive Bayes (each discrete feature also conditioned "
                       "on one other, a Chow-Liu tree; one more scan); kdb:K (K = 1, 2): each discrete feature "
                       "conditioned on up to K features of higher mutual information with the class (Sahami's "
                       "k-dependence classifier; kdb:2 one more scan); aode: averaged one-dependence estimators "
-                      "(every discrete feature in turn the parent of all others; the same counts)."),
+                      "(every discrete feature in turn the parent of all others; the same counts); A+B+… (e.g. "
+                      "tan+kdb:2+aode): the average of those structures' joint probabilities."),
     click.option("--aode-min-count", type=float, metavar="M",
                  help="AODE: a value is a super-parent only if seen in at least M training rows (default 1)."),
     click.option("--tied-variance", is_flag=True, default=None,

@@ -71,7 +71,7 @@ from sqlnb.models.logistic import Logistic
 from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
 from sqlnb.engines import Engine, as_engine
-from sqlnb.models.naive_bayes import kdb, tan
+from sqlnb.models.naive_bayes import kdb, mixture, tan
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
 from sqlnb.source import Source, read_with
@@ -623,7 +623,7 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
     if model == "naive_bayes":
         structures = {p.get("structure", options.get("structure", "naive")) for p in points}
         plan = _naive_bayes_plan(*args, pairs=any(tan.needs_pairs(s) for s in structures),
-                                 orders=sorted(k for k in map(kdb.order_of, structures) if k))
+                                 orders=sorted({k for k in map(mixture.joint_order, structures) if k}))
     elif model == "logistic":
         plan = _logistic_plan(*args)
     else:

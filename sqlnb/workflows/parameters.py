@@ -128,6 +128,9 @@ def _naive_bayes(model) -> dict:
     averaged = model.aode_summary() if hasattr(model, "aode_summary") else {}
     if averaged:  # AODE: which features' values may be super-parents (sqlnb.models.naive_bayes.aode)
         out["aode"] = averaged
+    average = model.average_summary() if hasattr(model, "average_summary") else {}
+    if average:  # an average of structures (sqlnb.models.naive_bayes.mixture): its members' parents
+        out["average"] = average
     conditionals = model.tree_conditionals() if hasattr(model, "tree_conditionals") else {}
     if conditionals:  # tree-augmented: each child's table given its parent (replaces its naive row)
         kinds = {f.name: f for f in model.features}
@@ -237,6 +240,13 @@ def parameter_tables(d: dict) -> list[Table]:
         table(f"aode: super-parents (values seen at least m = {a['min_count']:g} times); every score averages "
               "p(c, x_i) Π p(x_j | c, x_i) over the row's super-parents", ["feature"],
               [[name, s["values"], s["eligible"]] for name, s in a["super_parents"].items()], ["values", "eligible"])
+    if "average" in d:
+        a = d["average"]
+        table(f"{a['structure']}: the mean of these structures' joint probabilities, each feature's parents "
+              "in each", ["structure", "parents"], [[m["structure"], "; ".join(
+                  f"{c} <- {p if isinstance(p, str) else ', '.join(p)}" for c, p in m.get("parents", {}).items())
+                  or ("every feature in turn, of all others" if m["structure"] == "aode" else "none")]
+                  for m in a["members"]], [])
     for f in by_kind.get("bags", []):
         tables.append((f"token bag {f['name']} ({f['kind']}): {f['terms']:,} terms; "
                        "sqlnb show --top-terms N lists the most telling", [], [], ""))

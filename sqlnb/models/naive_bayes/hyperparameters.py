@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from sqlnb.errors import SqlnbError
-from sqlnb.models.naive_bayes import aode, kdb, tan
+from sqlnb.models.naive_bayes import aode, kdb, mixture, tan
 from sqlnb.models.priors import class_alphas, given_prior
 
 ESTIMATORS = ("posterior-mean", "map", "mle")
@@ -108,9 +108,11 @@ class Hyperparameters:
             object.__setattr__(self, "class_prior", tuple(prior))
         if self.estimator not in ESTIMATORS:
             raise SqlnbError(f"unknown estimator {self.estimator!r}; choose one of: {', '.join(ESTIMATORS)}")
-        if self.structure not in tan.STRUCTURES and kdb.order_of(self.structure) is None:
+        if (self.structure not in tan.STRUCTURES and kdb.order_of(self.structure) is None
+                and not mixture.members(self.structure)):
             raise SqlnbError(f"unknown structure {self.structure!r}; choose one of: {', '.join(tan.STRUCTURES)}, "
-                             f"kdb:K (K = 1 to {kdb.MAX_K})")
+                             f"kdb:K (K = 1 to {kdb.MAX_K}), or an average of them joined by '+' "
+                             "(e.g. tan+kdb:2+aode)")
         if self.unseen not in UNSEEN:
             raise SqlnbError(f"unknown unseen-category policy {self.unseen!r}; choose one of: {', '.join(UNSEEN)}")
         alphas = [("alpha", self.alpha), *self.feature_alpha.items()]

@@ -37,7 +37,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import class_alphas, given_prior, own_prior
-from sqlnb.models.naive_bayes import aode, kdb, tan, text, wide
+from sqlnb.models.naive_bayes import aode, kdb, mixture, tan, text, wide
 from sqlnb.models.naive_bayes.binning import cut_counts_from_table, cut_counts_table
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
@@ -91,6 +91,7 @@ class NaiveBayes(Model):
         self._params: dict | None = None
         self._tree: tan.Tree | kdb.Network | None = None
         self._aode: aode.Aode | None = None
+        self._mix: mixture.Mixture | None = None  # an average of structures
         # Derive the log-parameters now: a setting these statistics cannot take (a zero
         # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
         # not at first use.
@@ -193,7 +194,9 @@ class NaiveBayes(Model):
                     for f in group:  # token bags: per-term weight rows (sqlnb.models.naive_bayes.text)
                         if f.bag is not None:
                             params[f.name] = text.prepare(f, params[f.name], self.stats.features[f.name])
-            if self.hyper.structure == "tan":
+            if mixture.members(self.hyper.structure):  # tan+kdb:2+aode (sqlnb.models.naive_bayes.mixture)
+                self._mix = mixture.derive(self.features, self.stats, self.hyper, params)
+            elif self.hyper.structure == "tan":
                 self._tree = tan.derive(self.features, self.stats, self.hyper, params)
             elif kdb.order_of(self.hyper.structure):  # k-dependence (sqlnb.models.naive_bayes.kdb)
                 self._tree = kdb.derive(self.features, self.stats, self.hyper, params,
@@ -215,6 +218,12 @@ class NaiveBayes(Model):
         (:func:`aode.describe`); ``{}`` for other structures."""
         self.log_parameters()
         return {} if self._aode is None else aode.describe(self._aode, self.stats, self.hyper.aode_min_count)
+
+    def average_summary(self) -> dict:
+        """An average of structures: its members and each tree member's parents
+        (:func:`mixture.describe`); ``{}`` for other structures."""
+        self.log_parameters()
+        return {} if self._mix is None else mixture.describe(self._mix)
 
     def tree_conditionals(self) -> dict[str, dict]:
         """Each tree child's table ln p(child value | class, parent value) (tree-augmented
@@ -369,10 +378,13 @@ class NaiveBayes(Model):
         self.log_parameters()
         tree = {} if self._tree is None else self._terms_module().child_terms(self._tree, features, self.stats, params,
                                                                tree_dialect or dialect, input_types, tree_positions)
-        if self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
+        if self._mix is not None:  # an average of structures: one term, each member's read positions its own
+            averaged = mixture.terms(self._mix, features, self.stats, params, tree_dialect or dialect, input_types)
+        elif self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
             tree_positions = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(self._aode.features)}
-        averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats, tree_dialect or dialect,
-                                                             input_types, tree_positions)
+        if self._mix is None:
+            averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats,
+                                                                 tree_dialect or dialect, input_types, tree_positions)
         gauss, bern = self._wide(features, dialect, dot)
         skip = {f.name for f in [*dotted, *gauss, *bern]}
         lookups = {f.name: "packed" for f in features if packed and self._lookup(f, None) is not None}
@@ -397,6 +409,10 @@ class NaiveBayes(Model):
     def feature_terms(self, input_types=None, dialect=None):
         """:meth:`class_terms` with one term per feature (no dot product over the count
         columns); the base is the class log-prior (0 when the score has none)."""
+        if mixture.members(self.hyper.structure):
+            raise SqlnbError(f"explain: structure {self.hyper.structure!r} averages the joint probabilities of its "
+                             "structures (a log-sum-exp), not a sum of per-feature terms, so it has no per-feature "
+                             "breakdown; explain one of them: with_params(structure='tan')")
         if self.hyper.structure == "aode":
             raise SqlnbError("explain: an AODE class score averages products over super-parents (a log-sum-exp), "
                              "not a sum of per-feature terms, so it has no per-feature breakdown; explain the "
