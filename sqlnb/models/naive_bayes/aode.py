@@ -170,6 +170,27 @@ def _padded(table: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Largest growth of AODE's DuckDB tables that a common row stride may cost (cells padded
+#: with zeros, against each table's own child width); past it, each table keeps its own.
+STRIDE_GROWTH = 2.0
+
+
+def common_stride(model: Aode) -> int | None:
+    """One row stride for every ratio table in DuckDB (the widest child's values and its
+    missing slot), or None when padding every table to it would grow their cells more than
+    :data:`STRIDE_GROWTH` times. With it, a read's index is ``(q_i·S + 1) + q_j``, whose
+    first part every child of super-parent i shares; with each table's own width, each
+    read computes its own ``q_i·(n_j + 1)``: at 1M rows × 8 categorical columns × 3
+    classes, 1.58 s of CPU against 1.88 s for the reads alone."""
+    width = [f.size + 1 for f in model.parent_ok.values()]
+    if len(width) < 2:
+        return None
+    stride = max(width)
+    own = sum(a * b for x, a in enumerate(width) for y, b in enumerate(width) if x != y)
+    common = sum(a * stride * (len(width) - 1) for a in width)
+    return stride if common <= STRIDE_GROWTH * own else None
+
+
 def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expression]:
     """:func:`terms` in DuckDB from :func:`padded_positions` (``at``: the prelude's columns).
 
@@ -187,7 +208,20 @@ def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expr
     which is LN(Σ) − LN(|S|) exactly when |S| > 0 (adding 0.0 changes no double) and
     LN(1) − LN(1) = 0 when |S| = 0 (every ok_i is 0, so Σ is 0)."""
     names = [f.name for f in model.features]
-    size_of = {i: model.parent_ok[i].size for i in names}
+    width = {i: model.parent_ok[i].size + 1 for i in names}  # values and the missing slot
+    stride = common_stride(model)
+
+    def row_start(i: str, j: str) -> exp.Expression:
+        """Where super-parent i's row starts in table (i, j), 1-based: with a common stride,
+        the same expression for every child (one shared subexpression per super-parent)."""
+        return exp.Add(this=exp.Mul(this=at[i].copy(), expression=exp.Literal.number(stride or width[j])),
+                       expression=exp.Literal.number(1))
+
+    def cells(i: str, j: str, k: int) -> np.ndarray:
+        t = _padded(model.ratio[(i, j)][k])
+        if stride:
+            t = np.pad(t, ((0, 0), (0, stride - t.shape[1])))
+        return t.ravel()
 
     def read(values: np.ndarray, index: exp.Expression) -> exp.Expression:
         lst = sql.packed_list([float(w) for w in values], "DOUBLE")
@@ -206,9 +240,9 @@ def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expr
             for j in names:
                 if j == i:
                     continue
-                flat = exp.Add(this=exp.Mul(this=at[i].copy(), expression=exp.Literal.number(size_of[j] + 1)),
-                               expression=at[j].copy())
-                reads.append(read(_padded(model.ratio[(i, j)][k]).ravel(), flat))
+                lst = sql.packed_list([float(w) for w in cells(i, j, k)], "DOUBLE")
+                reads.append(exp.Anonymous(this="list_extract", expressions=[
+                    lst, exp.Add(this=sql.paren(row_start(i, j)), expression=at[j].copy())]))
             t = sql.add(reads) if s == 0.0 else exp.Sub(this=sql.paren(sql.add(reads)), expression=sql.dbl(s))
             parts.append(exp.Mul(this=ok[i].copy(), expression=exp.Exp(this=t)))
         total = sql.paren(sql.add(parts))
@@ -225,6 +259,16 @@ def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expr
         out.append(exp.Case(ifs=[exp.If(this=exp.GT(this=size.copy(), expression=sql.dbl(0.0)), true=value)],
                             default=sql.dbl(0.0)))
     return out
+
+
+def padded_naive(log_prob: Any, at: exp.Expression) -> list[exp.Expression]:
+    """Per class, a categorical feature's naive Bayes term ln p(x_j | c) read at its
+    :func:`padded_positions` column ``at`` (a missing or unseen value reads the 0 after its
+    values): the doubles its own term reads by its ENUM code, without casting it again."""
+    rows = np.asarray(log_prob, dtype=float)
+    return [exp.Anonymous(this="list_extract", expressions=[
+        sql.packed_list([float(w) for w in np.append(row, 0.0)], "DOUBLE"),
+        exp.Add(this=at.copy(), expression=exp.Literal.number(1))]) for row in rows]
 
 
 def terms(model: Aode, features: Sequence[Feature], stats, dialect: str | None,

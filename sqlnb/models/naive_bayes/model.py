@@ -371,8 +371,11 @@ class NaiveBayes(Model):
         tree = {} if self._tree is None else self._terms_module().child_terms(self._tree, features, self.stats, params,
                                                                tree_dialect or dialect, input_types, tree_positions)
         if self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
-            averaged = aode.padded_terms(self._aode, {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src")
-                                                      for i, f in enumerate(self._aode.features)})
+            at = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(self._aode.features)}
+            averaged = aode.padded_terms(self._aode, at)
+            # a categorical column's naive term read at the same position (no second ENUM cast)
+            tree = {f.name: aode.padded_naive(params[f.name][1], at[f.name])
+                    for f in self._aode.features if f.kind == "categorical" and f.bag is None}
         else:
             averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats,
                                                                  tree_dialect or dialect, input_types, tree_positions)
