@@ -191,6 +191,18 @@ def common_stride(model: Aode) -> int | None:
     return stride if common <= STRIDE_GROWTH * own else None
 
 
+def pairwise_sum(items: Sequence[exp.Expression]) -> exp.Expression:
+    """``items`` summed as a balanced tree, ``(a + b) + (c + d)``: depth log2 n, not n.
+    DuckDB's common-subexpression pass hashes every subtree of a SELECT's expressions, so
+    its time grows with size × depth: at 57 columns a chain of the F(F−1) reads per class
+    took it most of the scoring time (benchmarks/README.md). The sum differs from the
+    left-to-right one in rounding only (pairwise summation, its error no larger)."""
+    if len(items) == 1:
+        return items[0]
+    half = len(items) // 2
+    return sql.paren(exp.Add(this=pairwise_sum(items[:half]), expression=pairwise_sum(items[half:])))
+
+
 def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expression]:
     """:func:`terms` in DuckDB from :func:`padded_positions` (``at``: the prelude's columns).
 
@@ -218,9 +230,9 @@ def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expr
                        expression=exp.Literal.number(1))
 
     def cells(i: str, j: str, k: int) -> np.ndarray:
-        t = _padded(model.ratio[(i, j)][k])
-        if stride:
-            t = np.pad(t, ((0, 0), (0, stride - t.shape[1])))
+        r = model.ratio[(i, j)][k]
+        t = np.zeros((r.shape[0] + 1, stride or r.shape[1] + 1))
+        t[:-1, :r.shape[1]] = r
         return t.ravel()
 
     def read(values: np.ndarray, index: exp.Expression) -> exp.Expression:
@@ -229,7 +241,7 @@ def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expr
                                                                               expression=exp.Literal.number(1))])
 
     ok = {i: read(np.append(model.parent_ok[i], 0.0), at[i].copy()) for i in names}
-    size = sql.paren(sql.add([ok[i].copy() for i in names]))
+    size = sql.paren(pairwise_sum([ok[i].copy() for i in names]))
     empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
     out = []
     for k in range(len(model.shift)):
@@ -243,9 +255,9 @@ def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expr
                 lst = sql.packed_list([float(w) for w in cells(i, j, k)], "DOUBLE")
                 reads.append(exp.Anonymous(this="list_extract", expressions=[
                     lst, exp.Add(this=sql.paren(row_start(i, j)), expression=at[j].copy())]))
-            t = sql.add(reads) if s == 0.0 else exp.Sub(this=sql.paren(sql.add(reads)), expression=sql.dbl(s))
+            t = pairwise_sum(reads) if s == 0.0 else exp.Sub(this=pairwise_sum(reads), expression=sql.dbl(s))
             parts.append(exp.Mul(this=ok[i].copy(), expression=exp.Exp(this=t)))
-        total = sql.paren(sql.add(parts))
+        total = sql.paren(pairwise_sum(parts))
         if s == 0.0 and not model.log_shifted:
             out.append(exp.Sub(this=exp.Ln(this=sql.paren(exp.Add(this=total, expression=empty.copy()))),
                                expression=exp.Ln(this=sql.paren(exp.Add(this=size.copy(), expression=empty.copy())))))
