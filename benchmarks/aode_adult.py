@@ -103,7 +103,7 @@ def timed(con, table: str, label: str, repeat: int, title: str, **options) -> No
     for structure in STRUCTURES:
         fit = best(lambda: sqlnb.fit(table, label, con=con, structure=structure, **options), repeat)
         model = sqlnb.fit(table, label, con=con, structure=structure, **options)
-        query = model.to_sql("duckdb", source=table, con=con)
+        query = model.to_sql("duckdb", source=table, con=con, pretty=False)
 
         def score():
             con.execute(f"CREATE OR REPLACE TEMP TABLE scored AS {query}")
@@ -122,7 +122,7 @@ def run_time(repeat: int) -> None:
     for structure in STRUCTURES:
         fit = best(lambda: sqlnb.fit("train", "income", con=con, bins="mdl", structure=structure), repeat)
         model = sqlnb.fit("train", "income", con=con, bins="mdl", structure=structure)
-        query = model.to_sql("duckdb", source="test", con=con)
+        query = model.to_sql("duckdb", source="test", con=con, pretty=False)
 
         def score():
             con.execute(f"CREATE OR REPLACE TEMP TABLE scored AS {query}")
@@ -176,7 +176,7 @@ def run_wide(features: int, rows: int, repeat: int) -> None:
         fit = best(lambda: sqlnb.fit("big", "y", con=con, structure=structure), repeat)
         model = sqlnb.fit("big", "y", con=con, structure=structure)
         t = time.perf_counter()
-        query = model.to_sql("duckdb", source="big", con=con)
+        query = model.to_sql("duckdb", source="big", con=con, pretty=False)
         built = time.perf_counter() - t
 
         def score():
