@@ -49,7 +49,10 @@ more than 2·:data:`EXP_SAFE` is refused at fit (adult, MDL bins: T_{c,i} within
 [−35, +55] nats, shift 0). A cell ln p(x_j | c, x_i) = −inf (MLE, an unseen pair) gives exp(−inf) = 0;
 where ln p(x_j | c) is −inf the naive term already makes the class score −inf, and the
 ratio is kept at 0. Every T_{c,i} reads each table by position, one list read in DuckDB
-(as TAN's terms), a CASE elsewhere.
+(as TAN's terms), a CASE elsewhere. In DuckDB's scoring SELECT the positions are the
+prelude's, padded so that they are never NULL (:func:`padded_terms`: no COALESCE per read,
+one row stride shared by a super-parent's tables, balanced sums); its F(F−1) reads per
+class still cost about 4× TAN's scoring CPU at 8 columns (benchmarks/README.md).
 
 Statistics. Only the counts TAN gathers (class, per-feature and pair counts), so
 ``update`` merges them exactly (an updated model is the refit), cross-validation counts
@@ -206,9 +209,10 @@ def pairwise_sum(items: Sequence[exp.Expression]) -> exp.Expression:
 def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expression]:
     """:func:`terms` in DuckDB from :func:`padded_positions` (``at``: the prelude's columns).
 
-    The same sums of the same cells in the same order, so the same doubles: a missing
-    child reads a 0 its table holds instead of a NULL made 0 by a COALESCE, and the
-    eligibility of a missing super-parent is a 0 its list holds. Profiled at 1M rows × 8
+    The same sums of the same cells as :func:`terms` (added as balanced trees,
+    :func:`pairwise_sum`, so the last bits can differ): a missing child reads a 0 its
+    table holds instead of a NULL made 0 by a COALESCE, and the eligibility of a missing
+    super-parent is a 0 its list holds. Profiled at 1M rows × 8
     categorical columns × 3 classes (benchmarks/README.md), each of the F(F−1) reads per
     class costs a few DuckDB vector operations, so every one saved per read counts: no
     COALESCE; the indicator and |S| once per row (common subexpressions shared by the
