@@ -106,3 +106,21 @@ def test_a_shift_keeps_the_scores_and_the_rows(data, monkeypatch):
     con.register("shuffled", test.take(order))
     rows = shifted.score("shuffled", con=con, outputs=("proba",), keep=["rid"]).fetchall()
     assert [r[0] for r in rows] == test["rid"].take(order).to_pylist()
+
+
+def test_the_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
+    """benchmarks/aode_adult.py ``scale`` (rows generated once into ``--data``, then read
+    back) and ``wide``: one table row per structure."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import aode_adult
+    data = str(tmp_path / "rows.duckdb")
+    aode_adult.run_scale(2000, 1, data)
+    aode_adult.run_scale(2000, 1, data)  # read back, not generated again
+    aode_adult.run_wide(5, 300, 1)
+    out = capsys.readouterr().out
+    for structure in ("naive", "tan", "aode", "kdb:2"):
+        assert out.count(f"| {structure} |") == (3 if structure != "kdb:2" else 2), out
+    with pytest.raises(SystemExit, match="2,000 rows, not --rows 3,000"):
+        aode_adult.run_scale(3000, 1, data)
