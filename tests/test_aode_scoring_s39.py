@@ -124,3 +124,4 @@ def test_the_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
         assert out.count(f"| {structure} |") == (3 if structure != "kdb:2" else 2), out
     with pytest.raises(SystemExit, match="2,000 rows, not --rows 3,000"):
         aode_adult.run_scale(3000, 1, data)
+

@@ -373,9 +373,11 @@ class NaiveBayes(Model):
         if self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
             at = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(self._aode.features)}
             averaged = aode.padded_terms(self._aode, at)
-            # a categorical column's naive term read at the same position (no second ENUM cast)
+            # a categorical column's naive term read at the same position (no second ENUM cast);
+            # not with unseen="bucket" (refused for AODE at fit), whose unseen values have a term
             tree = {f.name: aode.padded_naive(params[f.name][1], at[f.name])
-                    for f in self._aode.features if f.kind == "categorical" and f.bag is None}
+                    for f in self._aode.features if f.kind == "categorical" and f.bag is None
+                    and params[f.name][2] is None}
         else:
             averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats,
                                                                  tree_dialect or dialect, input_types, tree_positions)
