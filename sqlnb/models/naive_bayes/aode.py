@@ -49,7 +49,10 @@ more than 2·:data:`EXP_SAFE` is refused at fit (adult, MDL bins: T_{c,i} within
 [−35, +55] nats, shift 0). A cell ln p(x_j | c, x_i) = −inf (MLE, an unseen pair) gives exp(−inf) = 0;
 where ln p(x_j | c) is −inf the naive term already makes the class score −inf, and the
 ratio is kept at 0. Every T_{c,i} reads each table by position, one list read in DuckDB
-(as TAN's terms), a CASE elsewhere.
+(as TAN's terms), a CASE elsewhere. In DuckDB's scoring SELECT the positions are the
+prelude's, padded so that they are never NULL (:func:`padded_terms`: no COALESCE per read,
+one row stride shared by a super-parent's tables, balanced sums); its F(F−1) reads per
+class still cost about 4× TAN's scoring CPU at 8 columns (benchmarks/README.md).
 
 Statistics. Only the counts TAN gathers (class, per-feature and pair counts), so
 ``update`` merges them exactly (an updated model is the refit), cross-validation counts
@@ -150,6 +153,138 @@ def positions(model: Aode, features: Sequence[Feature], stats, dialect: str | No
     return {f.name: tan._position(by_name[f.name], tan.feature_values(by_name[f.name], stats.features), dialect,
                                   types.get(f.name))
             for f in model.features}
+
+
+def padded_positions(model: Aode, features: Sequence[Feature], stats, dialect: str | None,
+                     input_types: Mapping[str, str] | None) -> dict[str, exp.Expression]:
+    """:func:`positions` with a missing or unseen value at position n_i (one past the
+    feature's values) instead of NULL: the index :func:`padded_terms` reads its tables by,
+    never NULL, so no read needs a COALESCE."""
+    return {name: exp.Cast(this=exp.Coalesce(this=e, expressions=[exp.Literal.number(model.parent_ok[name].size)]),
+                           to=exp.DataType.build("BIGINT"))
+            for name, e in positions(model, features, stats, dialect, input_types).items()}
+
+
+def _padded(table: np.ndarray) -> np.ndarray:
+    """A (n_i, n_j) ratio table with one more row and column of zeros: position n_i (a
+    missing super-parent, whose weight is 0 anyway) and n_j (a missing child: no factor)."""
+    out = np.zeros((table.shape[0] + 1, table.shape[1] + 1))
+    out[:-1, :-1] = table
+    return out
+
+
+#: Largest growth of AODE's DuckDB tables that a common row stride may cost (cells padded
+#: with zeros, against each table's own child width); past it, each table keeps its own.
+STRIDE_GROWTH = 2.0
+
+
+def common_stride(model: Aode) -> int | None:
+    """One row stride for every ratio table in DuckDB (the widest child's values and its
+    missing slot), or None when padding every table to it would grow their cells more than
+    :data:`STRIDE_GROWTH` times. With it, a read's index is ``(q_i·S + 1) + q_j``, whose
+    first part every child of super-parent i shares; with each table's own width, each
+    read computes its own ``q_i·(n_j + 1)``: at 1M rows × 8 categorical columns × 3
+    classes, 1.58 s of CPU against 1.88 s for the reads alone."""
+    width = [f.size + 1 for f in model.parent_ok.values()]
+    if len(width) < 2:
+        return None
+    stride = max(width)
+    own = sum(a * b for x, a in enumerate(width) for y, b in enumerate(width) if x != y)
+    common = sum(a * stride * (len(width) - 1) for a in width)
+    return stride if common <= STRIDE_GROWTH * own else None
+
+
+def pairwise_sum(items: Sequence[exp.Expression]) -> exp.Expression:
+    """``items`` summed as a balanced tree, ``(a + b) + (c + d)``: depth log2 n, not n.
+    DuckDB's common-subexpression pass hashes every subtree of a SELECT's expressions, so
+    its time grows with size × depth: at 57 columns a chain of the F(F−1) reads per class
+    took it most of the scoring time (benchmarks/README.md). The sum differs from the
+    left-to-right one in rounding only (pairwise summation, its error no larger)."""
+    if len(items) == 1:
+        return items[0]
+    half = len(items) // 2
+    return sql.paren(exp.Add(this=pairwise_sum(items[:half]), expression=pairwise_sum(items[half:])))
+
+
+def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expression]:
+    """:func:`terms` in DuckDB from :func:`padded_positions` (``at``: the prelude's columns).
+
+    The same sums of the same cells as :func:`terms` (added as balanced trees,
+    :func:`pairwise_sum`, so the last bits can differ): a missing child reads a 0 its
+    table holds instead of a NULL made 0 by a COALESCE, and the eligibility of a missing
+    super-parent is a 0 its list holds. Profiled at 1M rows × 8
+    categorical columns × 3 classes (benchmarks/README.md), each of the F(F−1) reads per
+    class costs a few DuckDB vector operations, so every one saved per read counts: no
+    COALESCE; the indicator and |S| once per row (common subexpressions shared by the
+    classes); and, when the shift is 0 and no cell is −inf, no CASE either (expressions
+    under a CASE are evaluated under a selection and are not shared between classes)::
+
+        LN(Σ_i ok_i · EXP(T_{c,i}) + z) − LN(|S| + z),   z = 1 when |S| = 0 else 0
+
+    which is LN(Σ) − LN(|S|) exactly when |S| > 0 (adding 0.0 changes no double) and
+    LN(1) − LN(1) = 0 when |S| = 0 (every ok_i is 0, so Σ is 0)."""
+    names = [f.name for f in model.features]
+    width = {i: model.parent_ok[i].size + 1 for i in names}  # values and the missing slot
+    stride = common_stride(model)
+
+    def row_start(i: str, j: str) -> exp.Expression:
+        """Where super-parent i's row starts in table (i, j), 1-based: with a common stride,
+        the same expression for every child (one shared subexpression per super-parent)."""
+        return exp.Add(this=exp.Mul(this=at[i].copy(), expression=exp.Literal.number(stride or width[j])),
+                       expression=exp.Literal.number(1))
+
+    def cells(i: str, j: str, k: int) -> np.ndarray:
+        r = model.ratio[(i, j)][k]
+        t = np.zeros((r.shape[0] + 1, stride or r.shape[1] + 1))
+        t[:-1, :r.shape[1]] = r
+        return t.ravel()
+
+    def read(values: np.ndarray, index: exp.Expression) -> exp.Expression:
+        lst = sql.packed_list([float(w) for w in values], "DOUBLE")
+        return exp.Anonymous(this="list_extract", expressions=[lst, exp.Add(this=sql.paren(index),
+                                                                              expression=exp.Literal.number(1))])
+
+    ok = {i: read(np.append(model.parent_ok[i], 0.0), at[i].copy()) for i in names}
+    size = sql.paren(pairwise_sum([ok[i].copy() for i in names]))
+    empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
+    out = []
+    for k in range(len(model.shift)):
+        s = float(model.shift[k])
+        parts = []
+        for i in names:
+            reads = []
+            for j in names:
+                if j == i:
+                    continue
+                lst = sql.packed_list([float(w) for w in cells(i, j, k)], "DOUBLE")
+                reads.append(exp.Anonymous(this="list_extract", expressions=[
+                    lst, exp.Add(this=sql.paren(row_start(i, j)), expression=at[j].copy())]))
+            t = pairwise_sum(reads) if s == 0.0 else exp.Sub(this=pairwise_sum(reads), expression=sql.dbl(s))
+            parts.append(exp.Mul(this=ok[i].copy(), expression=exp.Exp(this=t)))
+        total = sql.paren(pairwise_sum(parts))
+        if s == 0.0 and not model.log_shifted:
+            out.append(exp.Sub(this=exp.Ln(this=sql.paren(exp.Add(this=total, expression=empty.copy()))),
+                               expression=exp.Ln(this=sql.paren(exp.Add(this=size.copy(), expression=empty.copy())))))
+            continue
+        log_total = exp.Ln(this=total)
+        if model.log_shifted:  # every super-parent's product 0: ln 0 = −inf (an error in DuckDB too)
+            log_total = exp.Case(ifs=[exp.If(this=exp.GT(this=total.copy(), expression=sql.dbl(0.0)),
+                                             true=log_total)], default=sql.dbl(-math.inf))
+        value = exp.Sub(this=sql.add([sql.dbl(s), log_total] if s != 0.0 else [log_total]),
+                        expression=exp.Ln(this=size.copy()))
+        out.append(exp.Case(ifs=[exp.If(this=exp.GT(this=size.copy(), expression=sql.dbl(0.0)), true=value)],
+                            default=sql.dbl(0.0)))
+    return out
+
+
+def padded_naive(log_prob: Any, at: exp.Expression) -> list[exp.Expression]:
+    """Per class, a categorical feature's naive Bayes term ln p(x_j | c) read at its
+    :func:`padded_positions` column ``at`` (a missing or unseen value reads the 0 after its
+    values): the doubles its own term reads by its ENUM code, without casting it again."""
+    rows = np.asarray(log_prob, dtype=float)
+    return [exp.Anonymous(this="list_extract", expressions=[
+        sql.packed_list([float(w) for w in np.append(row, 0.0)], "DOUBLE"),
+        exp.Add(this=at.copy(), expression=exp.Literal.number(1))]) for row in rows]
 
 
 def terms(model: Aode, features: Sequence[Feature], stats, dialect: str | None,

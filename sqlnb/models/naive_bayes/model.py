@@ -52,7 +52,8 @@ from sqlnb.store import register_kind
 #: fraction of the time (digits, 64 columns x 10 classes, benchmarks/README.md).
 DOT_MIN = 8
 #: AODE's value positions in DuckDB: helper columns ``sqlnb_aode_position<i>`` of the
-#: prelude, computed once per row (an ENUM cast each) and read by every one of the F(F−1)
+#: prelude, computed once per row (an ENUM cast each; a missing value at one past the
+#: feature's values, :func:`aode.padded_positions`) and read by every one of the F(F−1)
 #: table reads per class, instead of two casts per read.
 AODE_POSITION_PREFIX = "sqlnb_aode_position"
 
@@ -350,7 +351,7 @@ class NaiveBayes(Model):
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
         if self._aode is not None and dialect == "duckdb":
-            positions = aode.positions(self._aode, features, self.stats, dialect, input_types)
+            positions = aode.padded_positions(self._aode, features, self.stats, dialect, input_types)
             out += [(f"{AODE_POSITION_PREFIX}{i}", e) for i, e in enumerate(positions.values())]
         if dotted:
             # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
@@ -381,8 +382,14 @@ class NaiveBayes(Model):
         if self._mix is not None:  # an average of structures: one term, each member's read positions its own
             averaged = mixture.terms(self._mix, features, self.stats, params, tree_dialect or dialect, input_types)
         elif self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
-            tree_positions = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(self._aode.features)}
-        if self._mix is None:
+            at = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(self._aode.features)}
+            averaged = aode.padded_terms(self._aode, at)
+            # a categorical column's naive term read at the same position (no second ENUM cast);
+            # not with unseen="bucket" (refused for AODE at fit), whose unseen values have a term
+            tree = {f.name: aode.padded_naive(params[f.name][1], at[f.name])
+                    for f in self._aode.features if f.kind == "categorical" and f.bag is None
+                    and params[f.name][2] is None}
+        else:
             averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats,
                                                                  tree_dialect or dialect, input_types, tree_positions)
         gauss, bern = self._wide(features, dialect, dot)
