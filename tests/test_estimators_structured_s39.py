@@ -37,6 +37,8 @@ def _data(rows=240, seed=0):
 
 
 CASES = [(est.AveragedOneDependenceNB, {}, "aode", {}),
+         (est.AveragedStructuresNB, {}, "tan+kdb:2+aode", {}),
+         (est.AveragedStructuresNB, {"structures": "naive+kdb:1", "min_count": 5}, "naive+kdb:1", {"aode_min_count": 5}),
          (est.AveragedOneDependenceNB, {"min_count": 25}, "aode", {"aode_min_count": 25}),
          (est.KDependenceNB, {"k": 1}, "kdb:1", {}),
          (est.KDependenceNB, {"k": 2}, "kdb:2", {})]
@@ -59,7 +61,8 @@ def test_saved_models_come_back_as_their_own_estimator(tmp_path):
     """est.load / from_model of an AODE or KDB model: the structure's class, with k or
     min_count read from the model, so that clone + fit refits the same structure."""
     X, y = _data()
-    for clf in (est.KDependenceNB(k=2), est.AveragedOneDependenceNB(min_count=3), est.TreeAugmentedNB()):
+    for clf in (est.KDependenceNB(k=2), est.AveragedOneDependenceNB(min_count=3), est.TreeAugmentedNB(),
+                est.AveragedStructuresNB(structures="tan+aode", min_count=2)):
         clf.fit(X, y)
         path = str(tmp_path / "m.duckdb")
         clf.save(path, "m", replace=True)
@@ -108,7 +111,15 @@ def test_partial_fit_in_batches_equals_fit(cls, params):
     np.testing.assert_allclose(online.predict_proba(X), whole.predict_proba(X), rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("cls", [est.AveragedOneDependenceNB, est.KDependenceNB])
+def test_averaged_structures_refuse_one_structure_in_one_line():
+    X, y = _data(60)
+    for bad in ("tan", "tan+tan", "tan+qda", 3):
+        with pytest.raises(est.EstimatorInputError) as e:
+            est.AveragedStructuresNB(structures=bad).fit(X, y)
+        assert len(str(e.value).splitlines()) == 1 and "+" in str(e.value)
+
+
+@pytest.mark.parametrize("cls", [est.AveragedOneDependenceNB, est.KDependenceNB, est.AveragedStructuresNB])
 def test_zero_weight_rows_are_dropped_rows_when_they_bring_no_new_value(cls):
     """The reason given for the one expected failure of scikit-learn's checks
     (check_sample_weight_equivalence_on_dense_data): a row of weight 0 changes nothing unless

@@ -8,7 +8,8 @@ searches, pickling, with the computation in an in-process DuckDB.
 
 Naive Bayes: :class:`GaussianNB`, :class:`MultinomialNB`, :class:`ComplementNB`,
 :class:`BernoulliNB`, :class:`CategoricalNB`, :class:`MixedNB` (a family per column),
-:class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`; dense:
+:class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`,
+:class:`AveragedStructuresNB`; dense:
 :class:`LinearDiscriminantAnalysis`, :class:`QuadraticDiscriminantAnalysis`, :class:`LogisticRegression`.
 """
 
@@ -21,11 +22,12 @@ from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.estimators.dense import LinearDiscriminantAnalysis, LogisticRegression, QuadraticDiscriminantAnalysis
 from sqlnb.estimators.naive_bayes import (BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB,
                                           MultinomialNB, TreeAugmentedNB)
-from sqlnb.estimators.structured import AveragedOneDependenceNB, KDependenceNB
+from sqlnb.estimators.structured import AveragedOneDependenceNB, AveragedStructuresNB, KDependenceNB
+from sqlnb.models.naive_bayes import kdb
 
 ESTIMATORS = (GaussianNB, MultinomialNB, ComplementNB, BernoulliNB, CategoricalNB, MixedNB, TreeAugmentedNB,
-              AveragedOneDependenceNB, KDependenceNB, LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis,
-              LogisticRegression)
+              AveragedOneDependenceNB, KDependenceNB, AveragedStructuresNB, LinearDiscriminantAnalysis,
+              QuadraticDiscriminantAnalysis, LogisticRegression)
 
 __all__ = ["SqlnbClassifier", "EstimatorInputError", "ESTIMATORS", "from_model", "load",
            *(c.__name__ for c in ESTIMATORS)]
@@ -37,7 +39,8 @@ _NB_KINDS = {"gaussian": GaussianNB, "multinomial": MultinomialNB, "complement":
 def from_model(model: Any) -> SqlnbClassifier:
     """The estimator for a library model (:func:`sqlnb.fit`, :func:`sqlnb.load`): the
     single-family class when every feature is of one family, else MixedNB
-    (TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB for those structures); LDA,
+    (TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, AveragedStructuresNB for
+    those structures); LDA,
     QDA, logistic regression.
     Its parameters are the estimator's defaults: ``model_`` holds the fitted ones."""
     kind = getattr(model, "kind", "")
@@ -45,7 +48,8 @@ def from_model(model: Any) -> SqlnbClassifier:
         kinds = {f.kind for f in model.features}
         structure = model.hyper.structure
         if structure != "naive":
-            cls = {"tan": TreeAugmentedNB, "aode": AveragedOneDependenceNB}.get(structure, KDependenceNB)
+            cls = ({"tan": TreeAugmentedNB, "aode": AveragedOneDependenceNB}.get(structure)
+                   or (KDependenceNB if kdb.order_of(structure) else AveragedStructuresNB))
         else:
             cls = _NB_KINDS.get(next(iter(kinds)), MixedNB) if len(kinds) == 1 else MixedNB
     else:

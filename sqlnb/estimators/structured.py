@@ -1,5 +1,5 @@
-"""Naive Bayes with more structure than TAN: averaged one-dependence (AODE) and
-k-dependence (KDB) estimators.
+"""Naive Bayes with more structure than TAN: averaged one-dependence (AODE),
+k-dependence (KDB) and averaged-structure estimators.
 
 Both are :func:`sqlnb.fit` with ``structure="aode"`` or ``structure="kdb:K"`` (the
 formulas are in :mod:`sqlnb.models.naive_bayes.aode` and
@@ -7,7 +7,8 @@ formulas are in :mod:`sqlnb.models.naive_bayes.aode` and
 (numeric columns are discretised by default, ``bins="mdl"``, so that they take part in
 the structure), plus the structure's own: AODE's ``min_count`` (a value is a super-parent
 of a row when it was seen at least that many times in training) and KDB's ``k`` (parents
-per feature, 1 or 2). ``partial_fit`` is the exact update, with TAN's limits (new rows
+per feature, 1 or 2); :class:`AveragedStructuresNB` averages the joints of several
+(``structures="tan+kdb:2+aode"``, :mod:`sqlnb.models.naive_bayes.mixture`). ``partial_fit`` is the exact update, with TAN's limits (new rows
 that move cut points are refused) and KDB's (new rows that change a feature's parents are
 refused with the feature named).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.estimators.naive_bayes import TreeAugmentedNB
-from sqlnb.models.naive_bayes import aode, kdb
+from sqlnb.models.naive_bayes import aode, kdb, mixture
 
 
 class AveragedOneDependenceNB(TreeAugmentedNB):
@@ -105,3 +106,55 @@ class KDependenceNB(TreeAugmentedNB):
     def parents_(self) -> dict:
         """Each feature with parents -> the tuple of its parent features."""
         return {child: ps if isinstance(ps, tuple) else (ps,) for child, ps in self.model_.tree().items()}
+
+
+class AveragedStructuresNB(TreeAugmentedNB):
+    """The average of several structures' joint probabilities, all from the same counts:
+    ``p(c, x) = (1/S) Σ_s p_s(c, x)`` over the members of ``structures``.
+
+    Parameters
+    ----------
+    structures : str
+        Members joined by ``+``, each once: ``naive``, ``tan``, ``kdb:1``, ``kdb:2``,
+        ``aode`` (e.g. ``"tan+kdb:2+aode"``).
+    min_count : float
+        An ``aode`` member's super-parent frequency limit (as :class:`AveragedOneDependenceNB`).
+    kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator, binarize,
+    var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
+        As for :class:`TreeAugmentedNB`.
+    """
+
+    def __init__(self, *, structures="tan+kdb:2+aode", min_count=aode.MIN_COUNT, kind="auto", feature_kinds=None,
+                 bins="mdl", select_k=None, alpha=1.0, feature_alpha=None, beta=None, estimator="posterior-mean",
+                 binarize=0.0, var_smoothing=1e-9, tied_variance=False, norm=False, unseen="missing",
+                 class_prior="fitted", prior_alpha=1.0):
+        super().__init__(kind=kind, feature_kinds=feature_kinds, bins=bins, select_k=select_k, alpha=alpha,
+                         feature_alpha=feature_alpha, beta=beta, estimator=estimator, binarize=binarize,
+                         var_smoothing=var_smoothing, tied_variance=tied_variance, norm=norm, unseen=unseen,
+                         class_prior=class_prior, prior_alpha=prior_alpha)
+        self.structures = structures
+        self.min_count = min_count
+
+    @property
+    def _structure(self) -> str:  # checked by the library's Hyperparameters at fit
+        return self.structures
+
+    def _hyper(self) -> dict:
+        return {**super()._hyper(), "aode_min_count": self.min_count}
+
+    def _fit_model(self, con, name, label, features, weight):
+        if not isinstance(self.structures, str) or mixture.members(self.structures) is None:
+            raise EstimatorInputError(f"AveragedStructuresNB's structures are two or more of naive, tan, kdb:1, "
+                                      f"kdb:2, aode joined by '+', not {self.structures!r}")
+        return super()._fit_model(con, name, label, features, weight)
+
+    @classmethod
+    def from_model(cls, model):
+        estimator = super().from_model(model)
+        estimator.structures = model.hyper.structure
+        estimator.min_count = model.hyper.aode_min_count
+        return estimator
+
+    @property
+    def tree_(self) -> dict:
+        raise AttributeError("an averaged model has one structure per member, not one tree")
