@@ -60,6 +60,9 @@ def _same(ours, theirs, X, weights=None):
     lambda: (est.MultinomialNB(alpha=0.3, class_prior="uniform"), nb.MultinomialNB(alpha=0.3, fit_prior=False)),
     lambda: (est.ComplementNB(), nb.ComplementNB()),
     lambda: (est.ComplementNB(norm=True, alpha=2.0), nb.ComplementNB(norm=True, alpha=2.0)),
+    lambda: (est.BernoulliNB(), nb.BernoulliNB()),
+    lambda: (est.BernoulliNB(binarize=7.5, alpha=0.5, class_prior="uniform"),
+             nb.BernoulliNB(binarize=7.5, alpha=0.5, fit_prior=False)),
 ])
 def test_digits_on_the_packed_path_are_scikit_learns(digits, monkeypatch, make):
     _general_path_fails(monkeypatch)
@@ -73,6 +76,8 @@ def test_weights_integers_and_text_labels_on_the_packed_path(digits, monkeypatch
     _same(est.MultinomialNB(), nb.MultinomialNB(), (X, y), w)
     _same(est.ComplementNB(), nb.ComplementNB(), (X.astype(np.int32), y))
     _same(est.MultinomialNB(), nb.MultinomialNB(), (np.ascontiguousarray(X), np.array([f"d{v}" for v in y])))
+    _same(est.BernoulliNB(binarize=3.0), nb.BernoulliNB(binarize=3.0), (X, y), w)
+    _same(est.BernoulliNB(binarize=3.0), nb.BernoulliNB(binarize=3.0), (X.astype(np.int16), y))
 
 
 @pytest.mark.parametrize("rows", [3_000, 120_000])
@@ -86,6 +91,7 @@ def test_the_1m_shape_scaled_down_is_scikit_learns(rows, monkeypatch):
     X, y = _counts(rows)
     _same(est.MultinomialNB(), nb.MultinomialNB(), (X, y))
     _same(est.ComplementNB(), nb.ComplementNB(), (X, y))
+    _same(est.BernoulliNB(binarize=1.0), nb.BernoulliNB(binarize=1.0), (X, y))
 
 
 @pytest.mark.parametrize("long", [False, True])
@@ -97,6 +103,7 @@ def test_every_query_shape_gives_the_same_numbers(digits, monkeypatch, long, lis
     X, y = digits
     w = np.random.default_rng(2).random(len(y))
     _same(est.MultinomialNB(), nb.MultinomialNB(), (X, y), w)
+    _same(est.BernoulliNB(binarize=2.0), nb.BernoulliNB(binarize=2.0), (X, y), w)
 
 
 def _stats_equal(a, b):
@@ -111,16 +118,18 @@ def _stats_equal(a, b):
     assert drop(a.report) == drop(b.report)
 
 
-@pytest.mark.parametrize("case", ["float", "int", "text", "weighted"])
+@pytest.mark.parametrize("case", ["float", "int", "text", "weighted", "bernoulli", "bernoulli weighted"])
 def test_the_packed_fit_is_the_model_sqlnb_fit_builds(digits, case):
-    """Same features (names, kind, type), statistics, hyperparameters and report as the
-    general path (sqlnb.fit over the registered input), so tables and pickles are too."""
+    """Same features (names, kind, type, threshold), statistics, hyperparameters and
+    report as the general path (sqlnb.fit over the registered input), so tables and
+    pickles are too."""
     X, y = digits
     X = X.astype(np.int64) if case == "int" else np.ascontiguousarray(X)
     y = np.array([f"d{v}" for v in y]) if case == "text" else y
-    w = np.random.default_rng(3).random(len(y)) if case == "weighted" else None
-    fast = est.MultinomialNB(alpha=0.5).fit(X, y, sample_weight=w)
-    general = est.MultinomialNB(alpha=0.5)
+    w = np.random.default_rng(3).random(len(y)) if "weighted" in case else None
+    make = (lambda: est.BernoulliNB(binarize=6.0)) if "bernoulli" in case else (lambda: est.MultinomialNB(alpha=0.5))
+    fast = make().fit(X, y, sample_weight=w)
+    general = make()
     general._fit_packed = lambda *a: None  # the general path, on the same packed input
     general.fit(X, y, sample_weight=w)
     _stats_equal(fast.model_, general.model_)

@@ -71,13 +71,14 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
     #: such as CalibratedClassifierCV know not to pass one).
     _weighted = True
     #: A C-ordered numpy X is handed to DuckDB as one fixed-size-list column, no copy
-    #: (:func:`sqlnb.estimators.data.array_to_arrow`); with NaN in it, only where
-    #: ``_packed_nan``. A model of count columns reads the packed rows as they are, to
+    #: (:func:`sqlnb.estimators.data.array_to_arrow`; ``"copy"``: any numeric array, a
+    #: column-major one after one row-major copy); with NaN in it, only where
+    #: ``_packed_nan``. Count and Bernoulli models read the packed rows as they are, to
     #: fit and to score (:mod:`sqlnb.estimators.counts`); the general path reads them
     #: through a view naming each column, slower than columns for count models (1M x 20
-    #: MultinomialNB fit + predict_proba 2.40 s against 1.94 s, load 17), so MultinomialNB
-    #: lays an array with NaN (which takes that path) out column-major, as it always has.
-    _packed = True
+    #: MultinomialNB fit + predict_proba 2.40 s against 1.94 s, load 17), so those lay an
+    #: array with NaN (which takes that path) out column-major.
+    _packed: bool | str = True
     _packed_nan = True
 
     # -- what a subclass provides ---------------------------------------------------------

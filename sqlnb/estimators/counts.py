@@ -1,25 +1,31 @@
-"""Count models on a numpy array: one aggregate to fit, one dot product per class to score.
+"""Count and Bernoulli models on a numpy array: one aggregate to fit, one dot product per class to score.
 
-A C-ordered numpy ``X`` reaches DuckDB as one ``DOUBLE[d]`` column over its own buffer
-(:func:`sqlnb.estimators.data.array_to_arrow`, no copy). For a model whose every feature
-is a multinomial or complement count (``MultinomialNB``, ``ComplementNB``, a ``MixedNB``
-of counts) the estimators read that column as it is, without the view that names each
-feature (:class:`sqlnb.estimators.data.registered`):
+A numeric numpy ``X`` reaches DuckDB as one ``DOUBLE[d]`` column over its own buffer
+(:func:`sqlnb.estimators.data.array_to_arrow`: no copy for a C-ordered array, one
+row-major copy for another). For a model whose every feature is a multinomial or
+complement count, or a Bernoulli presence with one threshold (``MultinomialNB``,
+``ComplementNB``, ``BernoulliNB``, a ``MixedNB`` of one such kind), the estimators read
+that column as it is, without the view that names each feature
+(:class:`sqlnb.estimators.data.registered`):
 
 * **fit** (:func:`fit`): ``SELECT y, COUNT(*)[, SUM(w)], SUM(x[1]), …, SUM(x[d]) FROM rows
-  GROUP BY y`` — the sums :func:`sqlnb.fit` collects for these families (the
-  ``COUNT(x)`` beside each sum is the class's row count or weight, as no value is
-  missing: arrays with NaN take the general path). The statistics become the same
+  GROUP BY y`` (Bernoulli: ``COUNT_IF(x[j] > t)``) — the sums :func:`sqlnb.fit` collects
+  for these families (the ``COUNT(x)`` beside each sum is the class's row count or
+  weight, as no value is missing: arrays with NaN take the general path). The
+  statistics become the same
   :class:`~sqlnb.models.naive_bayes.model.NaiveBayes` :func:`sqlnb.fit` builds (same
   features, statistics, hyperparameters; tests compare them), so its tables, pickling,
   ``to_sql`` and ``partial_fit`` are unchanged. :func:`sqlnb.fit` would first resolve the
   input, plan and type its features and run the one-pass aggregate of four aggregates per
   column (its NULL and negative-count checks, which a finite array already passed).
 * **score** (:func:`scores`): class ``c``'s score is ``ln π_c + list_dot_product(x, w_c)``
-  (no prior for complement weights, as in scikit-learn), finished by
+  (no prior for complement weights, as in scikit-learn; Bernoulli: ``x`` the presence
+  list, ``w_c = ln p_c − ln(1 − p_c)`` and ``Σ_j ln(1 − p_cj)`` added to the prior, as
+  scikit-learn's ``BernoulliNB`` computes it), finished by
   :func:`sqlnb.models.finish.scoring_select`, the max-shifted log-sum-exp every model
-  shares. The weights and priors are bound parameters (``$w0``, ``$p0``, …), so the
-  SELECT's text depends only on the shape (columns, classes, value type, output): it is
+  shares. The weights and priors are bound parameters (``$w``, ``$p``), so the SELECT's
+  text depends only on the shape (columns, classes, value type, output, Bernoulli
+  threshold): it is
   built and rendered once per shape and reused by every model of that shape, where
   :meth:`Model.scoring_query` writes each weight as a literal for each fitted model
   (digits, 64 columns × 10 classes: the sqlglot build was a third of fit + predict_proba).
@@ -45,8 +51,10 @@ from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.source import Table
 from sqlnb.stats import Statistics, Sums, _sort_key
 
-#: The families read here: every feature's class term is ``x_j · w_cj``.
-KINDS = ("multinomial", "complement")
+#: The families read here: every feature's class term is ``x_j · w_cj`` (counts), or
+#: ``ln(1 − p_cj) + [x_j > t]·(ln p_cj − ln(1 − p_cj))`` (Bernoulli, one threshold t).
+COUNTS, BERNOULLI = ("multinomial", "complement"), "bernoulli"
+KINDS = (*COUNTS, BERNOULLI)
 #: Rendered SQL per shape; the types DuckDB gives a registered Arrow schema.
 _TEXTS: dict[tuple, str] = {}
 _TYPES: dict[Any, list[str]] = {}
@@ -110,14 +118,28 @@ def _rows(value_type: str, width: int) -> exp.Expression:
     return exp.Cast(this=rows, to=exp.DataType.build(f"DOUBLE[{width}]", dialect="duckdb"))
 
 
-def _source() -> exp.Expression:
-    return exp.Table(this=sql.ident(data.PACKED_INPUT), alias=exp.TableAlias(this=sql.ident("src")))
+def _source(threshold: float | None = None, value_type: str = "DOUBLE", width: int = 0) -> exp.Expression:
+    """The packed rows aliased ``src``; with a Bernoulli ``threshold``, each row's values
+    read as presence, ``list_transform(x, lambda v: CASE WHEN v > t THEN 1.0 ELSE 0.0 END)``,
+    in a subquery (computed once per row, whatever the classes)."""
+    table = exp.Table(this=sql.ident(data.PACKED_INPUT), alias=exp.TableAlias(this=sql.ident("src")))
+    if threshold is None:
+        return table
+    v = sql.ident("v")
+    present = exp.Case(ifs=[exp.If(this=exp.GT(this=exp.Column(this=v.copy()), expression=sql.dbl(threshold)),
+                                   true=sql.dbl(1.0))], default=sql.dbl(0.0))
+    lists = exp.Anonymous(this="list_transform", expressions=[_rows(value_type, width),
+                                                              exp.Lambda(this=present, expressions=[v])])
+    query = exp.select(exp.alias_(lists, data.PACKED, quoted=True)).from_(table)
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=sql.ident("src")))
 
 
-def _fit_text(width: int, value_type: str, label: str, weight: str | None, long: bool) -> str:
+def _fit_text(width: int, value_type: str, label: str, weight: str | None, long: bool,
+              threshold: float | None = None) -> str:
     """The class sums :func:`sqlnb.fit` collects for count columns (``wsum``), from the
     packed rows: ``SELECT y, COUNT(*)[, SUM(w)], SUM(x[1]), …, SUM(x[d]) … GROUP BY y``
-    (weighted: ``SUM(w · x[j])``), or with ``long``, one row per class and column
+    (weighted: ``SUM(w · x[j])``; with a Bernoulli ``threshold``, the (weighted) count of
+    ``x[j] > t``, ``wcount``), or with ``long``, one row per class and column
     (``… FROM rows, range(1, d + 1) AS t(j) GROUP BY y, j``: the same sums, four
     expressions whatever ``d``; DuckDB binds each expression at a fixed cost, which
     digits' 64 sums made 10 ms of a 3 ms scan, while the long form's rows cost more
@@ -127,6 +149,11 @@ def _fit_text(width: int, value_type: str, label: str, weight: str | None, long:
     head = [sql.col(label, "src"), exp.Count(this=exp.Star())] + ([exp.Sum(this=w.copy())] if w is not None else [])
 
     def total(x: exp.Expression) -> exp.Expression:
+        if threshold is not None:
+            present = exp.GT(this=x, expression=sql.dbl(threshold))
+            if w is None:
+                return exp.CountIf(this=present)
+            return exp.Sum(this=exp.Case(ifs=[exp.If(this=present, true=w.copy())], default=sql.dbl(0.0)))
         return exp.Sum(this=x if w is None else exp.Mul(this=w.copy(), expression=x))
 
     if long:
@@ -156,20 +183,22 @@ def _class_rows(rows: list[tuple], width: int, weight: str | None, long: bool) -
     return [tuple(c) for c in by.values()]
 
 
-def fit(table: pa.Table, names: list[str], label: str, weight: str | None, kind: str, hyper: dict) -> NaiveBayes | None:
+def fit(table: pa.Table, names: list[str], label: str, weight: str | None, kind: str, hyper: dict,
+        threshold: float = 0.0) -> NaiveBayes | None:
     """The model :func:`sqlnb.fit` would fit on ``table`` (packed rows, label, weight)
-    with every feature of family ``kind``, from one aggregate; None where the general path
-    must run (a NULL value or label, fewer than two classes, an infinite sum: it raises
-    the error that names them)."""
+    with every feature of family ``kind`` (``threshold``: its ``binarize``), from one
+    aggregate; None where the general path must run (a NULL value or label, fewer than
+    two classes, an infinite sum: it raises the error that names them)."""
     if kind not in KINDS or not _plain(table):
         return None
+    presence = float(threshold) if kind == BERNOULLI else None
     start = time.perf_counter()
     with _registered(table) as con:
         types = _types(con, table)
         value_type, label_type = types[0], types[1]
         long = table.num_rows * len(names) <= LONG_VALUES
-        text = _cached(_TEXTS, ("fit", len(names), value_type, label, weight, long),
-                       lambda: _fit_text(len(names), value_type, label, weight, long))
+        text = _cached(_TEXTS, ("fit", len(names), value_type, label, weight, long, presence),
+                       lambda: _fit_text(len(names), value_type, label, weight, long, presence))
         rows = _class_rows(con.execute(text).fetchall(), len(names), weight, long)
     if len(rows) < 2 or any(r[0] is None for r in rows):
         return None
@@ -180,7 +209,8 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, kind:
         return None
     class_rows = np.array([float(r[1]) for r in rows])
     class_n = np.array([float(r[2]) for r in rows]) if weight else class_rows.copy()
-    features = [Feature(n, kind, value_type, 0.0) for n in names]
+    # N_c (rows where x_j is a value, weighted) is the class's rows or weight: none is missing.
+    features = [Feature(n, kind, value_type, float(threshold)) for n in names]
     stats = Statistics([r[0] for r in rows], class_n, class_rows,
                        {n: Sums(class_n.copy(), sums[:, j].copy()) for j, n in enumerate(names)}, 0)
     report = {"source": f"table {str(Table(data.INPUT))!r}", "rows": stats.n_rows, "null_label_rows": 0,
@@ -197,13 +227,31 @@ def _scorable(model: Any, names: list[str]) -> bool:
     if any(getattr(model, a, None) is not None for a in ("calibration", "conformal", "decision")):
         return False
     feats = model.features
-    if [f.name for f in feats] != list(names) or any(f.kind not in KINDS or f.bag is not None for f in feats):
+    if [f.name for f in feats] != list(names) or any(f.bag is not None for f in feats):
+        return False
+    if not (all(f.kind in COUNTS for f in feats) or (all(f.kind == BERNOULLI for f in feats)
+                                                      and len({f.threshold for f in feats}) == 1)):
         return False
     params = model.log_parameters()
     return all(np.all(np.isfinite(np.asarray(params[f.name], dtype=float))) for f in feats)
 
 
-def _score_text(width: int, n_classes: int, value_type: str, prior: bool, output: str, listed: bool) -> str:
+def _coefficients(model: NaiveBayes) -> tuple[np.ndarray, np.ndarray | None, float | None]:
+    """(weights (K, d), log-priors (K,) or None, Bernoulli threshold or None): class
+    ``k``'s score is ``priors[k] + x · weights[k]``, ``x`` the counts or the presence
+    indicators. Bernoulli as scikit-learn's ``BernoulliNB``: weights ``ln p − ln(1 − p)``,
+    and ``Σ_j ln(1 − p_cj)`` added to the prior."""
+    params = model.log_parameters()
+    feats = model.features
+    prior = np.asarray(params["prior"], dtype=float) if model.uses_prior() else None
+    if feats[0].kind != BERNOULLI:
+        return np.column_stack([np.asarray(params[f.name], dtype=float) for f in feats]), prior, None
+    flp, neg = (np.column_stack([np.asarray(params[f.name][i], dtype=float) for f in feats]) for i in (0, 1))
+    return flp - neg, prior + neg.sum(axis=1), feats[0].threshold
+
+
+def _score_text(width: int, n_classes: int, value_type: str, prior: bool, output: str, listed: bool,
+                threshold: float | None = None) -> str:
     """The scoring SELECT of a count model of this shape over the packed rows, its
     weights ``$w`` (``DOUBLE[][]``, one list per class) and log-priors ``$p``
     (``DOUBLE[]``) bound at run time. The class columns are named by position: the
@@ -216,7 +264,7 @@ def _score_text(width: int, n_classes: int, value_type: str, prior: bool, output
     list costs more to run: digits' 10 dot products took 3.3 ms against 1.9 ms as one
     lambda (10 rows, load 9), while 1M rows x 3 classes took 109 ms of CPU against
     195 ms (load 9): :data:`LISTED_ROWS`."""
-    rows = _rows(value_type, width)
+    rows = _rows(value_type, width) if threshold is None else sql.col(data.PACKED, "src")
     # Bound as DOUBLE[][] and DOUBLE[] (Python floats): a CAST of either cost DuckDB more
     # to bind than the dot products cost to run on digits.
     weights, priors = exp.Placeholder(this="w"), exp.Placeholder(this="p")
@@ -235,8 +283,8 @@ def _score_text(width: int, n_classes: int, value_type: str, prior: bool, output
         if prior:
             terms.insert(0, exp.Bracket(this=priors.copy(), expressions=[e.copy() for e in index]))
         scores.append(ClassScore(tuple(terms)))
-    query = scoring_select(_source(), scores, list(range(n_classes)), "INTEGER", [], (output,), keep=[],
-                           dialect="duckdb", prelude=prelude)
+    query = scoring_select(_source(threshold, value_type, width), scores, list(range(n_classes)), "INTEGER", [],
+                           (output,), keep=[], dialect="duckdb", prelude=prelude)
     return sql.render(query, "duckdb")
 
 
@@ -257,17 +305,17 @@ def scores(model: Any, table: pa.Table, names: list[str], output: str) -> np.nda
     model or the rows need the general scoring SELECT (:func:`_scorable`, a NULL value)."""
     if not _scorable(model, names) or not _plain(table):
         return None
-    params = model.log_parameters()
-    weights = np.column_stack([np.asarray(params[f.name], dtype=float) for f in model.features])
-    prior = model.uses_prior()
+    weights, priors, threshold = _coefficients(model)
+    prior = priors is not None
     bound = {"w": weights.tolist()}
     if prior:
-        bound["p"] = np.asarray(params["prior"], dtype=float).tolist()
+        bound["p"] = priors.tolist()
     with _registered(table) as con:
         value_type = _types(con, table)[0]
         listed = table.num_rows <= LISTED_ROWS
-        text = _cached(_TEXTS, ("score", len(names), len(weights), value_type, prior, output, listed),
-                       lambda: _score_text(len(names), len(weights), value_type, prior, output, listed))
+        key = ("score", len(names), len(weights), value_type, prior, output, listed, threshold)
+        text = _cached(_TEXTS, key, lambda: _score_text(len(names), len(weights), value_type, prior, output, listed,
+                                                        threshold))
         result = con.sql(text, params=bound).to_arrow_table()
     return _matrix(result)
 

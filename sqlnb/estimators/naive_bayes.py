@@ -70,11 +70,14 @@ class _NaiveBayes(SqlnbClassifier):
         return update(self.model_, name, con=con)
 
     def _fit_packed(self, table, names, label, weight):
-        """Count families fit from one aggregate over the packed rows (:func:`counts.fit`)."""
+        """Count and Bernoulli families fit from one aggregate over the packed rows
+        (:func:`counts.fit`); one threshold for every column (``binarize`` a number)."""
         kind = getattr(self, "kind", self._kind)
-        if self._structure != "naive" or self._fit_options():
+        options = self._fit_options()
+        threshold = options.pop("binarize", 0.0)
+        if self._structure != "naive" or options or not isinstance(threshold, (int, float)):
             return None
-        return counts.fit(table, names, label, weight, kind, self._hyper())
+        return counts.fit(table, names, label, weight, kind, self._hyper(), float(threshold))
 
     def _align(self, model: NaiveBayes, classes: list) -> NaiveBayes:
         return NaiveBayes(model.label, model.label_type, model.features, model.stats.align(classes), model.hyper,
@@ -165,6 +168,12 @@ class GaussianNB(_NaiveBayes):
 
 
 class _Discrete(_NaiveBayes):
+    # Packed rows (row-major: a column-major array is copied once, as the general path
+    # copies a row-major one), read as they are by sqlnb.estimators.counts, unless they
+    # hold NaN: that takes the general path, which reads counts faster as columns
+    # (SqlnbClassifier._packed).
+    _packed, _packed_nan = "copy", False
+
     def _check_table(self, table, names) -> None:
         """Counts are >= 0: the first negative value is named in scikit-learn's words
         ("Negative values in data") before any statistic is computed."""
@@ -215,10 +224,6 @@ class MultinomialNB(_Discrete):
     """
 
     _kind = "multinomial"
-    # Packed rows (row-major: a column-major array is copied once, as the general path
-    # copies a row-major one) unless they hold NaN, which the general path reads faster as
-    # columns (SqlnbClassifier._packed).
-    _packed, _packed_nan = "copy", False
 
     def __init__(self, *, alpha=1.0, feature_alpha=None, estimator="posterior-mean", class_prior="fitted",
                  prior_alpha=1.0):
