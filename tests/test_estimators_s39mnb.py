@@ -218,3 +218,26 @@ def test_infinite_weights_take_the_general_path(digits, monkeypatch):
     with np.errstate(invalid="ignore"):
         want = np.exp(jll - top) / np.exp(jll - top).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(mle.predict_proba(X), want, rtol=0, atol=TOL)
+
+
+def test_bernoulli_nan_is_missing_as_before(digits):
+    """A NaN in a numpy input to BernoulliNB (which takes the general path) is a missing
+    value, as before: left out of
+    N_c (the rows where the column has a value) at fit and contributing no term at score
+    (scikit-learn refuses NaN, so the reference is the formula in numpy)."""
+    X, y = digits
+    Xn = np.ascontiguousarray(X)
+    rng = np.random.default_rng(4)
+    Xn[rng.random(Xn.shape) < 0.05] = np.nan
+    ours = est.BernoulliNB(binarize=4.0).fit(Xn, y)
+    seen, present = ~np.isnan(Xn), np.nan_to_num(Xn) > 4.0
+    classes = np.unique(y)
+    onehot = (y[:, None] == classes[None, :]).astype(float)
+    n = onehot.T @ seen  # (K, d) rows with a value
+    flp = np.log((onehot.T @ present + 1.0) / (n + 2.0))
+    neg = np.log((n - onehot.T @ present + 1.0) / (n + 2.0))
+    prior = np.log(onehot.sum(axis=0) / len(y))
+    jll = prior + present @ flp.T + (seen & ~present) @ neg.T
+    want = np.exp(jll - jll.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(ours.predict_proba(Xn), want, rtol=0, atol=TOL)
