@@ -110,7 +110,8 @@ def main() -> None:
         workloads.append((f"{args.rows:,} x 20", Xl, yl))
 
     print(f"load average at start: {os.getloadavg()[0]:.2f}  (repeat {args.repeat}; wall seconds median / min)\n")
-    print("| data | estimator | sqlnb fit + predict_proba | scikit-learn | ratio (medians) | CPU s, sqlnb / scikit-learn (ratio) |")
+    print("| data | estimator | sqlnb fit + predict_proba | scikit-learn | ratio (medians) "
+          "| CPU s, sqlnb / scikit-learn (ratio) |")
     print("|---|---|---|---|---|---|")
     breakdowns = []
     for label, X, y in workloads:
