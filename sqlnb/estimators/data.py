@@ -35,6 +35,8 @@ INPUT = "sqlnb_estimator_input"
 #: A numpy array's rows as one ``DOUBLE[d]`` (or integer) column, and the name under which
 #: such a table is registered for the view :data:`INPUT` that reads its features by name.
 PACKED, PACKED_INPUT = "sqlnb_estimator_rows", "sqlnb_estimator_packed"
+#: Schema metadata key of a packed array's smallest value (NaN when it holds one).
+_MINIMUM = "sqlnb_minimum"
 
 _local = threading.local()
 
@@ -82,6 +84,20 @@ def column_minimums(table: pa.Table, names: list[str]) -> list[Any]:
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: None below
         low = np.nanmin(values, axis=0) if len(values) else np.full(len(names), np.nan)
     return [None if np.isnan(v) else float(v) for v in low]
+
+
+def packed_nonnegative(table: pa.Table) -> bool:
+    """Whether packed rows hold no negative value, NULL or NaN: one pass over the values
+    (the minimum is NaN exactly when a value is), where :func:`column_minimums` makes
+    several (1M x 20: 75 ms of CPU, load 9)."""
+    if not is_packed(table):
+        return False
+    known = (table.schema.metadata or {}).get(_MINIMUM.encode())
+    if known is not None:  # the array's minimum, from array_to_arrow
+        return float(known) >= 0
+    flat = table.column(PACKED).combine_chunks().flatten()
+    values = flat.to_numpy(zero_copy_only=False)
+    return flat.null_count == 0 and values.size > 0 and bool(np.min(values) >= 0)
 
 
 def _unpacking_view(names: list[str], others: list[str]) -> exp.Expression:
@@ -148,16 +164,24 @@ def frame_to_arrow(X: Any) -> pa.Table:
     return pa.Table.from_pandas(X, preserve_index=False)
 
 
-def array_to_arrow(X: np.ndarray, names: list[str], packed: bool = True) -> pa.Table:
-    """A 2-D array as an Arrow table: a C-ordered numeric array (with ``packed``) as one
-    fixed-size-list column over its own buffer (:data:`PACKED`; 1M x 20 doubles: no copy, where the
-    column-major copy below took 0.3 to 1.2 s, benchmarks/README.md), else one column-major
-    copy, then every column shared; NaN read as NULL (``from_pandas=True``: a validity
-    bitmap, the values untouched)."""
-    if packed and X.dtype.kind in "fiu" and X.ndim == 2 and X.shape[1] > 0 and X.flags.c_contiguous:
-        nan = X.dtype.kind == "f" and bool(np.isnan(X).any())
-        values = pa.array(X.reshape(-1), from_pandas=nan)
-        return pa.table({PACKED: pa.FixedSizeListArray.from_arrays(values, X.shape[1])})
+def array_to_arrow(X: np.ndarray, names: list[str], packed: bool | str = True, packed_nan: bool = True) -> pa.Table:
+    """A 2-D array as an Arrow table: a C-ordered numeric array (with ``packed``; holding
+    NaN, only with ``packed_nan``) as one fixed-size-list column over its own buffer
+    (:data:`PACKED`; 1M x 20 doubles: no copy, where the column-major copy below took 0.3
+    to 1.2 s, benchmarks/README.md), any other numeric array too with ``packed="copy"``
+    (after one row-major copy); else one column-major copy, then every column shared; NaN
+    read as NULL (``from_pandas=True``: a validity bitmap, the values untouched)."""
+    if packed and X.dtype.kind in "fiu" and X.ndim == 2 and X.shape[1] > 0 and (
+            X.flags.c_contiguous or packed == "copy"):
+        # The smallest value is NaN exactly when one is (one pass, no boolean array); it
+        # is kept in the schema's metadata for packed_nonnegative.
+        low = np.min(X) if X.size else 0
+        nan = X.dtype.kind == "f" and bool(np.isnan(low))
+        if packed_nan or not nan:
+            X = np.ascontiguousarray(X)
+            values = pa.array(X.reshape(-1), from_pandas=nan)
+            column = pa.FixedSizeListArray.from_arrays(values, X.shape[1])
+            return pa.table({PACKED: column}).replace_schema_metadata({_MINIMUM: repr(float(low))})
     if X.dtype.kind == "O":
         return pa.table({n: pa.array(list(X[:, j]), from_pandas=True) for j, n in enumerate(names)})
     F = np.asfortranarray(X)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from sqlnb import api
-from sqlnb.estimators import data
+from sqlnb.estimators import counts, data
 from sqlnb.estimators.base import SqlnbClassifier
 from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -68,6 +68,16 @@ class _NaiveBayes(SqlnbClassifier):
 
     def _merge(self, con, name, label, features, weight):
         return update(self.model_, name, con=con)
+
+    def _fit_packed(self, table, names, label, weight):
+        """Count and Bernoulli families fit from one aggregate over the packed rows
+        (:func:`counts.fit`); one threshold for every column (``binarize`` a number)."""
+        kind = getattr(self, "kind", self._kind)
+        options = self._fit_options()
+        threshold = options.pop("binarize", 0.0)
+        if self._structure != "naive" or options or not isinstance(threshold, (int, float)):
+            return None
+        return counts.fit(table, names, label, weight, kind, self._hyper(), float(threshold))
 
     def _align(self, model: NaiveBayes, classes: list) -> NaiveBayes:
         return NaiveBayes(model.label, model.label_type, model.features, model.stats.align(classes), model.hyper,
@@ -158,10 +168,16 @@ class GaussianNB(_NaiveBayes):
 
 
 class _Discrete(_NaiveBayes):
+    # Packed rows (row-major: a column-major array is copied once, as the general path
+    # copies a row-major one), read as they are by sqlnb.estimators.counts, unless they
+    # hold NaN: that takes the general path, which reads counts faster as columns
+    # (SqlnbClassifier._packed).
+    _packed, _packed_nan = "copy", False
+
     def _check_table(self, table, names) -> None:
         """Counts are >= 0: the first negative value is named in scikit-learn's words
         ("Negative values in data") before any statistic is computed."""
-        if self._kind not in ("multinomial", "complement"):
+        if self._kind not in ("multinomial", "complement") or data.packed_nonnegative(table):
             return
         for n, low in zip(names, data.column_minimums(table, names)):
             if low is not None and low < 0:
@@ -208,7 +224,6 @@ class MultinomialNB(_Discrete):
     """
 
     _kind = "multinomial"
-    _packed = False  # counts read faster as columns (SqlnbClassifier._packed)
 
     def __init__(self, *, alpha=1.0, feature_alpha=None, estimator="posterior-mean", class_prior="fitted",
                  prior_alpha=1.0):
