@@ -123,6 +123,21 @@ def test_fit_and_score_in_postgres(data):
     np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
 
 
+@pytest.mark.spark  # starts a Spark session
+def test_fit_and_score_in_spark(data):
+    """The same on Spark: fitted there (its pair and joint counts), scored by the Spark SQL
+    SELECT, DuckDB's probabilities within 1e-12, one row per input row."""
+    from support.engines import spark_engine
+    con, train, test = data
+    want = scored(fit(con, "tan+kdb:2+aode", kinds=DISCRETE), "test", con, "proba")
+    with spark_engine({"train": train, "test": test}) as engine:
+        got = fit(engine, "tan+kdb:2+aode", kinds=DISCRETE).score("test", con=engine, outputs=("proba",), key="rid")
+        d = got.toArrow().to_pydict()  # a Spark DataFrame, in key order
+    assert d["rid"] == sorted(d["rid"]) and len(d["rid"]) == len(want)
+    proba = np.array([d[f"proba_{c}"] for c in CLASSES], dtype=float).T
+    np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
+
+
 def test_cross_validation_equals_fold_by_fold_fits(data):
     """Each fold's averaged model (its members' structures from the other folds' counts)
     scores the held-out fold as a fit on the other folds does, in the pooled query."""
