@@ -116,9 +116,26 @@ def _descending(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
         v = pos[i:i + CHUNK]
         lt = np.searchsorted(neg, v, "left")
         pairs += 2 * int(lt.sum(dtype=np.int64)) + _ties(neg, v, lt)
-        tps = P - np.searchsorted(pos, v, "left")
+        tps = P - _firsts(pos, v, i)
         q += float(np.sum(tps / (tps + (N - lt))))
     return float(pairs - P * N), q
+
+
+def _firsts(pos: np.ndarray, v: np.ndarray, i: int) -> np.ndarray:
+    """``np.searchsorted(pos, v, "left")`` for ``v = pos[i:i + len(v)]`` (``pos`` sorted
+    ascending): each value's first position among its equals, from the runs of equal
+    values in one pass (a binary search per row cost ~0.13 s per 3.3M rows); NaN, sorted
+    last, equals NaN as in the search."""
+    if not len(v):
+        return np.zeros(0, dtype=np.int64)
+    new = np.empty(len(v), dtype=bool)
+    new[0] = True
+    np.not_equal(v[1:], v[:-1], out=new[1:])
+    nan = np.isnan(v)
+    new[1:] &= ~(nan[1:] & nan[:-1])
+    at = np.where(new, np.arange(i, i + len(v), dtype=np.int64), 0)
+    at[0] = np.searchsorted(pos, v[0], "left")  # its run may start in the chunk before
+    return np.maximum.accumulate(at)
 
 
 def _ties(neg: np.ndarray, v: np.ndarray, lt: np.ndarray) -> int:
@@ -283,16 +300,19 @@ def _codes(column) -> tuple[np.ndarray, list]:
     if column.null_count == n:
         return np.zeros(n, dtype=np.int64), []
     t = column.type
-    if pa.types.is_integer(t) or pa.types.is_floating(t):
+    if t in (pa.int32(), pa.int64()):  # sqlnb.store.arrow builds their -1 without pandas
+        bounds = pc.min_max(column).as_py()
+        if bounds["min"] >= 0 and bounds["max"] < 4096:
+            x = arrow.numbers(arrow.filled(column, -1))  # NULL as -1: code 0
+            return x.astype(np.int64) + 1, list(range(bounds["max"] + 1))
+    elif pa.types.is_floating(t):
         x = arrow.floats(column)  # NULL as NaN
         nan = np.isnan(x)
         seen = x[~nan]
         if (int(nan.sum()) == column.null_count  # no NaN value, only NULLs
                 and seen.min() >= 0 and seen.max() < 4096 and (seen == np.floor(seen)).all()):
-            top = int(seen.max())
             codes = np.nan_to_num(x, nan=-1.0).astype(np.int64) + 1
-            cast = int if pa.types.is_integer(t) else float
-            return codes, [cast(v) for v in range(top + 1)]
+            return codes, [float(v) for v in range(int(seen.max()) + 1)]
     encoded = pc.dictionary_encode(column)
     codes = arrow.numbers(arrow.filled(encoded.indices, -1)).astype(np.int64) + 1
     return codes, encoded.dictionary.to_pylist()
