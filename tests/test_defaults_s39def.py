@@ -213,3 +213,32 @@ def test_report_of_aode_on_10k_rows_within_300_mib(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     peak = peak_mib("report", data, "--model", f"{db}:a", "--out", str(tmp_path / "r.html"))
     assert peak <= LIMIT_MIB, f"report peaked at {peak:.0f} MiB"
+
+
+@pytest.mark.parametrize("name", ["aode", "gauss3"])
+def test_report_page_identical_when_scored_once(models, monkeypatch, name):
+    """``report`` scores the rows once into a temporary table (curves.scored_once) that the
+    figures and the curves read: the page is the one the two scoring statements gave."""
+    from contextlib import nullcontext
+
+    from click.testing import CliRunner
+    from sqlnb.cli import cli, predict
+
+    data = models["small"] if name == "aode" else models["three"]
+    out = models["dir"] / f"once-{name}.html"
+    args = ["report", data, "--model", f"{models['db']}:{name}", "--out", str(out), "--replace"]
+    made = []
+    real = predict.scored_once
+
+    def counted(*a, **k):
+        made.append(1)
+        return real(*a, **k)
+    monkeypatch.setattr(predict, "scored_once", counted)
+    got = CliRunner().invoke(cli, args)
+    assert got.exit_code == 0, got.output
+    ours = out.read_text()
+    assert made == [1]
+    monkeypatch.setattr(predict, "scored_once", lambda *a, **k: nullcontext())  # 9b1aee6: each statement scores
+    got = CliRunner().invoke(cli, args)
+    assert got.exit_code == 0, got.output
+    assert out.read_text() == ours and "ROC" in ours
