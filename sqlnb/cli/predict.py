@@ -236,7 +236,7 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_di
     postgres|spark, DATA (a table, view or query there, or files Spark reads) is scored
     and measured on the engine. --plots DIR draws the confusion matrix, the reliability diagram and the
     one-vs-rest ROC and precision-recall curves as SVG files, from figures aggregated in
-    SQL (a second pass over the rows).
+    SQL (the rows scored once into a temporary table that the figures and the curves read).
 
     \b
     Example:
