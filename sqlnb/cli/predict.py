@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from contextlib import nullcontext
 
 import click
 import duckdb
@@ -31,7 +32,7 @@ from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import QUERY_START, Query, Source, Table, parse_query, read_with, resolve
 from sqlnb.workflows import export, plots
 from sqlnb.workflows.conformal import coverage, coverage_lines
-from sqlnb.workflows.curves import curve_points
+from sqlnb.workflows.curves import curve_points, scored_once
 from sqlnb.workflows.checks import unseen_categories, unseen_counts
 from sqlnb.workflows.evaluate import LABELS, evaluate as evaluate_model, text_report
 from sqlnb.workflows.generative import novelty_query
@@ -175,19 +176,23 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
                 bound_memory(settings, con)
             source = data_source(con, spec, types=m.read_types())
             settings.summary(doing.format(source.description))
-            try:
-                ev = evaluate_model(m, source, con, label, labels)
-            except duckdb.OutOfMemoryException:
-                if not small:
-                    raise
-                # Rows too wide for the small limit (a batch DuckDB cannot split): the same
-                # statement, so the same figures, under the 1 GB one.
-                bound_memory(settings, con)
-                ev = evaluate_model(m, source, con, label, labels)
-            # Named once the figures are computed, before any is printed: rows evaluate
-            # refuses (no label column, ...) get their one Error line only.
-            unseen = warn_unseen(m, source, con)
-            points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS) if curves else None
+            # With the curves, the rows are scored once into a temporary table that both
+            # statements read (a big model's SELECT planned and run once: issue 27).
+            with scored_once(m, source, con, label) if curves else nullcontext() as scored:
+                try:
+                    ev = evaluate_model(m, source, con, label, labels, scored=scored)
+                except duckdb.OutOfMemoryException:
+                    if not small:
+                        raise
+                    # Rows too wide for the small limit (a batch DuckDB cannot split): the same
+                    # statement, so the same figures, under the 1 GB one.
+                    bound_memory(settings, con)
+                    ev = evaluate_model(m, source, con, label, labels)
+                # Named once the figures are computed, before any is printed: rows evaluate
+                # refuses (no label column, ...) get their one Error line only.
+                unseen = warn_unseen(m, source, con)
+                points = curve_points(m, source, con, label, max_points=plots.CURVE_POINTS,
+                                      scored=scored) if curves else None
     return ev, unseen, points, source.description
 
 
@@ -236,7 +241,7 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_di
     postgres|spark, DATA (a table, view or query there, or files Spark reads) is scored
     and measured on the engine. --plots DIR draws the confusion matrix, the reliability diagram and the
     one-vs-rest ROC and precision-recall curves as SVG files, from figures aggregated in
-    SQL (a second pass over the rows).
+    SQL (the rows scored once into a temporary table that the figures and the curves read).
 
     \b
     Example:

@@ -34,7 +34,8 @@ def report(settings: Settings, data, model, out, label, top, replace, labels, re
 
     The page is self-contained: the plots are inline SVG, the style inline, and it loads
     nothing from anywhere (open it offline, attach it to a ticket). The figures are
-    computed in SQL (two passes over DATA, three with sets); no scored row reaches Python.
+    computed in SQL (DATA scored once into a temporary table that the figures and the
+    curves read; one more pass with sets); no scored row reaches Python.
 
     \b
     Example:

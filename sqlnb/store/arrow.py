@@ -86,6 +86,25 @@ def numbers(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
                            for c in chunks] or [np.empty(0, dtype)])
 
 
+def floats(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A numeric column as float64 numpy values, NULL as NaN (what ``to_numpy(zero_copy_only=False)``
+    gives of it after a cast to DOUBLE), read from its buffers (:func:`numbers`)."""
+    import pyarrow.compute as pc
+
+    return numbers(filled(pc.cast(column, pa.float64()), float("nan")))
+
+
+def filled(column: pa.Array | pa.ChunkedArray, value: Any) -> pa.Array | pa.ChunkedArray:
+    """``pyarrow.compute.fill_null(column, value)`` for a DOUBLE or integer ``column``
+    (:func:`array`'s types), without importing pandas (``fill_null`` makes its scalar with
+    ``pyarrow.scalar``, which does)."""
+    import pyarrow.compute as pc
+
+    if not column.null_count:
+        return column
+    return pc.coalesce(column, array([value], column.type)[0])
+
+
 def _inferred(present: list) -> pa.DataType | None:
     """The type ``pyarrow.array`` infers for these non-NULL values, when :func:`array`
     builds it itself; None otherwise (and for no values: pyarrow's NULL type)."""

@@ -17,7 +17,9 @@ without positive rows has neither curve; one without negative rows has no ROC cu
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from sqlglot import exp
 
@@ -68,7 +70,7 @@ def curves_query(label: str, classes: list, label_type: str, scoring: exp.Select
 
 @sql.trees_collected_by_refcount
 def curve_points(model, data: Any, con: Any = None, label: str | None = None,
-                 max_points: int | None = None) -> dict:
+                 max_points: int | None = None, scored: exp.Select | None = None) -> dict:
     """The ROC and precision–recall curves of every class (one-vs-rest) and the
     reliability table of ``model`` on labelled ``data``, aggregated in SQL.
 
@@ -86,6 +88,8 @@ def curve_points(model, data: Any, con: Any = None, label: str | None = None,
     max_points : int, optional
         Keep at most about this many thresholds per class (default: every distinct score;
         with continuous features that is about one per row).
+    scored : SELECT, optional
+        ``data``'s rows already scored (:func:`scored_once`).
 
     Returns
     -------
@@ -104,7 +108,7 @@ def curve_points(model, data: Any, con: Any = None, label: str | None = None,
     >>> pts["roc"]["yes"]["tpr"][:3]                             # doctest: +SKIP
     [0.0, 0.0113, 0.0227]
     """
-    engine, label, scored = scoring_for_metrics(model, data, con, label)
+    engine, label, scored = scoring_for_metrics(model, data, con, label, scored)
     classes = list(model.classes)
     query = curves_query(label, classes, model.label_type, scored, max_points)
     names = [e.alias_or_name for e in query.expressions]
@@ -130,3 +134,23 @@ def curve_points(model, data: Any, con: Any = None, label: str | None = None,
     bins = [(r["bin"], r["n"], r["conf"], r["hits"]) for r in rows if r["part"] == ranking.BIN]
     return {"classes": classes, "roc": roc, "pr": pr, "positives": positives, "negatives": negatives,
             "reliability": ranking.reliability(bins), "bins": ranking.BINS}
+
+
+@contextmanager
+def scored_once(model, data: Any, con: Any, label: str | None = None) -> Iterator[exp.Select]:
+    """``data`` scored once into a temporary DuckDB table (the outputs the metrics read and
+    the label), for :func:`~sqlnb.workflows.evaluate.evaluate` and :func:`curve_points` to
+    read both (their ``scored``): the same rows, in the same order (DuckDB keeps a table's
+    insertion order), so the same figures, from one run of the scoring SELECT instead of two.
+
+    Why: DuckDB plans and runs the SELECT of a big model once per statement and keeps what
+    that took; AODE's on adult's 10,000 rows (~1 MB of SQL) then held ~60 MiB more for the
+    curves' run, and ``sqlnb report`` peaked past 300 MB (issue 27, point 3)."""
+    engine, label, scoring = scoring_for_metrics(model, data, con, label)
+    table = sql.table(f"sqlnb_scored_{uuid.uuid4().hex}")
+    engine.execute(exp.Create(this=table, kind="TABLE", expression=scoring,
+                              properties=exp.Properties(expressions=[exp.TemporaryProperty()])))
+    try:
+        yield exp.select(exp.Star()).from_(table.copy())
+    finally:
+        engine.execute(exp.Drop(tables=[table.copy()], kind="TABLE", exists=True))

@@ -469,15 +469,17 @@ def _grouped_cells(K: int, cell_keys: Sequence[exp.Column], sums: Sequence[exp.E
             .from_(_from(ranked, "ranked")).group_by(*[c.copy() for c in keys]))
 
 
-def scoring_for_metrics(model, data: Any, con: Any, label: str | None) -> tuple[Any, str, exp.Select]:
+def scoring_for_metrics(model, data: Any, con: Any, label: str | None,
+                        scored: exp.Select | None = None) -> tuple[Any, str, exp.Select]:
     """``(engine, label, scoring SELECT)``: ``data`` resolved on the engine of ``con``, its
-    label column checked, scored with the outputs the metrics read and the label kept."""
+    label column checked, scored with the outputs the metrics read and the label kept (or ``scored``)."""
     engine = as_engine(con, data)
     label = label or model.label
     source = engine.resolve(read_with(data, model.read_types()))
     source.require([label], "label column")
-    scored = model.scoring_query(source, outputs=ranking.scoring_outputs(model.classes), keep=[label],
-                                 dialect=engine.dialect)
+    if scored is None:
+        scored = model.scoring_query(source, outputs=ranking.scoring_outputs(model.classes), keep=[label],
+                                     dialect=engine.dialect)
     return engine, label, scored
 
 
@@ -534,7 +536,8 @@ def label_averages(classes: Sequence, true_labels: Sequence, predicted: Sequence
 
 
 @sql.trees_collected_by_refcount
-def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels: str = "present") -> Evaluation:
+def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels: str = "present",
+             scored: exp.Select | None = None) -> Evaluation:
     """Evaluate ``model`` on labelled ``data``, in SQL, where the data is.
 
     One statement (:func:`metrics_query`) reads the scored rows once and returns one row
@@ -557,6 +560,8 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels
         The labels the precision, recall and F1 averages are over: those present in the
         rows' labels or predictions (scikit-learn's default), or the model's classes
         (scikit-learn's ``labels=model.classes``). See the module docstring.
+    scored : SELECT, optional
+        ``data``'s rows already scored (:func:`sqlnb.workflows.curves.scored_once`).
 
     Returns
     -------
@@ -572,7 +577,7 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels
     """
     start = time.perf_counter()
     check_labels(labels)
-    engine, label, scored = scoring_for_metrics(model, data, con, label)
+    engine, label, scored = scoring_for_metrics(model, data, con, label, scored)
     classes = list(model.classes)
     if engine.dialect == "duckdb":
         cells = _on_duckdb(engine, label, classes, model.label_type, scored)

@@ -40,6 +40,8 @@ import tempfile
 
 import numpy as np
 
+from sqlnb.store import arrow
+
 #: Positives per binary-search step (bounds the int64 temporaries to a few MB each).
 CHUNK = 1 << 20
 #: Rows per Arrow batch of the streamed statement (~13 columns: a few MB a batch).
@@ -114,9 +116,26 @@ def _descending(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
         v = pos[i:i + CHUNK]
         lt = np.searchsorted(neg, v, "left")
         pairs += 2 * int(lt.sum(dtype=np.int64)) + _ties(neg, v, lt)
-        tps = P - np.searchsorted(pos, v, "left")
+        tps = P - _firsts(pos, v, i)
         q += float(np.sum(tps / (tps + (N - lt))))
     return float(pairs - P * N), q
+
+
+def _firsts(pos: np.ndarray, v: np.ndarray, i: int) -> np.ndarray:
+    """``np.searchsorted(pos, v, "left")`` for ``v = pos[i:i + len(v)]`` (``pos`` sorted
+    ascending): each value's first position among its equals, from the runs of equal
+    values in one pass (a binary search per row cost ~0.13 s per 3.3M rows); NaN, sorted
+    last, equals NaN as in the search."""
+    if not len(v):
+        return np.zeros(0, dtype=np.int64)
+    new = np.empty(len(v), dtype=bool)
+    new[0] = True
+    np.not_equal(v[1:], v[:-1], out=new[1:])
+    nan = np.isnan(v)
+    new[1:] &= ~(nan[1:] & nan[:-1])
+    at = np.where(new, np.arange(i, i + len(v), dtype=np.int64), 0)
+    at[0] = np.searchsorted(pos, v[0], "left")  # its run may start in the chunk before
+    return np.maximum.accumulate(at)
 
 
 def _ties(neg: np.ndarray, v: np.ndarray, lt: np.ndarray) -> int:
@@ -150,58 +169,171 @@ def read_stream(reader, K: int, directory: str | None = None) -> tuple:
     p), (bin)) would give them: ``part``, ``k``, ``y``, ``p``, ``bin``, ``n`` rows, ``m``
     with probabilities, the sums ``loss``, ``brier``, ``conf``, ``hits``) and the ranking
     sums, from the Arrow batches of ``reader`` (:func:`sqlnb.workflows.evaluate.stream_query`;
-    the scores wait in temporary files in ``directory``). Each batch is grouped by pyarrow
-    as it comes, and the batches' groups summed at the end."""
-    import pyarrow as pa
+    the scores wait in temporary files in ``directory``). Each batch is grouped in numpy as
+    it comes (:class:`Groups`), the batches' groups summed at the end."""
+    import pyarrow.compute as pc
 
-    keys = {CELL_KEYS: [], ("bin",): []}
-    first, aggregates = f"s{streamed_classes(K)[0]}", _aggregates()
+    cells, bins = Groups(CELL_KEYS), Groups(("bin",))
+    first = f"s{streamed_classes(K)[0]}"
     with RankSums(K, directory) as sums:
         for batch in reader:
-            table = pa.Table.from_batches([batch])
-            for by, parts in keys.items():
-                parts.append(table.group_by(list(by), use_threads=False).aggregate(aggregates))
+            terms = _terms(batch)
+            cells.add(batch, terms)
+            bins.add(batch, terms)
             ranked = batch.column(first)
             if ranked.null_count:
-                batch = batch.filter(ranked.is_valid())
+                batch = batch.filter(pc.is_valid(ranked))
             if len(batch):
-                sums.add(batch.column("k").to_numpy(), {c: batch.column(f"s{c}").to_numpy()
-                                                        for c in streamed_classes(K)})
+                sums.add(arrow.numbers(batch.column("k")), {c: arrow.numbers(batch.column(f"s{c}"))
+                                                            for c in streamed_classes(K)})
         figures = sums.sums()
-    cells, bins = (_regrouped(parts, list(by), reader.schema) for by, parts in keys.items())
-    return pa.concat_tables([cells, bins]), figures
+    import pyarrow as pa
+    return pa.concat_tables([cells.table(reader.schema, 0), bins.table(reader.schema, 1)]), figures
 
 
 #: The keys of the confusion cells.
 CELL_KEYS = ("k", "y", "p")
-#: A batch's aggregates per group, named by pyarrow ``<column>_<function>``: n (every row,
-#: counted on ``k``), m (rows with a log loss term), the sums; then summed over the batches.
-AGGREGATES = (("k", "count"), ("loss", "count"), ("loss", "sum"), ("brier", "sum"), ("conf", "sum"), ("hit", "sum"))
+#: The sums of a group, as (column read, column returned): a row's term is added where it is
+#: not NULL; a group without any such row gets NULL (as SQL's SUM).
+SUMS = (("loss", "loss"), ("brier", "brier"), ("conf", "conf"), ("hit", "hits"))
 
 
-def _aggregates() -> list:
-    import pyarrow.compute as pc
-    return [(c, f, pc.CountOptions(mode="all")) if (c, f) == ("k", "count") else (c, f) for c, f in AGGREGATES]
+class Groups:
+    """Rows and sums per distinct key over the batches of :func:`read_stream`: ``n`` (every
+    row), ``m`` (rows with a log loss term) and :data:`SUMS`, the groups in order of first
+    appearance, as pyarrow's ``group_by(...).aggregate`` of each batch, regrouped, gave them
+    (the same figures: each sum adds the rows in order, then the batches in order).
+
+    Grouped in numpy (``bincount`` over one code per key combination): pyarrow's
+    ``group_by`` imports pandas (~40 MiB, ~0.25 CPU s, through ``pyarrow.acero``) and
+    cost ~0.5 CPU s per 10M rows, beside DuckDB's threads (issue 27)."""
+
+    def __init__(self, keys: tuple[str, ...]):
+        self.keys = keys
+        self.index: dict[tuple, int] = {}
+        self.firsts: list[tuple] = []  # per new group: (its batch, its first row)
+        self.n: list[int] = []
+        self.m: list[int] = []
+        self.sums: dict[str, list[float]] = {name: [] for name, _ in SUMS}
+        self.valid: dict[str, list[int]] = {name: [] for name, _ in SUMS}
+
+    def add(self, batch, terms: dict) -> None:
+        import pyarrow as pa
+
+        """Group one batch (``terms``: :func:`_terms` of it) and add its groups to the totals."""
+        codes = [_codes(batch.column(k)) for k in self.keys]
+        combined = np.zeros(len(batch), dtype=np.int64)
+        size = 1
+        for c, values in codes:
+            combined = combined * (len(values) + 1) + c
+            size *= len(values) + 1
+        if size > 4 * len(batch) + 1024:  # many distinct keys (unknown labels): compact the codes first
+            present, combined = np.unique(combined, return_inverse=True)
+            size = len(present)
+        else:
+            present = None
+        counts = np.bincount(combined, minlength=size)
+        sums, valid = {}, {}
+        for name, (x, ok) in terms.items():
+            sums[name] = np.bincount(combined, weights=x, minlength=size)
+            valid[name] = counts if ok is None else np.bincount(combined, weights=ok, minlength=size)
+        m = valid["loss"]
+        new = []
+        for g in np.flatnonzero(counts):
+            code = int(present[g]) if present is not None else int(g)
+            key = []
+            for c, values in reversed(codes):
+                code, here = divmod(code, len(values) + 1)
+                key.append(_key(values[here - 1]) if here else None)
+            key = tuple(reversed(key))
+            i = self.index.get(key)
+            if i is None:
+                new.append((int(np.argmax(combined == g)), key))
+                continue
+            self._add(i, g, counts, m, sums, valid)
+        for row, key in sorted(new, key=lambda t: t[0]):  # new groups in order of first appearance
+            i = self.index[key] = len(self.n)
+            self.firsts.append(tuple(batch.column(k).take(arrow.array([row], pa.int64())) for k in self.keys))
+            self.n.append(0)
+            self.m.append(0)
+            for name, _ in SUMS:
+                self.sums[name].append(0.0)
+                self.valid[name].append(0)
+            self._add(i, int(combined[row]), counts, m, sums, valid)
+
+    def _add(self, i: int, g: int, counts, m, sums, valid) -> None:
+        self.n[i] += int(counts[g])
+        self.m[i] += int(m[g])
+        for name, _ in SUMS:
+            self.sums[name][i] += float(sums[name][g])
+            self.valid[name][i] += int(valid[name][g])
+
+    def table(self, schema, part: int):
+        """The groups in :func:`read_stream`'s columns (``part`` 0 for a cell, 1 for a bin;
+        the other keys NULL)."""
+        import pyarrow as pa
+
+        n = len(self.n)
+        out = {"part": arrow.array([part] * n, pa.int32())}
+        for key in ("k", "y", "p", "bin"):
+            type_ = schema.field(key).type
+            if key not in self.keys:
+                out[key] = pa.nulls(n, type_)
+            elif n:
+                j = self.keys.index(key)
+                out[key] = pa.concat_arrays([first[j] for first in self.firsts])
+            else:
+                out[key] = pa.nulls(0, type_)
+        out |= {"n": arrow.array(self.n, pa.int64()), "m": arrow.array(self.m, pa.int64())}
+        out |= {name: arrow.array([s if v else None for s, v in zip(self.sums[column], self.valid[column])],
+                                  pa.float64()) for column, name in SUMS}
+        return pa.table(out)
 
 
-def _regrouped(parts: list, by: list[str], schema) -> "pa.Table":
-    """The groups of every batch (``parts``) summed into one row per key, in the columns of
-    :func:`read_stream` (``part`` 0 for a cell, 1 for a bin; the other keys NULL)."""
+def _codes(column) -> tuple[np.ndarray, list]:
+    """Per row a code 0..D of its value (0: NULL) and the D values (as Python keys): small
+    non-negative integers (``k``, ``bin``) read as they are, anything else dictionary-encoded."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if parts:
-        grouped = pa.concat_tables(parts).group_by(by, use_threads=False).aggregate(
-            [(f"{c}_{f}", "sum") for c, f in AGGREGATES])
-    else:
-        grouped = pa.table({**{k: pa.array([], schema.field(k).type) for k in by},
-                            **{f"{c}_{f}_sum": pa.array([], pa.float64()) for c, f in AGGREGATES}})
-    n = len(grouped)
-    column = {name: grouped.column(f"{c}_{f}_sum") for name, (c, f) in
-              zip(("n", "m", "loss", "brier", "conf", "hits"), AGGREGATES)}
-    out = {"part": pa.array([0 if "k" in by else 1] * n, pa.int32())}
-    for key in ("k", "y", "p", "bin"):
-        out[key] = grouped.column(key) if key in by else pa.nulls(n, schema.field(key).type)
-    out |= {"n": pc.cast(column["n"], pa.int64()), "m": pc.cast(column["m"], pa.int64())}
-    out |= {name: pc.cast(column[name], pa.float64()) for name in ("loss", "brier", "conf", "hits")}
-    return pa.table(out)
+    n = len(column)
+    if column.null_count == n:
+        return np.zeros(n, dtype=np.int64), []
+    t = column.type
+    if t in (pa.int32(), pa.int64()):  # sqlnb.store.arrow builds their -1 without pandas
+        bounds = pc.min_max(column).as_py()
+        if bounds["min"] >= 0 and bounds["max"] < 4096:
+            x = arrow.numbers(arrow.filled(column, -1))  # NULL as -1: code 0
+            return x.astype(np.int64) + 1, list(range(bounds["max"] + 1))
+    elif pa.types.is_floating(t):
+        x = arrow.floats(column)  # NULL as NaN
+        nan = np.isnan(x)
+        seen = x[~nan]
+        if (int(nan.sum()) == column.null_count  # no NaN value, only NULLs
+                and seen.min() >= 0 and seen.max() < 4096 and (seen == np.floor(seen)).all()):
+            codes = np.nan_to_num(x, nan=-1.0).astype(np.int64) + 1
+            return codes, [float(v) for v in range(int(seen.max()) + 1)]
+    encoded = pc.dictionary_encode(column)
+    codes = arrow.numbers(arrow.filled(encoded.indices, -1)).astype(np.int64) + 1
+    return codes, encoded.dictionary.to_pylist()
+
+
+def _key(value):
+    """A group's key value: NaN as one key (pyarrow's groups and SQL's GROUP BY hold NaN
+    equal to itself; Python's ``nan == nan`` is false)."""
+    return "NaN" if isinstance(value, float) and value != value else value
+
+
+def _terms(batch) -> dict:
+    """Per column of :data:`SUMS`: its values as float64, NULL as 0.0 (NaN stays NaN), and
+    1.0 where it is not NULL (None: no NULL), for the sums of :meth:`Groups.add`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = {}
+    for name, _ in SUMS:
+        column = batch.column(name)
+        x = arrow.numbers(arrow.filled(pc.cast(column, pa.float64()), 0.0))
+        ok = arrow.numbers(pc.cast(pc.is_valid(column), pa.float64())) if column.null_count else None
+        out[name] = (x, ok)
+    return out

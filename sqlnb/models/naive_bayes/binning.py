@@ -45,6 +45,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.source import Table, resolve
 from sqlnb.stats import ValueCounts, sorted_values
+from sqlnb.store import arrow
 from sqlnb.models.naive_bayes.families import REGISTRY
 
 def parse_bins(spec: str, where: str = "bins") -> str:
@@ -218,10 +219,10 @@ def value_counts(features: Sequence, table: pa.Table) -> tuple[list, dict[str, V
         return [], {f.name: ValueCounts(np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0))) for f in features}
     labels = table.column(0)
     classes = sorted_values(pc.unique(labels).to_pylist())  # class order: the same sums on every engine
-    k = pc.index_in(labels, value_set=pa.array(classes, type=labels.type)).to_numpy(zero_copy_only=False)
+    k = arrow.numbers(pc.index_in(labels, value_set=arrow.array(classes, labels.type)))  # every label a class
 
     def numbers(i: int) -> np.ndarray:
-        return pc.cast(table.column(i), pa.float64()).to_numpy(zero_copy_only=False)  # NULL -> NaN
+        return arrow.floats(table.column(i))  # NULL -> NaN
 
     n_rows, n_w = numbers(table.num_columns - 2), np.nan_to_num(numbers(table.num_columns - 1), nan=0.0)
     long = table.column_names[1] == "j"  # value_counts_long_query's (k, j, v, rows, n)
@@ -298,11 +299,12 @@ def cut_counts_table(cuts: Mapping[str, ValueCounts]) -> pa.Table:
     parts = []
     for name, vc in cuts.items():
         ks, vs = np.nonzero((vc.rows != 0) | (vc.n != 0))
-        parts.append(pa.table({"feature": pa.array(np.full(len(ks), name, dtype=object), pa.string()),
-                               "class_index": pa.array(ks.astype(np.int32)),
-                               "value": pa.array(vc.values[vs], pa.float64()),
-                               "rows": pa.array(vc.rows[ks, vs], pa.float64()),
-                               "n": pa.array(vc.n[ks, vs], pa.float64())}))
+        # arrow.array: the arrays pa.array builds, without importing pandas (sqlnb.store.arrow).
+        parts.append(pa.table({"feature": arrow.array([name] * len(ks), pa.string()),
+                               "class_index": arrow.array(ks.astype(np.int32), pa.int32()),
+                               "value": arrow.array(np.asarray(vc.values[vs], dtype=np.float64), pa.float64()),
+                               "rows": arrow.array(np.asarray(vc.rows[ks, vs], dtype=np.float64), pa.float64()),
+                               "n": arrow.array(np.asarray(vc.n[ks, vs], dtype=np.float64), pa.float64())}))
     schema = pa.schema([("feature", pa.string()), ("class_index", pa.int32()), ("value", pa.float64()),
                         ("rows", pa.float64()), ("n", pa.float64())])
     return pa.concat_tables(parts) if parts else schema.empty_table()
@@ -316,12 +318,14 @@ def cut_counts_from_table(table: pa.Table | None, names: Sequence[str], n_classe
 
     if table is None:
         return {}
-    feature = table.column("feature")
-    k, value, rows, n = (pc.cast(table.column(c), pa.float64()).to_numpy(zero_copy_only=False)
-                         for c in ("class_index", "value", "rows", "n"))
+    # Read from the buffers (sqlnb.store.arrow): ChunkedArray.to_numpy imports pandas, ~40 MiB
+    # of a binned model's load (issue 27: `report` of an AODE model on 10,000 rows peaked past 300 MB).
+    at = pc.index_in(table.column("feature"), value_set=arrow.array(list(names), table.column("feature").type))
+    at = arrow.numbers(arrow.filled(at, -1))
+    k, value, rows, n = (arrow.floats(table.column(c)) for c in ("class_index", "value", "rows", "n"))
     out = {}
-    for name in names:
-        mine = pc.equal(feature, name).to_numpy(zero_copy_only=False).astype(bool)
+    for i, name in enumerate(names):
+        mine = at == i
         values, inv = np.unique(value[mine], return_inverse=True)
         got = []
         for w in (rows, n):

@@ -67,6 +67,7 @@ from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.information import presence_mi, table_mi
 from sqlnb.stats import Counts, _align, sorted_values
+from sqlnb.store import arrow
 
 #: The most parents a feature takes (two-parent tables need joint counts of three).
 MAX_K = 2
@@ -397,7 +398,7 @@ def joint_table(pairs: KdbPairs, stats) -> Any:
             cols[f"i{i}"] += idx[1 + i].tolist()
         cols["n"] += counts[idx].tolist()
     types = {c: pa.string() if c.startswith("f") else pa.float64() if c == "n" else pa.int32() for c in cols}
-    return pa.table({c: pa.array(v, types[c]) for c, v in cols.items()})
+    return pa.table({c: arrow.array(v, types[c]) for c, v in cols.items()})  # arrow.array: no pandas import
 
 
 def joints_from_table(pairs: tan.Pairs, names: Sequence[Sequence[str]], table: Any, feats: Mapping[str, Any],

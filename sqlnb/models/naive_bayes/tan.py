@@ -92,6 +92,7 @@ from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
 from sqlnb.stats import Counts, _align, sorted_values
+from sqlnb.store import arrow
 
 STRUCTURES = ("naive", "tan", "aode")
 #: The structures whose statistics hold the pair counts (:class:`Pairs`): the one place a
@@ -650,7 +651,7 @@ def pair_table(pairs: Pairs, stats) -> Any:
         cols["n"] += counts[ks, us, vs].tolist()
     types = {"class_index": pa.int32(), "a": pa.string(), "b": pa.string(), "a_index": pa.int32(),
              "b_index": pa.int32(), "n": pa.float64()}
-    return pa.table({c: pa.array(v, types[c]) for c, v in cols.items()})
+    return pa.table({c: arrow.array(v, types[c]) for c, v in cols.items()})  # arrow.array: no pandas import
 
 
 def _stored_values(name: str, stats) -> list:
