@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from sqlnb import api
-from sqlnb.estimators import counts, data
+from sqlnb.estimators import counts, data, moments
 from sqlnb.estimators.base import SqlnbClassifier
 from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -77,6 +77,8 @@ class _NaiveBayes(SqlnbClassifier):
         threshold = options.pop("binarize", 0.0)
         if self._structure != "naive" or options or not isinstance(threshold, (int, float)):
             return None
+        if kind == moments.GAUSSIAN:  # GaussianNB: sqlnb.estimators.moments
+            return moments.fit(table, names, label, weight, self._hyper())
         return counts.fit(table, names, label, weight, kind, self._hyper(), float(threshold))
 
     def _align(self, model: NaiveBayes, classes: list) -> NaiveBayes:
