@@ -3,7 +3,7 @@ fit, one lambda per row to score.
 
 The same packed rows as :mod:`sqlnb.estimators.counts` (one ``DOUBLE[d]`` column over the
 array's buffer), for ``GaussianNB`` (no ``tied_variance``) on arrays without NaN and
-with at most :data:`counts.LONG_VALUES` values (rows × columns): larger arrays keep the
+with at most :data:`data.SMALL_VALUES` values (rows × columns): larger arrays keep the
 general path, whose one-pass aggregate is faster there (1M × 20 beats scikit-learn).
 
 * **fit** (:func:`fit`): the statistics :func:`sqlnb.fit` computes, in the way it
@@ -102,7 +102,7 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, hyper
     names them)."""
     width = len(names)
     if (weight is not None or hyper.get("tied_variance") or not counts._plain(table)
-            or table.num_rows * width > counts.LONG_VALUES or table.num_rows == 0):
+            or table.num_rows * width > data.SMALL_VALUES or table.num_rows == 0):
         return None
     start = time.perf_counter()
     head = _values(table, width, min(SHIFT_ROWS, table.num_rows))

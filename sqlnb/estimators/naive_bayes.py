@@ -141,6 +141,9 @@ class GaussianNB(_NaiveBayes):
     """
 
     _kind = "gaussian"
+    # Small arrays are packed whatever their layout (one row-major copy, as the general
+    # path makes a column-major one): sqlnb.estimators.moments reads them.
+    _packed = "small"
 
     def __init__(self, *, var_smoothing=1e-9, tied_variance=False, class_prior="fitted", prior_alpha=1.0):
         self.var_smoothing = var_smoothing
