@@ -78,8 +78,8 @@ def _second_text(width: int, value_type: str, label: str, label_type: str, class
     means ``$m`` (one list per class) chosen by a CASE on the label."""
     j = sql.col("j", "t")
     x = exp.Bracket(this=counts._rows(value_type, width), expressions=[j])
-    index = exp.Case(this=sql.col(label, "src"), ifs=[exp.If(this=sql.value(c, label_type), true=exp.Literal.number(k + 1))
-                                                      for k, c in enumerate(classes)])  # as written: 1-based
+    index = exp.Case(this=sql.col(label, "src"), ifs=[exp.If(this=sql.value(c, label_type), true=exp.Literal.number(k))
+                                                      for k, c in enumerate(classes)])  # sqlglot adds 1
     mean = exp.Bracket(this=exp.Bracket(this=exp.Placeholder(this="m"), expressions=[index]), expressions=[j.copy()])
     d = sql.paren(exp.Sub(this=x, expression=mean))
     cols = [sql.col(label, "src"), j.copy(), exp.Sum(this=d.copy()), exp.Sum(this=exp.Mul(this=d.copy(), expression=d.copy()))]
