@@ -156,3 +156,15 @@ def test_a_second_model_of_the_same_shape_builds_no_sql(digits, monkeypatch):
     monkeypatch.setattr(base, "_scoring_text", boom)
     ours = est.GaussianNB(var_smoothing=1e-5).fit(X[::-1], y[::-1]).predict_proba(X)
     np.testing.assert_allclose(ours, nb.GaussianNB(var_smoothing=1e-5).fit(X, y).predict_proba(X), rtol=0, atol=TOL)
+
+
+def test_a_tiny_variance_stays_exact_on_the_packed_path(monkeypatch):
+    """tests/test_estimators_s38.py's data (a column constant in one class, its variance
+    the floor): the packed path's exact square is within 1e-9 of scikit-learn."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 600)
+    c = np.where(y == 1, 20.0 * rng.integers(0, 2, 600), 0.0)
+    X = np.column_stack([c, rng.normal(scale=10.0, size=600), rng.normal(size=(600, 8)) + 1.5 * y[:, None]])
+    _general_path_fails(monkeypatch)
+    ours = est.GaussianNB().fit(X, y)
+    np.testing.assert_allclose(ours.predict_proba(X), nb.GaussianNB().fit(X, y).predict_proba(X), rtol=0, atol=TOL)
