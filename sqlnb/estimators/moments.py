@@ -115,9 +115,10 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, hyper
         text = counts._cached(counts._TEXTS, ("gauss-fit", width, value_type, label),
                               lambda: _shifted_text(width, value_type, label))
         rows = con.execute(text, {"k": shifts}).fetchall()
-        classes = sorted({r[0] for r in rows}, key=_sort_key)
-        if len(classes) < 2 or any(c is None for c in classes):
+        labels = {r[0] for r in rows}
+        if len(labels) < 2 or None in labels:  # the general path raises the error that names them
             return None
+        classes = sorted(labels, key=_sort_key)
         sums = _grid(rows, classes, width, 3)
         if not np.all(np.isfinite(sums)):
             return None
