@@ -55,14 +55,17 @@ def test_digits_gaussian_is_scikit_learns_in_a_small_select(digits):
     square (wide.WIDE_MIN's shape) is 2.8e-8 off there; this shape is within 1e-9, and its
     SELECT is under 60 kB (the per-term shape's was 371 kB)."""
     X, y = digits
-    ours = est.GaussianNB().fit(X, y)
-    p = ours.predict_proba(X)
+    # An Arrow table takes the model's own scoring SELECT (a numpy array takes the packed
+    # rows' path since session 39: sqlnb/estimators/moments.py, tests/test_estimators_s39gnb.py).
+    Xt = pa.table({f"x{j}": X[:, j] for j in range(X.shape[1])})
+    ours = est.GaussianNB().fit(Xt, y)
+    p = ours.predict_proba(Xt)
     np.testing.assert_allclose(p, nb.GaussianNB().fit(X, y).predict_proba(X), rtol=0, atol=TOL)
     (text,) = _texts(ours.model_)
     assert "LIST_ZIP" in text and len(text) < 60_000, len(text)
     # row order kept: the rows scored in another order give the same rows back
     perm = np.random.default_rng(0).permutation(len(X))
-    np.testing.assert_array_equal(ours.predict_proba(X[perm]), p[perm])
+    np.testing.assert_array_equal(ours.predict_proba(Xt.take(perm)), p[perm])
 
 
 def test_digits_bernoulli_is_scikit_learns_in_a_small_select(digits):
@@ -90,13 +93,18 @@ def _tiny_variance_data():
     return np.column_stack([c, big, Z]), y
 
 
+def _arrow(X):
+    return pa.table({f"x{j}": X[:, j] for j in range(X.shape[1])})
+
+
 def test_a_tiny_variance_stays_exact():
     """The probabilities are scikit-learn's within 1e-9 (measured: 8e-15); the expanded
     square (forced here by lowering WIDE_MIN to 8) is 1.6e-8 off on the same data."""
     X, y = _tiny_variance_data()
-    ours = est.GaussianNB().fit(X, y)
+    Xt = _arrow(X)  # the model's own SELECT (a numpy array: tests/test_estimators_s39gnb.py)
+    ours = est.GaussianNB().fit(Xt, y)
     theirs = nb.GaussianNB().fit(X, y)
-    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), rtol=0, atol=TOL)
+    np.testing.assert_allclose(ours.predict_proba(Xt), theirs.predict_proba(X), rtol=0, atol=TOL)
     assert "LIST_ZIP" in _texts(ours.model_)[0]
 
 
@@ -104,8 +112,8 @@ def test_the_expanded_square_is_not_exact_there(monkeypatch):
     """What the test above guards against: the same data through the expanded square."""
     X, y = _tiny_variance_data()
     monkeypatch.setattr(wide, "WIDE_MIN", 8)
-    ours = est.GaussianNB().fit(X, y)
-    diff = np.abs(ours.predict_proba(X) - nb.GaussianNB().fit(X, y).predict_proba(X)).max()
+    ours = est.GaussianNB().fit(_arrow(X), y)
+    diff = np.abs(ours.predict_proba(_arrow(X)) - nb.GaussianNB().fit(X, y).predict_proba(X)).max()
     assert diff > 1e-9 and "LIST_ZIP" not in _texts(ours.model_)[0]
 
 
@@ -137,10 +145,11 @@ def test_many_rows_keep_the_per_term_shape(digits, monkeypatch):
     probabilities (12 columns, 3 classes of digits: the per-term SELECT builds fast)."""
     X, y = digits
     X, y = X[y < 3][:, 20:32], y[y < 3]
-    ours = est.GaussianNB().fit(X, y)
-    small = ours.predict_proba(X[:300])
+    X = _arrow(X[:300])  # the model's own SELECT (a numpy array: tests/test_estimators_s39gnb.py)
+    ours = est.GaussianNB().fit(X, y[:300])
+    small = ours.predict_proba(X)
     monkeypatch.setattr(base, "EXACT_ROWS", 100)
-    np.testing.assert_allclose(ours.predict_proba(X[:300]), small, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours.predict_proba(X), small, rtol=0, atol=1e-12)
     texts = _texts(ours.model_)
     assert len(texts) == 2 and sum("LIST_ZIP" in t for t in texts) == 1
 

@@ -27,7 +27,7 @@ from sklearn.utils.validation import (_check_feature_names, _check_sample_weight
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.estimators import counts, data
+from sqlnb.estimators import counts, data, moments
 from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.models.naive_bayes import wide
 from sqlnb.sql.types import is_numeric
@@ -274,6 +274,8 @@ class SqlnbClassifier(ClassifierMixin, BaseEstimator):
         if data.is_packed(table):  # a model of count columns: one dot product per class
             try:
                 fast = counts.scores(self.model_, table, names, output)
+                if fast is None:  # a Gaussian model: one lambda per row over the classes
+                    fast = moments.scores(self.model_, table, names, output)
             except SqlnbError as e:
                 raise EstimatorInputError(str(e)) from None
             if fast is not None:  # in classes_ order (no copy when it is the model's: 1M x 3, 24 MB)

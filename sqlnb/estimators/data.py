@@ -35,6 +35,10 @@ INPUT = "sqlnb_estimator_input"
 #: A numpy array's rows as one ``DOUBLE[d]`` (or integer) column, and the name under which
 #: such a table is registered for the view :data:`INPUT` that reads its features by name.
 PACKED, PACKED_INPUT = "sqlnb_estimator_rows", "sqlnb_estimator_packed"
+#: Up to this many values (rows x columns) ``array_to_arrow(packed="small")`` packs an
+#: array that is not C-ordered (one row-major copy): the size up to which GaussianNB
+#: fits from the packed rows (:mod:`sqlnb.estimators.moments`).
+SMALL_VALUES = 1_000_000
 #: Schema metadata key of a packed array's smallest value (NaN when it holds one).
 _MINIMUM = "sqlnb_minimum"
 
@@ -170,14 +174,17 @@ def array_to_arrow(X: np.ndarray, names: list[str], packed: bool | str = True, p
     (:data:`PACKED`; 1M x 20 doubles: no copy, where the column-major copy below took 0.3
     to 1.2 s, benchmarks/README.md), any other numeric array too with ``packed="copy"``
     (after one row-major copy); else one column-major copy, then every column shared; NaN
-    read as NULL (``from_pandas=True``: a validity bitmap, the values untouched)."""
+    read as NULL (``from_pandas=True``: a validity bitmap, the values untouched). With
+    ``packed="small"``, another array of at most :data:`SMALL_VALUES` values without NaN
+    is packed after one row-major copy too (GaussianNB, :mod:`sqlnb.estimators.moments`:
+    digits' ``X`` is a strided view)."""
     if packed and X.dtype.kind in "fiu" and X.ndim == 2 and X.shape[1] > 0 and (
-            X.flags.c_contiguous or packed == "copy"):
+            X.flags.c_contiguous or packed == "copy" or (packed == "small" and X.size <= SMALL_VALUES)):
         # The smallest value is NaN exactly when one is (one pass, no boolean array); it
         # is kept in the schema's metadata for packed_nonnegative.
         low = np.min(X) if X.size else 0
         nan = X.dtype.kind == "f" and bool(np.isnan(low))
-        if packed_nan or not nan:
+        if (packed_nan and (X.flags.c_contiguous or packed == "copy")) or not nan:
             X = np.ascontiguousarray(X)
             values = pa.array(X.reshape(-1), from_pandas=nan)
             column = pa.FixedSizeListArray.from_arrays(values, X.shape[1])

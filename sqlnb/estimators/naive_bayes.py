@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from sqlnb import api
-from sqlnb.estimators import counts, data
+from sqlnb.estimators import counts, data, moments
 from sqlnb.estimators.base import SqlnbClassifier
 from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -77,6 +77,8 @@ class _NaiveBayes(SqlnbClassifier):
         threshold = options.pop("binarize", 0.0)
         if self._structure != "naive" or options or not isinstance(threshold, (int, float)):
             return None
+        if kind == moments.GAUSSIAN:  # GaussianNB: sqlnb.estimators.moments
+            return moments.fit(table, names, label, weight, self._hyper())
         return counts.fit(table, names, label, weight, kind, self._hyper(), float(threshold))
 
     def _align(self, model: NaiveBayes, classes: list) -> NaiveBayes:
@@ -139,6 +141,9 @@ class GaussianNB(_NaiveBayes):
     """
 
     _kind = "gaussian"
+    # Small arrays are packed whatever their layout (one row-major copy, as the general
+    # path makes a column-major one): sqlnb.estimators.moments reads them.
+    _packed = "small"
 
     def __init__(self, *, var_smoothing=1e-9, tied_variance=False, class_prior="fitted", prior_alpha=1.0):
         self.var_smoothing = var_smoothing
