@@ -168,3 +168,16 @@ def test_a_tiny_variance_stays_exact_on_the_packed_path(monkeypatch):
     _general_path_fails(monkeypatch)
     ours = est.GaussianNB().fit(X, y)
     np.testing.assert_allclose(ours.predict_proba(X), nb.GaussianNB().fit(X, y).predict_proba(X), rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("kind, theirs", [("gaussian", nb.GaussianNB()), ("multinomial", nb.MultinomialNB())])
+def test_mixed_of_one_kind_keeps_the_single_family_answer(digits, kind, theirs):
+    """MixedNB(kind=K) on a numpy array (the library's general path: only the
+    single-family estimators pack their input) gives scikit-learn's probabilities and the
+    single-family estimator's, whose packed path it does not take."""
+    X, y = digits
+    single = (est.GaussianNB() if kind == "gaussian" else est.MultinomialNB()).fit(X, y)
+    mixed = est.MixedNB(kind=kind).fit(X, y)
+    np.testing.assert_allclose(mixed.predict_proba(X), theirs.fit(X, y).predict_proba(X), rtol=0, atol=TOL)
+    np.testing.assert_allclose(mixed.predict_proba(X), single.predict_proba(X), rtol=0, atol=1e-12)
+    assert {f.kind for f in mixed.model_.features} == {kind}

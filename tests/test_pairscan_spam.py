@@ -184,3 +184,33 @@ def test_duckdb_takes_the_one_statement_scan_for_many_pairs_only(wide, monkeypat
     assert sent == []
     sqlnb.fit("wide", "y", con=con, feature_kinds=kind, bins="quantile:4", structure="tan", features=list(kind))
     assert sent == [57]
+
+
+@pytest.mark.postgres  # starts a PostgreSQL server
+def test_postgres_counts_past_the_old_limit_as_duckdb_does():
+    """Past 40 features PostgreSQL keeps GROUPING SETS, in statements of at most
+    ``SETS_PER_STATEMENT`` sets: at 45 features (990 pairs, two statements) its fit's pair
+    counts and its scoring equal DuckDB's one-statement scan's (supported means run there)."""
+    from support.engines import postgres_engine
+    table, kind = mixed_table(240, 5, kinds={"cat": 30, "int": 15, "bern": 0, "num": 0})
+    assert 45 * 44 // 2 > tan.SETS_PER_STATEMENT
+    con = duckdb.connect()
+    con.register("t", table)
+    options = dict(weight="w", feature_kinds=kind, features=list(kind), structure="tan")
+    want = sqlnb.fit("t", "y", con=con, **options)
+    proba = want.score("t", con=con, outputs=("proba",), keep=["w"]).fetchnumpy()
+    with postgres_engine({"t": table.append_column("rid", pa.array(np.arange(table.num_rows)))}) as engine:
+        got = sqlnb.fit("t", "y", con=engine, **options)
+        assert got.stats.pairs.features == want.stats.pairs.features
+        assert set(got.stats.pairs.cells) == set(want.stats.pairs.cells) and len(got.stats.pairs.cells) == 990
+        feats = {f.name: f for f in want.features}
+        for a, b in want.stats.pairs.cells:
+            va = tan.feature_values(feats[a], want.stats.features)
+            vb = tan.feature_values(feats[b], want.stats.features)
+            np.testing.assert_allclose(got.stats.pairs.table(a, b, va, vb), want.stats.pairs.table(a, b, va, vb),
+                                       rtol=0, atol=1e-9, err_msg=f"{a}, {b}")
+        assert got.tree() == want.tree()
+        d = got.score("t", con=engine, outputs=("proba",), key="rid").to_pydict()
+    assert d["rid"] == list(range(table.num_rows))
+    for c in want.classes:
+        np.testing.assert_allclose(np.array(d[f"proba_{c}"], dtype=float), proba[f"proba_{c}"], rtol=0, atol=1e-12)
