@@ -9,17 +9,52 @@ integers, text) from their buffers (``pa.Array.from_buffers``), which never asks
 and gives anything else (booleans, dates, decimals, ...) to ``pyarrow.array`` as before.
 The result is the array ``pyarrow.array`` returns for the same values and type: the
 same type (a model's fingerprint hashes it) and the same values, NULL for ``None``.
+
+pyarrow itself is imported on first use (:data:`pa`): importing it costs ~0.08 s of a
+process's start (and it imports cloudpickle and more), which a fit that does not save
+(``sqlnb.fit`` from Python) and every CLI command's ``--help`` never need.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-import numpy as np
-import pyarrow as pa
+import importlib
+import types
 
-#: The integer types :func:`array` builds itself, by numpy dtype.
-_INTEGERS = {pa.int32(): np.int32, pa.int64(): np.int64}
+import numpy as np
+
+
+class _Deferred(types.ModuleType):
+    """A module imported on first attribute access: ``pa.array`` imports pyarrow then.
+
+    Modules on the fit path write ``from sqlnb.store.arrow import pa`` instead of
+    ``import pyarrow as pa``: the annotations (``from __future__ import annotations``)
+    stay text, and the first call that needs pyarrow imports it. Once imported, the
+    module's names are copied in, so later lookups are ordinary attribute reads.
+    """
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self._target = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):  # copy, pickle and introspection probes: no import for them
+            raise AttributeError(attr)
+        module = importlib.import_module(self._target)
+        self.__dict__.update(vars(module))
+        return getattr(module, attr)
+
+
+#: pyarrow, imported on first use (module docstring).
+pa = _Deferred("pyarrow")
+
+
+def _integer_dtype(type: "pa.DataType") -> type | None:
+    """The numpy dtype of the integer types :func:`array` builds itself, else ``None``."""
+    if not isinstance(type, pa.DataType):
+        return None
+    return {"int32": np.int32, "int64": np.int64}.get(str(type))
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
@@ -35,17 +70,17 @@ def array(values: Iterable[Any], type: pa.DataType | None = None) -> pa.Array:
     """
     if isinstance(values, np.ndarray) and values.ndim == 1 and (
             (type == pa.float64() and values.dtype.kind == "f")
-            or (type in _INTEGERS and values.dtype.kind in "iu" and (
-                values.size == 0 or np.iinfo(_INTEGERS[type]).min <= values.min() <= values.max()
-                <= np.iinfo(_INTEGERS[type]).max))):
-        data = np.ascontiguousarray(values, dtype=np.float64 if type == pa.float64() else _INTEGERS[type])
+            or (_integer_dtype(type) is not None and values.dtype.kind in "iu" and (
+                values.size == 0 or np.iinfo(_integer_dtype(type)).min <= values.min() <= values.max()
+                <= np.iinfo(_integer_dtype(type)).max))):
+        data = np.ascontiguousarray(values, dtype=np.float64 if type == pa.float64() else _integer_dtype(type))
         return pa.Array.from_buffers(type, len(data), [None, pa.py_buffer(data.tobytes())], null_count=0)
     values = list(values)
     valid = [v is not None for v in values]
     present = [v for v in values if v is not None]
     if type is None:
         type = _inferred(present)
-    if type is None or (type != pa.float64() and type not in _INTEGERS and type != pa.string()):
+    if type is None or (type != pa.float64() and _integer_dtype(type) is None and type != pa.string()):
         return pa.array(values, type)
     if type == pa.string():
         if not all(isinstance(v, str) for v in present):
@@ -64,7 +99,7 @@ def array(values: Iterable[Any], type: pa.DataType | None = None) -> pa.Array:
     else:
         if not all(_is_integer(v) for v in present):
             return pa.array(values, type)
-        dtype = _INTEGERS[type]
+        dtype = _integer_dtype(type)
         info = np.iinfo(dtype)
         if any(not info.min <= int(v) <= info.max for v in present):
             return pa.array(values, type)  # pyarrow's own overflow error

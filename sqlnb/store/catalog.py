@@ -18,11 +18,11 @@ import json
 import uuid
 from typing import Any, Callable, Protocol
 
-import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.store import arrow
+from sqlnb.store.arrow import pa
 from sqlnb.errors import SqlnbError, StoreBusy
 from sqlnb.version import __version__
 

@@ -38,7 +38,6 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
@@ -46,6 +45,7 @@ from sqlnb.errors import SqlnbError
 from sqlnb.source import Table, resolve
 from sqlnb.stats import ValueCounts, sorted_values
 from sqlnb.store import arrow
+from sqlnb.store.arrow import pa
 from sqlnb.models.naive_bayes.families import REGISTRY
 
 def parse_bins(spec: str, where: str = "bins") -> str:

@@ -24,7 +24,6 @@ from typing import Any, Mapping, Sequence
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
@@ -38,6 +37,7 @@ from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes import wide
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
+from sqlnb.store.arrow import pa
 from sqlnb.stats import Counts, Statistics, _sort_key, census_query, nonfinite_values, overflow_error
 from sqlnb.models.naive_bayes.text import BAG_KINDS, bag_feature, bag_layout, collect_bags, family_for
 
