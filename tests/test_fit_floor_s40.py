@@ -101,3 +101,19 @@ def test_deferred_module_behaves_as_pyarrow():
     assert array(["a", None], pa.string()).to_pylist() == ["a", None]
     with pytest.raises(AttributeError):
         pa.__wrapped__  # dunder probes do not import or invent anything
+
+
+def test_fit_parts_benchmark_runs_at_a_tiny_size(tmp_path):
+    """benchmarks/fit_parts.py names each step of a fit process; its steps add up to the whole."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fit_parts.py"), "--rows", "3000", "--repeat", "1",
+                          "--family", "gaussian", "--data-dir", str(tmp_path)], capture_output=True, text=True,
+                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {line.split(" | ")[0].strip("| "): [float(v) for v in line.strip(" |").split(" | ")[1:3]]
+            for line in out.stdout.splitlines() if line.startswith("| ") and not line.startswith("| step")}
+    assert {"bare scan (its process start subtracted)", "the data's connection", "statement 1", "save",
+            "sqlnb.api.fit"} <= set(rows)
+    whole = rows["whole `main()` (≈ the fit's process less its start)"][0]
+    parts = sum(rows[k][0] for k in ("the data's connection", "sqlnb.api.fit", "save",
+                                     "the rest (CLI, imports after the start, output)"))
+    assert abs(parts - whole) < 2e-3  # rounding of the printed figures only
