@@ -46,6 +46,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--data", help="directory for the generated data (kept between runs)")
+    ap.add_argument("--sink", choices=("parquet", "table", "csv"), default="parquet",
+                    help="where the scored rows go: a Parquet file (default), a DuckDB table, a CSV file")
     ap.add_argument("--write-readme", action="store_true")
     args = ap.parse_args(argv)
     data = Path(args.data or tempfile.mkdtemp()) / f"mixed_{args.rows}"
@@ -64,25 +66,35 @@ def main(argv=None) -> int:
     for name, m in fitted.items():
         models[f"{name} list"] = (m, None)
         models[f"{name} flags"] = (m, "flags")
-    out = Path(tempfile.mkdtemp()) / "scored.parquet"
+    out = Path(tempfile.mkdtemp()) / f"scored.{args.sink}"
     load0 = os.getloadavg()[0]
     times: dict[str, list[float]] = {k: [] for k in models}
     cpu: dict[str, list[float]] = {k: [] for k in models}
     for _ in range(args.repeat):
         for name, (m, form) in models.items():
             t, c = time.perf_counter(), time.process_time()
-            m.score(glob, con, set_format=form).write_parquet(str(out))
+            scored = m.score(glob, con, set_format=form)
+            if args.sink == "parquet":
+                scored.write_parquet(str(out))
+            elif args.sink == "csv":
+                scored.write_csv(str(out))
+            else:
+                scored.create("scored")
             times[name].append(time.perf_counter() - t)
             cpu[name].append(time.process_time() - c)
-            os.remove(out)
+            if args.sink == "table":
+                con.execute("DROP TABLE scored")
+            else:
+                os.remove(out)
     base, base_cpu = statistics.median(times["without"]), statistics.median(cpu["without"])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
     load = f"{load0:.1f}-{os.getloadavg()[0]:.1f}"
     lines = [f"<!-- {MARK} -->",
              f"Scoring {args.rows:,} rows (mixed: 4 Gaussian + 4 categorical columns, 3 classes) Parquet to "
-             f"Parquet, median of {args.repeat} alternating runs, commit {commit}, load {load} "
-             f"(`python benchmarks/conformal_sets.py --rows {args.rows} --repeat {args.repeat}`):",
+             f"{ {'parquet': 'Parquet', 'table': 'a DuckDB table', 'csv': 'CSV'}[args.sink]}, median of {args.repeat} alternating runs, commit {commit}, load {load} "
+             f"(`python benchmarks/conformal_sets.py --rows {args.rows} --repeat {args.repeat}"
+             + ("" if args.sink == "parquet" else f" --sink {args.sink}") + "`):",
              "",
              "| sets | median s | min s | ÷ without | median CPU s | CPU ÷ without |",
              "|---|---|---|---|---|---|"]
@@ -93,7 +105,7 @@ def main(argv=None) -> int:
     lines.append(f"<!-- /{MARK} -->")
     text = "\n".join(lines)
     print(text)
-    if args.write_readme:
+    if args.write_readme and args.sink == "parquet":
         readme = README.read_text()
         block = re.compile(f"<!-- {MARK} -->.*?<!-- /{MARK} -->", re.S)
         if block.search(readme):
