@@ -84,9 +84,9 @@ def test_weights_integers_and_text_labels_on_the_packed_path(digits, monkeypatch
 def test_the_1m_shape_scaled_down_is_scikit_learns(rows, monkeypatch):
     """Both shapes of each query: the long fit and the listed dot products (3,000 rows),
     the per-column sums and one dot product per class (120,000 rows)."""
-    from sqlnb.estimators import counts
+    from sqlnb.estimators import packed
     small = rows == 3_000
-    assert (rows * 20 <= counts.LONG_VALUES, rows <= counts.LISTED_ROWS) == (small, small)
+    assert (rows * 20 <= packed.LONG_VALUES, rows <= packed.LISTED_ROWS) == (small, small)
     _general_path_fails(monkeypatch)
     X, y = _counts(rows)
     _same(est.MultinomialNB(), nb.MultinomialNB(), (X, y))
@@ -97,9 +97,9 @@ def test_the_1m_shape_scaled_down_is_scikit_learns(rows, monkeypatch):
 @pytest.mark.parametrize("long", [False, True])
 @pytest.mark.parametrize("listed", [False, True])
 def test_every_query_shape_gives_the_same_numbers(digits, monkeypatch, long, listed):
-    from sqlnb.estimators import counts
-    monkeypatch.setattr(counts, "LONG_VALUES", 10**12 if long else 0)
-    monkeypatch.setattr(counts, "LISTED_ROWS", 10**12 if listed else 0)
+    from sqlnb.estimators import packed
+    monkeypatch.setattr(packed, "LONG_VALUES", 10**12 if long else 0)
+    monkeypatch.setattr(packed, "LISTED_ROWS", 10**12 if listed else 0)
     X, y = digits
     w = np.random.default_rng(2).random(len(y))
     _same(est.MultinomialNB(), nb.MultinomialNB(), (X, y), w)
