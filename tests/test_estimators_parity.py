@@ -23,8 +23,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from sqlnb import estimators as est
+from support.estimators import TOL, assert_same_search
 
-TOL = 1e-9
 DATASETS = {"iris": load_iris, "wine": load_wine, "breast_cancer": load_breast_cancer, "digits": load_digits}
 
 
@@ -148,9 +148,7 @@ def test_grid_search_over_alpha_equals_sklearn_multinomial():
     grid = {"alpha": [0.01, 0.1, 0.5, 1.0, 2.0, 10.0]}
     ours = GridSearchCV(est.MultinomialNB(), grid, cv=5).fit(X, y)
     theirs = GridSearchCV(nb.MultinomialNB(), grid, cv=5).fit(X, y)
-    assert ours.best_params_ == theirs.best_params_
-    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"],
-                               rtol=0, atol=1e-12)
+    assert_same_search(ours, theirs)
 
 
 def test_grid_search_over_alpha_equals_sklearn_bernoulli_in_a_pipeline():
@@ -161,9 +159,7 @@ def test_grid_search_over_alpha_equals_sklearn_bernoulli_in_a_pipeline():
     grid = {"bernoullinb__alpha": [0.01, 0.1, 0.5, 1.0, 2.0, 10.0, 50.0]}
     ours = GridSearchCV(make_pipeline(StandardScaler(), est.BernoulliNB()), grid, cv=5).fit(X, y)
     theirs = GridSearchCV(make_pipeline(StandardScaler(), nb.BernoulliNB()), grid, cv=5).fit(X, y)
-    assert ours.best_params_ == theirs.best_params_
-    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"],
-                               rtol=0, atol=1e-12)
+    assert_same_search(ours, theirs)
 
 
 def test_pipeline_cross_val_score_and_calibration():

@@ -17,20 +17,13 @@ import pyarrow as pa
 import pytest
 from scipy.special import logsumexp
 from sklearn import naive_bayes as nb
-from sklearn.datasets import load_digits
 
 import sqlnb
 from sqlnb import estimators as est
 from sqlnb.estimators import base, data
 from sqlnb.models.naive_bayes import wide
 from sqlnb.source import Table, resolve
-
-TOL = 1e-9
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_digits(return_X_y=True)
+from support.estimators import TOL, digits  # noqa: F401 (digits: a fixture)
 
 
 def _texts(model) -> list[str]:

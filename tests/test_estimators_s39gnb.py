@@ -10,31 +10,14 @@ variances and large arrays keep the general path.
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 import pytest
 from sklearn import naive_bayes as nb
-from sklearn.datasets import load_digits
 
 from sqlnb import estimators as est
-from sqlnb.estimators import base, data, moments
-
-TOL = 1e-9
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_digits(return_X_y=True)
-
-
-def _general_path_fails(monkeypatch):
-    from sqlnb.estimators import naive_bayes
-
-    def boom(*args, **kwargs):
-        raise AssertionError("the general path ran")
-    monkeypatch.setattr(naive_bayes.api, "fit", boom)
-    monkeypatch.setattr(base, "_scoring_text", boom)
+from sqlnb.estimators import data, moments
+from support.estimators import (TOL, assert_pickles, assert_same_model_head, both_paths, digits,  # noqa: F401
+                                general_path_fails, in_batches, nothing_rebuilt)
 
 
 @pytest.mark.parametrize("make", [
@@ -47,7 +30,7 @@ def test_digits_matches_scikit_learn_on_the_packed_path(digits, make, monkeypatc
     exact square keeps every probability within 1e-9 of scikit-learn's, and the general
     path never runs."""
     X, y = digits
-    _general_path_fails(monkeypatch)
+    general_path_fails(monkeypatch)
     ours, theirs = make()
     ours.fit(X, y)
     theirs.fit(X, y)
@@ -60,17 +43,13 @@ def test_digits_matches_scikit_learn_on_the_packed_path(digits, make, monkeypatc
 
 
 def _stats_equal(a, b):
-    assert a.classes == b.classes and a.label_type == b.label_type and a.label == b.label and a.weight == b.weight
-    assert a.features == b.features and a.hyper == b.hyper
-    np.testing.assert_array_equal(a.stats.class_rows, b.stats.class_rows)
+    assert_same_model_head(a, b)
     np.testing.assert_array_equal(a.stats.class_n, b.stats.class_n)
     for f in a.features:
         sa, sb = a.stats.features[f.name], b.stats.features[f.name]
         for field in ("n", "mean", "m2", "rows", "rows_mean", "rows_m2"):
             np.testing.assert_allclose(getattr(sa, field), getattr(sb, field), rtol=1e-12, atol=0,
                                        err_msg=f"{f.name}.{field}")
-    drop = lambda r: {k: v for k, v in r.items() if k != "seconds"}  # noqa: E731
-    assert drop(a.report) == drop(b.report)
 
 
 @pytest.mark.parametrize("case", ["float", "int", "text", "shifted"])
@@ -82,14 +61,10 @@ def test_the_packed_fit_is_the_model_sqlnb_fit_builds(digits, case):
     if case == "shifted":
         X = X * 1.37 + 1e4
     y = np.array([f"d{v}" for v in y]) if case == "text" else y
-    fast = est.GaussianNB().fit(X, y)
-    general = est.GaussianNB()
-    general._fit_packed = lambda *a: None  # the general path, on the same packed input
-    general.fit(X, y)
+    fast, general = both_paths(est.GaussianNB, X, y)
     _stats_equal(fast.model_, general.model_)
     np.testing.assert_allclose(fast.predict_proba(X), nb.GaussianNB().fit(X, y).predict_proba(X), rtol=0, atol=TOL)
-    restored = pickle.loads(pickle.dumps(fast))
-    np.testing.assert_array_equal(restored.predict_proba(X), fast.predict_proba(X))
+    assert_pickles(fast, X)
 
 
 def test_a_strided_view_is_packed_but_nan_is_not(digits):
@@ -137,9 +112,7 @@ def test_weights_and_tied_variance_keep_the_general_path(digits):
 def test_partial_fit_equals_the_packed_fit(digits):
     X, y = digits
     fitted = est.GaussianNB().fit(X, y)
-    batches = est.GaussianNB()
-    for part in np.array_split(np.arange(len(y)), 4):
-        batches.partial_fit(X[part], y[part], classes=np.unique(y))
+    batches = in_batches(est.GaussianNB(), X, y)
     np.testing.assert_allclose(batches.predict_proba(X), fitted.predict_proba(X), rtol=0, atol=TOL)
     sk = nb.GaussianNB().fit(X, y)
     np.testing.assert_allclose(batches.predict_proba(X), sk.predict_proba(X), rtol=0, atol=TOL)
@@ -148,12 +121,7 @@ def test_partial_fit_equals_the_packed_fit(digits):
 def test_a_second_model_of_the_same_shape_builds_no_sql(digits, monkeypatch):
     X, y = digits
     est.GaussianNB().fit(X, y).predict_proba(X)
-
-    def boom(*args, **kwargs):
-        raise AssertionError("rebuilt")
-    monkeypatch.setattr(moments, "_shifted_text", boom)
-    monkeypatch.setattr(moments, "_score_text", boom)
-    monkeypatch.setattr(base, "_scoring_text", boom)
+    nothing_rebuilt(monkeypatch, moments, "_shifted_text", "_score_text")
     ours = est.GaussianNB(var_smoothing=1e-5).fit(X[::-1], y[::-1]).predict_proba(X)
     np.testing.assert_allclose(ours, nb.GaussianNB(var_smoothing=1e-5).fit(X, y).predict_proba(X), rtol=0, atol=TOL)
 
@@ -165,7 +133,7 @@ def test_a_tiny_variance_stays_exact_on_the_packed_path(monkeypatch):
     y = rng.integers(0, 2, 600)
     c = np.where(y == 1, 20.0 * rng.integers(0, 2, 600), 0.0)
     X = np.column_stack([c, rng.normal(scale=10.0, size=600), rng.normal(size=(600, 8)) + 1.5 * y[:, None]])
-    _general_path_fails(monkeypatch)
+    general_path_fails(monkeypatch)
     ours = est.GaussianNB().fit(X, y)
     np.testing.assert_allclose(ours.predict_proba(X), nb.GaussianNB().fit(X, y).predict_proba(X), rtol=0, atol=TOL)
 

@@ -8,24 +8,17 @@ probabilities within 1e-9. Arrays holding NaN, frames and relations keep the gen
 
 from __future__ import annotations
 
-import pickle
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn import naive_bayes as nb
-from sklearn.datasets import load_digits
 
 from sqlnb import estimators as est
-from sqlnb.estimators import base, data
-
-TOL = 1e-9
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_digits(return_X_y=True)
+from sqlnb.estimators import counts, data, packed
+from support.estimators import (TOL, assert_pickles, assert_same_model_head, both_paths, digits,  # noqa: F401
+                                general_path_fails, in_batches, nothing_rebuilt)
 
 
 def _counts(n: int, seed: int = 0):
@@ -33,16 +26,6 @@ def _counts(n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, size=n)
     return np.abs(rng.normal(size=(n, 20)) + y[:, None] * np.linspace(0.1, 1.0, 20)), y
-
-
-def _general_path_fails(monkeypatch):
-    """Make the general path (sqlnb.fit, the model's own scoring SELECT) raise."""
-    from sqlnb.estimators import naive_bayes
-
-    def boom(*args, **kwargs):
-        raise AssertionError("the general path ran")
-    monkeypatch.setattr(naive_bayes.api, "fit", boom)
-    monkeypatch.setattr(base, "_scoring_text", boom)
 
 
 def _same(ours, theirs, X, weights=None):
@@ -65,12 +48,12 @@ def _same(ours, theirs, X, weights=None):
              nb.BernoulliNB(binarize=7.5, alpha=0.5, fit_prior=False)),
 ])
 def test_digits_on_the_packed_path_are_scikit_learns(digits, monkeypatch, make):
-    _general_path_fails(monkeypatch)
+    general_path_fails(monkeypatch)
     _same(*make(), digits)
 
 
 def test_weights_integers_and_text_labels_on_the_packed_path(digits, monkeypatch):
-    _general_path_fails(monkeypatch)
+    general_path_fails(monkeypatch)
     X, y = digits
     w = np.random.default_rng(1).random(len(y))
     _same(est.MultinomialNB(), nb.MultinomialNB(), (X, y), w)
@@ -84,10 +67,9 @@ def test_weights_integers_and_text_labels_on_the_packed_path(digits, monkeypatch
 def test_the_1m_shape_scaled_down_is_scikit_learns(rows, monkeypatch):
     """Both shapes of each query: the long fit and the listed dot products (3,000 rows),
     the per-column sums and one dot product per class (120,000 rows)."""
-    from sqlnb.estimators import counts
     small = rows == 3_000
-    assert (rows * 20 <= counts.LONG_VALUES, rows <= counts.LISTED_ROWS) == (small, small)
-    _general_path_fails(monkeypatch)
+    assert (rows * 20 <= packed.LONG_VALUES, rows <= packed.LISTED_ROWS) == (small, small)
+    general_path_fails(monkeypatch)
     X, y = _counts(rows)
     _same(est.MultinomialNB(), nb.MultinomialNB(), (X, y))
     _same(est.ComplementNB(), nb.ComplementNB(), (X, y))
@@ -97,9 +79,8 @@ def test_the_1m_shape_scaled_down_is_scikit_learns(rows, monkeypatch):
 @pytest.mark.parametrize("long", [False, True])
 @pytest.mark.parametrize("listed", [False, True])
 def test_every_query_shape_gives_the_same_numbers(digits, monkeypatch, long, listed):
-    from sqlnb.estimators import counts
-    monkeypatch.setattr(counts, "LONG_VALUES", 10**12 if long else 0)
-    monkeypatch.setattr(counts, "LISTED_ROWS", 10**12 if listed else 0)
+    monkeypatch.setattr(packed, "LONG_VALUES", 10**12 if long else 0)
+    monkeypatch.setattr(packed, "LISTED_ROWS", 10**12 if listed else 0)
     X, y = digits
     w = np.random.default_rng(2).random(len(y))
     _same(est.MultinomialNB(), nb.MultinomialNB(), (X, y), w)
@@ -107,15 +88,11 @@ def test_every_query_shape_gives_the_same_numbers(digits, monkeypatch, long, lis
 
 
 def _stats_equal(a, b):
-    assert a.classes == b.classes and a.label_type == b.label_type and a.label == b.label and a.weight == b.weight
-    assert a.features == b.features and a.hyper == b.hyper
-    np.testing.assert_array_equal(a.stats.class_rows, b.stats.class_rows)
+    assert_same_model_head(a, b)
     np.testing.assert_allclose(a.stats.class_n, b.stats.class_n, rtol=1e-12)
     for f in a.features:
         np.testing.assert_allclose(a.stats.features[f.name].total, b.stats.features[f.name].total, rtol=1e-12)
         np.testing.assert_allclose(a.stats.features[f.name].n, b.stats.features[f.name].n, rtol=1e-12)
-    drop = lambda r: {k: v for k, v in r.items() if k != "seconds"}  # noqa: E731
-    assert drop(a.report) == drop(b.report)
 
 
 @pytest.mark.parametrize("case", ["float", "int", "text", "weighted", "bernoulli", "bernoulli weighted"])
@@ -128,14 +105,10 @@ def test_the_packed_fit_is_the_model_sqlnb_fit_builds(digits, case):
     y = np.array([f"d{v}" for v in y]) if case == "text" else y
     w = np.random.default_rng(3).random(len(y)) if "weighted" in case else None
     make = (lambda: est.BernoulliNB(binarize=6.0)) if "bernoulli" in case else (lambda: est.MultinomialNB(alpha=0.5))
-    fast = make().fit(X, y, sample_weight=w)
-    general = make()
-    general._fit_packed = lambda *a: None  # the general path, on the same packed input
-    general.fit(X, y, sample_weight=w)
+    fast, general = both_paths(make, X, y, w)
     _stats_equal(fast.model_, general.model_)
     assert _drop_seconds(fast.model_) == _drop_seconds(general.model_)
-    restored = pickle.loads(pickle.dumps(fast))
-    np.testing.assert_array_equal(restored.predict_proba(X), fast.predict_proba(X))
+    assert_pickles(fast, X)
 
 
 def _drop_seconds(model):
@@ -145,15 +118,9 @@ def _drop_seconds(model):
 
 
 def test_a_second_model_of_the_same_shape_builds_no_sql(digits, monkeypatch):
-    from sqlnb.estimators import counts
     X, y = digits
     est.MultinomialNB().fit(X, y).predict_proba(X)
-
-    def boom(*args, **kwargs):
-        raise AssertionError("rebuilt")
-    monkeypatch.setattr(counts, "_fit_text", boom)
-    monkeypatch.setattr(counts, "_score_text", boom)
-    monkeypatch.setattr(base, "_scoring_text", boom)
+    nothing_rebuilt(monkeypatch, counts, "_fit_text", "_score_text")
     ours = est.MultinomialNB(alpha=0.2).fit(X[::-1], y[::-1]).predict_proba(X)
     np.testing.assert_allclose(ours, nb.MultinomialNB(alpha=0.2).fit(X, y).predict_proba(X), rtol=0, atol=TOL)
 
@@ -190,9 +157,7 @@ def test_negative_counts_and_one_class_keep_their_errors(digits):
 def test_partial_fit_and_frames_agree_with_the_packed_fit(digits):
     X, y = digits
     fitted = est.ComplementNB().fit(X, y)
-    batches = est.ComplementNB()
-    for part in np.array_split(np.arange(len(y)), 4):
-        batches.partial_fit(X[part], y[part], classes=np.unique(y))
+    batches = in_batches(est.ComplementNB(), X, y)
     np.testing.assert_allclose(batches.predict_proba(X), fitted.predict_proba(X), rtol=0, atol=TOL)
     frame = pd.DataFrame(X, columns=[f"p{j}" for j in range(64)])
     by_frame = est.ComplementNB().fit(frame, y)
@@ -205,7 +170,6 @@ def test_partial_fit_and_frames_agree_with_the_packed_fit(digits):
 def test_infinite_weights_take_the_general_path(digits, monkeypatch):
     """MLE with a zero count gives a weight of −inf, which only a present count may
     meet (the per-term ``x > 0`` test): such a model scores through its own SELECT."""
-    from sqlnb.estimators import counts
     X, y = digits
     mle = est.MultinomialNB(estimator="mle").fit(X, y)
     flp = mle.feature_log_prob_

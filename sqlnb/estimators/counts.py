@@ -30,8 +30,9 @@ that column as it is, without the view that names each feature
   :meth:`Model.scoring_query` writes each weight as a literal for each fitted model
   (digits, 64 columns × 10 classes: the sqlglot build was a third of fit + predict_proba).
 
-Rendered SQL is cached per shape (:data:`_TEXTS`), and the DuckDB types of a registered
-schema per schema (:data:`_TYPES`): both are a few entries, whatever the data.
+What this path shares with GaussianNB's (:mod:`sqlnb.estimators.moments`): registering
+the rows, the SQL pieces over them, the per-shape cache of rendered SQL and the sizes
+past which a query takes its other form, is :mod:`sqlnb.estimators.packed`.
 """
 
 from __future__ import annotations
@@ -44,98 +45,16 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.estimators import data
+from sqlnb.estimators import data, packed
 from sqlnb.models.finish import ClassScore, scoring_select
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
-from sqlnb.source import Table
 from sqlnb.stats import Statistics, Sums, _sort_key
 
 #: The families read here: every feature's class term is ``x_j · w_cj`` (counts), or
 #: ``ln(1 − p_cj) + [x_j > t]·(ln p_cj − ln(1 − p_cj))`` (Bernoulli, one threshold t).
 COUNTS, BERNOULLI = ("multinomial", "complement"), "bernoulli"
 KINDS = (*COUNTS, BERNOULLI)
-#: Rendered SQL per shape; the types DuckDB gives a registered Arrow schema.
-_TEXTS: dict[tuple, str] = {}
-_TYPES: dict[Any, list[str]] = {}
-#: Cached shapes beyond which the caches start again (a long-running process fitting
-#: arrays of ever new widths keeps no more than this).
-_CACHE_MAX = 256
-#: Up to this many values (rows × columns) the class sums are read in the long form
-#: (:func:`_fit_text`). Measured at two points only (benchmarks/README.md, "scikit-learn
-#: estimators", session 39): digits' 115,000 values, long 2.8 ms of CPU against 11.3 ms;
-#: 20M values, long 312 ms against 124 ms. The crossover between them was not measured.
-LONG_VALUES = 1_000_000
-#: Up to this many rows the class dot products are one lambda (:func:`_score_text`):
-#: cheaper to bind on digits, dearer to run at 1M rows (the crossover, as for
-#: ``base.EXACT_ROWS``, not measured).
-LISTED_ROWS = 100_000
-#: The prelude column holding a row's K dot products.
-DOTS = "sqlnb_dots"
-
-
-def _cached(cache: dict, key: Any, make) -> Any:
-    value = cache.get(key)
-    if value is None:
-        if len(cache) >= _CACHE_MAX:
-            cache.clear()
-        value = cache[key] = make()
-    return value
-
-
-def _plain(table: pa.Table) -> bool:
-    """Packed rows without a NULL (a NaN read as NULL) in them."""
-    return data.is_packed(table) and all(c.flatten().null_count == 0 for c in table.column(data.PACKED).chunks)
-
-
-class _registered:
-    """``with _registered(table) as con:`` the table visible as ``data.PACKED_INPUT``."""
-
-    def __init__(self, table: pa.Table):
-        self.table = table
-
-    def __enter__(self):
-        con = self.con = data.connection()
-        con.register(data.PACKED_INPUT, self.table)
-        return con
-
-    def __exit__(self, *exc):
-        self.con.unregister(data.PACKED_INPUT)
-        return False
-
-
-def _types(con, table: pa.Table) -> list[str]:
-    """DuckDB's type of each column of the registered ``table`` (the packed rows as the
-    type of one value, ``DOUBLE`` for ``DOUBLE[64]``)."""
-    def read() -> list[str]:
-        probe = exp.select(exp.Star()).from_(sql.table(data.PACKED_INPUT)).limit(0)
-        types = [str(t) for t in con.sql(sql.render(probe, "duckdb")).types]
-        return [types[0].rsplit("[", 1)[0], *types[1:]]
-    return _cached(_TYPES, tuple((f.name, str(f.type)) for f in table.schema), read)
-
-
-def _rows(value_type: str, width: int) -> exp.Expression:
-    """The packed rows as DOUBLE values (cast when the array held integers)."""
-    rows = sql.col(data.PACKED, "src")
-    if value_type.upper() == "DOUBLE":
-        return rows
-    return exp.Cast(this=rows, to=exp.DataType.build(f"DOUBLE[{width}]", dialect="duckdb"))
-
-
-def _source(threshold: float | None = None, value_type: str = "DOUBLE", width: int = 0) -> exp.Expression:
-    """The packed rows aliased ``src``; with a Bernoulli ``threshold``, each row's values
-    read as presence, ``list_transform(x, lambda v: CASE WHEN v > t THEN 1.0 ELSE 0.0 END)``,
-    in a subquery (computed once per row, whatever the classes)."""
-    table = exp.Table(this=sql.ident(data.PACKED_INPUT), alias=exp.TableAlias(this=sql.ident("src")))
-    if threshold is None:
-        return table
-    v = sql.ident("v")
-    present = exp.Case(ifs=[exp.If(this=exp.GT(this=exp.Column(this=v.copy()), expression=sql.dbl(threshold)),
-                                   true=sql.dbl(1.0))], default=sql.dbl(0.0))
-    lists = exp.Anonymous(this="list_transform", expressions=[_rows(value_type, width),
-                                                              exp.Lambda(this=present, expressions=[v])])
-    query = exp.select(exp.alias_(lists, data.PACKED, quoted=True)).from_(table)
-    return exp.Subquery(this=query, alias=exp.TableAlias(this=sql.ident("src")))
 
 
 def _fit_text(width: int, value_type: str, label: str, weight: str | None, long: bool,
@@ -147,8 +66,8 @@ def _fit_text(width: int, value_type: str, label: str, weight: str | None, long:
     (``… FROM rows, range(1, d + 1) AS t(j) GROUP BY y, j``: the same sums, four
     expressions whatever ``d``; DuckDB binds each expression at a fixed cost, which
     digits' 64 sums made 10 ms of a 3 ms scan, while the long form's rows cost more
-    than that past :data:`LONG_VALUES` values)."""
-    rows = _rows(value_type, width)
+    than that past :data:`packed.LONG_VALUES` values)."""
+    rows = packed.values(value_type, width)
     w = sql.as_double(sql.col(weight, "src")) if weight else None
     head = [sql.col(label, "src"), exp.Count(this=exp.Star())] + ([exp.Sum(this=w.copy())] if w is not None else [])
 
@@ -163,16 +82,10 @@ def _fit_text(width: int, value_type: str, label: str, weight: str | None, long:
     if long:
         j = sql.col("j", "t")
         cols = [*head, j.copy(), total(exp.Bracket(this=rows, expressions=[j]))]  # a column index: 1-based as written
-        numbers = exp.Table(this=exp.Anonymous(this="range", expressions=[exp.Literal.number(1),
-                                                                          exp.Literal.number(width + 1)]),
-                            alias=exp.TableAlias(this=sql.ident("t"), columns=[sql.ident("j")]))
-        query = exp.select(*[exp.alias_(c, f"a{i}", quoted=True) for i, c in enumerate(cols)]).from_(_source())
-        return sql.render(query.join(numbers, join_type="cross").group_by(sql.col(label, "src"), sql.col("j", "t")),
-                          "duckdb")
+        return packed.grouped_text(cols, label, packed.column_range(width))
     cols = head + [total(exp.Bracket(this=rows.copy(), expressions=[exp.Literal.number(j)]))  # rendered 1-based
                    for j in range(width)]
-    query = exp.select(*[exp.alias_(c, f"a{i}", quoted=True) for i, c in enumerate(cols)]).from_(_source())
-    return sql.render(query.group_by(sql.col(label, "src")), "duckdb")
+    return packed.grouped_text(cols, label)
 
 
 def _class_rows(rows: list[tuple], width: int, weight: str | None, long: bool) -> list[tuple]:
@@ -193,16 +106,16 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, kind:
     with every feature of family ``kind`` (``threshold``: its ``binarize``), from one
     aggregate; None where the general path must run (a NULL value or label, fewer than
     two classes, an infinite sum: it raises the error that names them)."""
-    if kind not in KINDS or not _plain(table):
+    if kind not in KINDS or not packed.plain(table):
         return None
     presence = float(threshold) if kind == BERNOULLI else None
     start = time.perf_counter()
-    with _registered(table) as con:
-        types = _types(con, table)
+    with packed.registered_rows(table) as con:
+        types = packed.column_types(con, table)
         value_type, label_type = types[0], types[1]
-        long = table.num_rows * len(names) <= LONG_VALUES
-        text = _cached(_TEXTS, ("fit", len(names), value_type, label, weight, long, presence),
-                       lambda: _fit_text(len(names), value_type, label, weight, long, presence))
+        long = table.num_rows * len(names) <= packed.LONG_VALUES
+        text = packed.rendered(("fit", len(names), value_type, label, weight, long, presence),
+                               lambda: _fit_text(len(names), value_type, label, weight, long, presence))
         rows = _class_rows(con.execute(text).fetchall(), len(names), weight, long)
     if len(rows) < 2 or any(r[0] is None for r in rows):
         return None
@@ -217,22 +130,17 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, kind:
     features = [Feature(n, kind, value_type, float(threshold)) for n in names]
     stats = Statistics([r[0] for r in rows], class_n, class_rows,
                        {n: Sums(class_n.copy(), sums[:, j].copy()) for j, n in enumerate(names)}, 0)
-    report = {"source": f"table {str(Table(data.INPUT))!r}", "rows": stats.n_rows, "null_label_rows": 0,
-              "seconds": round(time.perf_counter() - start, 3)}
-    return NaiveBayes(label, label_type, features, stats, Hyperparameters(**hyper), report, weight)
+    return NaiveBayes(label, label_type, features, stats, Hyperparameters(**hyper),
+                      packed.fit_report(stats.n_rows, start), weight)
 
 
 def _scorable(model: Any, names: list[str]) -> bool:
     """A naive Bayes model of count features only, in the array's column order, with
     nothing applied after its scores (calibration, conformal sets, a decision rule) and
     finite weights (an infinite one needs the per-term ``x > 0`` test)."""
-    if not isinstance(model, NaiveBayes) or model.hyper.structure != "naive":
-        return False
-    if any(getattr(model, a, None) is not None for a in ("calibration", "conformal", "decision")):
+    if not packed.plain_naive_bayes(model, names):
         return False
     feats = model.features
-    if [f.name for f in feats] != list(names) or any(f.bag is not None for f in feats):
-        return False
     if not (all(f.kind in COUNTS for f in feats) or (all(f.kind == BERNOULLI for f in feats)
                                                       and len({f.threshold for f in feats}) == 1)):
         return False
@@ -267,8 +175,8 @@ def _score_text(width: int, n_classes: int, value_type: str, prior: bool, output
     DuckDB binds each expression of a SELECT at a fixed cost, and the lambda's per-row
     list costs more to run: digits' 10 dot products took 3.3 ms against 1.9 ms as one
     lambda (10 rows, load 9), while 1M rows x 3 classes took 109 ms of CPU against
-    195 ms (load 9): :data:`LISTED_ROWS`."""
-    rows = _rows(value_type, width) if threshold is None else sql.col(data.PACKED, "src")
+    195 ms (load 9): :data:`packed.LISTED_ROWS`."""
+    rows = packed.values(value_type, width) if threshold is None else sql.col(data.PACKED, "src")
     # Bound as DOUBLE[][] and DOUBLE[] (Python floats): a CAST of either cost DuckDB more
     # to bind than the dot products cost to run on digits.
     weights, priors = exp.Placeholder(this="w"), exp.Placeholder(this="p")
@@ -277,49 +185,33 @@ def _score_text(width: int, n_classes: int, value_type: str, prior: bool, output
         w = sql.ident("w")
         dot = exp.Lambda(this=exp.Anonymous(this="list_dot_product", expressions=[rows, exp.Column(this=w.copy())]),
                          expressions=[w])
-        prelude.append((DOTS, exp.Anonymous(this="list_transform", expressions=[weights, dot])))
+        prelude.append((packed.DOTS, exp.Anonymous(this="list_transform", expressions=[weights, dot])))
     scores = []
     for k in range(n_classes):
         index = [exp.Literal.number(k)]  # rendered 1-based in DuckDB
-        terms = [exp.Bracket(this=sql.col(DOTS, "src"), expressions=index) if listed else
+        terms = [exp.Bracket(this=sql.col(packed.DOTS, "src"), expressions=index) if listed else
                  exp.Anonymous(this="list_dot_product", expressions=[
                      rows.copy(), exp.Bracket(this=weights.copy(), expressions=[e.copy() for e in index])])]
         if prior:
             terms.insert(0, exp.Bracket(this=priors.copy(), expressions=[e.copy() for e in index]))
         scores.append(ClassScore(tuple(terms)))
-    query = scoring_select(_source(threshold, value_type, width), scores, list(range(n_classes)), "INTEGER", [],
+    query = scoring_select(packed.source(threshold, value_type, width), scores, list(range(n_classes)), "INTEGER", [],
                            (output,), keep=[], dialect="duckdb", prelude=prelude)
     return sql.render(query, "duckdb")
-
-
-def _matrix(result: pa.Table) -> np.ndarray:
-    """The result's columns as one (rows, columns) float array, each chunk copied once."""
-    out = np.empty((result.num_rows, result.num_columns))
-    for k, column in enumerate(result.columns):
-        pos = 0
-        for chunk in column.chunks:
-            out[pos:pos + len(chunk), k] = chunk.to_numpy(zero_copy_only=False)
-            pos += len(chunk)
-    return out
 
 
 def scores(model: Any, table: pa.Table, names: list[str], output: str) -> np.ndarray | None:
     """Per row and class (the model's class order), ``output`` (``"proba"`` or
     ``"log_proba"``) of ``model`` over the packed rows of ``table``; None when the
     model or the rows need the general scoring SELECT (:func:`_scorable`, a NULL value)."""
-    if not _scorable(model, names) or not _plain(table):
+    if not _scorable(model, names) or not packed.plain(table):
         return None
     weights, priors, threshold = _coefficients(model)
     prior = priors is not None
     bound = {"w": weights.tolist()}
     if prior:
         bound["p"] = priors.tolist()
-    with _registered(table) as con:
-        value_type = _types(con, table)[0]
-        listed = table.num_rows <= LISTED_ROWS
-        key = ("score", len(names), len(weights), value_type, prior, output, listed, threshold)
-        text = _cached(_TEXTS, key, lambda: _score_text(len(names), len(weights), value_type, prior, output, listed,
-                                                        threshold))
-        result = con.sql(text, params=bound).to_arrow_table()
-    return _matrix(result)
-
+    listed = table.num_rows <= packed.LISTED_ROWS
+    key = ("score", len(names), len(weights), prior, output, listed, threshold)
+    return packed.run_scores(table, key, lambda value_type: _score_text(len(names), len(weights), value_type, prior,
+                                                                       output, listed, threshold), bound)

@@ -2,9 +2,10 @@
 fit, one lambda per row to score.
 
 The same packed rows as :mod:`sqlnb.estimators.counts` (one ``DOUBLE[d]`` column over the
-array's buffer), for ``GaussianNB`` (no ``tied_variance``) on arrays without NaN and
-with at most :data:`data.SMALL_VALUES` values (rows × columns): larger arrays keep the
-general path, whose one-pass aggregate is faster there (1M × 20 beats scikit-learn).
+array's buffer, read through :mod:`sqlnb.estimators.packed`), for ``GaussianNB`` (no
+``tied_variance``) on arrays without NaN and with at most :data:`data.SMALL_VALUES`
+values (rows × columns): larger arrays keep the general path, whose one-pass aggregate
+is faster there (1M × 20 beats scikit-learn).
 
 * **fit** (:func:`fit`): the statistics :func:`sqlnb.fit` computes, in the way it
   computes them (:mod:`sqlnb.models.naive_bayes.fit`): per column a shift ``K``, the
@@ -24,7 +25,8 @@ general path, whose one-pass aggregate is faster there (1M × 20 beats scikit-le
   ``x²h − 2xθh + θ²h``, which cancels where a variance is the floor (digits: 2.8e-8 off
   scikit-learn). One lambda per row over the K classes (``list_transform($t, lambda th,
   i: …)``), parameters bound so the SQL is rendered once per shape, finished by
-  :func:`sqlnb.models.finish.scoring_select`.
+  :func:`sqlnb.models.finish.scoring_select`; up to :data:`packed.LISTED_ROWS` rows (past
+  them a row's list of K scores costs more than the general path's columns).
 """
 
 from __future__ import annotations
@@ -38,12 +40,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.estimators import counts, data
+from sqlnb.estimators import data, packed
 from sqlnb.models.finish import ClassScore, scoring_select
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.fit import SHIFT_ROWS, round_shift
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
-from sqlnb.source import Table
 from sqlnb.stats import Moments, Statistics, _sort_key
 
 GAUSSIAN = "gaussian"
@@ -55,35 +56,27 @@ def _values(table: pa.Table, width: int, rows: int) -> np.ndarray:
     return head.to_numpy(zero_copy_only=False).astype(float, copy=False).reshape(-1, width)
 
 
-def _long(query_cols: list, width_or_list: exp.Expression, label: str, where: exp.Expression | None = None) -> str:
-    numbers = exp.Table(this=width_or_list, alias=exp.TableAlias(this=sql.ident("t"), columns=[sql.ident("j")]))
-    query = exp.select(*[exp.alias_(c, f"a{i}", quoted=True) for i, c in enumerate(query_cols)]
-                       ).from_(counts._source()).join(numbers, join_type="cross")
-    return sql.render(query.group_by(sql.col(label, "src"), sql.col("j", "t")), "duckdb")
-
-
 def _shifted_text(width: int, value_type: str, label: str) -> str:
     """Per class and column ``COUNT(*), Σ(x[j] − $k[j]), Σ(x[j] − $k[j])²``."""
     j = sql.col("j", "t")
-    x = exp.Bracket(this=counts._rows(value_type, width), expressions=[j])  # 1-based as written
+    x = exp.Bracket(this=packed.values(value_type, width), expressions=[j])  # 1-based as written
     d = sql.paren(exp.Sub(this=x, expression=exp.Bracket(this=exp.Placeholder(this="k"), expressions=[j.copy()])))
     cols = [sql.col(label, "src"), j.copy(), exp.Count(this=exp.Star()), exp.Sum(this=d.copy()),
             exp.Sum(this=exp.Mul(this=d.copy(), expression=d.copy()))]
-    numbers = exp.Anonymous(this="range", expressions=[exp.Literal.number(1), exp.Literal.number(width + 1)])
-    return _long(cols, numbers, label)
+    return packed.grouped_text(cols, label, packed.column_range(width))
 
 
 def _second_text(width: int, value_type: str, label: str, label_type: str, classes: list) -> str:
     """Per class and listed column (``$j``) ``Σ(x[j] − θ_cj), Σ(x[j] − θ_cj)²``, the class
     means ``$m`` (one list per class) chosen by a CASE on the label."""
     j = sql.col("j", "t")
-    x = exp.Bracket(this=counts._rows(value_type, width), expressions=[j])
+    x = exp.Bracket(this=packed.values(value_type, width), expressions=[j])
     index = exp.Case(this=sql.col(label, "src"), ifs=[exp.If(this=sql.value(c, label_type), true=exp.Literal.number(k))
                                                       for k, c in enumerate(classes)])  # sqlglot adds 1
     mean = exp.Bracket(this=exp.Bracket(this=exp.Placeholder(this="m"), expressions=[index]), expressions=[j.copy()])
     d = sql.paren(exp.Sub(this=x, expression=mean))
     cols = [sql.col(label, "src"), j.copy(), exp.Sum(this=d.copy()), exp.Sum(this=exp.Mul(this=d.copy(), expression=d.copy()))]
-    return _long(cols, exp.Anonymous(this="unnest", expressions=[exp.Placeholder(this="j")]), label)
+    return packed.grouped_text(cols, label, exp.Anonymous(this="unnest", expressions=[exp.Placeholder(this="j")]))
 
 
 def _grid(rows: list[tuple], classes: list, width: int, cells: int) -> np.ndarray:
@@ -101,7 +94,7 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, hyper
     a NULL label, fewer than two classes, a non-finite sum: it raises the error that
     names them)."""
     width = len(names)
-    if (weight is not None or hyper.get("tied_variance") or not counts._plain(table)
+    if (weight is not None or hyper.get("tied_variance") or not packed.plain(table)
             or table.num_rows * width > data.SMALL_VALUES or table.num_rows == 0):
         return None
     start = time.perf_counter()
@@ -109,11 +102,10 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, hyper
     with np.errstate(all="ignore"):
         shifts = [round_shift(m, s) for m, s in zip(head.mean(axis=0).tolist(), head.std(axis=0).tolist())]
     fam = REGISTRY[GAUSSIAN]
-    with counts._registered(table) as con:
-        types = counts._types(con, table)
+    with packed.registered_rows(table) as con:
+        types = packed.column_types(con, table)
         value_type, label_type = types[0], types[1]
-        text = counts._cached(counts._TEXTS, ("gauss-fit", width, value_type, label),
-                              lambda: _shifted_text(width, value_type, label))
+        text = packed.rendered(("gauss-fit", width, value_type, label), lambda: _shifted_text(width, value_type, label))
         rows = con.execute(text, {"k": shifts}).fetchall()
         labels = {r[0] for r in rows}
         if len(labels) < 2 or None in labels:  # the general path raises the error that names them
@@ -130,8 +122,8 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, hyper
             if inexact:
                 redo.append(j)
         if redo:  # the exact second pass around the class means (fit._exact_m2_pass)
-            text = counts._cached(counts._TEXTS, ("gauss-m2", width, value_type, label, label_type, tuple(classes)),
-                                  lambda: _second_text(width, value_type, label, label_type, classes))
+            text = packed.rendered(("gauss-m2", width, value_type, label, label_type, tuple(classes)),
+                                   lambda: _second_text(width, value_type, label, label_type, classes))
             means = np.column_stack([g[1] for g in got])  # (classes, width)
             second = _grid(con.execute(text, {"m": means.tolist(), "j": [j + 1 for j in redo]}).fetchall(),
                            classes, width, 2)
@@ -148,25 +140,21 @@ def fit(table: pa.Table, names: list[str], label: str, weight: str | None, hyper
     feats = {n: Moments(g[0].copy(), g[1].copy(), g[2].copy(), g[0], g[1], g[2]) for n, g in zip(names, got)}
     features = [Feature(n, GAUSSIAN, value_type) for n in names]
     stats = Statistics(classes, class_rows.copy(), class_rows, feats, 0)
-    report = {"source": f"table {str(Table(data.INPUT))!r}", "rows": stats.n_rows, "null_label_rows": 0,
-              "seconds": round(time.perf_counter() - start, 3)}
-    return NaiveBayes(label, label_type, features, stats, Hyperparameters(**hyper), report, None)
+    return NaiveBayes(label, label_type, features, stats, Hyperparameters(**hyper),
+                      packed.fit_report(stats.n_rows, start), None)
 
 
 def _scorable(model: Any, names: list[str]) -> bool:
-    if not isinstance(model, NaiveBayes) or model.hyper.structure != "naive":
-        return False
-    if any(getattr(model, a, None) is not None for a in ("calibration", "conformal", "decision")):
-        return False
-    feats = model.features
-    return [f.name for f in feats] == list(names) and all(f.kind == GAUSSIAN and f.bag is None for f in feats)
+    """A naive Bayes model of Gaussian features only, in the array's column order, with
+    nothing applied after its scores (:func:`packed.plain_naive_bayes`)."""
+    return packed.plain_naive_bayes(model, names) and all(f.kind == GAUSSIAN for f in model.features)
 
 
 def _score_text(width: int, n_classes: int, value_type: str, output: str) -> str:
     """The scoring SELECT over the packed rows: the prelude column holds, per row, the K
     scores ``$c[i] − list_dot_product([(x_j − θ_ij)²]_j, $h[i])`` (``$t`` the class means,
     one list per class)."""
-    rows = counts._rows(value_type, width)
+    rows = packed.values(value_type, width)
     th, i, z = sql.ident("th"), sql.ident("i"), sql.ident("z")
     one = lambda e, n: exp.Bracket(this=e, expressions=[exp.Literal.number(n)])  # noqa: E731 (rendered 1-based)
     diff = sql.paren(exp.Sub(this=one(exp.Column(this=z.copy()), 0), expression=one(exp.Column(this=z.copy()), 1)))
@@ -177,18 +165,18 @@ def _score_text(width: int, n_classes: int, value_type: str, output: str) -> str
     body = exp.Sub(this=at("c"), expression=exp.Anonymous(this="list_dot_product", expressions=[squares, at("h")]))
     dots = exp.Anonymous(this="list_transform", expressions=[exp.Placeholder(this="t"),
                                                              exp.Lambda(this=body, expressions=[th, i])])
-    scores = [ClassScore((exp.Bracket(this=sql.col(counts.DOTS, "src"), expressions=[exp.Literal.number(k)]),))
+    scores = [ClassScore((exp.Bracket(this=sql.col(packed.DOTS, "src"), expressions=[exp.Literal.number(k)]),))
               for k in range(n_classes)]
-    query = scoring_select(counts._source(), scores, list(range(n_classes)), "INTEGER", [], (output,), keep=[],
-                           dialect="duckdb", prelude=[(counts.DOTS, dots)])
+    query = scoring_select(packed.source(), scores, list(range(n_classes)), "INTEGER", [], (output,), keep=[],
+                           dialect="duckdb", prelude=[(packed.DOTS, dots)])
     return sql.render(query, "duckdb")
 
 
 def scores(model: Any, table: pa.Table, names: list[str], output: str) -> np.ndarray | None:
     """Per row and class (the model's class order), ``output`` of a Gaussian ``model``
     over the packed rows; None when the general scoring SELECT must run."""
-    if (not _scorable(model, names) or not counts._plain(table)
-            or table.num_rows > counts.LISTED_ROWS):
+    if (not _scorable(model, names) or not packed.plain(table)
+            or table.num_rows > packed.LISTED_ROWS):
         return None
     params = model.log_parameters()
     theta = np.column_stack([np.asarray(params[f.name][0], dtype=float) for f in model.features])
@@ -199,9 +187,6 @@ def scores(model: Any, table: pa.Table, names: list[str], output: str) -> np.nda
     if not (np.all(np.isfinite(half)) and np.all(np.isfinite(theta)) and np.all(np.isfinite(const))):
         return None  # a subnormal variance: the general path divides instead
     bound = {"t": theta.tolist(), "h": half.tolist(), "c": const.tolist()}
-    with counts._registered(table) as con:
-        value_type = counts._types(con, table)[0]
-        key = ("gauss-score", len(names), len(theta), value_type, output)
-        text = counts._cached(counts._TEXTS, key, lambda: _score_text(len(names), len(theta), value_type, output))
-        result = con.sql(text, params=bound).to_arrow_table()
-    return counts._matrix(result)
+    key = ("gauss-score", len(names), len(theta), output)
+    return packed.run_scores(table, key, lambda value_type: _score_text(len(names), len(theta), value_type, output),
+                             bound)
