@@ -6,9 +6,10 @@ Run on a real CSV: the first 3,000 rows of UCI adult written as a CSV file with 
 (from ../shared/data, never copied into the repository). Each option is checked three ways:
 ``sqlnb cv`` as a separate process gives the per-fold figures of the Python call with the
 same keyword, bit for bit; those figures differ from the run without the option (so the
-option reached the model); and for --shrinkage and --bins they are the figures of
+option reached the model); and for --shrinkage and --feature-kind they are the figures of
 ``sqlnb fit`` with that option on the other folds' rows, evaluated by ``sqlnb evaluate`` on
-the fold.
+the fold. For --bins they are not (cv shares one set of cut points between the folds): a
+strict xfail, :data:`BINS_SHARED`, that fails once that changes.
 """
 
 from __future__ import annotations
