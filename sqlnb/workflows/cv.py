@@ -89,9 +89,7 @@ GRID_PARAMETERS = {
     "logistic": ("C", "standardize"),
 }
 SCORING = ("accuracy", "log_loss")
-#: The keyword arguments of :func:`sqlnb.fit` that plan naive Bayes features (the same for
-#: every grid point and fold, :data:`sqlnb.api.NAIVE_BAYES_ONLY` less ``weight`` and
-#: ``select_k``, which cross-validation refuses).
+#: Keywords of :func:`sqlnb.fit` that plan naive Bayes features (fixed for every grid point).
 STRUCTURAL = ("kind", "feature_kinds", "binarize", "text", "bins")
 
 
@@ -540,14 +538,11 @@ def cross_validate(
         docstring), for naive Bayes, LDA and QDA, and ``key`` is required.
     model : {"naive_bayes", "lda", "qda", "logistic"}
         The model kind.
-    kind, feature_kinds, binarize, text, bins
-        As for :func:`sqlnb.fit`: naive Bayes only (another model kind refuses them as
-        :func:`sqlnb.fit` does). Binned columns take one set of cut points, from every
-        labelled row, shared by every fold (see :func:`_naive_bayes_plan`).
-    weight, select_k
-        Accepted as :func:`sqlnb.fit` accepts them, but only at their defaults: row weights
-        are not cross-validated yet, and features are chosen by cross-validation with
-        :func:`sqlnb.workflows.select.select_features`.
+    kind, feature_kinds, binarize, text, bins, weight, select_k
+        As for :func:`sqlnb.fit` (naive Bayes only). Binned columns take one set of cut
+        points, from every labelled row, for all folds. ``weight`` and ``select_k`` are
+        refused (row weights are not cross-validated yet; features are chosen by
+        :func:`sqlnb.workflows.select.select_features`).
     folds : int
         Number of folds (>= 2).
     seed : int
@@ -572,10 +567,7 @@ def cross_validate(
         a second scan of a Parquet file costs and saves a second parse of a CSV file.
     **options
         Fixed parameters of the model kind, as the ``**hyperparameters`` of
-        :func:`sqlnb.fit` (naive Bayes: fields of
-        :class:`~sqlnb.models.naive_bayes.model.Hyperparameters`, e.g. ``alpha``,
-        ``structure``; LDA ``shrinkage``, ``priors``; QDA ``reg_param``, ``priors``;
-        logistic ``C``, ``standardize``); a grid point's values replace them.
+        :func:`sqlnb.fit` (the names ``grid`` takes); a grid point's values replace them.
 
     Returns
     -------
