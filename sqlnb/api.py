@@ -130,12 +130,8 @@ def fit(
     if model != "naive_bayes":
         if model not in _DENSE:
             raise SqlnbError(f"unknown model {model!r}{suggest(model, MODELS)}; models are: {', '.join(MODELS)}")
-        nb_only = [name for name, v, default in (("kind", kind, "auto"), ("feature_kinds", feature_kinds, None),
-                                                 ("weight", weight, None), ("binarize", binarize, 0.0),
-                                                 ("text", text, None), ("bins", bins, None), ("select_k", select_k, None))
-                   if v != default]
-        if nb_only:
-            raise SqlnbError(f"{nb_only[0]} applies to naive Bayes only, not to model {model!r}")
+        check_naive_bayes_only(model, kind=kind, feature_kinds=feature_kinds, weight=weight, binarize=binarize,
+                               text=text, bins=bins, select_k=select_k)
         return _DENSE[model](data, label, con=con, features=features, exclude=exclude, keep_columns=keep_columns,
                              screen=screen, **hyperparameters)
     hyper = Hyperparameters(**hyperparameters)
@@ -164,6 +160,20 @@ def fit(
     if mixture.joint_order(hyper.structure):  # kdb:2 (alone or averaged): its joint counts (one more scan)
         stats = kdb.with_joints(engine, source, label, weight, feats, stats, mixture.joint_order(hyper.structure))
     return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
+
+
+#: The keyword arguments of :func:`fit` that apply to naive Bayes only, with their defaults.
+NAIVE_BAYES_ONLY = {"kind": "auto", "feature_kinds": None, "weight": None, "binarize": 0.0, "text": None,
+                    "bins": None, "select_k": None}
+
+
+def check_naive_bayes_only(model: str, **given: Any) -> None:
+    """Refuse, for ``model`` (LDA, QDA or logistic regression), the first argument of
+    :data:`NAIVE_BAYES_ONLY` given another value than its default: one check for
+    :func:`fit` and :func:`sqlnb.workflows.cv.cross_validate`."""
+    nb_only = [name for name, default in NAIVE_BAYES_ONLY.items() if given.get(name, default) != default]
+    if nb_only:
+        raise SqlnbError(f"{nb_only[0]} applies to naive Bayes only, not to model {model!r}")
 
 
 def _note_variance_floor(feats, stats, var_smoothing: float, listed: bool) -> None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import click
 
 from sqlnb.cli.app import Settings
-from sqlnb.cli.generative import _refit
-from sqlnb.cli.io import dump_json, model_str, modify
+from sqlnb.cli.generative import _held_out_or_clear
+from sqlnb.cli.io import dump_json, model_str
 from sqlnb.cli.options import format_option, model_option, source_options
-from sqlnb.errors import SqlnbError
 from sqlnb.models.calibration import METHODS, calibrate as fit_calibration, with_calibration
 
 
@@ -36,16 +35,11 @@ def calibrate(settings: Settings, data, model, method, label, clear, fmt, readin
       sqlnb calibrate holdout.parquet --model models.duckdb:churn --method isotonic --label churned
       sqlnb calibrate --model models.duckdb:churn --clear
     """
-    if clear:
-        if data is not None:
-            raise SqlnbError("--clear removes the calibrator and reads no DATA; give only --model")
-        settings.require_duckdb("calibrate")
-        modify(settings, model, lambda m: with_calibration(m, None))
-        settings.summary(f"removed the calibrator of {model}")
+    done = _held_out_or_clear(settings, "calibrate", data, model, reading, clear, "the calibrator", "the calibrator",
+                              "calibrate on", with_calibration,
+                              lambda m, source, con: fit_calibration(m, source, method, label=label, con=con))
+    if done is None:
         return
-    if data is None:
-        raise SqlnbError("give DATA, the held-out labelled rows to calibrate on (or --clear)")
-    m, loc = _refit(settings, "calibrate", data, model, reading,
-                    lambda m, source, con: fit_calibration(m, source, method, label=label, con=con))
+    m, loc = done
     cal = m.calibration
     click.echo(dump_json(cal.describe()) if fmt == "json" else f"calibrated {model_str(loc)}: {cal.summary()}")

@@ -7,10 +7,9 @@ from __future__ import annotations
 import click
 
 from sqlnb.cli.app import Settings
-from sqlnb.cli.generative import _refit
-from sqlnb.cli.io import dump_json, model_str, modify
+from sqlnb.cli.generative import _held_out_or_clear
+from sqlnb.cli.io import dump_json, model_str
 from sqlnb.cli.options import format_option, model_option, source_options
-from sqlnb.errors import SqlnbError
 from sqlnb.models.conformal import METHODS, with_sets
 
 
@@ -45,20 +44,16 @@ def conformal(settings: Settings, data, model, alpha, method, randomized, seed, 
       sqlnb conformal holdout.parquet --model models.duckdb:churn --method mondrian
       sqlnb conformal --model models.duckdb:churn --clear
     """
-    if clear:
-        if data is not None:
-            raise SqlnbError("--clear removes the sets and reads no DATA; give only --model")
-        settings.require_duckdb("conformal")
-        modify(settings, model, lambda m: with_sets(m, None))
-        settings.summary(f"removed the conformal sets of {model}")
-        return
-    if data is None:
-        raise SqlnbError("give DATA, the held-out labelled rows to fit the sets on (or --clear)")
-    from sqlnb.workflows.conformal import conformal as fit_sets
+    def fit_sets(m, source, con):
+        from sqlnb.workflows.conformal import conformal
 
-    m, loc = _refit(settings, "conformal", data, model, reading,
-                    lambda m, source, con: fit_sets(m, source, alpha, method, randomized=randomized, seed=seed,
-                                                    label=label, con=con))
+        return conformal(m, source, alpha, method, randomized=randomized, seed=seed, label=label, con=con)
+
+    done = _held_out_or_clear(settings, "conformal", data, model, reading, clear, "the sets", "the conformal sets",
+                              "fit the sets on", with_sets, fit_sets)
+    if done is None:
+        return
+    m, loc = done
     sets = m.conformal
     click.echo(dump_json(sets.describe(m.classes)) if fmt == "json"
                else f"conformal {model_str(loc)}: {sets.summary(m.classes)}")

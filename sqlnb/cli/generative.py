@@ -29,6 +29,25 @@ def _refit(settings: Settings, command: str, data: str, model: str, reading: Rea
     return modify(settings, model, change)  # read, refit, save only over the model read
 
 
+def _held_out_or_clear(settings: Settings, command: str, data: str | None, model: str, reading: Reading, clear: bool,
+                       what: str, removed: str, purpose: str, attach, refit) -> tuple | None:
+    """What ``calibrate`` and ``conformal`` do with a held-out part of MODEL (its calibrator,
+    its conformal sets): with --clear, ``attach(model, None)`` saved over MODEL, reading no
+    DATA (None is returned); else :func:`_refit` with ``refit`` on DATA. ``what`` and
+    ``removed`` name the part in the --clear error and summary, ``purpose`` says what DATA is
+    for when it is missing."""
+    if clear:
+        if data is not None:
+            raise SqlnbError(f"--clear removes {what} and reads no DATA; give only --model")
+        settings.require_duckdb(command)
+        modify(settings, model, lambda m: attach(m, None))
+        settings.summary(f"removed {removed} of {model}")
+        return None
+    if data is None:
+        raise SqlnbError(f"give DATA, the held-out labelled rows to {purpose} (or --clear)")
+    return _refit(settings, command, data, model, reading, refit)
+
+
 @click.command()
 @click.argument("data")
 @model_option()

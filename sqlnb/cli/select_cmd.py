@@ -1,6 +1,6 @@
 """``sqlnb select``: choose naive Bayes features by cross-validated forward or backward
 selection (:mod:`sqlnb.workflows.select`), print the path and save the chosen subset's
-model. It takes every option ``sqlnb fit`` takes (:func:`sqlnb.cli.train.fit_options`).
+model. It takes every option ``sqlnb fit`` takes (:func:`sqlnb.cli.options.fit_options`).
 """
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ import click
 
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, dump_json, model_str, save
-from sqlnb.cli.options import data_spec, format_option, label_option, model_location, model_option, replace_option, \
-    seed_option, source_options
-from sqlnb.cli.train import FitOptions, fit_options
+from sqlnb.cli.options import FitOptions, data_spec, fit_options, format_option, label_option, model_location, \
+    model_option, replace_option, seed_option, source_options
 from sqlnb.errors import SqlnbError
 from sqlnb.io.locations import data_source
 from sqlnb.workflows.select import DIRECTIONS, Selection, select_features

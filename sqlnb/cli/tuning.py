@@ -14,9 +14,9 @@ import click
 from sqlnb import api
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, dump_json, model_str, save, write_text_file
-from sqlnb.cli.options import (DENSE_KINDS, data_spec, keep_columns_option, source_options, features_options, format_option,
-                               label_option, model_kind_option, model_location, model_option, replace_option, seed_option,
-                               split_list)
+from sqlnb.cli.options import (KIND_OPTIONS, FitOptions, data_spec, fit_options, source_options, features_options,
+                               format_option, label_option, model_location, model_option, reg_param_option,
+                               replace_option, seed_option, shrinkage_option, split_list)
 from sqlnb.errors import SqlnbError
 from sqlnb.engines import as_engine
 from sqlnb.io import output
@@ -68,7 +68,6 @@ def cv_text(r) -> str:
 @click.argument("data")
 @label_option("The label column.")
 @model_option("With --refit: where to save the best model.", required=False)
-@model_kind_option
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True, help="Number of folds.")
 @seed_option("Seed of the hash that shuffles each class's rows into the folds.", default=0)
 @click.option("--key", metavar="COLUMN",
@@ -79,28 +78,31 @@ def cv_text(r) -> str:
 @click.option("--scoring", type=click.Choice(["accuracy", "log_loss"]), default="accuracy", show_default=True,
               help="What picks the best grid point.")
 @click.option("--refit", is_flag=True, help="Fit the best grid point on all rows and save it as --model.")
-@features_options("Feature columns (default: all but the label, screened as by fit).")
-@keep_columns_option
+@fit_options
 @click.option("--copy/--no-copy", "copy_source", default=True, show_default=True,
               help="Read DATA once into a temporary table and cross-validate on the copy; --no-copy reads DATA twice.")
 @format_option
 @source_options
 @replace_option
 @click.pass_obj
-def cv(settings: Settings, data, label, model, kind, folds, seed, key, grid, scoring, refit, features, exclude,
-       keep_columns, copy_source, fmt, reading, replace):
+def cv(settings: Settings, data, label, model, folds, seed, key, grid, scoring, refit, fitting: FitOptions,
+       copy_source, fmt, reading, replace):
     """Cross-validate on DATA, optionally over a grid of hyperparameters.
 
     Folds are stratified (as scikit-learn's StratifiedKFold): each class's rows, shuffled by
     a hash of their values or of --key (and --seed), are dealt to the folds in turn, so per
     class the fold sizes differ by at most one. One scan collects every fold's statistics. Prints accuracy and log loss per fold and their
     means; with --refit the best grid point is fitted on all rows and saved as --model.
+    Takes every model option of sqlnb fit (--kind, --feature-kind, --bins, --structure,
+    --alpha, --shrinkage, --reg-param, ...), the same for every fold and grid point; --grid
+    values replace them. --bins takes one set of cut points, from every row, for all folds.
     With --engine postgres|spark (naive Bayes, LDA, QDA) everything runs on the engine
     and only aggregates come back; --key is then required.
 
     \b
     Example:
       sqlnb cv train.parquet --label y --grid 'alpha=0.1,0.5,1' --grid 'estimator=map,posterior-mean'
+      sqlnb cv adult.csv --null-string '?' --label income --bins mdl --structure tan --folds 10
       sqlnb cv train.parquet --label y --kind lda --grid 'shrinkage=0,0.1,0.5' --refit \\
           --model models.duckdb:best --format json
       sqlnb --engine spark cv s3a://lake/train/ --label y --key id --grid 'alpha=0.1,1'
@@ -110,13 +112,10 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, key, grid, sco
     target = model_location(settings, model) if model else None
     spec = data_spec(settings, data, reading)
     points = parse_grid(grid)
-    options = {} if kind in DENSE_KINDS else {"kind": kind}
     if target is not None:
         check_new_model(settings, target, replace)
-    args = dict(model=kind if kind in DENSE_KINDS else "naive_bayes", folds=folds, seed=seed,
-                key=[key] if key else None, grid=points, scoring=scoring, refit=refit,
-                features=split_list(features), exclude=split_list(exclude), keep_columns=split_list(keep_columns),
-                materialize_source=copy_source, **options)
+    args = dict(model=fitting.model, folds=folds, seed=seed, key=[key] if key else None, grid=points, scoring=scoring,
+                refit=refit, materialize_source=copy_source, **fitting.params)
     if settings.remote:
         r = cross_validate(spec, label, con=settings.warehouse(), **args)
     else:
@@ -152,12 +151,14 @@ def cv(settings: Settings, data, label, model, kind, folds, seed, key, grid, sco
 @click.option("--C", "C", type=float, default=None, metavar="FLOAT",
               help="Inverse L2 penalty of logistic regression (default 1.0, as scikit-learn; "
                    "Ng & Jordan compare with unpenalised logistic regression, e.g. --C 1e4).")
+@shrinkage_option
+@reg_param_option
 @format_option
 @source_options
 @replace_option
 @click.pass_obj
 def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, seed, key, features, exclude, plot,
-            binarize, C, fmt, reading, replace):
+            binarize, C, shrinkage, reg_param, fmt, reading, replace):
     """Learning curves: test error of naive Bayes, LDA, QDA and logistic regression
     against the number of training rows.
 
@@ -167,6 +168,8 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
     their one-hot indicators (categories from the training rows). --binarize T turns
     numeric features into indicators x > T for every kind (Bernoulli naive Bayes): with
     a weak penalty (--C 1e4) that is Ng & Jordan's generative-discriminative pair.
+    One-hot indicators of a column sum to one, so LDA and unregularised QDA are undefined
+    on them: --shrinkage (LDA) and --reg-param (QDA) regularise them, as in sqlnb fit.
     With --engine postgres|spark (and --key) every fit and test runs on the engine;
     logistic regression, fitted in Python on the training rows, is left out there.
 
@@ -174,6 +177,7 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
     Example:
       sqlnb compare train.parquet --label y --test test.parquet --plot curves.svg
       sqlnb compare data.parquet --label y --sizes 20,50,100 --repeats 3 --models naive_bayes,lda
+      sqlnb compare adult.csv --null-string '?' --label income --shrinkage 0.1 --reg-param 0.1
     """
     if C is not None and not (C > 0 and C < float("inf")):
         raise SqlnbError(f"--C must be a positive finite number, not {C!r}")
@@ -188,6 +192,13 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
     spec = data_spec(settings, data, reading)
     test_spec = data_spec(settings, test_data, reading) if test_data else None
     models = split_list(kinds) or None
+    # As fit refuses an option of another --kind: an LDA or QDA option without that kind.
+    regularised = {option: value for option, value in (("--shrinkage", shrinkage), ("--reg-param", reg_param))
+                   if value is not None}
+    for option in regularised:
+        name, (kind,) = KIND_OPTIONS[option]
+        if models is not None and kind not in models:
+            raise SqlnbError(f"{option} applies to {kind} only, which --models leaves out; add {kind} or drop {option}")
     if settings.remote and models is None:
         click.echo(f"note: logistic regression is fitted in Python on the training rows, so with --engine "
                    f"{settings.engine} it is left out; comparing {', '.join(compare_module.ENGINE_MODELS)}", err=True)
@@ -215,6 +226,9 @@ def compare(settings: Settings, data, label, test_data, kinds, sizes, repeats, s
                                                      split_list(exclude), binarize)
         if C is not None:
             options["logistic"]["C"] = C
+        for option, value in regularised.items():
+            name, (kind,) = KIND_OPTIONS[option]
+            options[kind][name] = value
         rows = compare_module.learning_curves(
             train, test, label, con=con, models=models, sizes=size_list,
             repeats=repeats, seed=seed, options=options, key=key)

@@ -61,6 +61,7 @@ import duckdb
 import numpy as np
 from sqlglot import exp
 
+from sqlnb.api import check_naive_bayes_only
 from sqlnb.models import dense
 from sqlnb import sql
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
@@ -88,6 +89,8 @@ GRID_PARAMETERS = {
     "logistic": ("C", "standardize"),
 }
 SCORING = ("accuracy", "log_loss")
+#: Keywords of :func:`sqlnb.fit` that plan naive Bayes features (fixed for every grid point).
+STRUCTURAL = ("kind", "feature_kinds", "binarize", "text", "bins")
 
 
 def expand_grid(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]] | None) -> list[dict]:
@@ -190,12 +193,7 @@ def _per_fold(found: Mapping[Any, Any], folds: int, where: str) -> list:
 
 def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options, pairs: bool = False,
                       orders: Sequence[int] = ()) -> _Plan:
-    structural = {k: options.pop(k) for k in ("kind", "feature_kinds", "binarize", "text", "bins") if k in options}
-    if "weight" in options:
-        raise SqlnbError("cross-validation does not support row weights yet; leave out weight")
-    if "select_k" in options:
-        raise SqlnbError("cross-validation keeps the features it is given; choose them by cross-validation with "
-                         "sqlnb select (select_features), or leave out select_k")
+    structural = {k: options.pop(k) for k in STRUCTURAL if k in options}
     feats = plan_features(source, label, None, structural.get("kind", "auto"), structural.get("feature_kinds"),
                           features, exclude, structural.get("binarize", 0.0), structural.get("text"),
                           structural.get("bins"))
@@ -520,6 +518,13 @@ def cross_validate(
     exclude: Sequence[str] | None = None,
     keep_columns: Sequence[str] | None = None,
     screen: bool = True,
+    kind: str = "auto",
+    feature_kinds: Mapping[str, str] | None = None,
+    weight: str | None = None,
+    binarize: float | Mapping[str, float] = 0.0,
+    text: Any = None,
+    bins: str | Mapping[Any, str] | None = None,
+    select_k: int | None = None,
     materialize_source: bool = True,
     **options: Any,
 ) -> CVResult:
@@ -533,6 +538,11 @@ def cross_validate(
         docstring), for naive Bayes, LDA and QDA, and ``key`` is required.
     model : {"naive_bayes", "lda", "qda", "logistic"}
         The model kind.
+    kind, feature_kinds, binarize, text, bins, weight, select_k
+        As for :func:`sqlnb.fit` (naive Bayes only). Binned columns take one set of cut
+        points, from every labelled row, for all folds. ``weight`` and ``select_k`` are
+        refused (row weights are not cross-validated yet; features are chosen by
+        :func:`sqlnb.workflows.select.select_features`).
     folds : int
         Number of folds (>= 2).
     seed : int
@@ -556,8 +566,8 @@ def cross_validate(
         once; otherwise it is read twice (statistics, scoring). The copy costs about what
         a second scan of a Parquet file costs and saves a second parse of a CSV file.
     **options
-        Fixed parameters of the model kind (naive Bayes also ``kind``,
-        ``feature_kinds``, ``binarize``).
+        Fixed parameters of the model kind, as the ``**hyperparameters`` of
+        :func:`sqlnb.fit` (the names ``grid`` takes); a grid point's values replace them.
 
     Returns
     -------
@@ -575,11 +585,21 @@ def cross_validate(
         raise SqlnbError(f"unknown scoring {scoring!r}; choose one of: {', '.join(SCORING)}")
     points = expand_grid(grid)
     allowed = GRID_PARAMETERS[model]
-    for name in {n for p in points for n in p} | (set(options) - {"kind", "feature_kinds", "binarize", "bins", "weight"}
-                                                   if model == "naive_bayes" else set(options)):
+    for name in dict.fromkeys([*(n for p in points for n in p), *options]):
         if name not in allowed:
             raise SqlnbError(f"{name!r} is not a parameter of model {model!r}{suggest(name, allowed)}; "
                              f"choose from: {', '.join(allowed)}")
+    if model != "naive_bayes":
+        check_naive_bayes_only(model, kind=kind, feature_kinds=feature_kinds, weight=weight, binarize=binarize,
+                               text=text, bins=bins, select_k=select_k)
+    elif weight is not None:
+        raise SqlnbError("cross-validation does not support row weights yet; leave out weight")
+    elif select_k is not None:
+        raise SqlnbError("cross-validation keeps the features it is given; choose them by cross-validation with "
+                         "sqlnb select (select_features), or leave out select_k")
+    else:
+        options = {"kind": kind, "feature_kinds": feature_kinds, "binarize": binarize, "text": text, "bins": bins,
+                   **options}
     con = as_engine(con)
     source = con.resolve(read_with(data, keep_text=(label,)))
     source.require([label], "label column")
@@ -589,13 +609,13 @@ def cross_validate(
     # Checked against the columns the user gave (not the fold column assign_folds adds).
     source.require(list(features or ()), "feature column")
     source.require(list(exclude or ()), "excluded column")  # checked here: the copy leaves them out
-    text_is_categorical = model == "naive_bayes" and options.get("kind", "auto") in ("auto", "categorical")
+    text_is_categorical = model == "naive_bayes" and kind in ("auto", "categorical")
 
     def screened(src: Source, skip: Sequence[str] | None) -> list[str]:
         # The columns a fit would leave out (sqlnb.models.screening), read from ``src``.
         # Naive Bayes: a constant is left out only where no grid point's model counts it.
-        found = screen_plan(con, src, label, options.get("weight"), features, skip, keep_columns, screen,
-                            numeric_only=not text_is_categorical, asked=list(options.get("feature_kinds") or {}),
+        found = screen_plan(con, src, label, None, features, skip, keep_columns, screen,
+                            numeric_only=not text_is_categorical, asked=list(feature_kinds or {}),
                             naive_bayes=[{**options, **p} for p in points] if model == "naive_bayes" else None)
         return [s.column for s in found]
 
