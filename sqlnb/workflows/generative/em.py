@@ -62,7 +62,7 @@ def _log_prior_penalty(model: NaiveBayes) -> float:
     hp = model.hyper
     stats = model.stats
     total = 0.0
-    for kind in ("categorical", "bernoulli", "multinomial"):
+    for kind in ("categorical", "binned", "bernoulli", "multinomial"):
         group = [f for f in model.features if f.kind == kind]
         if not group:
             continue
@@ -70,7 +70,7 @@ def _log_prior_penalty(model: NaiveBayes) -> float:
         est = REGISTRY[kind].estimate(group, stats.features, stats.class_n, hp)
         for f in group:
             p = est[f.name]
-            if kind == "categorical":
+            if kind in ("categorical", "binned"):  # binned: a categorical over its bins
                 a = hp.pseudo(hp.alpha_for(f.name))
                 if a:  # a = 0 (MLE) adds nothing, and 0 · ln 0 must not become NaN
                     total += a * float(np.sum(p[1])) + (a * float(np.sum(p[2])) if p[2] is not None else 0.0)
