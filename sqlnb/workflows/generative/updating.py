@@ -11,14 +11,13 @@ from typing import Any
 
 import duckdb
 
-from sqlnb.engines import relation_connection
 from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.families import Feature, is_numeric
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, recut, require_cut_counts
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.text import bag_layout
-from sqlnb.source import Source, read_with, resolve
+from sqlnb.source import Source, read_with, relation_connection, resolve
 from sqlnb.workflows.generative.common import _require_naive_bayes, _with_report
 from sqlnb.workflows.generative.novelty import NOVELTY
 
