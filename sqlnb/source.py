@@ -282,6 +282,20 @@ def _option_value(val: Any) -> exp.Expression:
     return exp.convert(val)
 
 
+def relation_connection(data: Any) -> duckdb.DuckDBPyConnection | None:
+    """The connection a DuckDB relation was made on (None for anything else).
+
+    DuckDB 2.0's Python relation keeps it as ``_con`` and offers no public accessor
+    (asked for in duckdb-python discussions 580 and 603; tests/test_misc_s40.py fails
+    once one exists), so this is the one place sqlnb reads it. A relation without it is
+    read on a new connection, and one read on a connection that cannot see its tables
+    says to pass its own connection as ``con=`` (:func:`resolve`)."""
+    if not isinstance(data, duckdb.DuckDBPyRelation):
+        return None
+    own = getattr(data, "_con", None)
+    return own if isinstance(own, duckdb.DuckDBPyConnection) else None
+
+
 def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
     """Resolve ``data`` against ``con`` into a :class:`Source`.
 
@@ -332,6 +346,9 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
     except duckdb.CatalogException as e:
         if isinstance(data, Table):
             raise SqlnbNotFound(_missing_table(data, con)) from None
+        if isinstance(data, duckdb.DuckDBPyRelation) and relation_connection(data) is not con:
+            raise SqlnbError(f"{desc} was read on a connection other than its own, which cannot see its tables "
+                             f"({_first_line(e)}); pass the connection it was made on as con=") from None
         raise SqlnbError(f"{desc}: {_first_line(e)}") from None
     except (duckdb.IOException, duckdb.InvalidInputException, duckdb.BinderException,
             duckdb.ParserException, duckdb.ConversionException) as e:

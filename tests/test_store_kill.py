@@ -57,8 +57,8 @@ def _rows(t) -> dict:
 
 
 #: Metadata that differs between two runs of one command: times, durations, versions, and
-#: the fingerprint, which hashes a calibrator's data path (another directory per run; the
-#: parts themselves are compared, with the directory replaced).
+#: the fingerprint, left out as a hash of what is compared here anyway (the parts
+#: themselves, with the directory of the files replaced).
 _VARYING = {"created", "at", "seconds", "versions", "fingerprint"}
 
 

@@ -9,8 +9,8 @@ import click
 
 from sqlnb.cli.app import Settings
 from sqlnb.cli.io import arrow_rows, check_new_model, dump_json, load, model_str, modify, save, write_out
-from sqlnb.cli.options import (alpha_option, source_options, features_options, format_option, kind_option, label_option,
-                               model_option, out_option, replace_option, seed_option, split_list)
+from sqlnb.cli.options import (alpha_option, bins_option, source_options, features_options, format_option, kind_option,
+                               label_option, model_option, out_option, parse_bins, replace_option, seed_option, split_list)
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io.locations import Reading, data_source, parse_data, parse_model, parse_out
 from sqlnb.workflows.generative import fit_em, novelty_threshold, sample as draw_sample, update as update_model
@@ -136,6 +136,7 @@ def novelty(settings: Settings, data, model, quantile, fmt, reading):
 @model_option()
 @kind_option("Naive Bayes family of every feature.")
 @features_options("Feature columns.")
+@bins_option
 @alpha_option("Pseudo-count of discrete features (default 1).")
 @click.option("--max-iter", type=click.IntRange(min=0), default=50, show_default=True, help="Most EM iterations.")
 @click.option("--tol", type=click.FloatRange(min=0), default=1e-6, show_default=True,
@@ -145,7 +146,7 @@ def novelty(settings: Settings, data, model, quantile, fmt, reading):
 @source_options
 @replace_option
 @click.pass_obj
-def fit_em_command(settings: Settings, labelled, unlabelled, label, model, kind, features, exclude, alpha,
+def fit_em_command(settings: Settings, labelled, unlabelled, label, model, kind, features, exclude, bins, alpha,
                    max_iter, tol, unlabelled_weight, reading, replace):
     """Fit naive Bayes on labelled and unlabelled rows by EM (semi-supervised).
 
@@ -153,6 +154,10 @@ def fit_em_command(settings: Settings, labelled, unlabelled, label, model, kind,
     Example:
       sqlnb fit-em labelled.parquet --unlabelled pool.parquet --label topic --model models.duckdb:em
       sqlnb fit-em mixed.parquet --label topic --model models.duckdb:em --max-iter 20
+      sqlnb fit-em mixed.parquet --label topic --bins mdl --model models.duckdb:em_mdl
+
+    Binned columns (--bins, --kind binned) are cut at the labelled rows, as 'sqlnb fit'
+    cuts them; EM then re-weights the unlabelled rows' bins.
     """
     settings.require_duckdb("fit-em")
     loc = parse_model(model)
@@ -163,6 +168,6 @@ def fit_em_command(settings: Settings, labelled, unlabelled, label, model, kind,
         m = fit_em(data_source(con, spec, keep_text=(label,)), data_source(con, spec2) if spec2 else None,
                    label=label, con=con,
                    max_iter=max_iter, tol=tol, unlabelled_weight=unlabelled_weight, kind=kind,
-                   features=split_list(features), exclude=split_list(exclude), **hyper)
+                   features=split_list(features), exclude=split_list(exclude), bins=parse_bins(bins), **hyper)
     save(settings, m, loc, replace)
     settings.summary(f"fitted {model_str(loc)} by EM")

@@ -37,6 +37,7 @@ from sqlnb.engines.duckdb import DuckDBEngine
 from sqlnb.engines.postgres import PostgresEngine
 from sqlnb.engines.spark import SparkEngine
 from sqlnb.errors import SqlnbError, suggest
+from sqlnb.source import relation_connection
 
 __all__ = ["Engine", "DuckDBEngine", "PostgresEngine", "SparkEngine", "ENGINES", "as_engine", "connect",
            "duckdb_type", "engine_error", "engine_error_types"]
@@ -62,16 +63,6 @@ def as_engine(con: Any = None, data: Any = None) -> Engine:
         return SparkEngine(con)
     raise SqlnbError(f"cannot run SQL on a {type(con).__name__}; give a DuckDB connection, "
                      "a PostgresEngine or a SparkEngine")
-
-
-def relation_connection(data: Any) -> "duckdb_lib.DuckDBPyConnection | None":
-    """The connection a DuckDB relation was made on (None for anything else). DuckDB's
-    Python relation keeps it as ``_con`` and offers no public accessor; a relation without
-    it is read as before, on a new connection."""
-    if not isinstance(data, duckdb_lib.DuckDBPyRelation):
-        return None
-    own = getattr(data, "_con", None)
-    return own if isinstance(own, duckdb_lib.DuckDBPyConnection) else None
 
 
 #: Engine names for :func:`connect` (and the CLI's ``--engine``).

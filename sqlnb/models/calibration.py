@@ -62,6 +62,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError, UpdateWarning, suggest
 from sqlnb.models.finish import class_columns
 from sqlnb.source import read_with, resolve
+from sqlnb.store.catalog import PROVENANCE_COLUMN
 
 #: Calibration methods.
 METHODS = ("temperature", "platt", "isotonic")
@@ -185,7 +186,7 @@ class Calibration:
             "slope": pa.array([self.slope], pa.float64()),
             "intercept": pa.array([self.intercept], pa.float64()),
             "rows": pa.array([self.rows], pa.int64()),
-            "source": pa.array([self.source], pa.string()),
+            PROVENANCE_COLUMN: pa.array([self.source], pa.string()),
         }), {})}
         if self.method == "isotonic":
             parts[STEPS_PART] = (pa.table({
@@ -204,7 +205,7 @@ class Calibration:
         steps = sorted(tables[STEPS_PART].to_pylist(), key=lambda r: r["position"]) if STEPS_PART in tables else []
         return cls(row["method"], row["temperature"], row["slope"], row["intercept"],
                    tuple(r["threshold"] for r in steps), tuple(r["proba"] for r in steps),
-                   int(row["rows"]), row["source"])
+                   int(row["rows"]), row[PROVENANCE_COLUMN])
 
     def describe(self) -> dict:
         """JSON-ready: the method, its numbers and the held-out rows."""

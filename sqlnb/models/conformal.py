@@ -61,6 +61,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError, UpdateWarning, suggest
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.sql.build import ADD_RUN
+from sqlnb.store.catalog import PROVENANCE_COLUMN
 
 #: Methods of ``sqlnb conformal``.
 METHODS = ("lac", "aps", "mondrian")
@@ -265,7 +266,7 @@ class ConformalSets:
                              "alpha": pa.array([self.alpha], pa.float64()),
                              "randomized": pa.array([self.randomized], pa.bool_()),
                              "seed": pa.array([self.seed], pa.int64()),
-                             "source": pa.array([self.source], pa.string())}), {}),
+                             PROVENANCE_COLUMN: pa.array([self.source], pa.string())}), {}),
             THRESHOLDS_PART: (pa.table({"position": pa.array(range(len(self.thresholds)), pa.int32()),
                                         "threshold": pa.array(self.thresholds, pa.float64()),
                                         "rows": pa.array(self.counts, pa.int64())}), {}),
@@ -279,7 +280,7 @@ class ConformalSets:
         (row,) = tables[PART].to_pylist()
         steps = sorted(tables[THRESHOLDS_PART].to_pylist(), key=lambda r: r["position"])
         return cls(row["method"], float(row["alpha"]), tuple(float(r["threshold"]) for r in steps),
-                   tuple(int(r["rows"]) for r in steps), bool(row["randomized"]), int(row["seed"]), row["source"])
+                   tuple(int(r["rows"]) for r in steps), bool(row["randomized"]), int(row["seed"]), row[PROVENANCE_COLUMN])
 
     def describe(self, classes: Sequence[Any] | None = None) -> dict:
         """JSON-ready: method, α, thresholds (per class for Mondrian) and rows."""

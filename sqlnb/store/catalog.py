@@ -49,10 +49,17 @@ FORMAT = 2
 #: refitted on the same rows) keeps its fingerprint.
 PROVENANCE = ("report", "versions", "created", "format", "fingerprint")
 
+#: A part's column that says where the rows it was fitted on came from (a calibrator's or
+#: conformal sets' held-out data: a file path or a query's text), stored and shown but
+#: deciding no score: left out of the :func:`fingerprint` like :data:`PROVENANCE`, so the
+#: same rows read from a moved file give the same fingerprint. No parameter part has it.
+PROVENANCE_COLUMN = "source"
+
 
 def fingerprint(meta: dict, parts: dict[str, tuple[Any, dict]]) -> str:
     """What a model is, as 16 hex digits: a SHA-256 over its metadata (less
-    :data:`PROVENANCE`) and the content of its parameter parts, written into the catalog
+    :data:`PROVENANCE`) and the content of its parameter parts (less their
+    :data:`PROVENANCE_COLUMN`), written into the catalog
     row's ``meta`` by every save. Anything that scores from a copy of the model (the dbt
     package of :mod:`sqlnb.workflows.dbt`) checks this to know the copy is still the
     model: a refit on other rows, new hyperparameters, a decision rule or a calibrator
@@ -69,6 +76,8 @@ def fingerprint(meta: dict, parts: dict[str, tuple[Any, dict]]) -> str:
     h.update(json.dumps(kept, sort_keys=True, default=str).encode())
     for name in sorted(parts):
         table, casts = parts[name]
+        if PROVENANCE_COLUMN in table.schema.names:
+            table = table.drop_columns([PROVENANCE_COLUMN])
         h.update(json.dumps([name, sorted((casts or {}).items()), table.schema.names,
                              [str(t) for t in table.schema.types]], default=str).encode())
         for column in table.columns:

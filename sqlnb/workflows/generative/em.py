@@ -18,7 +18,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.finish import class_columns
 from sqlnb.models.naive_bayes.families import REGISTRY
-from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features
+from sqlnb.models.naive_bayes.fit import collect_statistics, plan_features, resolve_edges
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.source import Source, Table, read_with, resolve
 from sqlnb.stats import Moments, Statistics
@@ -62,7 +62,7 @@ def _log_prior_penalty(model: NaiveBayes) -> float:
     hp = model.hyper
     stats = model.stats
     total = 0.0
-    for kind in ("categorical", "bernoulli", "multinomial"):
+    for kind in ("categorical", "binned", "bernoulli", "multinomial"):
         group = [f for f in model.features if f.kind == kind]
         if not group:
             continue
@@ -70,7 +70,7 @@ def _log_prior_penalty(model: NaiveBayes) -> float:
         est = REGISTRY[kind].estimate(group, stats.features, stats.class_n, hp)
         for f in group:
             p = est[f.name]
-            if kind == "categorical":
+            if kind in ("categorical", "binned"):  # binned: a categorical over its bins
                 a = hp.pseudo(hp.alpha_for(f.name))
                 if a:  # a = 0 (MLE) adds nothing, and 0 · ln 0 must not become NaN
                     total += a * float(np.sum(p[1])) + (a * float(np.sum(p[2])) if p[2] is not None else 0.0)
@@ -142,6 +142,7 @@ def fit_em(
     features: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     binarize: float | Mapping[str, float] = 0.0,
+    bins: str | Mapping[Any, str] | None = None,
     **hyperparameters: Any,
 ) -> NaiveBayes:
     """Fit naive Bayes on labelled and unlabelled rows by EM (Nigam et al. 2000).
@@ -185,8 +186,10 @@ def fit_em(
     unlabelled_weight : float >= 0
         λ, the weight of an unlabelled row relative to a labelled one (Nigam et al.'s
         EM-λ); 0 ignores the unlabelled rows.
-    kind, feature_kinds, features, exclude, binarize, **hyperparameters
-        As in :func:`sqlnb.fit` (row weights are not supported).
+    kind, feature_kinds, features, exclude, binarize, bins, **hyperparameters
+        As in :func:`sqlnb.fit` (row weights are not supported). The cut points of
+        ``binned`` columns are those of :func:`sqlnb.fit` on the labelled rows (MDL needs
+        their labels) and stay fixed while EM re-weights the unlabelled rows' bins.
 
     Returns
     -------
@@ -210,7 +213,8 @@ def fit_em(
     con = con if con is not None else duckdb.connect()
     start = time.perf_counter()
     source = resolve(read_with(labelled, keep_text=(label,)), con)
-    feats = plan_features(source, label, None, kind, feature_kinds, features, exclude, binarize)
+    feats = plan_features(source, label, None, kind, feature_kinds, features, exclude, binarize, bins=bins)
+    feats = resolve_edges(con, source, label, feats)  # binned columns: cut at the labelled rows, as sqlnb.fit's
     _require_likelihood(feats, "fit_em")
     lab_stats = collect_statistics(con, source, label, feats)  # skips (and counts) NULL labels
     lab_source = _filtered(source, label, labelled=True)

@@ -11,14 +11,13 @@ from typing import Any
 
 import duckdb
 
-from sqlnb.engines import relation_connection
 from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.families import Feature, is_numeric
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, recut, require_cut_counts
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.text import bag_layout
-from sqlnb.source import Source, read_with, resolve
+from sqlnb.source import Source, read_with, relation_connection, resolve
 from sqlnb.workflows.generative.common import _require_naive_bayes, _with_report
 from sqlnb.workflows.generative.novelty import NOVELTY
 
@@ -146,6 +145,7 @@ def update(
     >>> model = sqlnb.update(model, "march.parquet", decay=0.9)         # doctest: +SKIP
     """
     model = _require_naive_bayes(model, "update")
+    _refuse_em_bins(model)
     require_cut_counts(model.features, model.stats)  # before reading anything
     con = con if con is not None else (relation_connection(data) or duckdb.connect())
     start = time.perf_counter()
@@ -184,6 +184,18 @@ def update(
     out = _with_report(updated, report)
     _carry_over(model, out)
     return out
+
+
+def _refuse_em_bins(model: NaiveBayes) -> None:
+    """A model fitted by EM (:func:`~sqlnb.workflows.generative.em.fit_em`) with binned
+    columns keeps no value counts (its unlabelled rows count in its bins by their
+    posteriors, with the labelled rows' cut points), so an update cannot recompute the
+    cut points as a refit would: said in one line, before anything is read."""
+    binned = [f.name for f in model.features if f.kind == "binned" and f.name not in model.stats.cuts]
+    if binned and "em" in model.report:
+        raise SqlnbError(f"binned column {binned[0]!r} of this model was cut at its labelled rows by EM (fit-em), "
+                         "which keeps no value counts of the unlabelled rows, so an update cannot recompute its cut "
+                         "points as a refit would; refit with sqlnb fit-em on all the rows instead")
 
 
 def _carry_over(model: NaiveBayes, out: NaiveBayes) -> None:
