@@ -287,6 +287,10 @@ class Model:
         (:mod:`sqlnb.models.explain`). A model with :attr:`conformal` sets adds
         ``prediction_set`` (a list) and ``set_size`` in DuckDB, ``in_set_<class>`` and
         ``set_size`` elsewhere; ``set_format="flags"`` gives the flags in DuckDB too.
+
+        Without ``con`` the query runs on a new in-memory DuckDB connection with the
+        progress bar off (:func:`sqlnb.engines.duckdb.new_connection`); a connection passed
+        in keeps its own settings.
         """
         engine = as_engine(con, data)  # DuckDB by default (a relation: its own); PostgresEngine, ...
         source = engine.resolve(read_with(data, self.read_types()))

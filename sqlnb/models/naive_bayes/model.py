@@ -43,6 +43,7 @@ from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
+from sqlnb.engines.duckdb import new_connection
 
 #: Count columns (multinomial, complement) from which DuckDB's scoring SELECT writes their
 #: class terms as one ``list_dot_product`` per class over one list of the row's values,
@@ -517,12 +518,10 @@ class NaiveBayes(Model):
         -------
         duckdb.DuckDBPyRelation
         """
-        import duckdb
-
         bags = [f for f in self.features if f.bag is not None and f.bag["layout"] == "long"]
         if not bags:
             raise SqlnbError("score_long scores models fitted with sqlnb.fit_long; use model.score")
-        con = con if con is not None else duckdb.connect()
+        con = con if con is not None else new_connection()
         tok = text.resolve_long(con, tokens, bags[0])
         if docs is None:
             docs = text.first_token_docs(tok, bags[0])
