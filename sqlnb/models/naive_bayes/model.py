@@ -309,7 +309,7 @@ class NaiveBayes(Model):
             return "values"
         return "packed" if len(self.log_parameters()[f.name][0]) > INLINE_MAX else "in place"
 
-    def score_joins(self, dialect=None, packed: bool = False):
+    def score_joins(self, dialect=None, input_types=None, packed: bool = False):
         """See :meth:`Model.score_joins`; ``packed`` as for :meth:`class_terms`."""
         params = self.log_parameters()
         joins = []
@@ -319,8 +319,12 @@ class NaiveBayes(Model):
             if how == "in place":
                 continue
             fam = text.family_for(f)
-            join = fam.packed_join if how == "packed" else getattr(fam, "join", None)
-            if join is not None and (j := join(f, params[f.name])) is not None:
+            if how == "packed":
+                j = fam.packed_join(f, params[f.name], (input_types or {}).get(f.name))
+            else:
+                join = getattr(fam, "join", None)
+                j = join(f, params[f.name]) if join is not None else None
+            if j is not None:
                 joins.append(j)
         return joins
 

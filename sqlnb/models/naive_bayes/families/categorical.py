@@ -165,7 +165,7 @@ class Categorical(Family):
         return exp.Case(ifs=[exp.If(this=missing, true=sql.dbl(0.0))],
                         default=exp.Coalesce(this=hit, expressions=[sql.dbl(float(unseen[k]))]))
 
-    def packed_join(self, feature, params) -> exp.Join | None:
+    def packed_join(self, feature, params, input_type: str | None = None) -> exp.Join | None:
         """A DuckDB lookup of a large vocabulary that costs O(values) to read, not to parse.
 
         The lookup's rows come from a few string literals, however many values there are:
@@ -182,6 +182,9 @@ class Categorical(Family):
                        FROM (SELECT unnest(from_json('["v", …]', '["VARCHAR"]')) AS v,
                                     unnest(CAST(stringsql.packed_list('code,…', ',') AS INTEGER[])) AS code))
                  AS "lookup <name>" ON CAST(TRY_CAST(x AS <fitted type>) AS VARCHAR) = v
+
+        (the value read with the fitted type as in :meth:`position`, ``input_type`` being
+        the input's type when known).
 
         DuckDB folds the constant lists once and hash-joins. The join does not keep the
         scan's order: the scoring SELECT numbers the rows and sorts on that number
@@ -204,7 +207,7 @@ class Categorical(Family):
                                                                        one_based.copy()]), f"c{k}", quoted=True)
             for k in range(flp.shape[0]))).from_(exp.Subquery(this=packed, alias=exp.TableAlias(
                 this=sql.ident("packed"))))
-        on = exp.EQ(this=self._text_key(feature, None), expression=sql.col("v", self.alias(feature)))
+        on = exp.EQ(this=self._text_key(feature, input_type), expression=sql.col("v", self.alias(feature)))
         return exp.Join(this=exp.Subquery(this=table, alias=exp.TableAlias(this=sql.ident(self.alias(feature)))),
                         on=on, side="LEFT")
 
