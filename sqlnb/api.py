@@ -19,6 +19,7 @@ from sqlnb import sql
 from sqlnb.models import dense
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.engines import as_engine
+from sqlnb.engines.duckdb import new_connection
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, VarianceFloorWarning, suggest
 from sqlnb.models import screening
@@ -65,9 +66,11 @@ def fit(
     label : str
         The label column; rows where it is NULL are skipped and counted.
     con : duckdb connection or Engine, optional
-        A connection that can see ``data`` (default: a new in-memory one, enough for files),
-        or an engine (:class:`~sqlnb.engines.PostgresEngine`,
-        :class:`~sqlnb.engines.SparkEngine`) to fit naive Bayes there.
+        A connection that can see ``data`` (default: a new in-memory one, enough for files,
+        with DuckDB's progress bar off: :func:`sqlnb.engines.duckdb.new_connection`), or an
+        engine (:class:`~sqlnb.engines.PostgresEngine`, :class:`~sqlnb.engines.SparkEngine`)
+        to fit naive Bayes there. A connection passed in keeps its own settings (its
+        progress bar shows if it is on).
     model : {"naive_bayes", "lda", "qda", "logistic"}
         The model kind. The others dispatch to :func:`fit_lda`, :func:`fit_qda` and
         :func:`fit_logistic`, whose parameters (``shrinkage``, ``priors``, ``reg_param``,
@@ -396,7 +399,8 @@ def connect(
     read_only: bool = False,
     wait: float | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with resource limits applied.
+    """A DuckDB connection with resource limits applied, and DuckDB's progress bar off, as
+    on every connection sqlnb opens (``SET enable_progress_bar = true`` shows it).
 
     Parameters
     ----------
@@ -435,7 +439,7 @@ def connect(
     ) if value is not None}
     database = ":memory:" if path is None else os.fspath(path)
     def open_it() -> duckdb.DuckDBPyConnection:
-        return duckdb.connect(database, read_only=read_only and path is not None, config=config)
+        return new_connection(database, read_only=read_only and path is not None, config=config)
 
     try:
         return open_it() if path is None else retry_locked(open_it, database, wait)

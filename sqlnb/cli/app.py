@@ -279,22 +279,20 @@ class Settings:
 
     def connect(self, path: str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         """A connection with the resource settings; DuckDB's progress bar only for a
-        terminal (it is on by default in Python and would print into piped output).
+        terminal (:func:`sqlnb.connect` opens it with the bar off, which piped output needs).
 
         Opening a connection is where a new step of a command starts, so an interrupt
         that arrived while Python (not DuckDB) was busy stops the command here.
         """
-        import sqlglot
-
-        from sqlnb import api, sql
+        from sqlnb import api
+        from sqlnb.engines.duckdb import show_progress
 
         if self.interrupted.is_set():
             raise KeyboardInterrupt
         con = api.connect(path, self.threads, self.memory_limit, self.temp_directory, read_only=read_only,
                           wait=self.wait)
-        setting = sqlglot.exp.SetItem(this=sqlglot.exp.EQ(this=sql.col("enable_progress_bar"),
-                                                          expression=sqlglot.exp.Boolean(this=self.terminal)))
-        con.execute(sql.render(sqlglot.exp.Set(expressions=[setting])))
+        if self.terminal:
+            show_progress(con, True)
         self.connections.append(con)
         return con
 

@@ -33,7 +33,7 @@ from typing import Any
 import duckdb as duckdb_lib
 
 from sqlnb.engines.base import Engine, duckdb_type
-from sqlnb.engines.duckdb import DuckDBEngine
+from sqlnb.engines.duckdb import DuckDBEngine, new_connection
 from sqlnb.engines.postgres import PostgresEngine
 from sqlnb.engines.spark import SparkEngine
 from sqlnb.errors import SqlnbError, suggest
@@ -51,7 +51,7 @@ def as_engine(con: Any = None, data: Any = None) -> Engine:
     (``con.table("t")`` names a table only that connection can see; issue 28)."""
     if con is None:
         own = relation_connection(data)
-        return DuckDBEngine(own if own is not None else duckdb_lib.connect())
+        return DuckDBEngine(own if own is not None else new_connection())
     if isinstance(con, duckdb_lib.DuckDBPyConnection):
         return DuckDBEngine(con)
     if isinstance(con, Engine):
@@ -104,7 +104,7 @@ def connect(engine: str = "duckdb", *, dsn: str | None = None, master: str | Non
     >>> connect("spark", remote="sc://spark.example.com:15002")   # doctest: +SKIP
     """
     if engine == "duckdb":
-        return DuckDBEngine(duckdb_lib.connect(database or ":memory:"))
+        return DuckDBEngine(new_connection(database or ":memory:"))
     if engine == "postgres":
         if not dsn:
             raise SqlnbError("--engine postgres needs --dsn (e.g. --dsn 'host=db dbname=lake user=me')")

@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.engines.duckdb import new_connection
 
 #: The name under which the input table is registered while a query reads it.
 INPUT = "sqlnb_estimator_input"
@@ -55,7 +56,7 @@ def connection() -> duckdb.DuckDBPyConnection:
     """This thread's in-memory DuckDB connection (made on first use, never pickled)."""
     con = getattr(_local, "con", None)
     if con is None:
-        con = _local.con = duckdb.connect()
+        con = _local.con = new_connection()
     return con
 
 

@@ -140,9 +140,11 @@ class Model:
         :meth:`class_terms` called with the same arguments."""
         return []
 
-    def score_joins(self, dialect: str | None = None) -> list[exp.Join]:
+    def score_joins(self, dialect: str | None = None,
+                    input_types: Mapping[str, str] | None = None) -> list[exp.Join]:
         """Lookups the class scores read from (LEFT JOINs to the source); none by default.
-        Must match :meth:`class_scores` called with the same ``dialect``."""
+        Must match :meth:`class_scores` called with the same ``dialect``; ``input_types``
+        as for :meth:`class_terms`."""
         return []
 
     # -- scoring ------------------------------------------------------------------------
@@ -245,7 +247,7 @@ class Model:
         types = source.types_for(dialect) if source is not None else None
         exact = self.class_terms(types, dialect)
         fast = self.fast_class_scores(types, dialect) if nan_gate else None
-        joins = self.score_joins(dialect)
+        joins = self.score_joins(dialect, types)
         extension = explanation(self, explain, types, dialect) if explain is not None else None
         return scoring_select(
             source_from, exact if fast is None else fast, self.classes, self.label_type, columns, outputs, keep,
@@ -287,6 +289,10 @@ class Model:
         (:mod:`sqlnb.models.explain`). A model with :attr:`conformal` sets adds
         ``prediction_set`` (a list) and ``set_size`` in DuckDB, ``in_set_<class>`` and
         ``set_size`` elsewhere; ``set_format="flags"`` gives the flags in DuckDB too.
+
+        Without ``con`` the query runs on a new in-memory DuckDB connection with the
+        progress bar off (:func:`sqlnb.engines.duckdb.new_connection`); a connection passed
+        in keeps its own settings.
         """
         engine = as_engine(con, data)  # DuckDB by default (a relation: its own); PostgresEngine, ...
         source = engine.resolve(read_with(data, self.read_types()))

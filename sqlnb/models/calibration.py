@@ -62,6 +62,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError, UpdateWarning, suggest
 from sqlnb.models.finish import class_columns
 from sqlnb.source import read_with, resolve
+from sqlnb.engines.duckdb import new_connection
 from sqlnb.store.catalog import PROVENANCE_COLUMN
 
 #: Calibration methods.
@@ -270,7 +271,7 @@ def calibrate(model, data: Any, method: str = "temperature", *, label: str | Non
     if method in BINARY and K != 2:
         raise SqlnbError(f"{method} calibration is for two classes and the model has {K}; "
                          "use --method temperature (any number of classes)")
-    con = con if con is not None else duckdb.connect()
+    con = con if con is not None else new_connection()
     label = label if label is not None else model.label
     source = resolve(read_with(data, model.read_types()), con)
     source.require([label], "label column")

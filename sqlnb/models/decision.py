@@ -48,6 +48,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.sql.types import is_text_type
 from sqlnb.models.finish import class_columns, label_text
+from sqlnb.engines.duckdb import new_connection
 
 #: Output columns of a rule (``rejected`` only with a reject option).
 EXPECTED_COST, REJECTED = "expected_cost", "rejected"
@@ -85,13 +86,15 @@ def as_class(value: Any, classes: Sequence, label_type: str | None, where: str) 
 
 
 def _cast(text: str, label_type: str) -> Any:
-    """``TRY_CAST(text AS label_type)`` in DuckDB (NULL -> None): a label read as the
-    model's label column was read."""
-    import duckdb
-
+    """``text`` read with the label type in DuckDB (:func:`sqlnb.sql.read_as`; NULL ->
+    None): a label read as the model's label column was read, and ``"1.5"`` no class of
+    an integer label (a plain ``TRY_CAST`` rounds it to 2)."""
     try:
-        query = exp.select(exp.TryCast(this=exp.Placeholder(), to=exp.DataType.build(label_type, dialect="duckdb")))
-        with duckdb.connect() as con:
+        given = exp.select(exp.alias_(exp.Cast(this=exp.Placeholder(), to=exp.DataType.build("varchar")), "v",
+                                      quoted=True))
+        query = exp.select(sql.read_as(sql.col("v", "given"), label_type, "VARCHAR")).from_(
+            exp.Subquery(this=given, alias=exp.TableAlias(this=sql.ident("given"))))
+        with new_connection() as con:
             return con.execute(sql.render(query), [text]).fetchone()[0]
     except Exception:  # a type sqlglot or DuckDB cannot cast to: the label matches no class
         return None

@@ -9,10 +9,10 @@ one namespace.
 """
 
 from sqlnb.sql.build import (EXP_UNDERFLOW, add, as_double, col, dbl, finite, greatest, ident, is_nan, long_select,
-                             missing, nan_as, nan_as_null, nonfinite, packed_list, paren, table,
+                             missing, nan_as, nan_as_null, nonfinite, packed_list, paren, read_as, table,
                              trees_collected_by_refcount, value)
 from sqlnb.sql.dialects import DIALECTS, NO_GROUPING_SETS, NO_VAR_POP, render
 
 __all__ = ["EXP_UNDERFLOW", "add", "as_double", "col", "dbl", "finite", "greatest", "ident", "is_nan", "long_select",
-           "missing", "nan_as", "nan_as_null", "nonfinite", "packed_list", "paren", "table",
+           "missing", "nan_as", "nan_as_null", "nonfinite", "packed_list", "paren", "read_as", "table",
            "trees_collected_by_refcount", "value", "DIALECTS", "NO_GROUPING_SETS", "NO_VAR_POP", "render"]

@@ -14,6 +14,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from sqlglot import exp
 
+from sqlnb.sql.types import is_float, is_numeric, is_text_type
+
 _DOUBLE = exp.DataType.build("double")
 
 
@@ -275,3 +277,37 @@ def _list_type(sql_type: str) -> exp.DataType:
     """``<type>[]`` parsed once (callers copy it): AODE at 57 columns writes 6,400 lists,
     and parsing the type for each took 3 of the 6 s of building its scoring SELECT."""
     return exp.DataType.build(f"{sql_type}[]", dialect="duckdb")
+
+
+#: What an exact number is compared as (:func:`read_as`): every BIGINT and UBIGINT, and
+#: any number below 10^20 to 18 decimal places.
+_EXACT = exp.DataType.build("DECIMAL(38, 18)")
+
+
+def read_as(x: exp.Expression, sql_type: str, input_type: str | None = None) -> exp.Expression:
+    """``x`` (of ``input_type``, or unknown) read with the fitted ``sql_type`` (DuckDB):
+    ``TRY_CAST(x AS <sql_type>)``, NULL for a value the type cannot hold exactly.
+
+    DuckDB's casts to integers and decimals round: ``TRY_CAST('1.5' AS BIGINT)`` is 2,
+    as is ``TRY_CAST(1.5 AS BIGINT)``. A category is a value, so 1.5 is not category 2:
+    where the input can hold a fraction (text, a float, a decimal, or a type not known),
+    the cast value stands only when it equals the input, compared as DECIMAL(38, 18)
+    (or, past its range, as DOUBLE), and is NULL (unseen) otherwise::
+
+        CASE WHEN COALESCE(TRY_CAST(x AS DECIMAL(38, 18)) = TRY_CAST(v AS DECIMAL(38, 18)),
+                           TRY_CAST(x AS DOUBLE) = TRY_CAST(v AS DOUBLE), TRUE) THEN v END
+        v = TRY_CAST(x AS <sql_type>)
+
+    So ``'2.0'`` and ``'1e3'`` are 2 and 1000, ``' 7'`` and ``'07'`` are 7, and ``'1.5'``,
+    ``'x'`` and ``'9223372036854775808'`` (past BIGINT) are unseen in a BIGINT column. Text
+    that only the integer reader takes (``'0x10'``) is read as it reads it.
+    """
+    to = exp.DataType.build(sql_type, dialect="duckdb")
+    v = exp.TryCast(this=x, to=to)
+    rounds = is_numeric(sql_type) and not is_float(sql_type)
+    if not rounds or (input_type is not None and not (is_text_type(input_type) or is_float(input_type)
+                                                      or input_type.upper().startswith(("DECIMAL", "NUMERIC")))):
+        return v
+    same = [exp.EQ(this=exp.TryCast(this=x.copy(), to=t.copy()), expression=exp.TryCast(this=v.copy(), to=t))
+            for t in (_EXACT.copy(), exp.DataType.build("double"))]
+    return exp.Case(ifs=[exp.If(this=exp.Coalesce(this=same[0], expressions=[same[1], exp.true()]), true=v)])

@@ -36,6 +36,7 @@ import duckdb as duckdb_lib
 
 from sqlnb.crash import create_whole
 from sqlnb.engines import DuckDBEngine, as_engine
+from sqlnb.engines.duckdb import new_connection
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
 from sqlnb.store.catalog import (CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format, fingerprint,
@@ -92,7 +93,7 @@ def connection(target: Any, read_only: bool = False,
     if read_only and not os.path.exists(path):
         raise SqlnbNotFound(f"database {path!r} does not exist")
     try:
-        con = retry_locked(lambda: duckdb_lib.connect(path, read_only=read_only), path, wait)
+        con = retry_locked(lambda: new_connection(path, read_only=read_only), path, wait)
     except duckdb_lib.Error as e:
         raise SqlnbError(f"cannot open database {path!r}: {str(e).splitlines()[0]}") from None
     try:

@@ -43,6 +43,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.crash import gone, kill_point, owner
 from sqlnb.engines.base import arrow_table
+from sqlnb.engines.duckdb import new_connection
 from sqlnb.engines.spark import SparkEngine
 from sqlnb.errors import SqlnbError
 from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, ModelChanged, already_exists, casted_select,
@@ -240,9 +241,7 @@ class WarehouseFiles:
         import pyarrow.parquet as pq
 
         if casts:
-            import duckdb
-
-            con = duckdb.connect()
+            con = new_connection()
             try:
                 con.register("sqlnb_part", data)
                 data = con.sql(sql.render(casted_select(data.column_names, casts, "sqlnb_part"))).to_arrow_table()

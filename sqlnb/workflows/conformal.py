@@ -30,6 +30,7 @@ from sqlnb.errors import ScreeningWarning, SqlnbError
 from sqlnb.models import conformal as cp
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.source import read_with, resolve
+from sqlnb.engines.duckdb import new_connection
 
 
 def class_index(y: exp.Expression, classes, label_type) -> exp.Expression:
@@ -78,7 +79,7 @@ def conformal(model, data: Any, alpha: float = 0.1, method: str = "lac", *, rand
         Where the queries run (a new in-memory DuckDB by default).
     """
     cp.check_method(method, alpha, randomized)
-    con = con if con is not None else duckdb.connect()
+    con = con if con is not None else new_connection()
     label = label if label is not None else model.label
     source = resolve(read_with(data, model.read_types()), con)
     source.require([label], "label column")
@@ -141,7 +142,7 @@ def coverage(model, data: Any, con: Any = None, label: str | None = None) -> dic
     """
     if getattr(model, "conformal", None) is None:
         raise SqlnbError("the model has no conformal sets; fit them with sqlnb conformal")
-    engine = as_engine(con if con is not None else duckdb.connect())
+    engine = as_engine(con if con is not None else new_connection())
     label = label or model.label
     source = engine.resolve(read_with(data, model.read_types()))
     source.require([label], "label column")

@@ -43,6 +43,7 @@ from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
 from sqlnb.stats import Bag, Counts, Moments, Statistics, Sums
 from sqlnb.store import register_kind
+from sqlnb.engines.duckdb import new_connection
 
 #: Count columns (multinomial, complement) from which DuckDB's scoring SELECT writes their
 #: class terms as one ``list_dot_product`` per class over one list of the row's values,
@@ -308,7 +309,7 @@ class NaiveBayes(Model):
             return "values"
         return "packed" if len(self.log_parameters()[f.name][0]) > INLINE_MAX else "in place"
 
-    def score_joins(self, dialect=None, packed: bool = False):
+    def score_joins(self, dialect=None, input_types=None, packed: bool = False):
         """See :meth:`Model.score_joins`; ``packed`` as for :meth:`class_terms`."""
         params = self.log_parameters()
         joins = []
@@ -318,8 +319,12 @@ class NaiveBayes(Model):
             if how == "in place":
                 continue
             fam = text.family_for(f)
-            join = fam.packed_join if how == "packed" else getattr(fam, "join", None)
-            if join is not None and (j := join(f, params[f.name])) is not None:
+            if how == "packed":
+                j = fam.packed_join(f, params[f.name], (input_types or {}).get(f.name))
+            else:
+                join = getattr(fam, "join", None)
+                j = join(f, params[f.name]) if join is not None else None
+            if j is not None:
                 joins.append(j)
         return joins
 
@@ -517,12 +522,10 @@ class NaiveBayes(Model):
         -------
         duckdb.DuckDBPyRelation
         """
-        import duckdb
-
         bags = [f for f in self.features if f.bag is not None and f.bag["layout"] == "long"]
         if not bags:
             raise SqlnbError("score_long scores models fitted with sqlnb.fit_long; use model.score")
-        con = con if con is not None else duckdb.connect()
+        con = con if con is not None else new_connection()
         tok = text.resolve_long(con, tokens, bags[0])
         if docs is None:
             docs = text.first_token_docs(tok, bags[0])

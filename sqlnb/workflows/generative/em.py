@@ -24,6 +24,7 @@ from sqlnb.source import Source, Table, read_with, resolve
 from sqlnb.stats import Moments, Statistics
 from sqlnb.workflows.generative.common import _require_likelihood, _with_report
 from sqlnb.workflows.generative.updating import compatible_features
+from sqlnb.engines.duckdb import new_connection
 
 
 # -- semi-supervised EM ----------------------------------------------------------------------
@@ -210,7 +211,7 @@ def fit_em(
     hyper = Hyperparameters(**hyperparameters)
     if hyper.structure != "naive":
         raise SqlnbError(f"EM fits naive Bayes only, not structure {hyper.structure!r}")
-    con = con if con is not None else duckdb.connect()
+    con = con if con is not None else new_connection()
     start = time.perf_counter()
     source = resolve(read_with(labelled, keep_text=(label,)), con)
     feats = plan_features(source, label, None, kind, feature_kinds, features, exclude, binarize, bins=bins)

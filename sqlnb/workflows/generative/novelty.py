@@ -14,6 +14,7 @@ from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.source import Source, read_with, resolve
 from sqlnb.workflows.generative.common import _require_likelihood, _require_naive_bayes, _with_report
+from sqlnb.engines.duckdb import new_connection
 
 #: Key of the novelty threshold in ``model.report`` (saved with the model).
 NOVELTY = "novelty"
@@ -62,7 +63,7 @@ def novelty_threshold(
     _require_likelihood(model.features, "a novelty threshold")
     if not (isinstance(quantile, (int, float)) and 0 < quantile < 1):
         raise SqlnbError(f"the novelty quantile must be between 0 and 1 (exclusive), not {quantile!r}")
-    con = con if con is not None else duckdb.connect()
+    con = con if con is not None else new_connection()
     source = resolve(read_with(data, model.read_types()), con)
     scored = exp.Subquery(this=model.scoring_query(source, ("log_evidence",), keep=[], calibrated=False),
                           alias=exp.TableAlias(this=sql.ident("s")))
@@ -124,5 +125,5 @@ def flag_novel(
     ``outputs``, always ``log_evidence``) plus ``novel``: true when ``log_evidence`` is
     below the threshold of :func:`novelty_threshold` (or the ``threshold`` given).
     """
-    con = con if con is not None else duckdb.connect()
+    con = con if con is not None else new_connection()
     return con.sql(sql.render(novelty_query(model, resolve(read_with(data, model.read_types()), con), threshold, outputs, keep)))

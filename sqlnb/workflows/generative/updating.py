@@ -14,12 +14,14 @@ import duckdb
 from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.families import Feature, is_numeric
+from sqlnb.models.naive_bayes.families.categorical import unheld
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, recut, require_cut_counts
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.text import bag_layout
 from sqlnb.source import Source, read_with, relation_connection, resolve
 from sqlnb.workflows.generative.common import _require_naive_bayes, _with_report
 from sqlnb.workflows.generative.novelty import NOVELTY
+from sqlnb.engines.duckdb import new_connection
 
 
 def _type_group(sql_type: str) -> str:
@@ -77,6 +79,21 @@ def compatible_features(model: NaiveBayes, source: Source, with_label: bool = Tr
             )
         out.append(replace(f, sql_type=t))
     return out
+
+
+def _check_categories(model: NaiveBayes, features: list[Feature], batch, where: str) -> None:
+    """Raise a one-line :class:`SqlnbError` when a categorical column of the batch, read
+    as another type than the model's (``1.5`` makes a CSV column DOUBLE), holds a value
+    the fitted type cannot hold exactly (:func:`~sqlnb.models.naive_bayes.families.
+    categorical.unheld`): scoring reads it as unseen, and stored as a category it would
+    print as another one. ``2.0`` in a BIGINT column is 2."""
+    for fitted, f in zip(model.features, features):
+        if fitted.kind == "categorical" and fitted.bag is None and f.sql_type.upper() != fitted.sql_type.upper():
+            bad = unheld(batch.features[f.name].values, fitted.sql_type)
+            if bad:
+                raise SqlnbError(f"column {f.name!r} in {where} holds {bad[0]}, which is not a {fitted.sql_type} "
+                                 f"value like the model's categories of it; fix the data, or fit a new model "
+                                 f"(with the column read as {f.sql_type}) to count {bad[0]} as a category of its own")
 
 
 # -- update ---------------------------------------------------------------------------------
@@ -147,7 +164,7 @@ def update(
     model = _require_naive_bayes(model, "update")
     _refuse_em_bins(model)
     require_cut_counts(model.features, model.stats)  # before reading anything
-    con = con if con is not None else (relation_connection(data) or duckdb.connect())
+    con = con if con is not None else (relation_connection(data) or new_connection())
     start = time.perf_counter()
     source = resolve(read_with(data, model.column_types()), con)
     features = compatible_features(model, source)
@@ -156,6 +173,7 @@ def update(
     # A tree-augmented model's pair counts add too (its tree is derived from them).
     pairs = list(model.stats.pairs.features) if model.stats.pairs is not None else False
     batch = collect_statistics(con, source, model.label, features, model.weight, min_classes=1, pairs=pairs)
+    _check_categories(model, features, batch, source.description)
     if getattr(model.stats.pairs, "joints", None):  # kdb:2: the stored triples' joint counts add too
         batch.pairs = kdb.KdbPairs(list(batch.pairs.features), dict(batch.pairs.cells), kdb.collect_joints(
             con, source, model.label, model.weight, features, list(model.stats.pairs.joints), batch.classes))

@@ -18,15 +18,15 @@ import functools
 import json
 import math
 
-import duckdb
 import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
-from sqlnb.sql.types import is_float, is_text_type
+from sqlnb.sql.types import is_float, is_numeric, is_text_type
 from sqlnb.stats import Counts, sorted_values
 from sqlnb.models.naive_bayes.families.base import Family, log_ratio
+from sqlnb.engines.duckdb import new_connection
 
 #: Largest vocabulary DuckDB scoring inlines (:meth:`Categorical.in_place_term`); a larger
 #: one is joined (:meth:`Categorical.packed_join`). In place, each value costs about 1 ms
@@ -165,7 +165,7 @@ class Categorical(Family):
         return exp.Case(ifs=[exp.If(this=missing, true=sql.dbl(0.0))],
                         default=exp.Coalesce(this=hit, expressions=[sql.dbl(float(unseen[k]))]))
 
-    def packed_join(self, feature, params) -> exp.Join | None:
+    def packed_join(self, feature, params, input_type: str | None = None) -> exp.Join | None:
         """A DuckDB lookup of a large vocabulary that costs O(values) to read, not to parse.
 
         The lookup's rows come from a few string literals, however many values there are:
@@ -182,6 +182,9 @@ class Categorical(Family):
                        FROM (SELECT unnest(from_json('["v", …]', '["VARCHAR"]')) AS v,
                                     unnest(CAST(stringsql.packed_list('code,…', ',') AS INTEGER[])) AS code))
                  AS "lookup <name>" ON CAST(TRY_CAST(x AS <fitted type>) AS VARCHAR) = v
+
+        (the value read with the fitted type as in :meth:`position`, ``input_type`` being
+        the input's type when known).
 
         DuckDB folds the constant lists once and hash-joins. The join does not keep the
         scan's order: the scoring SELECT numbers the rows and sorts on that number
@@ -204,7 +207,7 @@ class Categorical(Family):
                                                                        one_based.copy()]), f"c{k}", quoted=True)
             for k in range(flp.shape[0]))).from_(exp.Subquery(this=packed, alias=exp.TableAlias(
                 this=sql.ident("packed"))))
-        on = exp.EQ(this=self._text_key(feature, None), expression=sql.col("v", self.alias(feature)))
+        on = exp.EQ(this=self._text_key(feature, input_type), expression=sql.col("v", self.alias(feature)))
         return exp.Join(this=exp.Subquery(this=table, alias=exp.TableAlias(this=sql.ident(self.alias(feature)))),
                         on=on, side="LEFT")
 
@@ -231,13 +234,32 @@ class Categorical(Family):
 
     def _text_key(self, feature, input_type: str | None) -> exp.Expression:
         """The row's value read with the fitted type, as text: what :func:`value_texts`
-        holds for the training values (NULL when it does not cast)."""
+        holds for the training values (NULL when it does not cast: :func:`sqlnb.sql.read_as`)."""
         x = self.raw(feature)
         if input_type is None or input_type.upper() != feature.sql_type.upper():
-            x = exp.TryCast(this=x, to=exp.DataType.build(feature.sql_type, dialect="duckdb"))
+            x = sql.read_as(x, feature.sql_type, input_type)
         if not is_text_type(feature.sql_type):
             x = exp.Cast(this=x, to=exp.DataType.build("varchar"))
         return x
+
+
+def unheld(values, sql_type: str) -> list[str]:
+    """The text of each of ``values`` (categories read with another type: a batch to
+    update with) that the fitted ``sql_type`` cannot hold exactly, as :func:`sqlnb.sql.read_as`
+    decides when scoring: ``1.5`` (but not ``2.0``) for BIGINT. Stored as a category of
+    such a column, 1.5 would print as 2, the text of another one."""
+    if not values or not is_numeric(sql_type) or is_float(sql_type):
+        return []
+    v = sql.col("v", "batch")
+    query = (exp.select(v).from_(exp.Subquery(this=exp.select(exp.alias_(_unnest(json_list(map(str, values))), "v",
+                                                                         quoted=True)),
+                                              alias=exp.TableAlias(this=sql.ident("batch"))))
+             .where(exp.Is(this=sql.read_as(v.copy(), sql_type, "VARCHAR"), expression=exp.Null())))
+    con = new_connection()
+    try:
+        return [r[0] for r in con.execute(sql.render(query)).fetchall()]
+    finally:
+        con.close()
 
 
 def _unnest(e: exp.Expression) -> exp.Expression:
@@ -272,7 +294,7 @@ def value_texts(values: tuple, sql_type: str) -> tuple[str, ...]:
     # One JSON string of Python's text of each value, which DuckDB casts as it would the
     # literal sql.value(v) writes: far cheaper to parse than one literal per value.
     texts = exp.Cast(this=exp.Cast(this=json_list(map(str, values)), to=as_list[1]), to=as_list[0])
-    con = duckdb.connect()
+    con = new_connection()
     try:
         return tuple(con.execute(sql.render(exp.select(texts))).fetchone()[0])
     finally:

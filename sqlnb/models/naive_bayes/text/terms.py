@@ -8,7 +8,6 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-import duckdb
 import numpy as np
 from sqlglot import exp
 
@@ -16,6 +15,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.text.tokens import _duckdb, _sub
 from sqlnb.stats import Bag
+from sqlnb.engines.duckdb import new_connection
 
 
 # -- mutual information and top terms --------------------------------------------------------
@@ -137,7 +137,7 @@ def top_terms(model: Any, feature: str | None = None, n: int = 10, con=None):
     import pyarrow as pa
 
     bag, classes = _stats_of(model, feature)
-    con = _duckdb(con) if con is not None else duckdb.connect()
+    con = _duckdb(con) if con is not None else new_connection()
     with _registered(con, bag) as names:
         part = _mi_part()
         rank = exp.Window(this=exp.RowNumber(), partition_by=[sql.col("class_index")],
