@@ -359,6 +359,10 @@ def child_terms(net: Network, features: Sequence[Feature], stats, params: Mappin
         ps = (par,) if isinstance(par, str) else tuple(par)
         cpt = net.cpt[child]
         naive = tan.naive_row(by_name[child], params[child])
+        if dialect == "duckdb":  # one read per class (tan.padded_read), the picks' precedence as below
+            padded = {ps: cpt, (): naive, **({(p,): net.fallback[child][p] for p in ps} if len(ps) > 1 else {})}
+            out[child] = [tan.padded_read(padded, ps, positions, child, k) for k in range(cpt.shape[0])]
+            continue
         tables = [((*ps, child), cpt)] + [((p, child), net.fallback[child][p]) for p in ps if len(ps) > 1]
         terms = []
         for k in range(cpt.shape[0]):
