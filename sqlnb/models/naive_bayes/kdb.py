@@ -48,8 +48,9 @@ Scoring, one term per feature and class (NULL, NaN and unseen values are missing
 
 so a missing parent is marginalised by conditioning on the parents that are present
 only. In SQL a two-parent term is ``COALESCE`` of the joint pick, the two one-parent
-picks and the naive pick (a pick is NULL when any position it reads is), one list read
-per table in DuckDB, CASE elsewhere (:func:`sqlnb.models.naive_bayes.tan._pick`).
+picks and the naive pick (a pick is NULL when any position it reads is), each a CASE
+(:func:`sqlnb.models.naive_bayes.tan._pick`); in DuckDB one read of one table holding all
+of them, padded with a missing slot per axis (:func:`sqlnb.models.naive_bayes.tan.padded_read`).
 """
 
 from __future__ import annotations
