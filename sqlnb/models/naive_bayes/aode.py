@@ -247,27 +247,40 @@ def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expr
     ok = {i: read(np.append(model.parent_ok[i], 0.0), at[i].copy()) for i in names}
     size = sql.paren(pairwise_sum([ok[i].copy() for i in names]))
     empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
+
+    def pair(i: str, j: str, k: int) -> exp.Expression:
+        lst = sql.packed_list([float(w) for w in cells(i, j, k)], "DOUBLE")
+        return exp.Anonymous(this="list_extract", expressions=[
+            lst, exp.Add(this=sql.paren(row_start(i, j)), expression=at[j].copy())])
+
+    def part(i: str, reads: list, s: float) -> exp.Expression:
+        t = pairwise_sum(reads) if s == 0.0 else exp.Sub(this=pairwise_sum(reads), expression=sql.dbl(s))
+        return exp.Mul(this=ok[i].copy(), expression=exp.Exp(this=t))
+
+    def plain(total: exp.Expression) -> exp.Expression:
+        return exp.Sub(this=exp.Ln(this=sql.paren(exp.Add(this=total, expression=empty.copy()))),
+                       expression=exp.Ln(this=sql.paren(exp.Add(this=size.copy(), expression=empty.copy()))))
+
+    return _averaged(model, pair, part, pairwise_sum, size, plain)
+
+
+def _averaged(model: Aode, pair, part, total_of, size: exp.Expression, plain=None) -> list[exp.Expression]:
+    """The skeleton both forms of AODE's term share (:func:`terms`, :func:`padded_terms`):
+    per class k, ``CASE WHEN |S| > 0 THEN s_c + LN(Σ_i part_i) − LN(|S|) ELSE 0 END`` with
+    ``part_i = part(i, [pair(i, j, k) for every other j], s_c)`` summed by ``total_of``
+    and ``size`` the parenthesised |S|; ``plain(total)`` (DuckDB) the whole term instead
+    when s_c is 0 and no cell is −inf."""
+    names = [f.name for f in model.features]
     out = []
     for k in range(len(model.shift)):
         s = float(model.shift[k])
-        parts = []
-        for i in names:
-            reads = []
-            for j in names:
-                if j == i:
-                    continue
-                lst = sql.packed_list([float(w) for w in cells(i, j, k)], "DOUBLE")
-                reads.append(exp.Anonymous(this="list_extract", expressions=[
-                    lst, exp.Add(this=sql.paren(row_start(i, j)), expression=at[j].copy())]))
-            t = pairwise_sum(reads) if s == 0.0 else exp.Sub(this=pairwise_sum(reads), expression=sql.dbl(s))
-            parts.append(exp.Mul(this=ok[i].copy(), expression=exp.Exp(this=t)))
-        total = sql.paren(pairwise_sum(parts))
-        if s == 0.0 and not model.log_shifted:
-            out.append(exp.Sub(this=exp.Ln(this=sql.paren(exp.Add(this=total, expression=empty.copy()))),
-                               expression=exp.Ln(this=sql.paren(exp.Add(this=size.copy(), expression=empty.copy())))))
+        parts = [part(i, [pair(i, j, k) for j in names if j != i], s) for i in names]
+        total = sql.paren(total_of(parts))
+        if plain is not None and s == 0.0 and not model.log_shifted:
+            out.append(plain(total))
             continue
         log_total = exp.Ln(this=total)
-        if model.log_shifted:  # every super-parent's product 0: ln 0 = −inf (an error in DuckDB too)
+        if model.log_shifted:  # every super-parent's product 0: ln 0 = −inf (an error in DuckDB and PostgreSQL)
             log_total = exp.Case(ifs=[exp.If(this=exp.GT(this=total.copy(), expression=sql.dbl(0.0)),
                                              true=log_total)], default=sql.dbl(-math.inf))
         value = exp.Sub(this=sql.add([sql.dbl(s), log_total] if s != 0.0 else [log_total]),
@@ -301,33 +314,18 @@ def terms(model: Aode, features: Sequence[Feature], stats, dialect: str | None,
         return sql.paren(at[name].copy())
 
     ok = {i: tan._pick(pos(i), model.parent_ok[i], dialect) for i in names}
-    size = sql.add([exp.Coalesce(this=ok[i].copy(), expressions=[sql.dbl(0.0)]) for i in names])
-    out = []
-    for k in range(len(model.shift)):
-        s = float(model.shift[k])
-        parts = []
-        for i in names:
-            reads = []
-            for j in names:
-                if j == i:
-                    continue
-                r = model.ratio[(i, j)]
-                flat = exp.Add(this=exp.Mul(this=pos(i), expression=exp.Literal.number(r.shape[2])),
-                               expression=pos(j))
-                reads.append(exp.Coalesce(this=tan._pick(flat, r[k].ravel(), dialect), expressions=[sql.dbl(0.0)]))
-            t = sql.add(reads) if s == 0.0 else exp.Sub(this=sql.paren(sql.add(reads)), expression=sql.dbl(s))
-            parts.append(exp.Coalesce(this=exp.Mul(this=ok[i].copy(), expression=exp.Exp(this=t)),
-                                      expressions=[sql.dbl(0.0)]))
-        total = sql.paren(sql.add(parts))
-        log_total = exp.Ln(this=total)
-        if model.log_shifted:  # every super-parent's product 0: ln 0 = −inf (an error in PostgreSQL)
-            log_total = exp.Case(ifs=[exp.If(this=exp.GT(this=total.copy(), expression=sql.dbl(0.0)),
-                                             true=log_total)], default=sql.dbl(-math.inf))
-        value = exp.Sub(this=sql.add([sql.dbl(s), log_total] if s != 0.0 else [log_total]),
-                        expression=exp.Ln(this=sql.paren(size.copy())))
-        out.append(exp.Case(ifs=[exp.If(this=exp.GT(this=sql.paren(size.copy()), expression=sql.dbl(0.0)),
-                                        true=value)], default=sql.dbl(0.0)))
-    return out
+    size = sql.paren(sql.add([exp.Coalesce(this=ok[i].copy(), expressions=[sql.dbl(0.0)]) for i in names]))
+
+    def pair(i: str, j: str, k: int) -> exp.Expression:
+        r = model.ratio[(i, j)]
+        flat = exp.Add(this=exp.Mul(this=pos(i), expression=exp.Literal.number(r.shape[2])), expression=pos(j))
+        return exp.Coalesce(this=tan._pick(flat, r[k].ravel(), dialect), expressions=[sql.dbl(0.0)])
+
+    def part(i: str, reads: list, s: float) -> exp.Expression:
+        t = sql.add(reads) if s == 0.0 else exp.Sub(this=sql.paren(sql.add(reads)), expression=sql.dbl(s))
+        return exp.Coalesce(this=exp.Mul(this=ok[i].copy(), expression=exp.Exp(this=t)), expressions=[sql.dbl(0.0)])
+
+    return _averaged(model, pair, part, sql.add, size)
 
 
 def describe(model: Aode, stats, min_count: float) -> dict:

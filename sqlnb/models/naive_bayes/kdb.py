@@ -48,8 +48,9 @@ Scoring, one term per feature and class (NULL, NaN and unseen values are missing
 
 so a missing parent is marginalised by conditioning on the parents that are present
 only. In SQL a two-parent term is ``COALESCE`` of the joint pick, the two one-parent
-picks and the naive pick (a pick is NULL when any position it reads is), one list read
-per table in DuckDB, CASE elsewhere (:func:`sqlnb.models.naive_bayes.tan._pick`).
+picks and the naive pick (a pick is NULL when any position it reads is), each a CASE
+(:func:`sqlnb.models.naive_bayes.tan._pick`); in DuckDB one read of one table holding all
+of them, padded with a missing slot per axis (:func:`sqlnb.models.naive_bayes.tan.padded_read`).
 """
 
 from __future__ import annotations
@@ -359,6 +360,10 @@ def child_terms(net: Network, features: Sequence[Feature], stats, params: Mappin
         ps = (par,) if isinstance(par, str) else tuple(par)
         cpt = net.cpt[child]
         naive = tan.naive_row(by_name[child], params[child])
+        if dialect == "duckdb":  # one read per class (tan.padded_read), the picks' precedence as below
+            padded = {ps: cpt, (): naive, **({(p,): net.fallback[child][p] for p in ps} if len(ps) > 1 else {})}
+            out[child] = [tan.padded_read(padded, ps, positions, child, k) for k in range(cpt.shape[0])]
+            continue
         tables = [((*ps, child), cpt)] + [((p, child), net.fallback[child][p]) for p in ps if len(ps) > 1]
         terms = []
         for k in range(cpt.shape[0]):

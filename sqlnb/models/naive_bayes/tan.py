@@ -51,9 +51,10 @@ Scoring (one term per child and class, no join)::
     otherwise                          ln p(x_child | c, x_parent)
 
 The root's term is its naive Bayes term. ``unseen="bucket"`` is refused for tree models.
-In DuckDB a term reads one list by position, ``list_extract(w_k, pos_parent · n_child +
-pos_child + 1)``, positions from ENUM codes as for categorical features; in other
-dialects the positions and the pick are CASE expressions.
+In DuckDB a term is one read of one list padded with a missing slot per axis (the naive
+row, a 0 column), ``list_extract(w_k, COALESCE(p_parent, n_parent)·(n_child + 1) +
+COALESCE(p_child, n_child) + 1)`` (:func:`padded_read`), positions from ENUM codes or, for
+binned columns, sums of comparisons; elsewhere the positions and the picks are CASEs.
 
 Cost and limit: the pair scan does F(F−1)/2 pair updates per row for F tree features, so
 it grows as F² (and the SQL, in DuckDB, as F: each feature is named once, the pairs are two
@@ -568,7 +569,8 @@ def _position(f: Feature, values: list, dialect: str | None, input_type: str | N
                              exp.If(this=fam.present(f, scoring=True), true=exp.Literal.number(1))],
                         default=exp.Literal.number(0))
     if f.kind == "binned":  # bins are numbered 0 … B−1, their positions among the values
-        return REGISTRY["binned"].bin_index(f, scoring=True)
+        fam = REGISTRY["binned"]
+        return fam.counted_index(f) if dialect == "duckdb" else fam.bin_index(f, scoring=True)
     if not values:
         return exp.Null()
     if dialect == "duckdb":  # enum_code is as narrow as the ENUM (UINT8): widen before position arithmetic
@@ -594,6 +596,28 @@ def _pick(index: exp.Expression, weights: np.ndarray, dialect: str | None) -> ex
                                                                               expression=exp.Literal.number(1))])
     return exp.Case(this=sql.paren(index), ifs=[exp.If(this=exp.Literal.number(i), true=sql.dbl(float(w)))
                                                  for i, w in enumerate(weights)])
+
+
+def padded_read(tables: Mapping[tuple, np.ndarray], parents: Sequence[str],
+                positions: Mapping[str, exp.Expression], child: str, k: int) -> exp.Expression:
+    """DuckDB: class ``k``'s term of ``child`` as one read of one list, for ``COALESCE`` of
+    the picks of ``tables`` (present parents → (K, n_parent…, n_child); every parent first,
+    ``()`` the naive row) and 0. Each axis has one more slot, a missing value's: position
+    ``COALESCE(p, n)``; a missing child reads 0, missing parents the table of the parents
+    present. The same cells, so the same doubles, for a third of the SQL (a pick per table
+    and class repeated every position; spambase's 57 binned columns, benchmarks/README.md)."""
+    full = tables[tuple(parents)]
+    *sizes, n_child = full.shape[1:]
+    padded = np.zeros((*(n + 1 for n in sizes), n_child + 1))
+    for present, t in tables.items():
+        padded[(*(slice(0, n) if p in present else n for p, n in zip(parents, sizes)), slice(0, n_child))] = t[k]
+    index: exp.Expression | None = None
+    for name, n in zip([*parents, child], [*sizes, n_child]):
+        q = exp.Coalesce(this=positions[name].copy(), expressions=[exp.Literal.number(n)])
+        index = q if index is None else exp.Add(
+            this=exp.Mul(this=sql.paren(index), expression=exp.Literal.number(n + 1)), expression=q)
+    lst = sql.packed_list([float(w) for w in padded.ravel()], "DOUBLE")
+    return exp.Anonymous(this="list_extract", expressions=[lst, exp.Add(this=index, expression=exp.Literal.number(1))])
 
 
 def tree_positions(tree: Tree, features: Sequence[Feature], stats, dialect: str | None,
@@ -627,6 +651,9 @@ def child_terms(tree: Tree, features: Sequence[Feature], stats, params: Mapping[
         flat = exp.Add(this=exp.Mul(this=sql.paren(positions[par].copy()), expression=exp.Literal.number(n_child)),
                        expression=sql.paren(positions[child].copy()))
         naive = naive_row(by_name[child], params[child])
+        if dialect == "duckdb":
+            out[child] = [padded_read({(par,): cpt, (): naive}, (par,), positions, child, k) for k in range(len(cpt))]
+            continue
         out[child] = [exp.Coalesce(this=_pick(flat.copy(), cpt[k].ravel(), dialect),
                                    expressions=[_pick(positions[child].copy(), naive[k], dialect), sql.dbl(0.0)])
                       for k in range(cpt.shape[0])]

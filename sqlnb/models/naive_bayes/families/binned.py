@@ -78,6 +78,23 @@ class Binned(Family):
         x = self.value(feature, scoring)
         return self._chain(feature, x, [exp.Literal.number(b) for b in range(len(_edges(feature)) + 1)], exp.Null())
 
+    def counted_index(self, feature) -> exp.Expression:
+        """:meth:`bin_index` (scoring) without a CASE, for DuckDB's scoring SELECT:
+        ``(x >= e_1)::INT + … + (x >= e_{B−1})::INT``, the number of cut points at or
+        below x (NULL for NULL), plus ``NULLIF(isnan(x), true)::INT`` (0, NULL for NaN)
+        for a floating column. The same bin for every value; a fifth of the chain's size
+        (each WHEN of which repeats the NaN-guarded x), and DuckDB's common-subexpression
+        pass shares it between every term that reads it (it never enters a CASE)."""
+        edges = _edges(feature)
+        if not edges:
+            return self.bin_index(feature, scoring=True)
+        x = self.value(feature)
+        int_type = exp.DataType.build("INTEGER")
+        parts = [exp.Cast(this=exp.GTE(this=x.copy(), expression=sql.dbl(e)), to=int_type.copy()) for e in edges]
+        if is_float(feature.sql_type):
+            parts.append(exp.Cast(this=exp.Nullif(this=sql.is_nan(x.copy()), expression=exp.true()), to=int_type))
+        return sql.paren(sql.add(parts))
+
     def _chain(self, feature, x, outcomes, missing) -> exp.Expression:
         # CASE WHEN x IS NULL THEN <missing> WHEN x < e_1 THEN o_0 … ELSE o_{B−1}: the
         # ascending tests make each WHEN one comparison.
