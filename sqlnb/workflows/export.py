@@ -210,8 +210,8 @@ def fit_sql(source: Any, label: str, features: Sequence[Feature], dialect: str =
         A tree-augmented model's tree features (``model.stats.pairs.features``): adds
         their pair counts (columns ``k``, ``v<j>``, ``g<j>`` per tree feature and ``n``;
         the rows with two ``g<j> = 0`` count that pair), in as many statements as
-        ``sqlnb fit`` splits them into (more than 780 pairs, 40 features: two or more;
-        SQLite: more than 500), each with those columns.
+        ``sqlnb fit`` splits them into off DuckDB (two or more past 780 pairs, i.e. 40
+        features; in SQLite past 500 pairs, 32 features), each with those columns.
 
     Returns
     -------
