@@ -147,9 +147,10 @@ def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: s
         by_name = {f.name: f for f in features}
         tree = [by_name[n] for n in pairs]
         union = dialect in sql.NO_GROUPING_SETS
-        # The runtime's split (collect_pairs off DuckDB), within SQLite's UNION ALL limit.
+        # The runtime's split (collect_pairs off DuckDB; Spark's column limit), within
+        # SQLite's UNION ALL limit.
         per = min(tan.SETS_PER_STATEMENT, SQLITE_COMPOUND_SELECTS) if union else tan.SETS_PER_STATEMENT
-        for chunk in tan.pair_statements(len(tree), per):
+        for chunk in tan.pair_statements(len(tree), per, dialect):
             out.append(_pairs_union(src, label, weight, tree, chunk) if union
                        else tan.pairs_query(src, label, weight, tree, pairs=chunk, pad=True))
     return out

@@ -115,6 +115,9 @@ MAX_FEATURES = 100
 #: Most GROUPING SETS in one statement of the pair scan on engines other than DuckDB (the
 #: old one-statement limit: 40 features' pairs).
 SETS_PER_STATEMENT = 780
+#: Spark refuses GROUPING SETS over more columns (GROUPING_SIZE_LIMIT_EXCEEDED; k and the
+#: fold count): past it a statement pairs two blocks of features (:func:`pair_statements`).
+SPARK_GROUPING_COLUMNS = 64
 BERNOULLI_VALUES = [False, True]
 #: DuckDB's hash aggregate gives every grouping set a hash table of its own in every thread
 #: that reads rows, ~2.3 MB each however few the rows (measured with duckdb 2.0: 528 sets
@@ -255,8 +258,7 @@ def pairs_query(source, label: str, weight: str | None, features: Sequence[Featu
     cols += [exp.alias_(_fit_value(f), f"x{j}", quoted=True) for j, f in enumerate(features) if j in read]
     if weight is not None:
         cols.append(exp.alias_(sql.as_double(sql.col(weight, "src")), "w", quoted=True))
-    # copy=False: the builders would copy the growing tree at every step (a padded
-    # statement per pair of the SQLite export builds 990 of them at 45 features).
+    # copy=False: no copy of the growing tree per builder step (SQLite's export builds one per pair).
     inner = (exp.select(*cols).from_(source.from_("src"), copy=False)
              .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())), copy=False))
     x = [sql.col(f"x{j}", "t") for j in range(len(features))]
@@ -277,13 +279,22 @@ def pairs_query(source, label: str, weight: str | None, features: Sequence[Featu
             .group_by(exp.GroupingSets(expressions=sets), copy=False))
 
 
-def pair_statements(F: int, per_statement: int) -> list[list[tuple[int, int]]]:
+def pair_statements(F: int, per_statement: int, dialect: str | None = None,
+                    keys: int = 1) -> list[list[tuple[int, int]]]:
     """Every pair ``(a, b)``, ``a < b < F``, in order, cut into statements of at most
     ``per_statement`` pairs: the one split of the GROUPING SETS pair scan, used by
     :func:`collect_pairs` and by the exported fitting SQL
-    (:func:`sqlnb.workflows.export.fit_queries`)."""
-    every = [(a, b) for a in range(F) for b in range(a + 1, F)]
-    return [every[start:start + per_statement] for start in range(0, len(every), per_statement)]
+    (:func:`sqlnb.workflows.export.fit_queries`). On Spark, past
+    :data:`SPARK_GROUPING_COLUMNS` − ``keys`` features, the features are cut into blocks
+    of half that and each statement holds pairs of two blocks (then in that order)."""
+    most = SPARK_GROUPING_COLUMNS - keys if dialect == "spark" and F > SPARK_GROUPING_COLUMNS - keys else 2 * F
+    blocks = [range(s, min(s + most // 2, F)) for s in range(0, F, most // 2)] if F else []
+    out = []
+    for i, first in enumerate(blocks):
+        for second in blocks[i:]:
+            every = [(a, b) for a in first for b in second if a < b]
+            out += [every[start:start + per_statement] for start in range(0, len(every), per_statement)]
+    return out
 
 
 def pairs_long_query(source, label: str, weight: str | None, features: Sequence[Feature],
@@ -388,7 +399,7 @@ def collect_pairs(engine, source, label: str, weight: str | None, features: Sequ
                 (features[a].name, features[b].name), {})
             cell[(index[k], values[a][u], values[b][v])] = float(n or 0.0)
         return _gathered(features, len(classes), by_group, group)
-    for chunk in pair_statements(F, step):
+    for chunk in pair_statements(F, step, getattr(engine, "dialect", None), 1 + (group is not None)):
         used = sorted({j for pair in chunk for j in pair})  # the features of this statement
         at = {j: i for i, j in enumerate(used)}
         query = pairs_query(source, label, weight, [features[j] for j in used], group,
