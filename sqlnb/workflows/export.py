@@ -14,6 +14,11 @@ builder, never by editing text:
   column (one ``GROUP BY (label, a, b)`` per pair of tree features), glued with
   ``UNION ALL``, with the same output columns.
 
+The pair counts are split into statements as ``sqlnb fit`` splits them off DuckDB
+(:func:`~sqlnb.models.naive_bayes.tan.pair_statements`, at most
+:data:`~sqlnb.models.naive_bayes.tan.SETS_PER_STATEMENT` pairs each; in SQLite at most
+:data:`SQLITE_COMPOUND_SELECTS`), every statement with the columns of the whole scan.
+
 What no static statement holds (cut points, a weighted Gaussian second pass, token
 counts) is listed by :func:`fit_notes`, which ``sqlnb sql --fit`` prints on stderr.
 
@@ -34,9 +39,13 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.fit import statistics_query, weighted_counts_query
-from sqlnb.models.naive_bayes.tan import pairs_query
+from sqlnb.models.naive_bayes import tan
 from sqlnb.source import Source, Table
 
+#: SQLite's default ``SQLITE_MAX_COMPOUND_SELECT``: the most SELECTs one ``UNION ALL``
+#: statement may glue (past it: "too many terms in compound SELECT"), so the pair counts
+#: of more than 500 pairs (33 tree features) take more than one statement there.
+SQLITE_COMPOUND_SELECTS = 500
 
 
 def _unbound(source: Any, features: Sequence[Feature], label: str, weight: str | None) -> Source:
@@ -96,24 +105,18 @@ def _counts_union(source: Source, label: str, weight: str | None, cats: Sequence
     return out
 
 
-def _pairs_union(source: Source, label: str, weight: str | None, tree: Sequence[Feature]) -> exp.Expression:
-    """:func:`~sqlnb.models.naive_bayes.tan.pairs_query` without GROUPING SETS: the same
-    query once per pair, grouped by that pair alone, with the other columns' value NULL and
-    grouping flag 1, glued with ``UNION ALL`` (the same rows and columns)."""
-    full = pairs_query(source, label, weight, tree)
-    inner = full.args["from_"].this
-    F = len(tree)
-    n = full.expressions[-1].copy()
+def _pairs_union(source: Source, label: str, weight: str | None, tree: Sequence[Feature],
+                 pairs: Sequence[tuple[int, int]]) -> exp.Expression:
+    """:func:`~sqlnb.models.naive_bayes.tan.pairs_query` of ``pairs`` without GROUPING SETS:
+    that query of each pair alone (padded: it reads only the pair's two columns), its one
+    grouping set a plain ``GROUP BY`` and so its ``GROUPING(x)`` flags 0, glued with
+    ``UNION ALL`` (the same rows and columns)."""
     parts = []
-    for a in range(F):
-        for b in range(a + 1, F):
-            cols = [sql.col("k", "t")]
-            for j in range(F):
-                on = j in (a, b)
-                cols += [exp.alias_(sql.col(f"x{j}", "t") if on else exp.null(), f"v{j}", quoted=True),
-                         exp.alias_(exp.Literal.number(0 if on else 1), f"g{j}", quoted=True)]
-            parts.append(exp.select(*cols, n.copy()).from_(inner.copy())
-                         .group_by(sql.col("k", "t"), sql.col(f"x{a}", "t"), sql.col(f"x{b}", "t")))
+    for pair in pairs:
+        one = tan.pairs_query(source, label, weight, tree, pairs=[pair], pad=True).transform(
+            lambda node: exp.Literal.number(0) if isinstance(node, exp.Grouping) else node, copy=False)
+        (keys,) = one.args["group"].expressions[0].expressions
+        parts.append(one.group_by(*keys.expressions, append=False, copy=False))
     out = parts[0]
     for p in parts[1:]:
         out = exp.Union(this=out, expression=p, distinct=False)
@@ -125,7 +128,8 @@ def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: s
     """The training statements for ``dialect`` as trees: the statistics scan, then (outside
     DuckDB, or when weighted) the categorical counts, then (``pairs``: the tree features of
     a tree-augmented model, in the model's order) the pair counts of
-    :func:`~sqlnb.models.naive_bayes.tan.pairs_query`. The weighted Gaussian second pass
+    :func:`~sqlnb.models.naive_bayes.tan.pairs_query`, one statement per
+    :func:`~sqlnb.models.naive_bayes.tan.pair_statements` chunk. The weighted Gaussian second pass
     needs the class means from the first result, so it is not part of a static export
     (:func:`fit_notes` says so)."""
     src = _unbound(source, features, label, weight)
@@ -142,8 +146,13 @@ def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: s
     if pairs:
         by_name = {f.name: f for f in features}
         tree = [by_name[n] for n in pairs]
-        out.append(_pairs_union(src, label, weight, tree) if dialect in sql.NO_GROUPING_SETS
-                   else pairs_query(src, label, weight, tree))
+        union = dialect in sql.NO_GROUPING_SETS
+        # The runtime's split (collect_pairs off DuckDB; Spark's column limit), within
+        # SQLite's UNION ALL limit.
+        per = min(tan.SETS_PER_STATEMENT, SQLITE_COMPOUND_SELECTS) if union else tan.SETS_PER_STATEMENT
+        for chunk in tan.pair_statements(len(tree), per, dialect):
+            out.append(_pairs_union(src, label, weight, tree, chunk) if union
+                       else tan.pairs_query(src, label, weight, tree, pairs=chunk, pad=True))
     return out
 
 
@@ -201,7 +210,9 @@ def fit_sql(source: Any, label: str, features: Sequence[Feature], dialect: str =
     pairs : list of str, optional
         A tree-augmented model's tree features (``model.stats.pairs.features``): adds
         their pair counts (columns ``k``, ``v<j>``, ``g<j>`` per tree feature and ``n``;
-        the rows with two ``g<j> = 0`` count that pair).
+        the rows with two ``g<j> = 0`` count that pair), in as many statements as
+        ``sqlnb fit`` splits them into off DuckDB (two or more past 780 pairs, i.e. 40
+        features; in SQLite past 500 pairs, 32 features), each with those columns.
 
     Returns
     -------

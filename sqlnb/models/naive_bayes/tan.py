@@ -116,6 +116,9 @@ MAX_FEATURES = 100
 #: Most GROUPING SETS in one statement of the pair scan on engines other than DuckDB (the
 #: old one-statement limit: 40 features' pairs).
 SETS_PER_STATEMENT = 780
+#: Spark refuses GROUPING SETS over more columns (GROUPING_SIZE_LIMIT_EXCEEDED; k and the
+#: fold count): past it a statement pairs two blocks of features (:func:`pair_statements`).
+SPARK_GROUPING_COLUMNS = 64
 BERNOULLI_VALUES = [False, True]
 #: DuckDB's hash aggregate gives every grouping set a hash table of its own in every thread
 #: that reads rows, ~2.3 MB each however few the rows (measured with duckdb 2.0: 528 sets
@@ -238,37 +241,61 @@ def _fit_value(f: Feature) -> exp.Expression:
 
 def pairs_query(source, label: str, weight: str | None, features: Sequence[Feature],
                 group: exp.Expression | None = None,
-                pairs: Sequence[tuple[int, int]] | None = None) -> exp.Select:
+                pairs: Sequence[tuple[int, int]] | None = None, pad: bool = False) -> exp.Select:
     """``SELECT k, x0, GROUPING(x0) AS g0, …, COUNT(*) AS n FROM (SELECT label AS k,
     <value> AS x0, … FROM src WHERE label IS NOT NULL) GROUP BY GROUPING SETS ((k, x0, x1),
     (k, x0, x2), …)``: every pair's per-class counts in one scan (``SUM(w)`` when weighted).
     ``group`` (e.g. a cross-validation fold, over ``src``) is one more key of every set,
     returned as the last column. ``pairs``: only these pairs (positions in ``features``,
-    each of which must be in one of them; default every pair)."""
+    each of which must be in one of them unless ``pad``; default every pair). ``pad``: a
+    feature in none of ``pairs`` is not read and gives ``NULL AS v<j>, 1 AS g<j>``, so that
+    each statement of a split scan (:func:`pair_statements`) has the whole scan's columns."""
+    if pairs is None:
+        pairs = [(a, b) for a in range(len(features)) for b in range(a + 1, len(features))]
+    read = {j for pair in pairs for j in pair} if pad else set(range(len(features)))
     cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
     if group is not None:
         cols.append(exp.alias_(group.copy(), "fold", quoted=True))
-    cols += [exp.alias_(_fit_value(f), f"x{j}", quoted=True) for j, f in enumerate(features)]
+    cols += [exp.alias_(_fit_value(f), f"x{j}", quoted=True) for j, f in enumerate(features) if j in read]
     if weight is not None:
         cols.append(exp.alias_(sql.as_double(sql.col(weight, "src")), "w", quoted=True))
-    inner = (exp.select(*cols).from_(source.from_("src"))
-             .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))))
+    # copy=False: no copy of the growing tree per builder step (SQLite's export builds one per pair).
+    inner = (exp.select(*cols).from_(source.from_("src"), copy=False)
+             .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())), copy=False))
     x = [sql.col(f"x{j}", "t") for j in range(len(features))]
     k = sql.col("k", "t")
     extra = [sql.col("fold", "t")] if group is not None else []
-    if pairs is None:
-        pairs = [(a, b) for a in range(len(features)) for b in range(a + 1, len(features))]
     sets = [exp.Tuple(expressions=[k.copy(), *(e.copy() for e in extra), x[a].copy(), x[b].copy()])
             for a, b in pairs]
     out = [k.copy()]
     for j in range(len(features)):
-        out += [exp.alias_(x[j].copy(), f"v{j}", quoted=True),
-                exp.alias_(exp.Grouping(expressions=[x[j].copy()]), f"g{j}", quoted=True)]
+        on = j in read  # else NULL AS v<j>, 1 AS g<j> (not grouped by it)
+        out += [exp.alias_(x[j].copy() if on else exp.null(), f"v{j}", quoted=True),
+                exp.alias_(exp.Grouping(expressions=[x[j].copy()]) if on else exp.Literal.number(1), f"g{j}",
+                           quoted=True)]
     n = exp.Sum(this=sql.col("w", "t")) if weight is not None else exp.Count(this=exp.Star())
     out.append(exp.alias_(n, "n", quoted=True))
     out += [e.copy() for e in extra]
-    return (exp.select(*out).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("t"))))
-            .group_by(exp.GroupingSets(expressions=sets)))
+    return (exp.select(*out).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("t"))), copy=False)
+            .group_by(exp.GroupingSets(expressions=sets), copy=False))
+
+
+def pair_statements(F: int, per_statement: int, dialect: str | None = None,
+                    keys: int = 1) -> list[list[tuple[int, int]]]:
+    """Every pair ``(a, b)``, ``a < b < F``, in order, cut into statements of at most
+    ``per_statement`` pairs: the one split of the GROUPING SETS pair scan, used by
+    :func:`collect_pairs` and by the exported fitting SQL
+    (:func:`sqlnb.workflows.export.fit_queries`). On Spark, past
+    :data:`SPARK_GROUPING_COLUMNS` − ``keys`` features, the features are cut into blocks
+    of half that and each statement holds pairs of two blocks (then in that order)."""
+    most = SPARK_GROUPING_COLUMNS - keys if dialect == "spark" and F > SPARK_GROUPING_COLUMNS - keys else 2 * F
+    blocks = [range(s, min(s + most // 2, F)) for s in range(0, F, most // 2)] if F else []
+    out = []
+    for i, first in enumerate(blocks):
+        for second in blocks[i:]:
+            every = [(a, b) for a in first for b in second if a < b]
+            out += [every[start:start + per_statement] for start in range(0, len(every), per_statement)]
+    return out
 
 
 def pairs_long_query(source, label: str, weight: str | None, features: Sequence[Feature],
@@ -373,8 +400,7 @@ def collect_pairs(engine, source, label: str, weight: str | None, features: Sequ
                 (features[a].name, features[b].name), {})
             cell[(index[k], values[a][u], values[b][v])] = float(n or 0.0)
         return _gathered(features, len(classes), by_group, group)
-    for start in range(0, len(every), step):
-        chunk = every[start:start + step]
+    for chunk in pair_statements(F, step, getattr(engine, "dialect", None), 1 + (group is not None)):
         used = sorted({j for pair in chunk for j in pair})  # the features of this statement
         at = {j: i for i, j in enumerate(used)}
         query = pairs_query(source, label, weight, [features[j] for j in used], group,
