@@ -93,6 +93,7 @@ from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
 from sqlnb.stats import Counts, _align, sorted_values
+from sqlnb.models.naive_bayes.information import chow_liu, conditional_mutual_information  # noqa: F401 (tan.* names)
 from sqlnb.store import arrow
 
 STRUCTURES = ("naive", "tan", "aode")
@@ -465,41 +466,6 @@ def with_fold_pairs(engine, source, label: str, features: Sequence[Feature], fol
 
 
 # -- structure ----------------------------------------------------------------------------
-def conditional_mutual_information(counts: np.ndarray) -> float:
-    """I(X_a; X_b | C) in nats from one pair's (K, |a|, |b|) counts (module docstring)."""
-    N = counts.sum()
-    if N <= 0:
-        return 0.0
-    nc = counts.sum(axis=(1, 2))[:, None, None]
-    na = counts.sum(axis=2)[:, :, None]
-    nb = counts.sum(axis=1)[:, None, :]
-    hit = counts > 0
-    # Every factor of the ratio is positive where n(c,u,v) is.
-    ratio = (counts * nc)[hit] / (na * nb * np.ones_like(counts))[hit]
-    return float(np.sum(counts[hit] * np.log(ratio)) / N)
-
-
-def chow_liu(weights: np.ndarray) -> list[int | None]:
-    """Parent of each node in the maximum spanning tree of a symmetric weight matrix,
-    grown by Prim's algorithm from node 0 (None); ties go to the smallest node, then the
-    smallest parent."""
-    F = len(weights)
-    parent: list[int | None] = [None] * F
-    in_tree = [0]
-    while len(in_tree) < F:
-        best = None
-        for v in range(F):
-            if v in in_tree:
-                continue
-            for u in sorted(in_tree):
-                if best is None or weights[u, v] > best[0]:
-                    best = (weights[u, v], u, v)
-        _, u, v = best
-        parent[v] = u
-        in_tree.append(v)
-    return parent
-
-
 @dataclass
 class Tree:
     """A derived tree: each child's parent, pair log-probabilities and naive fallback.
