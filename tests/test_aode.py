@@ -7,8 +7,6 @@ SQLite, PostgreSQL and Spark within 1e-12 of DuckDB; row order; the command line
 
 from __future__ import annotations
 
-import sqlite3
-
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -17,7 +15,8 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
-from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts
+from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
+from support.structured import assert_engine_proba, class_scores, cli_files, fold_views, registered, sqlite_input
 
 CLASSES = ["k0", "k1", "k2"]
 DISCRETE = {"a": "categorical", "b": "categorical", "r": "categorical", "flag": "bernoulli"}
@@ -60,7 +59,7 @@ def oracle(train: pa.Table, test: pa.Table, m: float = 1.0, alpha: float = 1.0, 
     """Per-row joint log-likelihoods ln p(c, x) of AODE over ``DISCRETE``, from the rows."""
     a_, b1, b0 = pseudo_counts(alpha, beta, estimator)
     coded = Coded(train, DISCRETE, CLASSES)
-    lab, values, codes, X = coded.lab, coded.values, coded.codes, coded.X
+    lab, values, X = coded.lab, coded.values, coded.X
     K = len(CLASSES)
     names = list(DISCRETE)
 
@@ -86,10 +85,7 @@ def oracle(train: pa.Table, test: pa.Table, m: float = 1.0, alpha: float = 1.0, 
                     if u >= 0 and v >= 0:
                         n[c, u, v] += 1
                 cpt[p, q] = smoothed(n, q)
-    class_n = np.bincount(lab, minlength=K).astype(float)
-    prior = np.log(class_n / class_n.sum())
-    te = test.to_pydict()
-    T = {f: codes(te[f], f) for f in names}
+    prior, T = coded.log_prior(), coded.test_codes(test)
     out = np.zeros((test.num_rows, K))
     for row in range(test.num_rows):
         present = [f for f in names if T[f][row] >= 0]
@@ -109,22 +105,12 @@ def oracle(train: pa.Table, test: pa.Table, m: float = 1.0, alpha: float = 1.0, 
 
 
 def scored(model, data, con, what="jll") -> np.ndarray:
-    rel = model.score(data, con=con, outputs=(what,), keep=["rid"])
-    return np.array(rel.fetchall(), dtype=float)[:, -len(CLASSES):]
-
-
-def softmax(jll: np.ndarray) -> np.ndarray:
-    e = np.exp(jll - jll.max(1, keepdims=True))
-    return e / e.sum(1, keepdims=True)
+    return class_scores(model, data, con, what)
 
 
 @pytest.fixture(scope="module")
 def data():
-    con = duckdb.connect()
-    train, test = aode_table(600, 1), aode_table(250, 2, unseen=True)
-    con.register("train", train)
-    con.register("test", test)
-    return con, train, test
+    return registered(aode_table(600, 1), aode_table(250, 2, unseen=True))
 
 
 def fit(con, source="train", **params):
@@ -218,11 +204,7 @@ def small():
     """Smaller than the module's data, for the other engines: outside DuckDB each table
     cell is a CASE branch (Spark generates code for every one, and SQLite's flattener
     evaluates the class scores once per later use)."""
-    con = duckdb.connect()
-    train, test = aode_table(120, 7), aode_table(40, 8, unseen=True)
-    con.register("train", train)
-    con.register("test", test)
-    return con, train, test
+    return registered(aode_table(120, 7), aode_table(40, 8, unseen=True))
 
 
 def test_export_runs_in_sqlite(small):
@@ -230,11 +212,7 @@ def test_export_runs_in_sqlite(small):
     kinds = {**DISCRETE, "g": "gaussian"}
     model = sqlnb.fit("train", label="y", con=con, features=list(kinds), feature_kinds=kinds, structure="aode",
                       aode_min_count=3)
-    lite = sqlite3.connect(":memory:")
-    lite.execute("CREATE TABLE input (rid INTEGER, a TEXT, b INTEGER, r TEXT, flag INTEGER, g REAL, y TEXT)")
-    lite.executemany("INSERT INTO input VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     [tuple(None if r[c] is None else (int(r[c]) if c == "flag" else r[c]) for c in test.column_names)
-                      for r in test.to_pylist()])
+    lite = sqlite_input(test)
     query = model.to_sql("sqlite", source="input", outputs=("jll", "proba"), key="rid")
     cur = lite.execute(query)
     names = [d[0] for d in cur.description]  # the source's columns unknown: helper columns stay
@@ -247,12 +225,7 @@ def test_export_runs_in_sqlite(small):
 
 def _engine_check(engine, want):
     fitted = fit(engine, aode_min_count=3)
-    table = fitted.score("test", con=engine, outputs=("proba",), key="rid")
-    table = table.toArrow() if hasattr(table, "toArrow") else table
-    d = table.to_pydict()
-    proba = np.array([d[f"proba_{c}"] for c in CLASSES], dtype=float).T
-    assert d["rid"] == sorted(d["rid"]) and len(d["rid"]) == len(want)
-    np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
+    assert_engine_proba(fitted.score("test", con=engine, outputs=("proba",), key="rid"), want, CLASSES, 1e-12)
 
 
 @pytest.mark.postgres
@@ -277,24 +250,14 @@ def test_fit_and_score_in_spark(small):
 def test_cross_validation_and_grid_over_min_count_equal_fold_by_fold_fits(data):
     """``cross_validate(grid=...)`` over structure and m: each fold's AODE model (the other
     folds' pair counts merged) scores the held-out fold as an AODE fit on those folds."""
-    from sqlnb import sql
-    from sqlnb.source import resolve
-    from sqlnb.workflows.cv import assign_folds
-    from test_tan import _with_fold
     con, _, _ = data
     grid = [{"structure": "naive"}, {"structure": "aode"}, {"structure": "aode", "aode_min_count": 30}]
     r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid=grid, features=list(DISCRETE),
                              feature_kinds=DISCRETE)
-    source = resolve("train", con)
-    con.execute("CREATE OR REPLACE TEMP TABLE folded AS "
-                + sql.render(_with_fold(source, *assign_folds(source, "y", 3, 0, ["rid"]))))
-    for i in range(3):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW fit_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold <> {i}")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * EXCLUDE (fold) FROM folded "
-                    f"WHERE fold = {i} AND y IS NOT NULL")
+    for i, (fit_i, held_i) in enumerate(fold_views(con)):
         for g, point in enumerate(grid):
-            m = sqlnb.fit(f"fit_{i}", label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE, **point)
-            rows = m.score(f"held_{i}", con=con, outputs=("proba", "prediction"), keep=["y"]).fetchall()
+            m = sqlnb.fit(fit_i, label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE, **point)
+            rows = m.score(held_i, con=con, outputs=("proba", "prediction"), keep=["y"]).fetchall()
             accuracy = sum(row[0] == row[-1] for row in rows) / len(rows)
             loss = -np.mean([np.log(row[1 + CLASSES.index(row[0])]) for row in rows])
             assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
@@ -315,13 +278,8 @@ def test_wrapper_selection_runs_and_its_model_is_the_refit(data):
 def test_cli_fit_score_show_report_update_and_explain(tmp_path):
     import pyarrow.parquet as pq
     train = aode_table(400, 5)
-    pq.write_table(train.slice(0, 200), tmp_path / "a.parquet")
-    pq.write_table(train.slice(200), tmp_path / "b.parquet")
-    pq.write_table(train, tmp_path / "all.parquet")
-    db = str(tmp_path / "m.duckdb")
-    kinds = ",".join(f"{k}={v}" for k, v in DISCRETE.items())
-    args = ["--label", "y", "--features", ",".join(DISCRETE), "--feature-kind", kinds, "--structure", "aode",
-            "--aode-min-count", "2"]
+    db, args = cli_files(tmp_path, train, DISCRETE, split=200)
+    args += ["--structure", "aode", "--aode-min-count", "2"]
     for src, name in (("a", "m"), ("all", "all")):
         r = invoke("fit", tmp_path / f"{src}.parquet", *args, "--model", f"{db}:{name}")
         assert r.exit_code == 0, r.stderr

@@ -14,9 +14,6 @@ that runs only it, as tests/test_defaults_smallmem.py measures).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -28,24 +25,11 @@ from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
 from sqlnb.workflows import cv
 from sqlnb.engines import as_engine
 from sqlnb.source import read_with
+from support.processes import peak_mib
 from test_cv import assert_matches_refits, oracle_folds
 
 LIMIT_MIB = 300
 ROWS = 10_000
-
-WRAPPER = ("import resource, subprocess, sys\n"
-           "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-           "sys.exit(rc)\n")
-
-
-def peak_mib(args: list[str], timeout: float = 180.0) -> float:
-    """Peak RSS (MiB) of ``python -m sqlnb args`` as a whole process; fails on a non-zero exit."""
-    done = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m", "sqlnb", *args],
-                          capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return int(done.stdout.split()[-1]) / 1024
-
 
 def straddling(seed: int = 0, n: int = 600) -> pa.Table:
     """A BIGINT column with INLINE_MAX + 4 values, 14 of them rare, so that some training

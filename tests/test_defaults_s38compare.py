@@ -23,15 +23,7 @@ import pytest
 
 import sqlnb
 from sqlnb.models import dense
-
-#: Runs the sqlnb command line in this process, then says whether pandas was imported.
-RUN_CLI = ("import runpy, sys\n"
-           "sys.argv = ['sqlnb', *sys.argv[1:]]\n"
-           "try:\n"
-           "    runpy.run_module('sqlnb', run_name='__main__')\n"
-           "except SystemExit as e:\n"
-           "    assert not e.code, e.code\n"
-           "print('pandas' in sys.modules, file=sys.stderr)\n")
+from support.processes import run_cli_saying_pandas
 
 
 @pytest.mark.parametrize("column", [
@@ -90,10 +82,8 @@ def adultish(tmp_path_factory):
 
 
 def test_compare_does_not_import_pandas(adultish):
-    done = subprocess.run([sys.executable, "-c", RUN_CLI, "compare", str(adultish), "--label", "income",
-                           "--sizes", "40,300", "--repeats", "2", "--models", "naive_bayes,logistic"],
-                          capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_cli_saying_pandas("compare", str(adultish), "--label", "income", "--sizes", "40,300", "--repeats", "2",
+                                 "--models", "naive_bayes,logistic")
     assert done.stderr.strip().splitlines()[-1] == "False", done.stderr[-2000:]
     assert "| 300 |" in done.stdout
 

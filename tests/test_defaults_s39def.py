@@ -22,23 +22,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from sqlnb.workflows import ranksort
+from support.processes import peak_mib, run_cli_saying_pandas
 
 LIMIT_MIB = 300
 #: The numpy grouping (kept here: one test swaps ``ranksort.read_stream`` for the reference).
 READ_STREAM = ranksort.read_stream
-
-RUN_CLI = ("import runpy, sys\n"
-           "sys.argv = ['sqlnb', *sys.argv[1:]]\n"
-           "try:\n"
-           "    runpy.run_module('sqlnb', run_name='__main__')\n"
-           "except SystemExit as e:\n"
-           "    assert not e.code, e.code\n"
-           "print('pandas' in sys.modules, file=sys.stderr)\n")
-
-WRAPPER = ("import resource, subprocess, sys\n"
-           "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-           "sys.exit(rc)\n")
 
 
 def sqlnb_cli(*args: str) -> subprocess.CompletedProcess:
@@ -47,17 +35,7 @@ def sqlnb_cli(*args: str) -> subprocess.CompletedProcess:
 
 def pandas_imported(*args: str) -> bool:
     """Whether ``sqlnb args`` (run to success in a fresh process) imported pandas."""
-    done = subprocess.run([sys.executable, "-c", RUN_CLI, *args], capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stderr.strip().splitlines()[-1] == "True"
-
-
-def peak_mib(*args: str) -> float:
-    """Peak RSS (MiB) of ``python -m sqlnb args`` as a whole process; fails on a non-zero exit."""
-    done = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m", "sqlnb", *args],
-                          capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return int(done.stdout.split()[-1]) / 1024
+    return run_cli_saying_pandas(*args).stderr.strip().splitlines()[-1] == "True"
 
 
 def write_mixed(path, rows: int, classes: int = 2, seed: int = 39) -> None:
@@ -211,7 +189,7 @@ def test_report_of_aode_on_10k_rows_within_300_mib(tmp_path):
     write_mixed(data, 10_000)
     done = sqlnb_cli("fit", data, "--label", "label", "--structure", "aode", "--bins", "mdl", "--model", f"{db}:a")
     assert done.returncode == 0, done.stderr[-2000:]
-    peak = peak_mib("report", data, "--model", f"{db}:a", "--out", str(tmp_path / "r.html"))
+    peak = peak_mib(["report", data, "--model", f"{db}:a", "--out", str(tmp_path / "r.html")])
     assert peak <= LIMIT_MIB, f"report peaked at {peak:.0f} MiB"
 
 

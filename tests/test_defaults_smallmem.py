@@ -14,10 +14,9 @@ rows (a child process each, ``getrusage(RUSAGE_CHILDREN)`` of a wrapper that run
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
-import subprocess
-import sys
 
 import duckdb
 import numpy as np
@@ -32,6 +31,7 @@ from sqlnb.engines import as_engine
 from sqlnb.models import dense, discriminant
 from sqlnb.workflows.cv import cross_validate
 from sqlnb.models.finish import OUTPUTS
+from support import processes
 
 D = getattr(dense, "LIST_MIN", 32)  # (33cf08b has no list shape: the memory tests still run there)
 LIMIT_MIB = 300
@@ -148,18 +148,8 @@ def test_other_dialects_keep_the_per_term_shape_and_run_in_sqlite():
 CARDINALITIES = (8, 16, 7, 14, 6, 5, 2, 41)
 ROWS = 10_000
 
-WRAPPER = ("import resource, subprocess, sys\n"
-           "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-           "sys.exit(rc)\n")
-
-
-def peak_mib(args: list[str], timeout: float = 120.0) -> float:
-    """Peak RSS (MiB) of ``python -m sqlnb args`` as a whole process; fails on a non-zero exit."""
-    done = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m", "sqlnb", *args],
-                          capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return int(done.stdout.split()[-1]) / 1024
+#: Peak RSS (MiB) of ``python -m sqlnb args`` as a whole process, within 120 s.
+peak_mib = functools.partial(processes.peak_mib, timeout=120.0)
 
 
 @pytest.fixture(scope="module")

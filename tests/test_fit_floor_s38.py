@@ -28,16 +28,10 @@ import pyarrow as pa
 import pytest
 
 import sqlnb
-from sqlnb import sql
-from sqlnb.engines import DuckDBEngine
 from sqlnb.store.catalog import _column_bytes
+from support.statements import reads, write_parquet
 
 HEAVY = ("pandas", "sklearn", "scipy")
-
-
-def _write(con, path, select: str) -> str:
-    con.execute(f"COPY ({select}) TO '{path}' (FORMAT parquet)")
-    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +39,14 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("floor")
     con = duckdb.connect()
     rows = "FROM range(3000) t(i)"
-    wide = _write(con, d / "wide.parquet", "SELECT (i % 3)::BIGINT AS label, "
-                  + ", ".join(f"sin(i * {j + 1}.7) * 3 + (i % 3) AS x{j}" for j in range(6)) + f" {rows}")
-    counts = _write(con, d / "counts.parquet", "SELECT ['a', 'b', 'c'][i % 3 + 1] AS label, "
-                    + ", ".join(f"floor(abs(sin(i * {j + 1}.3)) * 5)::DOUBLE AS c{j}" for j in range(5)) + f" {rows}")
-    mixed = _write(con, d / "mixed.parquet", "SELECT ['a', 'b'][i % 2 + 1] AS label, sin(i) + (i % 2) AS x, "
-                   "['u', 'v', 'w', 'z'][(i * 7) % 4 + 1] AS colour, (i % 5)::INTEGER AS grade "
-                   f"{rows}")
+    wide = write_parquet(con, d / "wide.parquet", "SELECT (i % 3)::BIGINT AS label, "
+                         + ", ".join(f"sin(i * {j + 1}.7) * 3 + (i % 3) AS x{j}" for j in range(6)) + f" {rows}")
+    counts = write_parquet(con, d / "counts.parquet", "SELECT ['a', 'b', 'c'][i % 3 + 1] AS label, "
+                           + ", ".join(f"floor(abs(sin(i * {j + 1}.3)) * 5)::DOUBLE AS c{j}" for j in range(5))
+                           + f" {rows}")
+    mixed = write_parquet(con, d / "mixed.parquet", "SELECT ['a', 'b'][i % 2 + 1] AS label, sin(i) + (i % 2) AS x, "
+                          "['u', 'v', 'w', 'z'][(i * 7) % 4 + 1] AS colour, (i % 5)::INTEGER AS grade "
+                          f"{rows}")
     return {"wide": wide, "counts": counts, "mixed": mixed, "dir": d}
 
 
@@ -157,30 +152,12 @@ def test_numbers_reads_what_to_numpy_gives():
         arrow.numbers(pa.array([1.0, None]))
 
 
-def _reads(monkeypatch, path) -> list[str]:
-    """Statements reading ``path`` that ``DuckDBEngine`` runs (execute and relation)."""
-    seen: list[str] = []
-    execute, relation = DuckDBEngine.execute, DuckDBEngine.relation
-
-    def counted(fn):
-        def run(self, tree, *args, **kwargs):
-            text = sql.render(tree, "duckdb")
-            if path in text:
-                seen.append(text)
-            return fn(self, tree, *args, **kwargs)
-        return run
-
-    monkeypatch.setattr(DuckDBEngine, "execute", counted(execute))
-    monkeypatch.setattr(DuckDBEngine, "relation", counted(relation))
-    return seen
-
-
 # With screening, 3,000 rows are the whole source: the floats' MIN and MAX (constants) are read
 # by a second screening query once the first has counted the rows (s39-floor; on a source
 # larger than the sample they are not read at all: tests/test_fit_floor_s39.py).
 @pytest.mark.parametrize("screen, expected", [(False, 2), (True, 4)])
 def test_a_gaussian_fit_reads_the_data_in_its_few_statements(files, monkeypatch, screen, expected):
-    seen = _reads(monkeypatch, files["wide"])
+    seen = reads(monkeypatch, files["wide"])
     m = sqlnb.fit(files["wide"], "label", kind="gaussian", con=duckdb.connect(), screen=screen)
     assert len(m.features) == 6
     # the shift read (its first rows), the statistics scan; with screening its two sample reads first

@@ -17,15 +17,10 @@ import duckdb
 import pytest
 
 import sqlnb
-from sqlnb import sql
 from sqlnb.engines import DuckDBEngine
 from sqlnb.errors import ScreeningWarning
 from sqlnb.models import screening
-
-
-def _write(con, path, select: str) -> str:
-    con.execute(f"COPY ({select}) TO '{path}' (FORMAT parquet)")
-    return str(path)
+from support.statements import reads, write_parquet
 
 
 @pytest.fixture(scope="module")
@@ -34,37 +29,19 @@ def files(tmp_path_factory):
     con = duckdb.connect()
     big = screening.SAMPLE_ROWS + 5_000  # more rows than the screening sample
     floats = ", ".join(f"sin(i * {j + 1}.7) * 3 + (i % 3) AS x{j}" for j in range(4))
-    large = _write(con, d / "large.parquet", f"SELECT (i % 3)::BIGINT AS label, {floats}, "
-                   f"(i * 0.5)::DOUBLE AS sample_id, 7.0::DOUBLE AS flat FROM range({big}) t(i)")
-    counts = _write(con, d / "counts.parquet", "SELECT ['a', 'b', 'c'][i % 3 + 1] AS label, "
-                    + ", ".join(f"floor(abs(sin(i * {j + 1}.3)) * 5)::DOUBLE AS c{j}" for j in range(4))
-                    + f", 2.0::DOUBLE AS flat FROM range({big}) t(i)")
-    small_counts = _write(con, d / "small_counts.parquet", f"SELECT * FROM '{counts}' LIMIT 3000")
-    small = _write(con, d / "small.parquet", f"SELECT (i % 3)::BIGINT AS label, {floats}, 7.0::DOUBLE AS flat, "
-                   "(i % 2 = 0) AS even, TRUE AS always FROM range(3000) t(i)")
-    mixed = _write(con, d / "mixed.parquet", "SELECT ['a', 'b'][i % 2 + 1] AS label, sin(i) AS x, "
-                   "'c' || i::VARCHAR AS code, i::INTEGER AS n, (i * 1.5)::DOUBLE AS ratio_id, "
-                   "2.5::DOUBLE AS flat, NULL::DOUBLE AS nothing, TRUE AS always, (i % 4)::INTEGER AS grade, "
-                   "i::REAL AS single FROM range(2000) t(i)")
+    large = write_parquet(con, d / "large.parquet", f"SELECT (i % 3)::BIGINT AS label, {floats}, "
+                          f"(i * 0.5)::DOUBLE AS sample_id, 7.0::DOUBLE AS flat FROM range({big}) t(i)")
+    counts = write_parquet(con, d / "counts.parquet", "SELECT ['a', 'b', 'c'][i % 3 + 1] AS label, "
+                           + ", ".join(f"floor(abs(sin(i * {j + 1}.3)) * 5)::DOUBLE AS c{j}" for j in range(4))
+                           + f", 2.0::DOUBLE AS flat FROM range({big}) t(i)")
+    small_counts = write_parquet(con, d / "small_counts.parquet", f"SELECT * FROM '{counts}' LIMIT 3000")
+    small = write_parquet(con, d / "small.parquet", f"SELECT (i % 3)::BIGINT AS label, {floats}, 7.0::DOUBLE AS flat, "
+                          "(i % 2 = 0) AS even, TRUE AS always FROM range(3000) t(i)")
+    mixed = write_parquet(con, d / "mixed.parquet", "SELECT ['a', 'b'][i % 2 + 1] AS label, sin(i) AS x, "
+                          "'c' || i::VARCHAR AS code, i::INTEGER AS n, (i * 1.5)::DOUBLE AS ratio_id, "
+                          "2.5::DOUBLE AS flat, NULL::DOUBLE AS nothing, TRUE AS always, (i % 4)::INTEGER AS grade, "
+                          "i::REAL AS single FROM range(2000) t(i)")
     return {"large": large, "counts": counts, "small_counts": small_counts, "small": small, "mixed": mixed}
-
-
-def _reads(monkeypatch, path) -> list[str]:
-    """Statements reading ``path`` that ``DuckDBEngine`` runs (execute and relation)."""
-    seen: list[str] = []
-    execute, relation = DuckDBEngine.execute, DuckDBEngine.relation
-
-    def counted(fn):
-        def run(self, tree, *args, **kwargs):
-            text = sql.render(tree, "duckdb")
-            if path in text:
-                seen.append(text)
-            return fn(self, tree, *args, **kwargs)
-        return run
-
-    monkeypatch.setattr(DuckDBEngine, "execute", counted(execute))
-    monkeypatch.setattr(DuckDBEngine, "relation", counted(relation))
-    return seen
 
 
 def _screening(seen: list[str]) -> list[str]:
@@ -72,7 +49,7 @@ def _screening(seen: list[str]) -> list[str]:
 
 
 def test_on_a_large_source_screening_reads_no_float_measurement(files, monkeypatch):
-    seen = _reads(monkeypatch, files["large"])
+    seen = reads(monkeypatch, files["large"])
     with pytest.warns(ScreeningWarning) as said:
         m = sqlnb.fit(files["large"], "label", kind="gaussian", con=duckdb.connect())
     # the float ID is read and left out; the constant is not known to be one (the sample is
@@ -93,14 +70,14 @@ def test_count_features_stored_as_double_are_not_screened_at_all(files, monkeypa
     """A count feature is no ID by its values and a constant one is kept (it changes the
     probabilities): with only such columns, screening could leave nothing out and reads
     nothing."""
-    seen = _reads(monkeypatch, files[name])
+    seen = reads(monkeypatch, files[name])
     m = sqlnb.fit(files[name], "label", kind=kind, con=duckdb.connect())
     assert [f.name for f in m.features] == ["c0", "c1", "c2", "c3", "flat"]
     assert _screening(seen) == [] and len(seen) == 1, seen  # the statistics scan alone
 
 
 def test_a_whole_small_source_still_screens_its_constants(files, monkeypatch):
-    seen = _reads(monkeypatch, files["small"])
+    seen = reads(monkeypatch, files["small"])
     with pytest.warns(ScreeningWarning) as said:
         m = sqlnb.fit(files["small"], "label", con=duckdb.connect())
     # a constant float (Gaussian) is left out; a constant BOOLEAN (Bernoulli) stays: it adds

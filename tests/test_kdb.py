@@ -9,7 +9,6 @@ the exported SELECT in SQLite, PostgreSQL and Spark; cross-validation; the comma
 from __future__ import annotations
 
 import math
-import sqlite3
 
 import duckdb
 import numpy as np
@@ -19,7 +18,9 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
-from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts
+from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
+from support.structured import (assert_cv_accuracy_is_fold_fits, assert_engine_proba, class_scores, cli_files,
+                                registered, sqlite_input)
 from test_tan import CLASSES, DISCRETE, tan_table
 
 
@@ -40,7 +41,7 @@ def oracle(train: pa.Table, test: pa.Table, K: int, alpha=1.0, beta=None, estima
     over ``DISCRETE``, computed directly from the rows."""
     a_, b1, b0 = pseudo_counts(alpha, beta, estimator)
     coded = Coded(train, DISCRETE, CLASSES)
-    lab, values, codes, X = coded.lab, coded.values, coded.codes, coded.X
+    lab, values, X = coded.lab, coded.values, coded.X
     C = len(CLASSES)
     names = list(DISCRETE)
 
@@ -94,29 +95,19 @@ def oracle(train: pa.Table, test: pa.Table, K: int, alpha=1.0, beta=None, estima
     tables = {f: {tuple(ps[i] for i in sub): smooth(counts([*(ps[i] for i in sub), f]), f)
                   for sub in ([(0,), (1,), (0, 1)] if len(ps) == 2 else [(0,)] if ps else [])}
               for f, ps in parents.items()}
-    class_n = np.bincount(lab, minlength=C).astype(float)
-    prior = np.log(class_n / class_n.sum())
-    te = test.to_pydict()
-    T = {f: codes(te[f], f) for f in names}
-    jll = np.tile(prior, (test.num_rows, 1))
-    for r in range(test.num_rows):
-        for f in names:
-            u = T[f][r]
-            if u < 0:
-                continue  # a NULL or unseen child: no term
-            present = tuple(p for p in parents[f] if T[p][r] >= 0)  # the parents present
-            if present:
-                jll[r] += tables[f][present][(slice(None), *(T[p][r] for p in present), u)]
-            else:  # the first ranked, or every parent missing: the naive term
-                jll[r] += nb[f][:, u]
-    with np.errstate(invalid="ignore"):  # MLE: a row of −inf scores has no probabilities (NaN)
-        proba = np.exp(jll - jll.max(1, keepdims=True))
-        return proba / proba.sum(1, keepdims=True), jll, parents, ranking
+
+    def term(T, r, f, u):  # a NULL or unseen child has none
+        present = tuple(p for p in parents[f] if T[p][r] >= 0)  # the parents present
+        if present:
+            return tables[f][present][(slice(None), *(T[p][r] for p in present), u)]
+        return nb[f][:, u]  # the first ranked, or every parent missing: the naive term
+
+    jll = coded.summed_terms(test, term)
+    return softmax(jll), jll, parents, ranking  # MLE: a row of −inf scores has no probabilities (NaN)
 
 
 def scored(model, data, con, what="proba") -> np.ndarray:
-    rel = model.score(data, con=con, outputs=(what,), keep=["rid"])
-    return np.array(rel.fetchall(), dtype=float)[:, -len(CLASSES):]
+    return class_scores(model, data, con, what)
 
 
 def fit(con, data="train", K=2, kinds=DISCRETE, **params):
@@ -130,11 +121,7 @@ def as_parents(tree: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def data():
-    con = duckdb.connect()
-    train, test = kdb_table(800, 1), kdb_table(300, 2, unseen=True)
-    con.register("train", train)
-    con.register("test", test)
-    return con, train, test
+    return registered(kdb_table(800, 1), kdb_table(300, 2, unseen=True))
 
 
 # -- the estimator -----------------------------------------------------------------------
@@ -305,11 +292,7 @@ def test_rows_keep_count_and_order(data):
 def test_export_runs_in_sqlite(data):
     con, _, test = data
     kinds = {**DISCRETE, "g": "gaussian"}
-    lite = sqlite3.connect(":memory:")
-    lite.execute('CREATE TABLE input (rid INTEGER, a TEXT, b INTEGER, e TEXT, flag INTEGER, noise TEXT, g REAL, y TEXT)')
-    lite.executemany("INSERT INTO input VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     [tuple(None if r[c] is None else (int(r[c]) if c == "flag" else r[c]) for c in test.column_names)
-                      for r in test.to_pylist()])
+    lite = sqlite_input(test)
     for K in (1, 2):
         model = fit(con, K=K, kinds=kinds)
         query = model.to_sql("sqlite", source="input", outputs=("proba",), key="rid")
@@ -320,12 +303,7 @@ def test_export_runs_in_sqlite(data):
 def _engine_check(engine, model, want):
     fitted = fit(engine)  # the pair and joint counts gathered by the engine itself
     assert fitted.tree() == model.tree()
-    got = fitted.score("test", con=engine, outputs=("proba",), key="rid")
-    table = got.toArrow() if hasattr(got, "toArrow") else got
-    d = table.to_pydict()
-    proba = np.array([d[f"proba_{c}"] for c in CLASSES], dtype=float).T
-    assert d["rid"] == sorted(d["rid"]) and len(d["rid"]) == len(want)
-    np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
+    assert_engine_proba(fitted.score("test", con=engine, outputs=("proba",), key="rid"), want, CLASSES, 1e-12)
 
 
 @pytest.mark.postgres
@@ -367,49 +345,21 @@ def test_explain_identity(data):
         assert abs(sum(weights) + prior[p] - prior[r] - (jll[p] - jll[r])) < 1e-9
 
 
-def _with_fold(source, folded, fold):
-    from sqlglot import exp
-    from sqlnb import sql
-    return exp.select(*[sql.col(c, "src") for c in source.columns],
-                      exp.alias_(fold, "fold", quoted=True)).from_(folded.from_("src"))
-
-
 def test_cross_validation_equals_fold_by_fold_fits(data):
     """Each fold's KDB(1) and KDB(2) model (its structure from the other folds' pair
     counts, the joint counts its triples need gathered per fold in one more scan) scores
     the held-out fold as a fit on the other folds does."""
-    from sqlnb import sql
-    from sqlnb.source import resolve
-    from sqlnb.workflows.cv import assign_folds
     con, _, _ = data
-    grid = ["kdb:1", "kdb:2"]
-    r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid={"structure": grid},
-                             features=list(DISCRETE), feature_kinds=DISCRETE)
-    source = resolve("train", con)
-    con.execute("CREATE OR REPLACE TEMP TABLE folded AS "
-                + sql.render(_with_fold(source, *assign_folds(source, "y", 3, 0, ["rid"]))))
-    for i in range(3):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW fit_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold <> {i}")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * EXCLUDE (fold) FROM folded "
-                    f"WHERE fold = {i} AND y IS NOT NULL")
-        for g, structure in enumerate(grid):
-            m = fit(con, f"fit_{i}", K=int(structure[-1]))
-            rows = m.score(f"held_{i}", con=con, outputs=("prediction",), keep=["y"]).fetchall()
-            accuracy = sum(a == b for a, b in rows) / len(rows)
-            assert r.results[g]["params"] == {"structure": structure}
-            assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
+    assert_cv_accuracy_is_fold_fits(con, ["kdb:1", "kdb:2"], DISCRETE,
+                                    lambda source, structure: fit(con, source, K=int(structure[-1])))
 
 
 # -- command line ------------------------------------------------------------------------
 def test_cli_fit_score_show_report_update(tmp_path):
     import pyarrow.parquet as pq
     train = kdb_table(400, 5)
-    pq.write_table(train.slice(0, 300), tmp_path / "a.parquet")
-    pq.write_table(train.slice(300), tmp_path / "b.parquet")
-    pq.write_table(train, tmp_path / "all.parquet")
-    db = str(tmp_path / "m.duckdb")
-    kinds = ",".join(f"{k}={v}" for k, v in DISCRETE.items())
-    args = ["--label", "y", "--features", ",".join(DISCRETE), "--feature-kind", kinds, "--structure", "kdb:2"]
+    db, args = cli_files(tmp_path, train, DISCRETE, split=300)
+    args += ["--structure", "kdb:2"]
     for data, name in (("a", "m"), ("all", "all")):
         r = invoke("fit", str(tmp_path / f"{data}.parquet"), *args, "--model", f"{db}:{name}")
         assert r.exit_code == 0, r.stderr

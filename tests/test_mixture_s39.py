@@ -6,8 +6,6 @@ equal to fold-by-fold fits; the command line."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import duckdb
 import numpy as np
 import pytest
@@ -15,7 +13,9 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
-from test_kdb import _with_fold, kdb_table
+from support.structured import (assert_cv_accuracy_is_fold_fits, assert_engine_proba, class_scores, cli_files,
+                                registered, sqlite_input)
+from test_kdb import kdb_table
 from test_tan import CLASSES, DISCRETE
 
 KINDS = {**DISCRETE, "g": "gaussian"}
@@ -23,11 +23,7 @@ KINDS = {**DISCRETE, "g": "gaussian"}
 
 @pytest.fixture(scope="module")
 def data():
-    con = duckdb.connect()
-    train, test = kdb_table(800, 1), kdb_table(300, 2, unseen=True)
-    con.register("train", train)
-    con.register("test", test)
-    return con, train, test
+    return registered(kdb_table(800, 1), kdb_table(300, 2, unseen=True))
 
 
 def fit(con, structure, data="train", kinds=KINDS, **params):
@@ -36,8 +32,7 @@ def fit(con, structure, data="train", kinds=KINDS, **params):
 
 
 def scored(model, data, con, what="jll") -> np.ndarray:
-    rel = model.score(data, con=con, outputs=(what,), keep=["rid"])
-    return np.array(rel.fetchall(), dtype=float)[:, -len(CLASSES):]
+    return class_scores(model, data, con, what)
 
 
 @pytest.mark.parametrize("structure,params", [("tan+kdb:2+aode", {}),
@@ -97,11 +92,7 @@ def test_update_equals_refit_and_round_trips(data, tmp_path):
 
 def test_export_runs_in_sqlite(data):
     con, _, test = data
-    lite = sqlite3.connect(":memory:")
-    lite.execute('CREATE TABLE input (rid INTEGER, a TEXT, b INTEGER, e TEXT, flag INTEGER, noise TEXT, g REAL, y TEXT)')
-    lite.executemany("INSERT INTO input VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     [tuple(None if r[c] is None else (int(r[c]) if c == "flag" else r[c]) for c in test.column_names)
-                      for r in test.to_pylist()])
+    lite = sqlite_input(test)
     model = fit(con, "tan+kdb:2+aode")
     query = model.to_sql("sqlite", source="input", outputs=("proba",), key="rid")
     got = np.array([r[-3:] for r in lite.execute(query).fetchall()], dtype=float)
@@ -117,10 +108,7 @@ def test_fit_and_score_in_postgres(data):
     want = scored(fit(con, "tan+kdb:2+aode", kinds=DISCRETE), "test", con, "proba")
     with postgres_engine({"train": train, "test": test}) as engine:
         got = fit(engine, "tan+kdb:2+aode", kinds=DISCRETE).score("test", con=engine, outputs=("proba",), key="rid")
-        d = got.to_pydict()
-    assert d["rid"] == sorted(d["rid"]) and len(d["rid"]) == len(want)
-    proba = np.array([d[f"proba_{c}"] for c in CLASSES], dtype=float).T
-    np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
+        assert_engine_proba(got, want, CLASSES, 1e-12)
 
 
 @pytest.mark.spark  # starts a Spark session
@@ -132,44 +120,20 @@ def test_fit_and_score_in_spark(data):
     want = scored(fit(con, "tan+kdb:2+aode", kinds=DISCRETE), "test", con, "proba")
     with spark_engine({"train": train, "test": test}) as engine:
         got = fit(engine, "tan+kdb:2+aode", kinds=DISCRETE).score("test", con=engine, outputs=("proba",), key="rid")
-        d = got.toArrow().to_pydict()  # a Spark DataFrame, in key order
-    assert d["rid"] == sorted(d["rid"]) and len(d["rid"]) == len(want)
-    proba = np.array([d[f"proba_{c}"] for c in CLASSES], dtype=float).T
-    np.testing.assert_allclose(proba, want, rtol=0, atol=1e-12)
+        assert_engine_proba(got, want, CLASSES, 1e-12)  # a Spark DataFrame, in key order
 
 
 def test_cross_validation_equals_fold_by_fold_fits(data):
     """Each fold's averaged model (its members' structures from the other folds' counts)
     scores the held-out fold as a fit on the other folds does, in the pooled query."""
-    from sqlnb import sql
-    from sqlnb.source import resolve
-    from sqlnb.workflows.cv import assign_folds
     con, _, _ = data
-    grid = ["tan+kdb:2+aode", "kdb:1+aode"]
-    r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid={"structure": grid},
-                             features=list(DISCRETE), feature_kinds=DISCRETE)
-    source = resolve("train", con)
-    con.execute("CREATE OR REPLACE TEMP TABLE folded AS "
-                + sql.render(_with_fold(source, *assign_folds(source, "y", 3, 0, ["rid"]))))
-    for i in range(3):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW fit_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold <> {i}")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * EXCLUDE (fold) FROM folded "
-                    f"WHERE fold = {i} AND y IS NOT NULL")
-        for g, structure in enumerate(grid):
-            m = fit(con, structure, f"fit_{i}", kinds=DISCRETE)
-            rows = m.score(f"held_{i}", con=con, outputs=("prediction",), keep=["y"]).fetchall()
-            accuracy = sum(a == b for a, b in rows) / len(rows)
-            assert r.results[g]["params"] == {"structure": structure}
-            assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
+    assert_cv_accuracy_is_fold_fits(con, ["tan+kdb:2+aode", "kdb:1+aode"], DISCRETE,
+                                    lambda source, structure: fit(con, structure, source, kinds=DISCRETE))
 
 
 def test_cli_fit_and_cv(tmp_path):
-    import pyarrow.parquet as pq
     train = kdb_table(400, 5)
-    pq.write_table(train, tmp_path / "all.parquet")
-    db = str(tmp_path / "m.duckdb")
-    kinds = ",".join(f"{k}={v}" for k, v in DISCRETE.items())
-    args = ["--label", "y", "--features", ",".join(DISCRETE), "--feature-kind", kinds]
+    db, args = cli_files(tmp_path, train, DISCRETE)
     r = invoke("fit", str(tmp_path / "all.parquet"), *args, "--structure", "tan+kdb:2+aode", "--model", f"{db}:m")
     assert r.exit_code == 0, r.stderr
     con = duckdb.connect()

@@ -7,7 +7,6 @@ PostgreSQL and Spark; the command line (issue 16 point 4)."""
 from __future__ import annotations
 
 import math
-import sqlite3
 
 import duckdb
 import numpy as np
@@ -18,7 +17,9 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes import tan
 from support.cli import invoke
-from support.discrete_oracle import Coded, pseudo_counts
+from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
+from support.structured import (assert_cv_accuracy_is_fold_fits, assert_engine_proba, class_scores, cli_files,
+                                registered, sqlite_input)
 
 CLASSES = ["k0", "k1", "k2"]
 
@@ -67,7 +68,7 @@ def oracle(train: pa.Table, test: pa.Table, alpha=1.0, beta=None, estimator="pos
     computed directly from the rows."""
     a_, b1, b0 = pseudo_counts(alpha, beta, estimator)
     coded = Coded(train, DISCRETE, CLASSES)
-    lab, values, codes, X = coded.lab, coded.values, coded.codes, coded.X
+    lab, values, X = coded.lab, coded.values, coded.X
     K = len(CLASSES)
     names = list(DISCRETE)
 
@@ -121,41 +122,27 @@ def oracle(train: pa.Table, test: pa.Table, alpha=1.0, beta=None, estimator="pos
             cpt[child] = np.log(np.concatenate([n[:, :, :1] + b0, n[:, :, 1:] + b1], 2) / (tot + b1 + b0))
         else:
             cpt[child] = np.log((n + a_) / (tot + a_ * len(values[child])))
-    class_n = np.bincount(lab, minlength=K).astype(float)
-    prior = np.log(class_n / class_n.sum())
-    te = test.to_pydict()
-    T = {f: codes(te[f], f) for f in names}
-    jll = np.tile(prior, (test.num_rows, 1))
-    for r in range(test.num_rows):
-        for f in names:
-            u = T[f][r]
-            if u < 0:
-                continue  # a NULL or unseen child: no term
-            if f in parent and T[parent[f]][r] >= 0:
-                jll[r] += cpt[f][:, T[parent[f]][r], u]
-            else:  # the root, or a NULL / unseen parent: the naive term
-                jll[r] += nb[f][:, u]
-    proba = np.exp(jll - jll.max(1, keepdims=True))
-    return proba / proba.sum(1, keepdims=True), jll, parent, cmi
+
+    def term(T, r, f, u):  # a NULL or unseen child has none
+        if f in parent and T[parent[f]][r] >= 0:
+            return cpt[f][:, T[parent[f]][r], u]
+        return nb[f][:, u]  # the root, or a NULL / unseen parent: the naive term
+
+    jll = coded.summed_terms(test, term)
+    return softmax(jll), jll, parent, cmi
 
 
 def probabilities(model, data, con) -> np.ndarray:
-    rel = model.score(data, con=con, outputs=("proba",), keep=["rid"])
-    return np.array(rel.fetchall(), dtype=float)[:, -len(CLASSES):]
+    return class_scores(model, data, con, "proba")
 
 
 def jll(model, data, con) -> np.ndarray:
-    rel = model.score(data, con=con, outputs=("jll",), keep=["rid"])
-    return np.array(rel.fetchall(), dtype=float)[:, -len(CLASSES):]
+    return class_scores(model, data, con, "jll")
 
 
 @pytest.fixture(scope="module")
 def data():
-    con = duckdb.connect()
-    train, test = tan_table(800, 1), tan_table(300, 2, unseen=True)
-    con.register("train", train)
-    con.register("test", test)
-    return con, train, test
+    return registered(tan_table(800, 1), tan_table(300, 2, unseen=True))
 
 
 # -- the estimator -----------------------------------------------------------------------
@@ -236,12 +223,7 @@ def test_update_equals_refit(data, tmp_path):
 def test_rows_keep_count_and_order(data):
     con, _, test = data
     model = sqlnb.fit("train", label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE, structure="tan")
-    shuffled = test.take(np.random.default_rng(3).permutation(test.num_rows))
-    con.register("shuffled", shuffled)
-    rel = model.score("shuffled", con=con, outputs=("proba", "prediction"))
-    got = [r[0] for r in rel.fetchall()]
-    assert got == shuffled["rid"].to_pylist()
-    assert "JOIN" not in model.to_sql("duckdb", source="shuffled", con=con).upper()
+    assert_rows_keep_count_and_order(model, test, con)
 
 
 def test_refusals(data):
@@ -262,12 +244,7 @@ def test_export_runs_in_sqlite(data):
     con, _, test = data
     kinds = {**DISCRETE, "g": "gaussian"}
     model = sqlnb.fit("train", label="y", con=con, features=list(kinds), feature_kinds=kinds, structure="tan")
-    lite = sqlite3.connect(":memory:")
-    lite.execute('CREATE TABLE input (rid INTEGER, a TEXT, b INTEGER, e TEXT, flag INTEGER, noise TEXT, g REAL, y TEXT)')
-    rows = test.to_pylist()
-    lite.executemany("INSERT INTO input VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     [tuple(None if r[c] is None else (int(r[c]) if c == "flag" else r[c]) for c in test.column_names)
-                      for r in rows])
+    lite = sqlite_input(test)
     query = model.to_sql("sqlite", source="input", outputs=("proba",), key="rid")
     got = np.array([r[-3:] for r in lite.execute(query).fetchall()], dtype=float)
     np.testing.assert_allclose(got, probabilities(model, "test", con), rtol=0, atol=1e-9)
@@ -277,12 +254,7 @@ def _engine_check(engine, model, want):
     fitted = sqlnb.fit("train", label="y", con=engine, features=list(DISCRETE), feature_kinds=DISCRETE,
                        structure="tan")
     assert fitted.tree() == model.tree()
-    got = fitted.score("test", con=engine, outputs=("proba",), key="rid")
-    table = got.toArrow() if hasattr(got, "toArrow") else got
-    d = table.to_pydict() if hasattr(table, "to_pydict") else None
-    proba = np.array([d[f"proba_{c}"] for c in CLASSES], dtype=float).T
-    assert d["rid"] == sorted(d["rid"]) and len(d["rid"]) == len(want)
-    np.testing.assert_allclose(proba, want, rtol=0, atol=1e-9)
+    assert_engine_proba(fitted.score("test", con=engine, outputs=("proba",), key="rid"), want, CLASSES, 1e-9)
 
 
 @pytest.mark.postgres  # a throw-away PostgreSQL server
@@ -305,14 +277,9 @@ def test_fit_and_score_in_spark(data):
 
 # -- command line ------------------------------------------------------------------------
 def test_cli_fit_structure_tan_show_and_update(tmp_path):
-    import pyarrow.parquet as pq
     train = tan_table(400, 5)
-    pq.write_table(train.slice(0, 200), tmp_path / "a.parquet")
-    pq.write_table(train.slice(200), tmp_path / "b.parquet")
-    pq.write_table(train, tmp_path / "all.parquet")
-    db = str(tmp_path / "m.duckdb")
-    kinds = ",".join(f"{k}={v}" for k, v in DISCRETE.items())
-    args = ["--label", "y", "--features", ",".join(DISCRETE), "--feature-kind", kinds, "--structure", "tan"]
+    db, args = cli_files(tmp_path, train, DISCRETE, split=200)
+    args += ["--structure", "tan"]
     r = invoke("fit", str(tmp_path / "a.parquet"), *args, "--model", f"{db}:m")
     assert r.exit_code == 0, r.stderr
     r = invoke("fit", str(tmp_path / "all.parquet"), *args, "--model", f"{db}:all")
@@ -354,34 +321,9 @@ def test_cross_validation_of_tan_equals_fold_by_fold_fits(data):
     """``cross_validate(grid={"structure": ["naive", "tan"]})``: each fold's TAN model (pair
     counts of the other folds merged, tree derived from them) scores the held-out fold as a
     TAN fit on the other folds does."""
-    from sqlnb import sql
-    from sqlnb.source import resolve
-    from sqlnb.workflows.cv import assign_folds
     con, _, _ = data
-    r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid={"structure": ["naive", "tan"]},
-                             features=list(DISCRETE), feature_kinds=DISCRETE)
-    source = resolve("train", con)
-    con.execute("CREATE OR REPLACE TEMP TABLE folded AS "
-                + sql.render(_with_fold(source, *assign_folds(source, "y", 3, 0, ["rid"]))))
-    for i in range(3):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW fit_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold <> {i}")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * EXCLUDE (fold) FROM folded "
-                    f"WHERE fold = {i} AND y IS NOT NULL")
-        for g, structure in enumerate(["naive", "tan"]):
-            m = sqlnb.fit(f"fit_{i}", label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE,
-                          structure=structure)
-            rows = m.score(f"held_{i}", con=con, outputs=("prediction",), keep=["y"]).fetchall()
-            accuracy = sum(a == b for a, b in rows) / len(rows)
-            assert r.results[g]["params"] == {"structure": structure}
-            assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
-
-
-def _with_fold(source, folded, fold):
-    """The rows of ``source`` with their fold (of ``folded``, :func:`assign_folds`) as ``fold``."""
-    from sqlglot import exp
-    from sqlnb import sql
-    return exp.select(*[sql.col(c, "src") for c in source.columns],
-                      exp.alias_(fold, "fold", quoted=True)).from_(folded.from_("src"))
+    assert_cv_accuracy_is_fold_fits(con, ["naive", "tan"], DISCRETE, lambda source, structure: sqlnb.fit(
+        source, label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE, structure=structure))
 
 
 def test_sampling_and_em_refuse_a_tree(data):

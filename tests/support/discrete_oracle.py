@@ -1,6 +1,7 @@
-"""The start every numpy oracle of a structure built on discrete features shares (TAN,
-AODE, KDB tests): the smoothing pseudo-counts of an estimator, and the training rows'
-labels and values as integer codes (a NULL or unseen value coded -1). Each test's oracle
+"""The start and the end every numpy oracle of a structure built on discrete features shares
+(TAN, AODE, KDB tests): the smoothing pseudo-counts of an estimator, the training rows'
+labels and values as integer codes (a NULL or unseen value coded -1), the log prior, the
+test rows' codes, the sum of per-feature terms, and the softmax. Each test's oracle
 goes on from here in plain numpy, independent of the library."""
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Coded:
 
     def __init__(self, train: pa.Table, discrete: dict, classes: list):
         tr = train.to_pydict()
+        self.classes = list(classes)
         keep = [i for i, c in enumerate(tr["y"]) if c is not None]
         self.lab = np.array([classes.index(tr["y"][i]) for i in keep])
         self.values = {f: ([False, True] if kind == "bernoulli"
@@ -45,6 +47,37 @@ class Coded:
         """``column``'s values of feature ``f`` as codes, -1 for NULL or unseen."""
         pos = {v: i for i, v in enumerate(self.values[f])}
         return np.array([-1 if v is None or v not in pos else pos[v] for v in column])
+
+    def log_prior(self) -> np.ndarray:
+        """ln of each class's share of the kept rows."""
+        class_n = np.bincount(self.lab, minlength=len(self.classes)).astype(float)
+        return np.log(class_n / class_n.sum())
+
+    def test_codes(self, test: pa.Table) -> dict:
+        """``test``'s rows coded as the training rows: feature -> codes, -1 for NULL or unseen."""
+        te = test.to_pydict()
+        return {f: self.codes(te[f], f) for f in self.values}
+
+    def summed_terms(self, test: pa.Table, term) -> np.ndarray:
+        """Per row of ``test`` and class, the log prior plus ``term(T, r, f, u)`` for each
+        feature ``f`` (in ``discrete``'s order) whose value in row ``r`` is coded ``u``
+        (``T``: :meth:`test_codes`); a NULL or unseen value adds no term."""
+        T = self.test_codes(test)
+        jll = np.tile(self.log_prior(), (test.num_rows, 1))
+        for r in range(test.num_rows):
+            for f in self.values:
+                u = T[f][r]
+                if u >= 0:
+                    jll[r] += term(T, r, f, u)
+        return jll
+
+
+def softmax(jll: np.ndarray) -> np.ndarray:
+    """Each row's class probabilities from its joint log-likelihoods (NaN for a row of −inf:
+    under MLE such a row has no probabilities)."""
+    with np.errstate(invalid="ignore"):
+        e = np.exp(jll - jll.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
 
 
 def assert_rows_keep_count_and_order(model, test: pa.Table, con) -> None:
