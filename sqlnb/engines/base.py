@@ -8,7 +8,8 @@ model kinds: saving and loading models is :mod:`sqlnb.store`, built on these ope
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
+from contextlib import nullcontext
+from typing import Any, ContextManager, Protocol, Sequence, runtime_checkable
 
 import sqlglot
 from sqlglot import exp
@@ -60,6 +61,15 @@ def probe(node: exp.Expression) -> exp.Select:
     item = (exp.Subquery(this=node.this.copy(), alias=exp.TableAlias(this=sql.ident("src")))
             if isinstance(node, exp.Subquery) else node.copy())
     return exp.select(exp.Star()).from_(item).limit(0)
+
+
+def first_rows(engine: Any) -> ContextManager:
+    """The context in which ``engine`` runs statements that read a source's first rows
+    (``... LIMIT 100000``: screening, the unseen-value check): the engine's
+    ``first_rows()`` where it has one (DuckDB: :meth:`sqlnb.engines.DuckDBEngine.first_rows`),
+    else nothing changes."""
+    hook = getattr(engine, "first_rows", None)
+    return hook() if hook is not None else nullcontext()
 
 
 def arrow_table(names: Sequence[str], rows: Sequence[Sequence[Any]]):

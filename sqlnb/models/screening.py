@@ -63,6 +63,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from sqlglot import exp
 
 from sqlnb import sql
+from sqlnb.engines.base import first_rows
 from sqlnb.errors import ScreeningWarning, SqlnbError
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.fit import planned_kinds
@@ -248,28 +249,29 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     only_constant = {c for c in columns if _only_constant(c, source.columns[c])}
     if all(c in only_constant and c not in free for c in columns):
         return []  # e.g. count features stored as DOUBLE: nothing here could be left out, nothing read
-    n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
-    if n < MIN_ROWS:
-        return []
-    whole = n < sample_rows
-    later = [c for c in columns if c in only_constant and c in free] if whole else []
-    if later:
-        _, more, more_lo_hi = _min_max(engine, source, later, sample_rows)
-        present.update(more)
-        lo_hi.update(more_lo_hi)
-    counts = set(counts)
-    share = {c: _id_share(c, source.columns[c], present[c], n, c in counts) if c in present else None
-             for c in columns}
-    distinct = {c: (0 if present[c] == 0 else 1 if lo == hi else None) for c, (lo, hi) in lo_hi.items()}
-    distinct.update({c: None for c in columns if c not in present})  # not read: nothing to leave out
-    wanted = [c for c in columns if distinct[c] is None and share[c] is not None
-              and _has_room(source.columns[c], present[c], share[c], *lo_hi[c])]
-    for a in range(0, len(wanted), DISTINCT_CHUNK):
-        chunk = wanted[a:a + DISTINCT_CHUNK]
-        aggs = [exp.alias_(exp.Count(this=exp.Distinct(expressions=[sql.col(c, "s")])), f"d{j}", quoted=True)
-                for j, c in enumerate(chunk)]
-        got = engine.execute(exp.select(*aggs).from_(_sample(source, chunk, sample_rows), copy=False))[0]
-        distinct.update({c: int(d) for c, d in zip(chunk, got)})
+    with first_rows(engine):  # DuckDB: without late materialization (DuckDBEngine.first_rows)
+        n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
+        if n < MIN_ROWS:
+            return []
+        whole = n < sample_rows
+        later = [c for c in columns if c in only_constant and c in free] if whole else []
+        if later:
+            _, more, more_lo_hi = _min_max(engine, source, later, sample_rows)
+            present.update(more)
+            lo_hi.update(more_lo_hi)
+        counts = set(counts)
+        share = {c: _id_share(c, source.columns[c], present[c], n, c in counts) if c in present else None
+                 for c in columns}
+        distinct = {c: (0 if present[c] == 0 else 1 if lo == hi else None) for c, (lo, hi) in lo_hi.items()}
+        distinct.update({c: None for c in columns if c not in present})  # not read: nothing to leave out
+        wanted = [c for c in columns if distinct[c] is None and share[c] is not None
+                  and _has_room(source.columns[c], present[c], share[c], *lo_hi[c])]
+        for a in range(0, len(wanted), DISTINCT_CHUNK):
+            chunk = wanted[a:a + DISTINCT_CHUNK]
+            aggs = [exp.alias_(exp.Count(this=exp.Distinct(expressions=[sql.col(c, "s")])), f"d{j}", quoted=True)
+                    for j, c in enumerate(chunk)]
+            got = engine.execute(exp.select(*aggs).from_(_sample(source, chunk, sample_rows), copy=False))[0]
+            distinct.update({c: int(d) for c, d in zip(chunk, got)})
     out = []
     for c in columns:
         t, d, m = source.columns[c], distinct[c], present.get(c)

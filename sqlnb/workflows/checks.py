@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import as_engine
+from sqlnb.engines.base import first_rows
 from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.source import Source
 from sqlnb.sql.types import is_float
@@ -79,7 +80,8 @@ def unseen_counts(model: Any, source: Source, con: Any, sample_rows: int = SAMPL
         ]
     head = exp.select(exp.Star()).from_(source.from_("src")).limit(sample_rows)
     query = exp.select(*columns).from_(exp.Subquery(this=head, alias=exp.TableAlias(this=sql.ident("src"))))
-    row = engine.execute(query)[0]
+    with first_rows(engine):  # DuckDB: without late materialization (DuckDBEngine.first_rows)
+        row = engine.execute(query)[0]
     out = []
     for j, f in enumerate(features):
         n, u, a, b = row[4 * j:4 * j + 4]
