@@ -59,8 +59,8 @@ class DuckDBEngine(ColumnsFromResolve):
             self._set(DISABLED, before)
 
     def _set(self, name: str, value: str) -> None:
-        setting = exp.SetItem(this=exp.EQ(this=sql.col(name), expression=exp.Literal.string(value)))
-        self.con.execute(sql.render(exp.Set(expressions=[setting])))
+        self.execute(exp.Set(expressions=[exp.SetItem(this=exp.EQ(this=sql.col(name),
+                                                                  expression=exp.Literal.string(value)))]))
 
     def relation(self, tree) -> duckdb.DuckDBPyRelation:
         return self.con.sql(sql.render(tree, self.dialect))
