@@ -139,8 +139,9 @@ def test_save_load_and_errors(con):
     back = sqlnb.load(con, "lr")
     assert isinstance(back, sqlnb.Logistic) and back.classes == ["x", "y", "z"]
     assert back.to_sql() == model.to_sql() and back.C == 0.5 and back.standardize
-    with pytest.raises(sqlnb.SqlnbError, match="C must be a positive number"):
-        sqlnb.fit_logistic(t, "label", C=0)
+    for bad in (0, float("inf"), float("nan")):
+        with pytest.raises(sqlnb.SqlnbError, match="C must be a positive finite number"):
+            sqlnb.fit_logistic(t, "label", C=bad)
     with pytest.raises(sqlnb.SqlnbError, match="column 'label' .* has type VARCHAR"):
         sqlnb.fit_logistic(t, "x0")
 

@@ -214,7 +214,7 @@ def fit_arrays(X: np.ndarray, y: np.ndarray, n_classes: int, C: float = 1.0,
     ``scale`` of the standardisation (zeros and ones without it) and ``iterations``.
     """
     if isinstance(C, bool) or not isinstance(C, (int, float)) or not (np.isfinite(C) and C > 0):
-        raise SqlnbError(f"C must be a positive number, not {C!r}")
+        raise SqlnbError(f"C must be a positive finite number, not {C!r}")
     if not isinstance(standardize, (bool, np.bool_)):  # e.g. cv --grid standardize=yes
         raise SqlnbError(f"standardize must be True or False, not {standardize!r}")
     X = np.asarray(X, dtype=float)
