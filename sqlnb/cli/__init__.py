@@ -167,5 +167,11 @@ def _spark_remote(ctx: click.Context, engine: str, master, remote, warehouse) ->
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point (``sqlnb``, ``python -m sqlnb``)."""
-    cli.main(args=argv, prog_name="sqlnb")
+    """Console entry point (``sqlnb``, ``python -m sqlnb``): the process is the command's,
+    so the objects its imports made are frozen out of garbage collection once the command
+    is imported (:meth:`sqlnb.cli.app.SqlnbGroup.get_command`)."""
+    cli.freeze_imports = True
+    try:
+        cli.main(args=argv, prog_name="sqlnb")
+    finally:
+        cli.freeze_imports = False

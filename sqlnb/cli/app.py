@@ -7,6 +7,7 @@ the Ctrl-C watcher and the terminal-only summary line.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import select
 import signal
@@ -79,6 +80,10 @@ class SqlnbGroup(click.Group):
       rolled back), so nothing is left behind.
     """
 
+    #: Set by :func:`sqlnb.cli.main` while it runs: freeze what is imported once the
+    #: command's module is (see :meth:`get_command`).
+    freeze_imports = False
+
     def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         #: ``{name: "module:function"}`` of commands in :mod:`sqlnb.cli`, imported on first use.
@@ -93,6 +98,15 @@ class SqlnbGroup(click.Group):
 
             module, function = self.lazy_commands[name].split(":")
             self.add_command(getattr(importlib.import_module(f"sqlnb.cli.{module}"), function), name)
+            if self.freeze_imports:
+                # What is imported by now (click, DuckDB, sqlglot, numpy, the library) lives
+                # as long as the process. Frozen, Python's cyclic garbage collector stops
+                # walking it: the full collection that a command's first SQL rendering set
+                # off (the import of sqlglot's DuckDB generator allocates enough) took
+                # 0.01-0.06 s of every command (session 41, benchmarks/README.md). Only the
+                # ``sqlnb`` process does this (:func:`sqlnb.cli.main`); a caller running the
+                # group in its own process (click's test runner) keeps its collector as it is.
+                gc.freeze()
         return self.commands.get(name)
 
     def make_context(self, info_name, args, parent=None, **extra):
