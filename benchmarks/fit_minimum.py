@@ -17,7 +17,8 @@ subtracted from all):
    rows (a model's parameters are about that size) written in a transaction, closed;
 5. ``+ SQL rendered``: the same, each statement's text rendered in the child from sqlglot
    trees by ``sqlnb.sql.render`` (sqlglot and sqlnb imported at start, as ``sqlnb fit
-   --help`` imports them: what the first render imports after that is counted);
+   --help`` imports them, and frozen out of garbage collection as the ``sqlnb`` process
+   freezes them: what the first render imports after that is counted);
 6. ``sqlnb fit``: the CLI itself (``sqlnb fit DATA --label label --model TMP:m --replace``),
    less the start of ``sqlnb fit --help``, as ``fit_floor.py --processes`` measures it.
 
@@ -93,8 +94,8 @@ def children(trees: list, model_path: str) -> dict[str, str]:
     import pickle
 
     blob = base64.b64encode(pickle.dumps(trees)).decode()
-    rendered_start = ("import base64, pickle\nimport sqlnb.cli.train, sqlnb.sql\n"
-                      f"trees = pickle.loads(base64.b64decode({blob!r}))\n")
+    rendered_start = ("import base64, gc, pickle\nimport sqlnb.cli.train, sqlnb.sql\n"
+                      f"trees = pickle.loads(base64.b64decode({blob!r}))\ngc.freeze()\n")
     rendered = ("for t in trees:\n    con.execute(sqlnb.sql.render(t)).fetchall()\n")
     # the SET statements of DuckDBEngine.first_rows run too: they are in `trees`
     return {
