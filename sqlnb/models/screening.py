@@ -67,7 +67,7 @@ from sqlnb.errors import ScreeningWarning, SqlnbError
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.fit import planned_kinds
 from sqlnb.source import Source
-from sqlnb.sql.types import is_float, is_numeric, is_text_type
+from sqlnb.sql.types import is_float, is_integer, is_numeric, is_text_type
 
 #: Rows read from the start of the source.
 SAMPLE_ROWS = 100_000
@@ -90,9 +90,6 @@ ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "identifier"})
 CONSTANT_FREE = frozenset({"gaussian", "categorical", "binned"})
 #: Count families: a constant changes their probabilities, and near-unique counts are no IDs.
 COUNT_FAMILIES = frozenset({"multinomial", "complement", "bernoulli"})
-_INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-                            "UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "BYTE",
-                            "SHORT", "LONG"})
 #: Columns per ``COUNT(DISTINCT ...)`` query (see the module docstring).
 DISTINCT_CHUNK = 64
 
@@ -283,7 +280,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
         elif not is_float(t) and t.upper() != "BOOLEAN" and m == n and d == n:
             out.append(Screened(c, f"a different value in each of the {'' if whole else 'first '}{n:,} rows, "
                                    "like an ID"))
-        elif _is_integer(t) and c not in counts and m >= NEAR_MIN_ROWS and d >= NEAR_UNIQUE * m:
+        elif is_integer(t) and c not in counts and m >= NEAR_MIN_ROWS and d >= NEAR_UNIQUE * m:
             out.append(Screened(c, f"{d:,} distinct integers in {rows} (at least {NEAR_UNIQUE:.0%}), like an ID"))
         elif id_like_name(c) and m >= MIN_ROWS and d >= NAME_SHARE * m:
             out.append(Screened(c, f"named like an ID, with {d:,} distinct values in {rows} "
@@ -361,15 +358,6 @@ def _sample(source: Source, columns: Sequence[str], sample_rows: int) -> exp.Sub
     return exp.Subquery(this=head.limit(sample_rows, copy=False), alias=exp.TableAlias(this=sql.ident("s")))
 
 
-def _is_integer(t: str) -> bool:
-    """An integer type, or a decimal of scale 0."""
-    base = " ".join(t.upper().split("(")[0].split())
-    if base in ("DECIMAL", "NUMERIC"):
-        scale = t.split("(", 1)[1].rstrip(") ").split(",") if "(" in t else []
-        return len(scale) == 2 and scale[1].strip() == "0"
-    return base in _INTEGER_TYPES and "[" not in t
-
-
 def _id_share(name: str, t: str, present: int, n: int, count: bool) -> float | None:
     """The smallest share of distinct values among a column's ``present`` non-NULL values
     (of ``n`` rows) at which a rule could call it an identifier, or None (no rule could):
@@ -383,7 +371,7 @@ def _id_share(name: str, t: str, present: int, n: int, count: bool) -> float | N
         return min(MAX_DISTINCT_SHARE, NAME_SHARE)
     if id_like_name(name) and is_numeric(t) and present >= MIN_ROWS:
         return NAME_SHARE
-    if _is_integer(t) and not count and present >= NEAR_MIN_ROWS:
+    if is_integer(t) and not count and present >= NEAR_MIN_ROWS:
         return NEAR_UNIQUE
     if is_float(t) or present != n:
         return None
