@@ -121,3 +121,39 @@ def test_text_past_the_sample_is_still_the_readers_error(tmp_path):
     result = invoke("fit", path, "--label", "y", "--kind", "gaussian", "--model", f"{tmp_path / 'm.duckdb'}:m")
     assert result.exit_code != 0
     assert f"line {AT + 2}: column 'x' holds 'zz', which is not a BIGINT" in result.output
+
+
+# -- 2. an ID by its name in a tiny CSV ---------------------------------------------------
+def _tiny_csv(path) -> str:
+    rows = ["customer_id,region_id,visits,spend,plan,churned"]
+    for i in range(12):
+        rows.append(f"{1000 + 7 * i},{i % 3},{i},{10.0 + 3.5 * (i % 5)},{'ab'[i % 2]},{'yes' if i % 3 else 'no'}")
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_an_id_named_column_all_different_is_left_out_of_a_tiny_csv(tmp_path):
+    data = _tiny_csv(tmp_path / "tiny.csv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = sqlnb.fit(data, "churned")
+    notes = [str(w.message) for w in caught if issubclass(w.category, ScreeningWarning)]
+    assert notes == ["note: left out column 'customer_id': named like an ID, with a different value in each of "
+                     "the 12 rows (keep it with --keep-columns customer_id, keep_columns=['customer_id'] in "
+                     "Python, or list the features)"]
+    # region_id repeats, and visits (all different, not named like an ID) is a small-data feature.
+    assert model.feature_names == ["region_id", "visits", "spend", "plan"]
+    assert sqlnb.fit(data, "churned", keep_columns=["customer_id"]).feature_names[0] == "customer_id"
+    result = invoke("fit", data, "--label", "churned", "--model", f"{tmp_path / 'm.duckdb'}:m")
+    assert result.exit_code == 0 and "note: left out column 'customer_id'" in result.output
+
+
+def test_an_id_named_column_with_a_repeat_or_a_null_stays_in_a_tiny_table():
+    ids = [1, 2, 3, 4, 5, 6, 7, 8, 9, 9]
+    y = ["a", "b"] * 5
+    for order_id in (ids, [*ids[:9], None]):
+        table = pa.table({"order_id": pa.array(order_id, pa.int64()), "x": pa.array(np.arange(10.0)),
+                          "y": pa.array(y)})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ScreeningWarning)
+            assert sqlnb.fit(table, "y").feature_names == ["order_id", "x"]

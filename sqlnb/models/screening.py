@@ -21,7 +21,8 @@ other: identifiers, and columns whose removal changes no probability.
   ``customerId``, ``order-uuid``; not ``paid`` or ``valid``), of any numeric or text type
   (a float column too: an integer ID with NULLs written by pandas), when its values also
   look like one: distinct in at least :data:`NAME_SHARE` (50%) of its non-NULL rows, at
-  least :data:`MIN_ROWS` of them. A code such as ``region_id`` with ten values stays.
+  least :data:`MIN_ROWS` of them; in a source of fewer rows (2 or more), a different
+  value in every row. A code such as ``region_id`` with ten values stays.
 * A **constant** column (one value, or NULL, in every row) only where it adds the same
   term to every class, so that leaving it out changes no probability
   (:func:`constant_free`): a Gaussian feature (the same mean and variance, the floor, in
@@ -71,7 +72,8 @@ from sqlnb.sql.types import is_float, is_integer, is_numeric, is_text_type
 
 #: Rows read from the start of the source.
 SAMPLE_ROWS = 100_000
-#: Fewer sampled rows than this: no screening (too few to call anything an ID).
+#: Fewer sampled rows than this: too few to call anything an ID by its values alone (only
+#: a name like an ID with a different value in every row is one: :func:`_small_ids`).
 MIN_ROWS = 20
 #: A text column with more distinct values than this share of its non-NULL rows is left out.
 MAX_DISTINCT_SHARE = 0.5
@@ -247,7 +249,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
         return []  # e.g. count features stored as DOUBLE: nothing here could be left out, nothing read
     n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
     if n < MIN_ROWS:
-        return []
+        return _small_ids(engine, source, n, present, lo_hi, sample_rows)
     whole = n < sample_rows
     later = [c for c in columns if c in only_constant and c in free] if whole else []
     if later:
@@ -261,12 +263,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     distinct.update({c: None for c in columns if c not in present})  # not read: nothing to leave out
     wanted = [c for c in columns if distinct[c] is None and share[c] is not None
               and _has_room(source.columns[c], present[c], share[c], *lo_hi[c])]
-    for a in range(0, len(wanted), DISTINCT_CHUNK):
-        chunk = wanted[a:a + DISTINCT_CHUNK]
-        aggs = [exp.alias_(exp.Count(this=exp.Distinct(expressions=[sql.col(c, "s")])), f"d{j}", quoted=True)
-                for j, c in enumerate(chunk)]
-        got = engine.execute(exp.select(*aggs).from_(_sample(source, chunk, sample_rows), copy=False))[0]
-        distinct.update({c: int(d) for c, d in zip(chunk, got)})
+    distinct.update(_distinct(engine, source, wanted, sample_rows))
     out = []
     for c in columns:
         t, d, m = source.columns[c], distinct[c], present.get(c)
@@ -289,6 +286,31 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
             out.append(Screened(c, f"{d:,} distinct values in {m:,} non-NULL rows "
                                    f"(more than {MAX_DISTINCT_SHARE:.0%}), too many to learn as categories"))
     return out
+
+
+def _distinct(engine: Any, source: Source, columns: Sequence[str], sample_rows: int) -> dict[str, int]:
+    """``COUNT(DISTINCT ...)`` of each of ``columns`` over the first ``sample_rows`` rows,
+    :data:`DISTINCT_CHUNK` columns a query."""
+    out = {}
+    for a in range(0, len(columns), DISTINCT_CHUNK):
+        chunk = columns[a:a + DISTINCT_CHUNK]
+        aggs = [exp.alias_(exp.Count(this=exp.Distinct(expressions=[sql.col(c, "s")])), f"d{j}", quoted=True)
+                for j, c in enumerate(chunk)]
+        got = engine.execute(exp.select(*aggs).from_(_sample(source, chunk, sample_rows), copy=False))[0]
+        out.update({c: int(d) for c, d in zip(chunk, got)})
+    return out
+
+
+def _small_ids(engine: Any, source: Source, n: int, present: Mapping[str, int], lo_hi: Mapping[str, tuple],
+               sample_rows: int) -> list[Screened]:
+    """Screening of a source of fewer than :data:`MIN_ROWS` rows: too few for any rule
+    by values alone, but a column named like an identifier (:func:`id_like_name`) with a
+    value in each of its ``n`` rows (2 or more), all different, is one (``customer_id`` of
+    a 12-row file): a Gaussian feature of it would learn each class's IDs."""
+    named = [c for c, m in present.items() if m == n and id_like_name(c) and lo_hi[c][0] != lo_hi[c][1]]
+    distinct = _distinct(engine, source, named, sample_rows)
+    return [Screened(c, f"named like an ID, with a different value in each of the {n:,} rows")
+            for c in named if distinct[c] == n]
 
 
 def _only_constant(name: str, t: str) -> bool:
