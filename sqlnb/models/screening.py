@@ -21,7 +21,8 @@ other: identifiers, and columns whose removal changes no probability.
   ``customerId``, ``order-uuid``; not ``paid`` or ``valid``), of any numeric or text type
   (a float column too: an integer ID with NULLs written by pandas), when its values also
   look like one: distinct in at least :data:`NAME_SHARE` (50%) of its non-NULL rows, at
-  least :data:`MIN_ROWS` of them. A code such as ``region_id`` with ten values stays.
+  least :data:`MIN_ROWS` of them; in a source of fewer rows (2 or more), a different
+  value in every row. A code such as ``region_id`` with ten values stays.
 * A **constant** column (one value, or NULL, in every row) only where it adds the same
   term to every class, so that leaving it out changes no probability
   (:func:`constant_free`): a Gaussian feature (the same mean and variance, the floor, in
@@ -68,11 +69,12 @@ from sqlnb.errors import ScreeningWarning, SqlnbError
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.fit import planned_kinds
 from sqlnb.source import Source
-from sqlnb.sql.types import is_float, is_numeric, is_text_type
+from sqlnb.sql.types import is_float, is_integer, is_numeric, is_text_type
 
 #: Rows read from the start of the source.
 SAMPLE_ROWS = 100_000
-#: Fewer sampled rows than this: no screening (too few to call anything an ID).
+#: Fewer sampled rows than this: too few to call anything an ID by its values alone (only
+#: a name like an ID with a different value in every row is one: :func:`_small_ids`).
 MIN_ROWS = 20
 #: A text column with more distinct values than this share of its non-NULL rows is left out.
 MAX_DISTINCT_SHARE = 0.5
@@ -91,9 +93,6 @@ ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "identifier"})
 CONSTANT_FREE = frozenset({"gaussian", "categorical", "binned"})
 #: Count families: a constant changes their probabilities, and near-unique counts are no IDs.
 COUNT_FAMILIES = frozenset({"multinomial", "complement", "bernoulli"})
-_INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-                            "UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "BYTE",
-                            "SHORT", "LONG"})
 #: Columns per ``COUNT(DISTINCT ...)`` query (see the module docstring).
 DISTINCT_CHUNK = 64
 
@@ -252,7 +251,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     with first_rows(engine):  # DuckDB: without late materialization (DuckDBEngine.first_rows)
         n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
         if n < MIN_ROWS:
-            return []
+            return _small_ids(engine, source, n, present, lo_hi, sample_rows)
         whole = n < sample_rows
         later = [c for c in columns if c in only_constant and c in free] if whole else []
         if later:
@@ -266,12 +265,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
         distinct.update({c: None for c in columns if c not in present})  # not read: nothing to leave out
         wanted = [c for c in columns if distinct[c] is None and share[c] is not None
                   and _has_room(source.columns[c], present[c], share[c], *lo_hi[c])]
-        for a in range(0, len(wanted), DISTINCT_CHUNK):
-            chunk = wanted[a:a + DISTINCT_CHUNK]
-            aggs = [exp.alias_(exp.Count(this=exp.Distinct(expressions=[sql.col(c, "s")])), f"d{j}", quoted=True)
-                    for j, c in enumerate(chunk)]
-            got = engine.execute(exp.select(*aggs).from_(_sample(source, chunk, sample_rows), copy=False))[0]
-            distinct.update({c: int(d) for c, d in zip(chunk, got)})
+        distinct.update(_distinct(engine, source, wanted, sample_rows))
     out = []
     for c in columns:
         t, d, m = source.columns[c], distinct[c], present.get(c)
@@ -285,7 +279,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
         elif not is_float(t) and t.upper() != "BOOLEAN" and m == n and d == n:
             out.append(Screened(c, f"a different value in each of the {'' if whole else 'first '}{n:,} rows, "
                                    "like an ID"))
-        elif _is_integer(t) and c not in counts and m >= NEAR_MIN_ROWS and d >= NEAR_UNIQUE * m:
+        elif is_integer(t) and c not in counts and m >= NEAR_MIN_ROWS and d >= NEAR_UNIQUE * m:
             out.append(Screened(c, f"{d:,} distinct integers in {rows} (at least {NEAR_UNIQUE:.0%}), like an ID"))
         elif id_like_name(c) and m >= MIN_ROWS and d >= NAME_SHARE * m:
             out.append(Screened(c, f"named like an ID, with {d:,} distinct values in {rows} "
@@ -294,6 +288,31 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
             out.append(Screened(c, f"{d:,} distinct values in {m:,} non-NULL rows "
                                    f"(more than {MAX_DISTINCT_SHARE:.0%}), too many to learn as categories"))
     return out
+
+
+def _distinct(engine: Any, source: Source, columns: Sequence[str], sample_rows: int) -> dict[str, int]:
+    """``COUNT(DISTINCT ...)`` of each of ``columns`` over the first ``sample_rows`` rows,
+    :data:`DISTINCT_CHUNK` columns a query."""
+    out = {}
+    for a in range(0, len(columns), DISTINCT_CHUNK):
+        chunk = columns[a:a + DISTINCT_CHUNK]
+        aggs = [exp.alias_(exp.Count(this=exp.Distinct(expressions=[sql.col(c, "s")])), f"d{j}", quoted=True)
+                for j, c in enumerate(chunk)]
+        got = engine.execute(exp.select(*aggs).from_(_sample(source, chunk, sample_rows), copy=False))[0]
+        out.update({c: int(d) for c, d in zip(chunk, got)})
+    return out
+
+
+def _small_ids(engine: Any, source: Source, n: int, present: Mapping[str, int], lo_hi: Mapping[str, tuple],
+               sample_rows: int) -> list[Screened]:
+    """Screening of a source of fewer than :data:`MIN_ROWS` rows: too few for any rule
+    by values alone, but a column named like an identifier (:func:`id_like_name`) with a
+    value in each of its ``n`` rows (2 or more), all different, is one (``customer_id`` of
+    a 12-row file): a Gaussian feature of it would learn each class's IDs."""
+    named = [c for c, m in present.items() if m == n and id_like_name(c) and lo_hi[c][0] != lo_hi[c][1]]
+    distinct = _distinct(engine, source, named, sample_rows)
+    return [Screened(c, f"named like an ID, with a different value in each of the {n:,} rows")
+            for c in named if distinct[c] == n]
 
 
 def _only_constant(name: str, t: str) -> bool:
@@ -363,15 +382,6 @@ def _sample(source: Source, columns: Sequence[str], sample_rows: int) -> exp.Sub
     return exp.Subquery(this=head.limit(sample_rows, copy=False), alias=exp.TableAlias(this=sql.ident("s")))
 
 
-def _is_integer(t: str) -> bool:
-    """An integer type, or a decimal of scale 0."""
-    base = " ".join(t.upper().split("(")[0].split())
-    if base in ("DECIMAL", "NUMERIC"):
-        scale = t.split("(", 1)[1].rstrip(") ").split(",") if "(" in t else []
-        return len(scale) == 2 and scale[1].strip() == "0"
-    return base in _INTEGER_TYPES and "[" not in t
-
-
 def _id_share(name: str, t: str, present: int, n: int, count: bool) -> float | None:
     """The smallest share of distinct values among a column's ``present`` non-NULL values
     (of ``n`` rows) at which a rule could call it an identifier, or None (no rule could):
@@ -385,7 +395,7 @@ def _id_share(name: str, t: str, present: int, n: int, count: bool) -> float | N
         return min(MAX_DISTINCT_SHARE, NAME_SHARE)
     if id_like_name(name) and is_numeric(t) and present >= MIN_ROWS:
         return NAME_SHARE
-    if _is_integer(t) and not count and present >= NEAR_MIN_ROWS:
+    if is_integer(t) and not count and present >= NEAR_MIN_ROWS:
         return NEAR_UNIQUE
     if is_float(t) or present != n:
         return None

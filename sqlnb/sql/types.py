@@ -8,13 +8,14 @@ from __future__ import annotations
 
 #: Floating-point type names in DuckDB, PostgreSQL and Spark spellings.
 FLOAT_TYPES = frozenset({"FLOAT", "FLOAT4", "FLOAT8", "DOUBLE", "DOUBLE PRECISION", "REAL"})
+#: Integer type names, without any ``(precision, scale)``.
+INTEGER_TYPES = frozenset({
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
+    "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "BYTE", "SHORT", "LONG",
+})
 #: Numeric type names (without any ``(precision, scale)``). Whole names, not prefixes:
 #: ``INTERVAL`` starts with ``INT`` and is not a number.
-NUMERIC_TYPES = FLOAT_TYPES | frozenset({
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-    "UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "BYTE", "SHORT",
-    "LONG", "DECIMAL", "NUMERIC",
-})
+NUMERIC_TYPES = FLOAT_TYPES | INTEGER_TYPES | frozenset({"DECIMAL", "NUMERIC"})
 
 
 def _base_type(sql_type: str) -> str:
@@ -28,6 +29,15 @@ def is_numeric(sql_type: str) -> bool:
 
 def is_float(sql_type: str) -> bool:
     return _base_type(sql_type) in FLOAT_TYPES and "[" not in sql_type
+
+
+def is_integer(sql_type: str) -> bool:
+    """An integer type, or a decimal of scale 0."""
+    base = _base_type(sql_type)
+    if base in ("DECIMAL", "NUMERIC"):
+        scale = sql_type.split("(", 1)[1].rstrip(") ").split(",") if "(" in sql_type else []
+        return len(scale) == 2 and scale[1].strip() == "0"
+    return base in INTEGER_TYPES and "[" not in sql_type
 
 
 def is_text_type(sql_type: str) -> bool:

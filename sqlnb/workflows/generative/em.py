@@ -229,6 +229,9 @@ def fit_em(
     compatible_features(model, unl_source, with_label=False)
     n_unl = int(_scalar(con, exp.select(exp.Count(this=exp.Star())).from_(unl_source.from_("src"))))
     if n_unl == 0:
+        if unlabelled is None:  # the unlabelled rows were to be DATA's NULL-label rows
+            raise SqlnbError(f"{source.description} has no rows with a NULL label to learn from as unlabelled rows; "
+                             "give unlabelled rows (--unlabelled DATA2, unlabelled= in Python)")
         raise SqlnbError(f"{unl_source.description} has no rows; give unlabelled rows (a source, or NULL labels)")
     n_lab = lab_stats.n_rows
 
