@@ -1,0 +1,109 @@
+"""Cross-validation cuts binned columns inside each fold (sqlnb.workflows.fold_bins).
+
+Each fold's model takes the cut points :func:`sqlnb.fit` computes on that fold's training
+rows (the other folds), never the held-out fold's labels: MDL (which reads the labels)
+and quantiles, one spec for every column or per column, naive and tree-augmented. Checked
+on the first 3,000 rows of UCI adult (../shared/data), the folds written out by the
+documented fold rule (test_cv.oracle_folds) and fitted and evaluated fold by fold by hand.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import sqlnb
+from sqlnb.engines import as_engine
+from sqlnb.source import read_with
+from sqlnb.workflows import cv
+from sqlnb.workflows.folds import assign_folds
+from support import shared_data as sd
+from test_cv import oracle_folds
+
+pytestmark = pytest.mark.shared_data
+
+FOLDS = 3
+FEATURES = ["age", "education-num", "hours-per-week", "capital-gain", "sex", "relationship"]
+BINNED = ["age", "education-num", "hours-per-week", "capital-gain"]
+#: (bins, structure): the plans checked.
+CASES = {
+    "mdl": ("mdl", "naive"),
+    "quantile": ("quantile:4", "naive"),
+    "per-column": ({"capital-gain": "mdl", None: "quantile:5"}, "naive"),
+    "tan-mdl": ("mdl", "tan"),
+}
+
+
+@pytest.fixture(scope="module")
+def adult():
+    """(the rows, each row's fold by the documented rule)."""
+    sd.require_shared_data("adult")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE rows AS " + sd.render(sd.adult_train_query()) + " LIMIT 3000")
+    con.execute(f"CREATE TABLE feats AS SELECT income, {', '.join(chr(34) + c + chr(34) for c in FEATURES)} FROM rows")
+    return oracle_folds(con, "feats", "income", FOLDS, 0)
+
+
+def by_hand(adult, bins, structure) -> list:
+    """Per fold: (``sqlnb.fit`` on the other folds' rows, ``sqlnb.evaluate`` on the fold)."""
+    rows, fold = adult
+    out = []
+    for i in range(FOLDS):
+        con = duckdb.connect()
+        train, held = rows.filter(pa.array(fold != i)), rows.filter(pa.array(fold == i))
+        con.register("train", train)
+        con.register("held", held)
+        model = sqlnb.fit(con.table("train"), "income", con=con, features=FEATURES, bins=bins, structure=structure)
+        out.append((model, sqlnb.evaluate(model, con.table("held"), con=con)))
+    return out
+
+
+def fold_models(adult, bins, structure) -> list:
+    """The fold models of cross_validate's naive Bayes plan, on the same rows."""
+    con = duckdb.connect()
+    con.register("rows", adult[0])
+    engine = as_engine(con)
+    source, fold = assign_folds(engine.resolve(read_with(con.table("rows"))), "income", FOLDS, 0, None)
+    plan = cv._naive_bayes_plan(engine, source, "income", fold, FOLDS, FEATURES, None,
+                                {"bins": bins, "structure": structure}, pairs=structure != "naive")
+    assert plan.fold_rows == [1000] * FOLDS
+    return [plan.fold_model(i, {}) for i in range(FOLDS)]
+
+
+def edges(model) -> dict:
+    return {f.name: tuple(f.edges) for f in model.features if f.kind == "binned"}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_fold_cuts_where_fit_on_its_training_rows_cuts(adult, case):
+    bins, structure = CASES[case]
+    hand = by_hand(adult, bins, structure)
+    got = fold_models(adult, bins, structure)
+    for (model, _), mine in zip(hand, got):
+        assert set(edges(model)) == set(BINNED)
+        assert edges(mine) == edges(model)  # exactly: the same counts, the same cut points
+        # and the same per-(class, bin) counts, so the same log-probabilities
+        for f in BINNED:
+            np.testing.assert_array_equal(mine.stats.features[f].counts, model.stats.features[f].counts)
+    # The folds cut differently (the test can tell the held-out rows apart at all).
+    assert len({tuple(sorted(edges(m).items())) for m, _ in hand}) > 1
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_cv_fold_figures_are_fit_and_evaluate_fold_by_fold(adult, case):
+    bins, structure = CASES[case]
+    hand = by_hand(adult, bins, structure)
+    con = duckdb.connect()
+    con.register("rows", adult[0])
+    got = sqlnb.cross_validate(con.table("rows"), "income", con=con, folds=FOLDS, features=FEATURES, bins=bins,
+                               structure=structure, refit=True)
+    assert got.fold_rows == [e.labelled_rows for _, e in hand] == [1000] * FOLDS
+    (r,) = got.results
+    assert r["accuracy"] == [e.accuracy for _, e in hand]
+    np.testing.assert_allclose(r["log_loss"], [e.log_loss for _, e in hand], rtol=0, atol=1e-9)
+    assert got.scans["scoring"] == 1  # still every fold from one scoring read
+    # The refit model cuts on every row, as sqlnb.fit on them.
+    full = sqlnb.fit(con.table("rows"), "income", con=con, features=FEATURES, bins=bins, structure=structure)
+    assert edges(got.best_model) == edges(full)
