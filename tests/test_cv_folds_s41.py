@@ -107,3 +107,29 @@ def test_cv_fold_figures_are_fit_and_evaluate_fold_by_fold(adult, case):
     # The refit model cuts on every row, as sqlnb.fit on them.
     full = sqlnb.fit(con.table("rows"), "income", con=con, features=FEATURES, bins=bins, structure=structure)
     assert edges(got.best_model) == edges(full)
+
+
+@pytest.mark.parametrize("structure", ["naive", "kdb:2"])
+def test_select_step_figures_are_fit_and_evaluate_fold_by_fold(adult, structure):
+    """sqlnb select (wrapper selection) builds its candidates from the same fold models:
+    each step's per-fold error and log loss are those of ``sqlnb.fit`` of the step's
+    subset on the other folds' rows (its own MDL cut points), evaluated on the fold;
+    KDB(2)'s joint counts too, which each step counts over each fold's own bins."""
+    rows, fold = adult
+    con = duckdb.connect()
+    con.register("rows", rows)
+    got = sqlnb.select_features(con.table("rows"), "income", con=con, folds=FOLDS, features=FEATURES, bins="mdl",
+                                structure=structure, direction="backward", refit=False)
+    assert got.fold_rows == [1000] * FOLDS
+    if structure != "naive":
+        assert got.scans["statistics"] > 1 + FOLDS  # a step's joint counts: one scan, and one per fold
+    for step in got.path[:3]:
+        for i in range(FOLDS):
+            c = duckdb.connect()
+            c.register("train", rows.filter(pa.array(fold != i)))
+            c.register("held", rows.filter(pa.array(fold == i)))
+            model = sqlnb.fit(c.table("train"), "income", con=c, features=step["subset"], bins="mdl",
+                              structure=structure)
+            e = sqlnb.evaluate(model, c.table("held"), con=c)
+            assert abs(step["fold_error"][i] - (1.0 - e.accuracy)) < 1e-12, (step["subset"], i)
+            assert abs(step["fold_log_loss"][i] - e.log_loss) < 1e-9, (step["subset"], i)
