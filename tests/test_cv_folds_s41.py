@@ -1,4 +1,5 @@
-"""Cross-validation cuts binned columns inside each fold (sqlnb.workflows.fold_bins).
+"""Cross-validation cuts binned columns inside each fold (sqlnb.workflows.fold_bins), and
+chooses a pruned token bag's vocabulary on each fold model's training rows.
 
 Each fold's model takes the cut points :func:`sqlnb.fit` computes on that fold's training
 rows (the other folds), never the held-out fold's labels: MDL (which reads the labels)
@@ -22,7 +23,8 @@ from sqlnb.workflows.folds import assign_folds
 from support import shared_data as sd
 from test_cv import oracle_folds
 
-pytestmark = pytest.mark.shared_data
+#: The tests on adult's rows.
+ADULT = pytest.mark.shared_data
 
 FOLDS = 3
 FEATURES = ["age", "education-num", "hours-per-week", "capital-gain", "sex", "relationship"]
@@ -76,6 +78,7 @@ def edges(model) -> dict:
     return {f.name: tuple(f.edges) for f in model.features if f.kind == "binned"}
 
 
+@ADULT
 @pytest.mark.parametrize("case", list(CASES))
 def test_each_fold_cuts_where_fit_on_its_training_rows_cuts(adult, case):
     bins, structure = CASES[case]
@@ -91,6 +94,7 @@ def test_each_fold_cuts_where_fit_on_its_training_rows_cuts(adult, case):
     assert len({tuple(sorted(edges(m).items())) for m, _ in hand}) > 1
 
 
+@ADULT
 @pytest.mark.parametrize("case", list(CASES))
 def test_cv_fold_figures_are_fit_and_evaluate_fold_by_fold(adult, case):
     bins, structure = CASES[case]
@@ -109,6 +113,7 @@ def test_cv_fold_figures_are_fit_and_evaluate_fold_by_fold(adult, case):
     assert edges(got.best_model) == edges(full)
 
 
+@ADULT
 @pytest.mark.parametrize("structure", ["naive", "kdb:2"])
 def test_select_step_figures_are_fit_and_evaluate_fold_by_fold(adult, structure):
     """sqlnb select (wrapper selection) builds its candidates from the same fold models:
@@ -133,3 +138,36 @@ def test_select_step_figures_are_fit_and_evaluate_fold_by_fold(adult, structure)
             e = sqlnb.evaluate(model, c.table("held"), con=c)
             assert abs(step["fold_error"][i] - (1.0 - e.accuracy)) < 1e-12, (step["subset"], i)
             assert abs(step["fold_log_loss"][i] - e.log_loss) < 1e-9, (step["subset"], i)
+
+
+def bag_table() -> pa.Table:
+    """300 documents, two classes with overlapping vocabularies, and a rare term each."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+    y = rng.choice(["a", "b"], 300)
+    docs = [" ".join(rng.choice(words[:20] if c == "a" else words[10:], 6)) + f" rare{i % 50}"
+            for i, c in enumerate(y)]
+    return pa.table({"id": np.arange(300), "doc": docs, "y": y})
+
+
+@pytest.mark.parametrize("text", [{"max_features": 15}, {"min_df": 5}, {"select_k": 8},
+                                  {"min_df": 0.05, "max_features": 12}])
+def test_a_pruned_bags_vocabulary_is_chosen_on_the_training_rows(text):
+    """min_df, max_df, max_features and select_k choose terms from the rows as a whole:
+    each fold's model keeps the terms ``sqlnb.fit`` on its training rows keeps (not the
+    union of each training fold's own choice), with the same figures on the fold."""
+    con = duckdb.connect()
+    con.register("t", bag_table())
+    options = {"features": ["doc"], "feature_kinds": {"doc": "multinomial"}, "text": text}
+    got = sqlnb.cross_validate("t", "y", con=con, folds=FOLDS, key=["id"], refit=True, **options)
+    source, fold = assign_folds(as_engine(con).resolve(read_with("t")), "y", FOLDS, 0, ["id"])
+    plan = cv._naive_bayes_plan(as_engine(con), source, "y", fold, FOLDS, ["doc"], None,
+                                {k: v for k, v in options.items() if k != "features"})
+    for i in range(FOLDS):
+        model = sqlnb.fit(cv.fold_source(source, fold, i, held_out=False), "y", con=con, **options)
+        assert plan.fold_model(i, {}).stats.features["doc"].terms == model.stats.features["doc"].terms
+        e = sqlnb.evaluate(model, cv.fold_source(source, fold, i), con=con)
+        assert got.results[0]["accuracy"][i] == e.accuracy
+        assert abs(got.results[0]["log_loss"][i] - e.log_loss) < 1e-9
+    full = sqlnb.fit("t", "y", con=con, **options)
+    assert got.best_model.stats.features["doc"].terms == full.stats.features["doc"].terms

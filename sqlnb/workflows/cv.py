@@ -219,8 +219,10 @@ def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, option
                                                                   pairs, orders)
     else:
         fold_feats, fold_stats = [feats] * folds, [_merge_others(per, i) for i in range(folds)]
+    every = _merge_all(per)  # token bags pruned by their rows (min_df, ...): recounted on each model's rows
+    fold_stats, every = fold_bins.with_training_vocabulary(as_engine(con), source, label, feats, fold, fold_stats,
+                                                           every)
     train = [NaiveBayes(label, label_type, f, s, hyper) for f, s in zip(fold_feats, fold_stats)]
-    every = _merge_all(per)
     full = NaiveBayes(label, label_type, feats, every, hyper, {"source": source.description, "rows": every.n_rows,
                                                               "null_label_rows": every.null_label_rows})
     return _Plan(lambda i, p: train[i].with_params(**p), lambda p: full.with_params(**p),

@@ -18,6 +18,11 @@ values, no read of the source. A structure with pair counts (TAN, AODE, KDB) ove
 columns counts each fold's pairs (and KDB's joint counts) on its training rows, over its
 own bins: one scan per fold more (pair counts over one fold's bins do not add up across
 folds that cut elsewhere).
+
+A token bag whose vocabulary is chosen from its rows as a whole (``min_df``, ``max_df``,
+``max_features``, ``select_k``) is likewise recounted on each fold model's training rows
+and on all rows (:func:`with_training_vocabulary`): merged per-fold statistics would hold
+the union of each fold's own choice, which no fit on those rows gives.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from sqlnb.models.naive_bayes import kdb, tan
 from sqlnb.models.naive_bayes.binning import value_counts, value_counts_table
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.fit import edges_from_counts, recut, resolve_edges
+from sqlnb.models.naive_bayes.text import collect_bags
+from sqlnb.models.naive_bayes.text.bags import prunes
 from sqlnb.source import Source
 from sqlnb.stats import Statistics, ValueCounts, sorted_values
 from sqlnb.workflows.folds import fold_source
@@ -119,3 +126,24 @@ def _with_joints(engine: Engine, rows: Source, label: str, features: Sequence[Fe
         return stats
     joints = kdb.collect_joints(engine, rows, label, None, features, names, stats.classes)
     return replace(stats, pairs=kdb.KdbPairs(list(stats.pairs.features), dict(stats.pairs.cells), joints))
+
+
+def with_training_vocabulary(engine: Engine, source: Source, label: str, features: Sequence[Feature],
+                             fold: exp.Expression, fold_stats: Sequence[Statistics],
+                             every: Statistics) -> tuple[list[Statistics], Statistics]:
+    """Fold models' training statistics and the all-rows statistics ``every`` with each
+    pruned bag (:func:`~sqlnb.models.naive_bayes.text.bags.prunes`: ``min_df``, ``max_df``,
+    ``max_features``, ``select_k``) recounted on those rows as a whole, its vocabulary
+    chosen there as :func:`sqlnb.fit` on them chooses it (merged per-fold statistics hold
+    the union of each fold's own vocabulary): one statement per bag and fold, and one for
+    all rows. The bags' document counts (from the statistics scan) merge exactly."""
+    bags = [f for f in features if f.bag is not None and prunes(f)]
+    if not bags:
+        return list(fold_stats), every
+    out = []
+    for i, st in enumerate([*fold_stats, every]):
+        feats = dict(st.features)
+        where = exp.NEQ(this=fold.copy(), expression=exp.Literal.number(i)) if i < len(fold_stats) else None
+        collect_bags(engine, source, label, None, bags, st.classes, feats, where)
+        out.append(replace(st, features=feats))
+    return out[:-1], out[-1]
