@@ -8,8 +8,8 @@ Run on a real CSV: the first 3,000 rows of UCI adult written as a CSV file with 
 same keyword, bit for bit; those figures differ from the run without the option (so the
 option reached the model); and for --shrinkage and --feature-kind they are the figures of
 ``sqlnb fit`` with that option on the other folds' rows, evaluated by ``sqlnb evaluate`` on
-the fold. For --bins they are not (cv shares one set of cut points between the folds): a
-strict xfail, :data:`BINS_SHARED`, that fails once that changes.
+the fold; so are they for --bins, whose cut points each fold's model computes from its
+training rows (sqlnb.workflows.fold_bins, since s41; a strict xfail until then).
 """
 
 from __future__ import annotations
@@ -106,17 +106,7 @@ def fit_fold_by_fold(tmp_path, csv, features, options) -> list[dict]:
     return out
 
 
-#: cv bins with one set of cut points, computed from every row and shared by the folds
-#: (sqlnb.workflows.cv._naive_bayes_plan: the folds' statistics then come from one scan);
-#: ``sqlnb fit --bins`` on the other folds' rows computes its own. So the fold figures differ
-#: (MDL on these rows: accuracy 0.827, 0.808, 0.838 against 0.849, 0.801, 0.827 of the
-#: fold-by-fold fits), and the held-out rows' labels had a say in MDL's cut points. A known
-#: gap, kept as data: this fails loudly once cv bins inside each fold.
-BINS_SHARED = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                reason="cv --bins takes the cut points of every row for all folds")
-
-
-@pytest.mark.parametrize("case", ["shrinkage", "feature-kind", pytest.param("bins", marks=BINS_SHARED)])
+@pytest.mark.parametrize("case", ["shrinkage", "feature-kind", "bins"])
 def test_cv_fold_figures_are_sqlnb_fit_on_the_other_folds(adult_csv, tmp_path, case):
     options, _, features = CASES[case]
     (got,) = cli_cv(adult_csv, features, *options)["results"]

@@ -90,9 +90,8 @@ def test_pooled_query_does_not_grow_with_the_conditional_tables(monkeypatch):
 def test_tan_cv_figures_equal_fold_by_fold_scoring(bins):
     """Each fold's accuracy and log loss, from the pooled query, equal those of the fold's
     TAN model evaluated on the fold by its own scoring query: a TAN fit on the other folds
-    (categorical and Bernoulli columns), or, with a column MDL-binned on all the rows as
-    cross-validation bins it, the fold model cross-validation built (its pair counts those
-    of the other folds merged)."""
+    (categorical and Bernoulli columns, and a column MDL-binned on the other folds' rows, as
+    cross-validation bins it since s41)."""
     con = duckdb.connect()
     table = chain_table(600, 6)
     g = np.random.default_rng(5).normal(size=table.num_rows) + (np.array(table["y"].to_pylist()) == "yes")
@@ -112,8 +111,8 @@ def test_tan_cv_figures_equal_fold_by_fold_scoring(bins):
     for i in range(4):
         con.execute(f"CREATE OR REPLACE TEMP VIEW fit_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold <> {i}")
         con.execute(f"CREATE OR REPLACE TEMP VIEW held_{i} AS SELECT * EXCLUDE (fold) FROM folded WHERE fold = {i}")
-        m = (plan.fold_model(i, {}) if bins else
-             sqlnb.fit(f"fit_{i}", "y", con=con, features=features, feature_kinds=KINDS, structure="tan"))
+        m = sqlnb.fit(f"fit_{i}", "y", con=con, features=features, feature_kinds=KINDS, structure="tan", **options)
+        assert [f.edges for f in m.features] == [f.edges for f in plan.fold_model(i, {}).features]
         assert m.tree() and m.hyper.structure == "tan"
         e = evaluate(m, f"held_{i}", con=con)
         assert r.fold_rows[i] == e.labelled_rows

@@ -95,7 +95,7 @@ def cv(settings: Settings, data, label, model, folds, seed, key, grid, scoring, 
     means; with --refit the best grid point is fitted on all rows and saved as --model.
     Takes every model option of sqlnb fit (--kind, --feature-kind, --bins, --structure,
     --alpha, --shrinkage, --reg-param, ...), the same for every fold and grid point; --grid
-    values replace them. --bins takes one set of cut points, from every row, for all folds.
+    values replace them. --bins cuts each fold's model on its training rows, as sqlnb fit on them.
     With --engine postgres|spark (naive Bayes, LDA, QDA) everything runs on the engine
     and only aggregates come back; --key is then required.
 

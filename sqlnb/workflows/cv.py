@@ -67,7 +67,7 @@ from sqlnb import sql
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.workflows.evaluate import over_scored, summary_query
-from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features, resolve_edges
+from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
@@ -75,6 +75,7 @@ from sqlnb.engines import Engine, as_engine
 from sqlnb.models.naive_bayes import kdb, mixture, tan
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
+from sqlnb.workflows import fold_bins
 from sqlnb.source import Source, read_with
 from sqlnb.workflows.folds import (FOLD_PRIME, _unused_name, assign_folds, drop_copy,  # noqa: F401
                                    fold_constants, fold_source, is_integer_type, materialize, portable_hash)
@@ -197,20 +198,31 @@ def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, option
     feats = plan_features(source, label, None, structural.get("kind", "auto"), structural.get("feature_kinds"),
                           features, exclude, structural.get("binarize", 0.0), structural.get("text"),
                           structural.get("bins"))
-    # Binned columns: one set of cut points from all the rows, shared by every fold (the
-    # folds' statistics then come from one scan). MDL cut points read the labels, so the
-    # held-out rows had a say in them: the CV figures of an MDL-binned plan lean a little
-    # optimistic (the test error of a refit model does not).
-    feats = resolve_edges(con, source, label, feats)
+    # Binned columns: each fold's model cuts on its training folds' value counts, all
+    # folds' from one scan grouped by fold (sqlnb.workflows.fold_bins): the held-out rows'
+    # labels take no part in them. The model on every row (and the per-fold statistics
+    # the scan below counts) cut on all folds' counts.
+    cut = fold_bins.binned(feats) and fold_bins.fold_value_counts(as_engine(con), source, label, feats, fold, folds)
+    if cut:
+        feats = fold_bins.with_edges(as_engine(con), feats, fold_bins.merged_counts(cut[1]))
     per = _per_fold(collect_statistics_by(con, source, label, feats, fold), folds, source.description)
+    if cut:
+        per = fold_bins.with_cuts(per, *cut)
     if pairs:  # tree-augmented: every fold's pair counts from one more scan (sqlnb.models.naive_bayes.tan)
         per = tan.with_fold_pairs(con, source, label, feats, fold, per)
     if any(k > 1 for k in orders):  # kdb:2: every fold's joint counts of the triples any fold needs, one more scan
         per = kdb.with_fold_joints(con, source, label, feats, fold, per, orders)
     hyper = Hyperparameters(**options)
     label_type = source.columns[label]
-    train = [NaiveBayes(label, label_type, feats, _merge_others(per, i), hyper) for i in range(folds)]
-    every = _merge_all(per)
+    if cut:
+        fold_feats, fold_stats = fold_bins.fold_models_statistics(as_engine(con), source, label, feats, fold, per,
+                                                                  pairs, orders)
+    else:
+        fold_feats, fold_stats = [feats] * folds, [_merge_others(per, i) for i in range(folds)]
+    every = _merge_all(per)  # token bags pruned by their rows (min_df, ...): recounted on each model's rows
+    fold_stats, every = fold_bins.with_training_vocabulary(as_engine(con), source, label, feats, fold, fold_stats,
+                                                           every)
+    train = [NaiveBayes(label, label_type, f, s, hyper) for f, s in zip(fold_feats, fold_stats)]
     full = NaiveBayes(label, label_type, feats, every, hyper, {"source": source.description, "rows": every.n_rows,
                                                               "null_label_rows": every.null_label_rows})
     return _Plan(lambda i, p: train[i].with_params(**p), lambda p: full.with_params(**p),
@@ -539,8 +551,8 @@ def cross_validate(
     model : {"naive_bayes", "lda", "qda", "logistic"}
         The model kind.
     kind, feature_kinds, binarize, text, bins, weight, select_k
-        As for :func:`sqlnb.fit` (naive Bayes only). Binned columns take one set of cut
-        points, from every labelled row, for all folds. ``weight`` and ``select_k`` are
+        As for :func:`sqlnb.fit` (naive Bayes only). Each fold's model cuts binned
+        columns on its training rows (:mod:`sqlnb.workflows.fold_bins`). ``weight`` and ``select_k`` are
         refused (row weights are not cross-validated yet; features are chosen by
         :func:`sqlnb.workflows.select.select_features`).
     folds : int

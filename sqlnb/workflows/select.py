@@ -446,8 +446,9 @@ def select_features(
         reads, cache = {"scoring": 0}, {}
 
         def evaluate(subsets: list[list[str]]) -> list[dict]:
-            if K > 1 and kdb.add_subset_joints(engine, copy, label, fold, fold_models, full_stats, subsets, K):
-                reads["joints"] = reads.get("joints", 0) + 1  # the step's scan of joint counts
+            if K > 1:  # the step's scans of joint counts (one; one per fold more with binned columns)
+                reads["joints"] = reads.get("joints", 0) + kdb.add_subset_joints(
+                    engine, copy, label, fold, fold_models, full_stats, subsets, K)
             figures, n = subset_figures(engine, copy, label, fold, fold_models, subsets, cache)
             reads["scoring"] += n
             # A step's SQL trees are reference cycles (a node points to its parent) and the

@@ -155,15 +155,19 @@ def _quantile_edges(row: Sequence[Any]) -> tuple:
     return tuple(e for e in edges if e > float(lo))
 
 
-def value_counts_query(source, label: str, weight: str | None, features: Sequence) -> exp.Select:
+def value_counts_query(source, label: str, weight: str | None, features: Sequence,
+                       group: exp.Expression | None = None) -> exp.Select:
     """Per (class, value) rows and weighted counts of the binned ``features``: ``SELECT k,
     v_0, g_0, v_1, g_1, …, COUNT(*), SUM(w)`` over ``GROUPING SETS ((k, v_0), (k, v_1), …)``
     of the labelled rows, ``v_j`` the column as the DOUBLE the bins compare
     (``SUM(w)`` is ``COUNT(*)`` again without a weight). A continuous column brings about
     one row per training row; they are what MDL reads anyway, and the model keeps them
-    (:class:`~sqlnb.stats.ValueCounts`) so that an update recomputes the cut points."""
+    (:class:`~sqlnb.stats.ValueCounts`) so that an update recomputes the cut points.
+    ``group`` (e.g. a fold): in every set too, its value the last column ``grp``."""
     fam = REGISTRY["binned"]
     inner = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+    if group is not None:
+        inner.append(exp.alias_(group.copy(), "grp", quoted=True))
     inner += [exp.alias_(fam.value(f), f"v{j}", quoted=True) for j, f in enumerate(features)]
     if weight is not None:
         inner.append(exp.alias_(sql.as_double(sql.col(weight, "src")), "w", quoted=True))
@@ -175,18 +179,22 @@ def value_counts_query(source, label: str, weight: str | None, features: Sequenc
     for j in range(len(features)):
         v = exp.column(f"v{j}", quoted=True)
         cols += [v.copy(), exp.alias_(exp.Grouping(expressions=[v.copy()]), f"g{j}", quoted=True)]
-        sets.append(exp.Tuple(expressions=[k.copy(), v.copy()]))
+        sets.append(exp.Tuple(expressions=[k.copy(), v.copy(), *([exp.column("grp", quoted=True)] * (group is not None))]))
     n = exp.Sum(this=exp.column("w", quoted=True)) if weight is not None else exp.Count(this=exp.Star())
     cols += [exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True), exp.alias_(n, "n", quoted=True)]
+    if group is not None:
+        cols.append(exp.column("grp", quoted=True))
     return (exp.select(*cols).from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=sql.ident("r"))))
             .group_by(exp.GroupingSets(expressions=sets)))
 
 
-def value_counts_long_query(source, label: str, weight: str | None, features: Sequence) -> exp.Select:
+def value_counts_long_query(source, label: str, weight: str | None, features: Sequence,
+                            group: exp.Expression | None = None) -> exp.Select:
     """:func:`value_counts_query` in the long shape (DuckDB): ``SELECT k, j, v, COUNT(*),
     SUM(w) … GROUP BY k, j, v`` over each labelled row's values unnested to (``j``, ``v``).
     Its result has 5 columns rather than 2·F + 3 mostly NULL ones: a fit of 1M rows x 5
-    continuous quantile-binned columns peaked at 1.3 GB with the GROUPING SETS result."""
+    continuous quantile-binned columns peaked at 1.3 GB with the GROUPING SETS result.
+    ``group`` (e.g. a fold): grouped by too, its value the last column ``grp``."""
     fam = REGISTRY["binned"]
     labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
     w = sql.as_double(sql.col(weight, "src")) if weight is not None else sql.dbl(1.0)
@@ -194,17 +202,36 @@ def value_counts_long_query(source, label: str, weight: str | None, features: Se
                        exp.alias_(exp.Array(expressions=[fam.value(f) for f in features]), "l", quoted=True),
                        exp.alias_(w, "w", quoted=True)).from_(source.from_("src")).where(labelled)
     col = lambda name: exp.column(name, quoted=True)  # noqa: E731
-    rows = exp.select(col("k"), col("w"),
+    by = [col("grp")] if group is not None else []
+    if group is not None:
+        lists.select(exp.alias_(group.copy(), "grp", quoted=True), copy=False)
+    rows = exp.select(col("k"), col("w"), *by,
                       exp.alias_(exp.Unnest(expressions=[col("l")]), "v", quoted=True),
                       exp.alias_(exp.Unnest(expressions=[exp.Anonymous(this="range", expressions=[
                           exp.Literal.number(len(features))])]), "j", quoted=True)
                       ).from_(exp.Subquery(this=lists, alias=exp.TableAlias(this=sql.ident("l"))))
     n = exp.Sum(this=col("w")) if weight is not None else exp.Count(this=exp.Star())
     return (exp.select(col("k"), col("j"), col("v"), exp.alias_(exp.Count(this=exp.Star()), "rows", quoted=True),
-                       exp.alias_(n, "n", quoted=True))
+                       exp.alias_(n, "n", quoted=True), *(c.copy() for c in by))
             .from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=sql.ident("u"))))
             .where(exp.Not(this=exp.Is(this=col("v"), expression=exp.Null())))
-            .group_by(col("k"), col("j"), col("v")))
+            .group_by(col("k"), col("j"), col("v"), *by))
+
+
+def value_counts_table(engine, source, label: str, weight: str | None, features: Sequence,
+                       group: exp.Expression | None = None) -> pa.Table:
+    """The result of :func:`value_counts_long_query` (DuckDB: long and columnar, a
+    continuous column brings a row per training row) or, on another engine,
+    :func:`value_counts_query`, as an Arrow table for :func:`value_counts`; with
+    ``group``, its value in a last column ``grp`` (drop it before :func:`value_counts`)."""
+    if engine.dialect == "duckdb":
+        return engine.relation(value_counts_long_query(source, label, weight, features, group)).to_arrow_table()
+    rows = engine.execute(value_counts_query(source, label, weight, features, group))
+    names = ["k", *[c for j in range(len(features)) for c in (f"v{j}", f"g{j}")], "rows", "n"]
+    table = pa.table({c: pa.array([r[i] for r in rows]) if c == "k" else
+                      pa.array([None if r[i] is None else float(r[i]) for r in rows], pa.float64())
+                      for i, c in enumerate(names)})
+    return table.append_column("grp", pa.array([r[-1] for r in rows])) if group is not None else table
 
 
 def value_counts(features: Sequence, table: pa.Table) -> tuple[list, dict[str, ValueCounts]]:

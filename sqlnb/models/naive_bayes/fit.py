@@ -31,13 +31,11 @@ from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
 from sqlnb.models.naive_bayes.binning import (mdl_edges, quantile_edges, quantile_edges_from_counts,
-                                               quantile_query, split_bins, value_counts, value_counts_long_query,
-                                               value_counts_query)
+                                               quantile_query, split_bins, value_counts, value_counts_table)
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes import wide
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
-from sqlnb.store.arrow import pa
 from sqlnb.stats import Counts, Statistics, _sort_key, census_query, nonfinite_values, overflow_error
 from sqlnb.models.naive_bayes.text import BAG_KINDS, bag_feature, bag_layout, collect_bags, family_for
 
@@ -361,17 +359,7 @@ def cut_counts(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, lab
     binned = [f for f in features if f.kind == "binned"]
     if not binned:
         return [], {}
-    engine = as_engine(engine)
-    if engine.dialect == "duckdb":  # long and columnar: a continuous column brings a row per training row
-        table = engine.relation(value_counts_long_query(source, label, weight, binned)).to_arrow_table()
-    else:
-        q = value_counts_query(source, label, weight, binned)
-        rows = engine.execute(q)
-        names = ["k", *[c for j in range(len(binned)) for c in (f"v{j}", f"g{j}")], "rows", "n"]
-        table = pa.table({c: pa.array([r[i] for r in rows]) if c == "k" else
-                          pa.array([None if r[i] is None else float(r[i]) for r in rows], pa.float64())
-                          for i, c in enumerate(names)})
-    return value_counts(binned, table)
+    return value_counts(binned, value_counts_table(as_engine(engine), source, label, weight, binned))
 
 
 def resolve_edges(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str,
@@ -425,10 +413,7 @@ def recut(engine: "duckdb.DuckDBPyConnection | Engine", features: Sequence[Featu
     require_cut_counts(features, stats)
     if not binned:
         return list(features), stats, []
-    edges = mdl_edges([f for f in binned if f.bins == "mdl"], stats.cuts)
-    quant = [f for f in binned if f.bins.startswith("quantile:")]
-    if quant:
-        edges.update(quantile_edges_from_counts(as_engine(engine), quant, stats.cuts))
+    edges = edges_from_counts(engine, binned, stats.cuts)
     moved = [f.name for f in binned if tuple(edges[f.name]) != tuple(f.edges or ())]
     paired = set(stats.pairs.features) if stats.pairs is not None else set()
     if paired & set(moved):
@@ -446,6 +431,17 @@ def recut(engine: "duckdb.DuckDBPyConnection | Engine", features: Sequence[Featu
             feats[f.name] = Counts(list(range(len(f.edges) + 1)), stats.cuts[f.name].binned(f.edges))
         out.append(f)
     return out, replace(stats, features=feats), moved
+
+
+def edges_from_counts(engine: "duckdb.DuckDBPyConnection | Engine", binned: Sequence[Feature],
+                      counts: Mapping[str, Any]) -> dict[str, tuple]:
+    """Each binned feature's cut points from its value counts ``counts`` (no scan: MDL in
+    numpy, quantiles by DuckDB over the counted values, DuckDB only)."""
+    edges = mdl_edges([f for f in binned if f.bins == "mdl"], counts)
+    quant = [f for f in binned if f.bins.startswith("quantile:")]
+    if quant:
+        edges.update(quantile_edges_from_counts(as_engine(engine), quant, counts))
+    return edges
 
 
 def _cut_text(edges) -> str:

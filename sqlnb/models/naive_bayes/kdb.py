@@ -424,13 +424,15 @@ def joints_from_table(pairs: tan.Pairs, names: Sequence[Sequence[str]], table: A
 
 
 def add_subset_joints(engine, source, label: str, fold: exp.Expression, fold_models: Sequence[Any], full: Any,
-                      subsets: Sequence[Sequence[str]], K: int) -> bool:
+                      subsets: Sequence[Sequence[str]], K: int) -> int:
     """Give the fold models of wrapper selection (each fitted on all folds but one) and the
     model on all folds the joint counts that the KDB(``K``) structure of each candidate
     subset needs and they lack: one scan grouped by fold over the missing triples, fold
     ``i``'s model taking the sum over the other folds, ``full`` the sum over all. The
     statistics are completed in place (the models' log-parameters do not change: a
-    subset's model derives its own). True when a scan ran."""
+    subset's model derives its own). Fold models whose binned columns cut elsewhere than
+    ``full``'s (each on its training folds, :mod:`sqlnb.workflows.fold_bins`) count over
+    their own bins on their training rows: one scan each more. Returns the scans run."""
     need: list = []
     for subset in subsets:
         keep = set(subset)
@@ -442,19 +444,23 @@ def add_subset_joints(engine, source, label: str, fold: exp.Expression, fold_mod
                 if t not in m.stats.pairs.joints and t not in need:
                     need.append(t)
     if not need:
-        return False
+        return 0
     found = collect_joints(engine, source, label, None, full.features, need, full.classes, fold)
+    own = any(m.features != full.features for m in fold_models)
+    mine = [collect_joints(engine, source, label, None, m.features, need, full.classes,
+                           exp.NEQ(this=fold.copy(), expression=exp.Literal.number(i))).get(True, {})
+            for i, m in enumerate(fold_models)] if own else []
     for t in need:
         cells = [found.get(i, {}).get(t) for i in range(len(fold_models))]
 
-        def total(skip: int | None) -> JointCounts:
+        def total(skip: int | None, parts: Sequence = cells) -> JointCounts:
             out = JointCounts(t, [[] for _ in t], np.zeros((len(full.classes), *(0 for _ in t))))
-            for i, cell in enumerate(cells):
+            for i, cell in enumerate(parts):
                 if i != skip and cell is not None:
                     out = out.merge(cell)
             return out
 
         for i, m in enumerate(fold_models):
-            m.stats.pairs.joints[t] = total(i)
+            m.stats.pairs.joints[t] = total(None, [mine[i].get(t)]) if own else total(i)
         full.stats.pairs.joints[t] = total(None)
-    return True
+    return 1 + len(mine)

@@ -130,6 +130,14 @@ def _keeps_every_term(opts: "TextOptions") -> bool:
             and not isinstance(opts.max_df, numbers.Integral) and opts.max_df >= 1.0)
 
 
+def prunes(feature: Feature) -> bool:
+    """Whether a bag's vocabulary is chosen from the rows it is counted on as a whole
+    (``min_df``, ``max_df``, ``max_features``, ``select_k``): then the statistics of
+    disjoint row sets do not merge to those of their union (each pruned on its own rows)."""
+    opts = _opts(feature)
+    return not _keeps_every_term(opts) or opts.select_k is not None
+
+
 def bag_statistics(con, counts: exp.Select, feature: Feature, classes: list, n: np.ndarray,
                    rows: np.ndarray, where: str) -> Bag:
     """Run ``counts`` (pruned) and gather a :class:`Bag`; apply ``select_k``."""
