@@ -34,6 +34,7 @@ from sqlnb.models.naive_bayes.binning import (mdl_edges, quantile_edges, quantil
                                                quantile_query, split_bins, value_counts, value_counts_long_query,
                                                value_counts_query)
 from sqlnb.models.naive_bayes import tan
+from sqlnb.models.naive_bayes.counts import counts_rows, weighted_counts_query  # noqa: F401 (fit.* name)
 from sqlnb.models.naive_bayes import wide
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
@@ -328,29 +329,6 @@ def _statistics_rows(engine: Engine, source: Source, label: str, weight: str | N
     return out
 
 
-def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],
-                          group: exp.Expression | None = None) -> exp.Select:
-    """(Weighted) per (class, value) counts of categorical columns: one GROUPING SETS query
-    (``COUNT(*)`` when ``weight`` is None). ``group`` (e.g. a cross-validation fold) is one
-    more key of every set, returned as the last column."""
-    keys = [sql.col(label, "src")] + [sql.col(f.name, "src") for f in features]
-    extra = [] if group is None else [group.copy()]
-    sets = [exp.Tuple(expressions=[keys[0].copy(), *[e.copy() for e in extra], k.copy()]) for k in keys[1:]]
-    cols = [exp.alias_(keys[0].copy(), "k", quoted=True)]
-    for j, k in enumerate(keys[1:]):
-        cols.append(exp.alias_(k.copy(), f"v{j}", quoted=True))
-        cols.append(exp.alias_(exp.Grouping(expressions=[k.copy()]), f"g{j}", quoted=True))
-    n = exp.Sum(this=sql.as_double(sql.col(weight, "src"))) if weight else exp.Count(this=exp.Star())
-    cols.append(exp.alias_(n, "n", quoted=True))
-    cols += [exp.alias_(e, "g", quoted=True) for e in extra]
-    return (
-        exp.select(*cols)
-        .from_(source.from_("src"))
-        .where(exp.Not(this=exp.Is(this=keys[0].copy(), expression=exp.Null())))
-        .group_by(exp.GroupingSets(expressions=sets))
-    )
-
-
 def cut_counts(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str, weight: str | None,
                features: Sequence[Feature]) -> tuple[list, dict]:
     """(classes, {binned feature: :class:`~sqlnb.stats.ValueCounts`}) of the labelled rows
@@ -512,7 +490,7 @@ def collect_statistics_by(
     cats = [f for f in features if f.kind == "categorical"]
     counts: dict[Any, list] = {}
     if cats and not histogram:
-        for r in engine.execute(weighted_counts_query(source, label, None, cats, group)):
+        for r in counts_rows(engine, source, label, None, cats, group):
             counts.setdefault(r[-1], []).append(r[:-1])
     out = {}
     for g, grows in by_group.items():
@@ -673,19 +651,17 @@ def _nonfinite_error(engine, source, label, f: Feature, cls, what: str) -> Sqlnb
 
 def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats, rows=None) -> None:
     # Categorical counts come from GROUPING SETS when weighted or when the engine has no
-    # histogram(); ``rows``: that query's rows when already read (one group's, by
+    # histogram() (counts.counts_rows: a statement per block under the engine's limit);
+    # ``rows``: its (class, column, value, count) rows when already read (one group's, by
     # collect_statistics_by).
     cats = [f for f in features if f.kind == "categorical"]
     if cats:
         hists: dict[str, list[dict]] = {f.name: [dict() for _ in classes] for f in cats}
         index = {c: i for i, c in enumerate(classes)}
         if rows is None:
-            rows = engine.execute(weighted_counts_query(source, label, weight, cats))
-        for r in rows:
-            k = index[r[0]]
-            for j, f in enumerate(cats):
-                if r[2 + 2 * j] == 0:  # GROUPING(c_j) = 0: this row belongs to (label, c_j)
-                    if r[1 + 2 * j] is not None:
-                        hists[f.name][k][r[1 + 2 * j]] = float(r[-1] or 0.0)
+            rows = counts_rows(engine, source, label, weight, cats)
+        for k, j, v, n in rows:  # (class, column, value, count)
+            if v is not None:
+                hists[cats[j].name][index[k]][v] = float(n or 0.0)
         for f in cats:
             feats[f.name] = counts_from(hists[f.name], f, source.description)
