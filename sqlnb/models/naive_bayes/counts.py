@@ -45,13 +45,15 @@ def column_blocks(F: int, size: int) -> list[range]:
     return [range(s, min(s + size, F)) for s in range(0, F, size)] if F else []
 
 
-def count_blocks(F: int, dialect: str, keys: int = 1) -> list[range]:
-    """The blocks of the ``F`` categorical columns counted one statement each on
-    ``dialect`` (``keys``: the grouping columns every set has besides a feature, the label
-    and, in cross-validation, the fold): one block unless a statement of all of them is
-    past the dialect's limit (module docstring)."""
+def count_blocks(F: int, dialect: str, keys: int = 1, more: int = 1) -> list[range]:
+    """The blocks of the ``F`` columns counted one statement each on ``dialect``
+    (``keys``: the grouping columns every set has besides a feature, the label and, in
+    cross-validation, the fold; ``more``: the columns a statement returns besides them and
+    ``v<j>``, ``g<j>``, e.g. ``n``): one block unless a statement of all of them is past the
+    dialect's limit (module docstring). Also the split of the binned columns' value counts
+    (:func:`sqlnb.models.naive_bayes.fit.cut_counts`)."""
     most = {"spark": SPARK_GROUPING_COLUMNS - keys,
-            "postgres": (POSTGRES_TARGET_ENTRIES - keys - 1) // 2,
+            "postgres": (POSTGRES_TARGET_ENTRIES - keys - more) // 2,
             "sqlite": SQLITE_COMPOUND_SELECTS}.get(dialect, F)
     return column_blocks(F, max(most, 1))
 

@@ -34,7 +34,7 @@ from sqlnb.models.naive_bayes.binning import (mdl_edges, quantile_edges, quantil
                                                quantile_query, split_bins, value_counts, value_counts_long_query,
                                                value_counts_query)
 from sqlnb.models.naive_bayes import tan
-from sqlnb.models.naive_bayes.counts import counts_rows, weighted_counts_query  # noqa: F401 (fit.* name)
+from sqlnb.models.naive_bayes.counts import count_blocks, counts_rows, weighted_counts_query  # noqa: F401
 from sqlnb.models.naive_bayes import wide
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
@@ -334,22 +334,28 @@ def cut_counts(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, lab
     """(classes, {binned feature: :class:`~sqlnb.stats.ValueCounts`}) of the labelled rows
     of ``source``: one GROUPING SETS query
     (:func:`~sqlnb.models.naive_bayes.binning.value_counts_query`) for all binned
-    features; ``([], {})`` without any. The model keeps them, so that an update recomputes
-    the cut points as the refit on all rows would (:func:`recut`)."""
+    features (off DuckDB one per :func:`~sqlnb.models.naive_bayes.counts.count_blocks`
+    block: every block has the same labelled rows, so the same classes); ``([], {})``
+    without any. The model keeps them, so that an update recomputes the cut points as the
+    refit on all rows would (:func:`recut`)."""
     binned = [f for f in features if f.kind == "binned"]
     if not binned:
         return [], {}
     engine = as_engine(engine)
     if engine.dialect == "duckdb":  # long and columnar: a continuous column brings a row per training row
-        table = engine.relation(value_counts_long_query(source, label, weight, binned)).to_arrow_table()
-    else:
-        q = value_counts_query(source, label, weight, binned)
-        rows = engine.execute(q)
-        names = ["k", *[c for j in range(len(binned)) for c in (f"v{j}", f"g{j}")], "rows", "n"]
+        return value_counts(binned, engine.relation(value_counts_long_query(source, label, weight, binned))
+                            .to_arrow_table())
+    classes, out = [], {}
+    for block in count_blocks(len(binned), engine.dialect, more=2):  # beside k: rows and n
+        part = [binned[j] for j in block]
+        rows = engine.execute(value_counts_query(source, label, weight, part))
+        names = ["k", *[c for j in range(len(part)) for c in (f"v{j}", f"g{j}")], "rows", "n"]
         table = pa.table({c: pa.array([r[i] for r in rows]) if c == "k" else
                           pa.array([None if r[i] is None else float(r[i]) for r in rows], pa.float64())
                           for i, c in enumerate(names)})
-    return value_counts(binned, table)
+        classes, got = value_counts(part, table)
+        out.update(got)
+    return classes, out
 
 
 def resolve_edges(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str,
