@@ -6,7 +6,9 @@ compute the sufficient statistics itself. Dialect gaps are met by choosing anoth
 builder, never by editing text:
 
 * ``histogram()`` is DuckDB's own: elsewhere categorical columns are counted by one
-  ``GROUPING SETS`` query (:func:`sqlnb.models.naive_bayes.fit.weighted_counts_query`).
+  ``GROUPING SETS`` query (:func:`sqlnb.models.naive_bayes.counts.weighted_counts_query`),
+  split as ``sqlnb fit`` splits it past the dialect's limit (on Spark 63 columns, on
+  PostgreSQL 831, in SQLite 500: :func:`~sqlnb.models.naive_bayes.counts.count_blocks`).
 * SQLite has no ``VAR_POP``: the class mean comes from a window
   (``AVG(x) OVER (PARTITION BY label)``) in a subquery and the variance is
   ``AVG((x − mean)²)`` — the same two-pass, cancellation-free form.
@@ -38,14 +40,10 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.families import Feature
-from sqlnb.models.naive_bayes.fit import statistics_query, weighted_counts_query
+from sqlnb.models.naive_bayes.counts import SQLITE_COMPOUND_SELECTS, count_blocks, weighted_counts_query
+from sqlnb.models.naive_bayes.fit import statistics_query
 from sqlnb.models.naive_bayes import tan
 from sqlnb.source import Source, Table
-
-#: SQLite's default ``SQLITE_MAX_COMPOUND_SELECT``: the most SELECTs one ``UNION ALL``
-#: statement may glue (past it: "too many terms in compound SELECT"), so the pair counts
-#: of more than 500 pairs (33 tree features) take more than one statement there.
-SQLITE_COMPOUND_SELECTS = 500
 
 
 def _unbound(source: Any, features: Sequence[Feature], label: str, weight: str | None) -> Source:
@@ -86,19 +84,21 @@ def _without_var_pop(q: exp.Select, label: str) -> exp.Select:
     return out
 
 
-def _counts_union(source: Source, label: str, weight: str | None, cats: Sequence[Feature]) -> exp.Expression:
-    """:func:`weighted_counts_query` without GROUPING SETS: one GROUP BY per column."""
+def _counts_union(source: Source, label: str, weight: str | None, cats: Sequence[Feature],
+                  columns: range) -> exp.Expression:
+    """:func:`weighted_counts_query` of the block ``columns`` without GROUPING SETS: one
+    GROUP BY per column."""
     n = exp.Sum(this=sql.as_double(sql.col(weight, "src"))) if weight else exp.Count(this=exp.Star())
     parts = []
-    for j, f in enumerate(cats):
+    for j in columns:
         cols = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
-        for i, g in enumerate(cats):
-            cols.append(exp.alias_(sql.col(g.name, "src") if i == j else exp.null(), f"v{i}", quoted=True))
+        for i in columns:
+            cols.append(exp.alias_(sql.col(cats[i].name, "src") if i == j else exp.null(), f"v{i}", quoted=True))
             cols.append(exp.alias_(exp.Literal.number(0 if i == j else 1), f"g{i}", quoted=True))
         cols.append(exp.alias_(n.copy(), "n", quoted=True))
         parts.append(exp.select(*cols).from_(source.from_("src"))
                      .where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
-                     .group_by(sql.col(label, "src"), sql.col(f.name, "src")))
+                     .group_by(sql.col(label, "src"), sql.col(cats[j].name, "src")))
     out = parts[0]
     for p in parts[1:]:
         out = exp.Union(this=out, expression=p, distinct=False)
@@ -126,7 +126,8 @@ def _pairs_union(source: Source, label: str, weight: str | None, tree: Sequence[
 def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: str,
                 weight: str | None = None, pairs: Sequence[str] = ()) -> list[exp.Expression]:
     """The training statements for ``dialect`` as trees: the statistics scan, then (outside
-    DuckDB, or when weighted) the categorical counts, then (``pairs``: the tree features of
+    DuckDB, or when weighted) the categorical counts (one statement per
+    :func:`~sqlnb.models.naive_bayes.counts.count_blocks` block), then (``pairs``: the tree features of
     a tree-augmented model, in the model's order) the pair counts of
     :func:`~sqlnb.models.naive_bayes.tan.pairs_query`, one statement per
     :func:`~sqlnb.models.naive_bayes.tan.pair_statements` chunk. The weighted Gaussian second pass
@@ -140,9 +141,9 @@ def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: s
     out: list[exp.Expression] = [stats]
     # As collect_statistics: counts by GROUPING SETS when weighted or without histogram().
     cats = [f for f in features if f.kind == "categorical"] if (weight or not histogram) else []
-    if cats:
-        out.append(_counts_union(src, label, weight, cats) if dialect in sql.NO_GROUPING_SETS
-                   else weighted_counts_query(src, label, weight, cats))
+    for block in count_blocks(len(cats), dialect):  # as the fit splits them (past the dialect's limit)
+        out.append(_counts_union(src, label, weight, cats, block) if dialect in sql.NO_GROUPING_SETS
+                   else weighted_counts_query(src, label, weight, cats, columns=block))
     if pairs:
         by_name = {f.name: f for f in features}
         tree = [by_name[n] for n in pairs]
@@ -220,7 +221,10 @@ def fit_sql(source: Any, label: str, features: Sequence[Feature], dialect: str =
         The statistics query (columns ``k``, ``rows``, then the families' aggregates
         ``a0, a1, ...`` in feature order) and, if there are categorical features outside
         DuckDB, the counts query (``k``, then ``v<j>``, ``g<j>`` per categorical
-        column — ``g<j> = 0`` marks the rows counting column ``j`` — and ``n``).
+        column — ``g<j> = 0`` marks the rows counting column ``j`` — and ``n``); past the
+        dialect's limit (on Spark 63 categorical columns, on PostgreSQL 831, in SQLite
+        500) one counts query per block of columns, each with its columns' ``v<j>``,
+        ``g<j>`` (``j`` still the column's place among all categorical columns).
     """
     return ";\n\n".join(sql.render(q, dialect, pretty=pretty) for q in
                         fit_queries(source, label, features, dialect, weight, pairs)) + ";\n"

@@ -33,6 +33,7 @@ from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numer
 from sqlnb.models.naive_bayes.binning import (mdl_edges, quantile_edges, quantile_edges_from_counts,
                                                quantile_query, split_bins, value_counts, value_counts_table)
 from sqlnb.models.naive_bayes import tan
+from sqlnb.models.naive_bayes.counts import count_blocks, counts_rows, weighted_counts_query  # noqa: F401
 from sqlnb.models.naive_bayes import wide
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
@@ -326,40 +327,27 @@ def _statistics_rows(engine: Engine, source: Source, label: str, weight: str | N
     return out
 
 
-def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],
-                          group: exp.Expression | None = None) -> exp.Select:
-    """(Weighted) per (class, value) counts of categorical columns: one GROUPING SETS query
-    (``COUNT(*)`` when ``weight`` is None). ``group`` (e.g. a cross-validation fold) is one
-    more key of every set, returned as the last column."""
-    keys = [sql.col(label, "src")] + [sql.col(f.name, "src") for f in features]
-    extra = [] if group is None else [group.copy()]
-    sets = [exp.Tuple(expressions=[keys[0].copy(), *[e.copy() for e in extra], k.copy()]) for k in keys[1:]]
-    cols = [exp.alias_(keys[0].copy(), "k", quoted=True)]
-    for j, k in enumerate(keys[1:]):
-        cols.append(exp.alias_(k.copy(), f"v{j}", quoted=True))
-        cols.append(exp.alias_(exp.Grouping(expressions=[k.copy()]), f"g{j}", quoted=True))
-    n = exp.Sum(this=sql.as_double(sql.col(weight, "src"))) if weight else exp.Count(this=exp.Star())
-    cols.append(exp.alias_(n, "n", quoted=True))
-    cols += [exp.alias_(e, "g", quoted=True) for e in extra]
-    return (
-        exp.select(*cols)
-        .from_(source.from_("src"))
-        .where(exp.Not(this=exp.Is(this=keys[0].copy(), expression=exp.Null())))
-        .group_by(exp.GroupingSets(expressions=sets))
-    )
-
-
 def cut_counts(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str, weight: str | None,
                features: Sequence[Feature]) -> tuple[list, dict]:
     """(classes, {binned feature: :class:`~sqlnb.stats.ValueCounts`}) of the labelled rows
     of ``source``: one GROUPING SETS query
     (:func:`~sqlnb.models.naive_bayes.binning.value_counts_query`) for all binned
-    features; ``([], {})`` without any. The model keeps them, so that an update recomputes
-    the cut points as the refit on all rows would (:func:`recut`)."""
+    features (off DuckDB one per :func:`~sqlnb.models.naive_bayes.counts.count_blocks`
+    block: every block has the same labelled rows, so the same classes); ``([], {})``
+    without any. The model keeps them, so that an update recomputes the cut points as the
+    refit on all rows would (:func:`recut`)."""
     binned = [f for f in features if f.kind == "binned"]
     if not binned:
         return [], {}
-    return value_counts(binned, value_counts_table(as_engine(engine), source, label, weight, binned))
+    engine = as_engine(engine)
+    if engine.dialect == "duckdb":  # never split (sqlnb.models.naive_bayes.counts)
+        return value_counts(binned, value_counts_table(engine, source, label, weight, binned))
+    classes, out = [], {}
+    for block in count_blocks(len(binned), engine.dialect, more=2):  # beside k: rows and n
+        part = [binned[j] for j in block]
+        classes, got = value_counts(part, value_counts_table(engine, source, label, weight, part))
+        out.update(got)
+    return classes, out
 
 
 def resolve_edges(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, label: str,
@@ -508,7 +496,7 @@ def collect_statistics_by(
     cats = [f for f in features if f.kind == "categorical"]
     counts: dict[Any, list] = {}
     if cats and not histogram:
-        for r in engine.execute(weighted_counts_query(source, label, None, cats, group)):
+        for r in counts_rows(engine, source, label, None, cats, group):
             counts.setdefault(r[-1], []).append(r[:-1])
     out = {}
     for g, grows in by_group.items():
@@ -669,19 +657,17 @@ def _nonfinite_error(engine, source, label, f: Feature, cls, what: str) -> Sqlnb
 
 def _weighted_passes(engine, source, label, label_type, weight, features, classes, feats, rows=None) -> None:
     # Categorical counts come from GROUPING SETS when weighted or when the engine has no
-    # histogram(); ``rows``: that query's rows when already read (one group's, by
+    # histogram() (counts.counts_rows: a statement per block under the engine's limit);
+    # ``rows``: its (class, column, value, count) rows when already read (one group's, by
     # collect_statistics_by).
     cats = [f for f in features if f.kind == "categorical"]
     if cats:
         hists: dict[str, list[dict]] = {f.name: [dict() for _ in classes] for f in cats}
         index = {c: i for i, c in enumerate(classes)}
         if rows is None:
-            rows = engine.execute(weighted_counts_query(source, label, weight, cats))
-        for r in rows:
-            k = index[r[0]]
-            for j, f in enumerate(cats):
-                if r[2 + 2 * j] == 0:  # GROUPING(c_j) = 0: this row belongs to (label, c_j)
-                    if r[1 + 2 * j] is not None:
-                        hists[f.name][k][r[1 + 2 * j]] = float(r[-1] or 0.0)
+            rows = counts_rows(engine, source, label, weight, cats)
+        for k, j, v, n in rows:  # (class, column, value, count)
+            if v is not None:
+                hists[cats[j].name][index[k]][v] = float(n or 0.0)
         for f in cats:
             feats[f.name] = counts_from(hists[f.name], f, source.description)

@@ -89,6 +89,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes.counts import SPARK_GROUPING_COLUMNS, column_blocks
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
@@ -117,9 +118,6 @@ MAX_FEATURES = 100
 #: Most GROUPING SETS in one statement of the pair scan on engines other than DuckDB (the
 #: old one-statement limit: 40 features' pairs).
 SETS_PER_STATEMENT = 780
-#: Spark refuses GROUPING SETS over more columns (GROUPING_SIZE_LIMIT_EXCEEDED; k and the
-#: fold count): past it a statement pairs two blocks of features (:func:`pair_statements`).
-SPARK_GROUPING_COLUMNS = 64
 BERNOULLI_VALUES = [False, True]
 #: DuckDB's hash aggregate gives every grouping set a hash table of its own in every thread
 #: that reads rows, ~2.3 MB each however few the rows (measured with duckdb 2.0: 528 sets
@@ -290,7 +288,7 @@ def pair_statements(F: int, per_statement: int, dialect: str | None = None,
     :data:`SPARK_GROUPING_COLUMNS` − ``keys`` features, the features are cut into blocks
     of half that and each statement holds pairs of two blocks (then in that order)."""
     most = SPARK_GROUPING_COLUMNS - keys if dialect == "spark" and F > SPARK_GROUPING_COLUMNS - keys else 2 * F
-    blocks = [range(s, min(s + most // 2, F)) for s in range(0, F, most // 2)] if F else []
+    blocks = column_blocks(F, most // 2)
     out = []
     for i, first in enumerate(blocks):
         for second in blocks[i:]:
