@@ -155,15 +155,16 @@ def positions(model: Aode, features: Sequence[Feature], stats, dialect: str | No
             for f in model.features}
 
 
-#: DuckDB's scoring prelude columns (:func:`prelude`): a discrete feature's slot, and a
-#: class's ratio table (every super-parent's, in one list).
+#: DuckDB's scoring prelude columns (:func:`prelude`): per discrete feature its slot and
+#: its row, per class the ratio table of every super-parent (one list).
 SLOT_PREFIX = "sqlnb_aode_slot"
-TABLE_PREFIX = "sqlnb_aode_ratios"
+ROW_PREFIX = "sqlnb_aode_row"
+TABLE_PREFIX = "sqlnb_aode_table"
 
 
 def layout(model: Aode) -> tuple[dict[str, int], int]:
-    """Each discrete feature's first slot G_i (0-based) among all of them, and their total
-    W: feature i's values take slots G_i … G_i + n_i − 1, a missing or unseen value G_i + n_i."""
+    """Each discrete feature's first slot G_i (0-based) and the number of slots W: feature
+    i's values take slots G_i … G_i + n_i − 1, a missing or unseen value slot G_i + n_i."""
     start, width = {}, 0
     for f in model.features:
         start[f.name] = width
@@ -172,49 +173,50 @@ def layout(model: Aode) -> tuple[dict[str, int], int]:
 
 
 def ratio_list(model: Aode, k: int) -> np.ndarray:
-    """Class ``k``'s ratio tables as one row-major (W + 1) × W matrix, flattened: row
-    1 + G_i + v is super-parent i at value v, column G_j + u child j at value u; cell
-    ``ratio[(i, j)][k][v, u]``, and 0 in row 0, the missing slots (a missing super-parent,
-    whose weight is 0 anyway; a missing child, which adds nothing) and the i = j blocks
-    (never read). The 1-based index of a cell is then ``slot_i · W + slot_j``."""
+    """Class ``k``'s tables as one row-major (W + 1) × W matrix, flattened. Row 1 + G_i + v
+    is super-parent i at value v, column G_j + u child j at value u: the cell is
+    ``ratio[(i, j)][k][v, u]`` for j ≠ i, and ``parent_ok[i][v]`` on the diagonal of the
+    (i, i) block (unused otherwise); 0 in row 0 and in the missing slots' rows (a missing
+    super-parent, whose weight ok_i is 0) and columns (a missing child adds nothing). The
+    1-based index of the cell of (slot_i, slot_j) is then ``slot_i · W + slot_j``."""
     start, width = layout(model)
     out = np.zeros((width + 1, width))
     for (i, j), r in model.ratio.items():
         out[1 + start[i]:1 + start[i] + r.shape[1], start[j]:start[j] + r.shape[2]] = r[k]
+    for i, ok in model.parent_ok.items():
+        out[1 + start[i] + np.arange(ok.size), start[i] + np.arange(ok.size)] = ok
     return out.ravel()
 
 
 def prelude(model: Aode, features: Sequence[Feature], stats, dialect: str | None,
             input_types: Mapping[str, str] | None) -> list[tuple[str, exp.Expression]]:
-    """DuckDB's prelude columns for :func:`padded_terms`: per discrete feature its slot
-    ``G_i + q_i + 1`` (1-based; ``q_i`` its :func:`positions`, n_i when missing or unseen,
-    so never NULL), then per class the constant list :func:`ratio_list`.
+    """DuckDB's prelude columns for :func:`padded_terms`: per discrete feature i its slot
+    ``G_i + q_i + 1`` (1-based, never NULL: ``q_i`` is its :func:`positions`, n_i when
+    missing or unseen) and its row ``slot_i · W``; then per class the constant list
+    :func:`ratio_list`.
 
-    Every table is written once, not once per read: a read is ``list_extract`` of the
-    prelude's list at ``slot_i · W + slot_j``. Before s41 each of the K·F(F−1) reads held
-    its own table literal (``string_split`` of its cells, cast), which DuckDB bound and
-    folded one by one: spambase's 57 binned columns made a 2.4 MB SELECT (benchmarks/README.md)."""
+    The tables are written once, and each read is ``list_extract(table_c, row_i + slot_j)``
+    (on 6a739ab each of the K·F(F−1) reads held a literal of its own (i, j) table, which
+    DuckDB bound and folded one by one: at spambase's 57 binned columns a 2.4 MB SELECT
+    that took ~4.5 s of CPU to plan, benchmarks/README.md)."""
     start, width = layout(model)
     out = []
     for a, (name, e) in enumerate(positions(model, features, stats, dialect, input_types).items()):
         q = exp.Cast(this=exp.Coalesce(this=e, expressions=[exp.Literal.number(model.parent_ok[name].size)]),
                      to=exp.DataType.build("BIGINT"))
-        out.append((f"{SLOT_PREFIX}{a}", exp.Add(this=q, expression=exp.Literal.number(start[name] + 1))))
+        slot = exp.Add(this=q, expression=exp.Literal.number(start[name] + 1))
+        row = exp.Mul(this=sql.paren(slot.copy()), expression=exp.Literal.number(width))
+        out += [(f"{SLOT_PREFIX}{a}", slot), (f"{ROW_PREFIX}{a}", row)]
     return out + [(f"{TABLE_PREFIX}{k}", sql.packed_list([float(w) for w in ratio_list(model, k)], "DOUBLE"))
                   for k in range(len(model.shift))]
 
 
-def slots(model: Aode) -> dict[str, exp.Expression]:
-    """The prelude's slot columns (:func:`prelude`) as the scoring SELECT reads them."""
-    return {f.name: sql.col(f"{SLOT_PREFIX}{a}", "src") for a, f in enumerate(model.features)}
-
-
-def _at(slot: exp.Expression, start: int, values: np.ndarray) -> exp.Expression:
-    """``values`` followed by a 0 (the missing slot), read at a feature's ``slot`` whose
-    first value is slot ``start`` + 1."""
-    index = slot.copy() if start == 0 else exp.Sub(this=slot.copy(), expression=exp.Literal.number(start))
+def _read(table: str, row: str, slot: str) -> exp.Expression:
+    """``list_extract(table, row + slot)`` of the prelude's columns, unqualified: the scoring
+    SELECT reads them from its prelude ``src``, and the lookup tables it joins have no
+    ``sqlnb_aode_*`` column (a source column of such a name is refused as a clash)."""
     return exp.Anonymous(this="list_extract", expressions=[
-        sql.packed_list([float(w) for w in np.append(values, 0.0)], "DOUBLE"), index])
+        sql.col(table), exp.Add(this=sql.col(row), expression=sql.col(slot))])
 
 
 def pairwise_sum(items: Sequence[exp.Expression]) -> exp.Expression:
@@ -234,11 +236,11 @@ def padded_terms(model: Aode) -> list[exp.Expression]:
 
     The same sums of the same cells as :func:`terms` (added as balanced trees,
     :func:`pairwise_sum`, so the last bits can differ): a missing child reads a 0 its
-    table holds instead of a NULL made 0 by a COALESCE, and the eligibility of a missing
-    super-parent is a 0 its list holds. Profiled at 1M rows × 8
-    categorical columns × 3 classes (benchmarks/README.md), each of the F(F−1) reads per
-    class costs a few DuckDB vector operations, so every one saved per read counts: no
-    COALESCE; ``slot_i · W`` shared by a super-parent's reads; the indicator and |S| once
+    table holds instead of a NULL made 0 by a COALESCE, and the eligibility ok_i of a
+    super-parent is the table's cell at (slot_i, slot_i), 0 when missing. Profiled at 1M
+    rows × 8 categorical columns × 3 classes (benchmarks/README.md), each of the F(F−1)
+    reads per class costs a few DuckDB vector operations, so every one saved per read
+    counts: no COALESCE; the row ``slot_i · W`` computed once per row; the indicator and |S| once
     per row (common subexpressions shared by the classes); and, when the shift is 0 and
     no cell is −inf, no CASE either (expressions under a CASE are evaluated under a
     selection and are not shared between classes)::
@@ -247,17 +249,14 @@ def padded_terms(model: Aode) -> list[exp.Expression]:
 
     which is LN(Σ) − LN(|S|) exactly when |S| > 0 (adding 0.0 changes no double) and
     LN(1) − LN(1) = 0 when |S| = 0 (every ok_i is 0, so Σ is 0)."""
-    names = [f.name for f in model.features]
-    start, width = layout(model)
-    at = slots(model)
-    ok = {i: _at(at[i], start[i], model.parent_ok[i]) for i in names}
-    size = sql.paren(pairwise_sum([ok[i].copy() for i in names]))
-    empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
+    index = {f.name: a for a, f in enumerate(model.features)}
 
     def pair(i: str, j: str, k: int) -> exp.Expression:
-        row = exp.Mul(this=at[i].copy(), expression=exp.Literal.number(width))
-        return exp.Anonymous(this="list_extract", expressions=[
-            sql.col(f"{TABLE_PREFIX}{k}", "src"), exp.Add(this=row, expression=at[j].copy())])
+        return _read(f"{TABLE_PREFIX}{k}", f"{ROW_PREFIX}{index[i]}", f"{SLOT_PREFIX}{index[j]}")
+
+    ok = {i: pair(i, i, 0) for i in index}
+    size = sql.paren(pairwise_sum([ok[i].copy() for i in index]))
+    empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
 
     def part(i: str, reads: list, s: float) -> exp.Expression:
         t = pairwise_sum(reads) if s == 0.0 else exp.Sub(this=pairwise_sum(reads), expression=sql.dbl(s))
@@ -301,7 +300,11 @@ def padded_naive(model: Aode, name: str, log_prob: Any) -> list[exp.Expression]:
     :func:`prelude` slot (a missing or unseen value reads the 0 after its values): the
     doubles its own term reads by its ENUM code, without casting it again."""
     start, _ = layout(model)
-    return [_at(slots(model)[name], start[name], row) for row in np.asarray(log_prob, dtype=float)]
+    at = sql.col(f"{SLOT_PREFIX}{[f.name for f in model.features].index(name)}")
+    index = at if start[name] == 0 else exp.Sub(this=at, expression=exp.Literal.number(start[name]))
+    return [exp.Anonymous(this="list_extract", expressions=[
+        sql.packed_list([float(w) for w in np.append(row, 0.0)], "DOUBLE"), index.copy()])
+        for row in np.asarray(log_prob, dtype=float)]
 
 
 def terms(model: Aode, features: Sequence[Feature], stats, dialect: str | None,
