@@ -12,11 +12,7 @@ lookup join (a categorical column past ``INLINE_MAX`` values) in the SELECT too.
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import re
-import subprocess
-import sys
 from dataclasses import replace
 
 import duckdb
@@ -27,29 +23,18 @@ import pytest
 import sqlnb
 from sqlnb import sql
 from sqlnb.models.naive_bayes import aode
+from support.history import module_at
+from support.shared_data import require_shared_data
 from test_aode import aode_table
 
 START = "6a739ab"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SPAMBASE = ROOT.parent / "shared" / "data" / "spambase"
 
 
 @pytest.fixture(scope="module")
 def before(tmp_path_factory):
     """6a739ab's aode.py as a module of its own."""
-    try:
-        text = subprocess.run(["git", "show", f"{START}:sqlnb/models/naive_bayes/aode.py"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:  # a shallow clone without the commit
-        pytest.fail(f"this test reads aode.py at {START} from git and could not ({e}); fetch that commit")
-    path = tmp_path_factory.mktemp("before") / "aode_6a739ab.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("aode_6a739ab", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    with module_at(START, "sqlnb/models/naive_bayes/aode.py", tmp_path_factory.mktemp("before")) as module:
+        yield module
 
 
 def as_before(monkeypatch, old) -> None:
@@ -131,12 +116,11 @@ def test_rows_keep_count_and_order(small):
 def spambase():
     """spambase's 57 numeric columns (MDL bins, all of them AODE features), fitted on every
     row; the model scores every fifth row."""
-    if not (SPAMBASE / "spambase.data").exists():
-        pytest.skip(f"spambase is not at {SPAMBASE} (CI has it: ../shared/data)")
+    path = require_shared_data("spambase") / "spambase" / "spambase.data"
     con = duckdb.connect()
     cols = {f"x{i:02d}": "DOUBLE" for i in range(57)} | {"spam": "BIGINT"}
     con.execute(f"CREATE TABLE raw AS SELECT row_number() OVER () - 1 AS rid, * FROM read_csv("
-                f"'{SPAMBASE / 'spambase.data'}', header = false, columns = {cols})")
+                f"'{path}', header = false, columns = {cols})")
     con.execute("CREATE VIEW train AS SELECT * EXCLUDE (rid) FROM raw")
     con.execute("CREATE VIEW test AS SELECT * EXCLUDE (spam) FROM raw WHERE rid % 5 = 0")
     model = sqlnb.fit("train", label="spam", con=con, bins="mdl", structure="aode")

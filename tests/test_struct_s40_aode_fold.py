@@ -13,10 +13,6 @@ The portable form renders to ~40–70 kB here, too much to keep in a test file."
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import subprocess
-import sys
 from dataclasses import replace
 
 import duckdb
@@ -28,27 +24,16 @@ from sqlglot import exp
 import sqlnb
 from sqlnb import sql
 from sqlnb.models.naive_bayes import aode
+from support.history import module_at
 
 START = "1de9335010b9f9ae1fc660d456a64ff8ff8ad982"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def before(tmp_path_factory):
     """1de9335's aode.py as a module of its own."""
-    try:
-        text = subprocess.run(["git", "show", f"{START}:sqlnb/models/naive_bayes/aode.py"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:  # a shallow clone without the commit
-        pytest.fail(f"this test reads aode.py at {START[:7]} from git and could not ({e}); fetch that commit")
-    path = tmp_path_factory.mktemp("before") / "aode_1de9335.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("aode_1de9335", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    with module_at(START, "sqlnb/models/naive_bayes/aode.py", tmp_path_factory.mktemp("before")) as module:
+        yield module
 
 
 def table() -> pa.Table:
