@@ -49,10 +49,11 @@ more than 2·:data:`EXP_SAFE` is refused at fit (adult, MDL bins: T_{c,i} within
 [−35, +55] nats, shift 0). A cell ln p(x_j | c, x_i) = −inf (MLE, an unseen pair) gives exp(−inf) = 0;
 where ln p(x_j | c) is −inf the naive term already makes the class score −inf, and the
 ratio is kept at 0. Every T_{c,i} reads each table by position, one list read in DuckDB
-(as TAN's terms), a CASE elsewhere. In DuckDB's scoring SELECT the positions are the
-prelude's, padded so that they are never NULL (:func:`padded_terms`: no COALESCE per read,
-one row stride shared by a super-parent's tables, balanced sums); its F(F−1) reads per
-class still cost about 4× TAN's scoring CPU at 8 columns (benchmarks/README.md).
+(as TAN's terms), a CASE elsewhere. In DuckDB's scoring SELECT (:func:`padded_terms`) the
+prelude holds each class's tables as one list, written once, and each feature's slot in
+it, never NULL (:func:`prelude`): a read is ``list_extract(table_c, row_i + slot_j)``, no
+COALESCE, balanced sums; its F(F−1) reads per class still cost about 4× TAN's scoring
+CPU at 8 columns (benchmarks/README.md).
 
 Statistics. Only the counts TAN gathers (class, per-feature and pair counts), so
 ``update`` merges them exactly (an updated model is the refit), cross-validation counts
