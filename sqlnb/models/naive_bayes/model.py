@@ -351,7 +351,7 @@ class NaiveBayes(Model):
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
         if self._aode is not None and dialect == "duckdb":
-            # AODE's value slots (an ENUM cast each, once per row) and ratio tables (once per query)
+            # AODE: per discrete feature its slot and row (once per row), per class its tables (once)
             out += aode.prelude(self._aode, features, self.stats, dialect, input_types)
         if dotted:
             # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
