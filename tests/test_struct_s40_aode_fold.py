@@ -1,8 +1,10 @@
 """AODE's two term builders (DuckDB's padded form, :func:`aode.padded_terms`, and the
 portable one, :func:`aode.terms`) share one skeleton since s40 (:func:`aode._averaged`).
-The fold changes no SQL: both forms render byte for byte what 1de9335's ``aode.py`` renders
-for the same derived model, in every branch of the skeleton (shift 0 with no −inf cell:
-DuckDB's CASE-free form; a −inf cell, MLE; a non-zero shift, set on the derived model).
+The fold changed no SQL: the portable form renders byte for byte what 1de9335's ``aode.py``
+renders for the same derived model, in every branch of the skeleton (shift 0 with no −inf
+cell: DuckDB's CASE-free form; a −inf cell, MLE; a non-zero shift, set on the derived model).
+(DuckDB's padded form was pinned here too until s41, which reads its tables from the
+prelude: tests/test_aode_speed_s41.py checks its scores bit for bit against 6a739ab's.)
 
 The expected text is computed, not stored: 1de9335's ``aode.py`` is read from git
 (``git show``) and run against this checkout's package (the two modules build from the
@@ -11,10 +13,6 @@ The portable form renders to ~40–70 kB here, too much to keep in a test file."
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import subprocess
-import sys
 from dataclasses import replace
 
 import duckdb
@@ -26,28 +24,16 @@ from sqlglot import exp
 import sqlnb
 from sqlnb import sql
 from sqlnb.models.naive_bayes import aode
-from sqlnb.models.naive_bayes.model import AODE_POSITION_PREFIX
+from support.history import module_at
 
 START = "1de9335010b9f9ae1fc660d456a64ff8ff8ad982"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def before(tmp_path_factory):
     """1de9335's aode.py as a module of its own."""
-    try:
-        text = subprocess.run(["git", "show", f"{START}:sqlnb/models/naive_bayes/aode.py"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:  # a shallow clone without the commit
-        pytest.fail(f"this test reads aode.py at {START[:7]} from git and could not ({e}); fetch that commit")
-    path = tmp_path_factory.mktemp("before") / "aode_1de9335.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("aode_1de9335", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    with module_at(START, "sqlnb/models/naive_bayes/aode.py", tmp_path_factory.mktemp("before")) as module:
+        yield module
 
 
 def table() -> pa.Table:
@@ -60,12 +46,10 @@ def table() -> pa.Table:
                      "x": pa.array(rng.normal(y, 1.0)), "y": pa.array([f"k{v}" for v in y])})
 
 
-def rendered(module, model, net) -> tuple[str, str]:
-    """(the padded form rendered for DuckDB, the portable form for PostgreSQL)."""
-    at = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(net.features)}
-    padded = sql.render(exp.select(*module.padded_terms(net, at)), "duckdb")
+def rendered(module, model, net) -> str:
+    """The portable form rendered for PostgreSQL."""
     portable = module.terms(net, model._scoring_features(None), model.stats, "postgres", None)
-    return padded, sql.render(exp.select(*portable), "postgres")
+    return sql.render(exp.select(*portable), "postgres")
 
 
 @pytest.mark.parametrize("estimator", ["posterior-mean", "mle"])
@@ -79,10 +63,10 @@ def test_both_forms_render_as_before_the_fold(before, estimator, shift):
     if shift is not None:
         net = replace(net, shift=np.array(shift))
     got, want = rendered(aode, model, net), rendered(before, model, net)
-    for form, g, w in zip(("padded (DuckDB)", "portable (PostgreSQL)"), got, want):
-        if g != w:  # the first difference, not pytest's diff of ~50 kB lines
-            at = next((i for i, (x, y) in enumerate(zip(g, w)) if x != y), min(len(g), len(w)))
-            pytest.fail(f"{form} SQL differs from {START[:7]}'s at character {at}: "
-                        f"{g[max(0, at - 60):at + 60]!r} against {w[max(0, at - 60):at + 60]!r}")
+    if got != want:  # the first difference, not pytest's diff of ~50 kB lines
+        at = next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want)))
+        pytest.fail(f"portable (PostgreSQL) SQL differs from {START[:7]}'s at character {at}: "
+                    f"{got[max(0, at - 60):at + 60]!r} against {want[max(0, at - 60):at + 60]!r}")
     # the branches are what the parameters say: DuckDB's CASE-free form only at shift 0, no −inf
-    assert ("CASE" in got[0]) == (shift is not None or estimator == "mle")
+    padded = sql.render(exp.select(*aode.padded_terms(net)), "duckdb")
+    assert ("CASE" in padded) == (shift is not None or estimator == "mle")

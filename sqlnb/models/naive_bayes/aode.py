@@ -49,10 +49,11 @@ more than 2·:data:`EXP_SAFE` is refused at fit (adult, MDL bins: T_{c,i} within
 [−35, +55] nats, shift 0). A cell ln p(x_j | c, x_i) = −inf (MLE, an unseen pair) gives exp(−inf) = 0;
 where ln p(x_j | c) is −inf the naive term already makes the class score −inf, and the
 ratio is kept at 0. Every T_{c,i} reads each table by position, one list read in DuckDB
-(as TAN's terms), a CASE elsewhere. In DuckDB's scoring SELECT the positions are the
-prelude's, padded so that they are never NULL (:func:`padded_terms`: no COALESCE per read,
-one row stride shared by a super-parent's tables, balanced sums); its F(F−1) reads per
-class still cost about 4× TAN's scoring CPU at 8 columns (benchmarks/README.md).
+(as TAN's terms), a CASE elsewhere. In DuckDB's scoring SELECT (:func:`padded_terms`) the
+prelude holds each class's tables as one list, written once, and each feature's slot in
+it, never NULL (:func:`prelude`): a read is ``list_extract(table_c, row_i + slot_j)``, no
+COALESCE, balanced sums; its F(F−1) reads per class still cost about 4× TAN's scoring
+CPU at 8 columns (benchmarks/README.md).
 
 Statistics. Only the counts TAN gathers (class, per-feature and pair counts), so
 ``update`` merges them exactly (an updated model is the refit), cross-validation counts
@@ -155,43 +156,68 @@ def positions(model: Aode, features: Sequence[Feature], stats, dialect: str | No
             for f in model.features}
 
 
-def padded_positions(model: Aode, features: Sequence[Feature], stats, dialect: str | None,
-                     input_types: Mapping[str, str] | None) -> dict[str, exp.Expression]:
-    """:func:`positions` with a missing or unseen value at position n_i (one past the
-    feature's values) instead of NULL: the index :func:`padded_terms` reads its tables by,
-    never NULL, so no read needs a COALESCE."""
-    return {name: exp.Cast(this=exp.Coalesce(this=e, expressions=[exp.Literal.number(model.parent_ok[name].size)]),
-                           to=exp.DataType.build("BIGINT"))
-            for name, e in positions(model, features, stats, dialect, input_types).items()}
+#: DuckDB's scoring prelude columns (:func:`prelude`): per discrete feature its slot and
+#: its row, per class the ratio table of every super-parent (one list).
+SLOT_PREFIX = "sqlnb_aode_slot"
+ROW_PREFIX = "sqlnb_aode_row"
+TABLE_PREFIX = "sqlnb_aode_table"
 
 
-def _padded(table: np.ndarray) -> np.ndarray:
-    """A (n_i, n_j) ratio table with one more row and column of zeros: position n_i (a
-    missing super-parent, whose weight is 0 anyway) and n_j (a missing child: no factor)."""
-    out = np.zeros((table.shape[0] + 1, table.shape[1] + 1))
-    out[:-1, :-1] = table
-    return out
+def layout(model: Aode) -> tuple[dict[str, int], int]:
+    """Each discrete feature's first slot G_i (0-based) and the number of slots W: feature
+    i's values take slots G_i … G_i + n_i − 1, a missing or unseen value slot G_i + n_i."""
+    start, width = {}, 0
+    for f in model.features:
+        start[f.name] = width
+        width += model.parent_ok[f.name].size + 1
+    return start, width
 
 
-#: Largest growth of AODE's DuckDB tables that a common row stride may cost (cells padded
-#: with zeros, against each table's own child width); past it, each table keeps its own.
-STRIDE_GROWTH = 2.0
+def ratio_list(model: Aode, k: int) -> np.ndarray:
+    """Class ``k``'s tables as one row-major (W + 1) × W matrix, flattened. Row 1 + G_i + v
+    is super-parent i at value v, column G_j + u child j at value u: the cell is
+    ``ratio[(i, j)][k][v, u]`` for j ≠ i, and ``parent_ok[i][v]`` on the diagonal of the
+    (i, i) block (unused otherwise); 0 in row 0 and in the missing slots' rows (a missing
+    super-parent, whose weight ok_i is 0) and columns (a missing child adds nothing). The
+    1-based index of the cell of (slot_i, slot_j) is then ``slot_i · W + slot_j``."""
+    start, width = layout(model)
+    out = np.zeros((width + 1, width))
+    for (i, j), r in model.ratio.items():
+        out[1 + start[i]:1 + start[i] + r.shape[1], start[j]:start[j] + r.shape[2]] = r[k]
+    for i, ok in model.parent_ok.items():
+        out[1 + start[i] + np.arange(ok.size), start[i] + np.arange(ok.size)] = ok
+    return out.ravel()
 
 
-def common_stride(model: Aode) -> int | None:
-    """One row stride for every ratio table in DuckDB (the widest child's values and its
-    missing slot), or None when padding every table to it would grow their cells more than
-    :data:`STRIDE_GROWTH` times. With it, a read's index is ``(q_i·S + 1) + q_j``, whose
-    first part every child of super-parent i shares; with each table's own width, each
-    read computes its own ``q_i·(n_j + 1)``: at 1M rows × 8 categorical columns × 3
-    classes, 1.58 s of CPU against 1.88 s for the reads alone."""
-    width = [f.size + 1 for f in model.parent_ok.values()]
-    if len(width) < 2:
-        return None
-    stride = max(width)
-    own = sum(a * b for x, a in enumerate(width) for y, b in enumerate(width) if x != y)
-    common = sum(a * stride * (len(width) - 1) for a in width)
-    return stride if common <= STRIDE_GROWTH * own else None
+def prelude(model: Aode, features: Sequence[Feature], stats, dialect: str | None,
+            input_types: Mapping[str, str] | None) -> list[tuple[str, exp.Expression]]:
+    """DuckDB's prelude columns for :func:`padded_terms`: per discrete feature i its slot
+    ``G_i + q_i + 1`` (1-based, never NULL: ``q_i`` is its :func:`positions`, n_i when
+    missing or unseen) and its row ``slot_i · W``; then per class the constant list
+    :func:`ratio_list`.
+
+    The tables are written once, and each read is ``list_extract(table_c, row_i + slot_j)``
+    (on 6a739ab each of the K·F(F−1) reads held a literal of its own (i, j) table, which
+    DuckDB bound and folded one by one: at spambase's 57 binned columns a 2.4 MB SELECT
+    that took ~4.5 s of CPU to plan, benchmarks/README.md)."""
+    start, width = layout(model)
+    out = []
+    for a, (name, e) in enumerate(positions(model, features, stats, dialect, input_types).items()):
+        q = exp.Cast(this=exp.Coalesce(this=e, expressions=[exp.Literal.number(model.parent_ok[name].size)]),
+                     to=exp.DataType.build("BIGINT"))
+        slot = exp.Add(this=q, expression=exp.Literal.number(start[name] + 1))
+        row = exp.Mul(this=sql.paren(slot.copy()), expression=exp.Literal.number(width))
+        out += [(f"{SLOT_PREFIX}{a}", slot), (f"{ROW_PREFIX}{a}", row)]
+    return out + [(f"{TABLE_PREFIX}{k}", sql.packed_list([float(w) for w in ratio_list(model, k)], "DOUBLE"))
+                  for k in range(len(model.shift))]
+
+
+def _read(table: str, row: str, slot: str) -> exp.Expression:
+    """``list_extract(table, row + slot)`` of the prelude's columns, unqualified: the scoring
+    SELECT reads them from its prelude ``src``, and the lookup tables it joins have no
+    ``sqlnb_aode_*`` column (a source column of such a name is refused as a clash)."""
+    return exp.Anonymous(this="list_extract", expressions=[
+        sql.col(table), exp.Add(this=sql.col(row), expression=sql.col(slot))])
 
 
 def pairwise_sum(items: Sequence[exp.Expression]) -> exp.Expression:
@@ -206,52 +232,32 @@ def pairwise_sum(items: Sequence[exp.Expression]) -> exp.Expression:
     return sql.paren(exp.Add(this=pairwise_sum(items[:half]), expression=pairwise_sum(items[half:])))
 
 
-def padded_terms(model: Aode, at: Mapping[str, exp.Expression]) -> list[exp.Expression]:
-    """:func:`terms` in DuckDB from :func:`padded_positions` (``at``: the prelude's columns).
+def padded_terms(model: Aode) -> list[exp.Expression]:
+    """:func:`terms` in DuckDB, read from the columns of :func:`prelude`.
 
     The same sums of the same cells as :func:`terms` (added as balanced trees,
     :func:`pairwise_sum`, so the last bits can differ): a missing child reads a 0 its
-    table holds instead of a NULL made 0 by a COALESCE, and the eligibility of a missing
-    super-parent is a 0 its list holds. Profiled at 1M rows × 8
-    categorical columns × 3 classes (benchmarks/README.md), each of the F(F−1) reads per
-    class costs a few DuckDB vector operations, so every one saved per read counts: no
-    COALESCE; the indicator and |S| once per row (common subexpressions shared by the
-    classes); and, when the shift is 0 and no cell is −inf, no CASE either (expressions
-    under a CASE are evaluated under a selection and are not shared between classes)::
+    table holds instead of a NULL made 0 by a COALESCE, and the eligibility ok_i of a
+    super-parent is the table's cell at (slot_i, slot_i), 0 when missing. Profiled at 1M
+    rows × 8 categorical columns × 3 classes (benchmarks/README.md), each of the F(F−1)
+    reads per class costs a few DuckDB vector operations, so every one saved per read
+    counts: no COALESCE; the row ``slot_i · W`` computed once per row; the indicator and |S| once
+    per row (common subexpressions shared by the classes); and, when the shift is 0 and
+    no cell is −inf, no CASE either (expressions under a CASE are evaluated under a
+    selection and are not shared between classes)::
 
         LN(Σ_i ok_i · EXP(T_{c,i}) + z) − LN(|S| + z),   z = 1 when |S| = 0 else 0
 
     which is LN(Σ) − LN(|S|) exactly when |S| > 0 (adding 0.0 changes no double) and
     LN(1) − LN(1) = 0 when |S| = 0 (every ok_i is 0, so Σ is 0)."""
-    names = [f.name for f in model.features]
-    width = {i: model.parent_ok[i].size + 1 for i in names}  # values and the missing slot
-    stride = common_stride(model)
-
-    def row_start(i: str, j: str) -> exp.Expression:
-        """Where super-parent i's row starts in table (i, j), 1-based: with a common stride,
-        the same expression for every child (one shared subexpression per super-parent)."""
-        return exp.Add(this=exp.Mul(this=at[i].copy(), expression=exp.Literal.number(stride or width[j])),
-                       expression=exp.Literal.number(1))
-
-    def cells(i: str, j: str, k: int) -> np.ndarray:
-        r = model.ratio[(i, j)][k]
-        t = np.zeros((r.shape[0] + 1, stride or r.shape[1] + 1))
-        t[:-1, :r.shape[1]] = r
-        return t.ravel()
-
-    def read(values: np.ndarray, index: exp.Expression) -> exp.Expression:
-        lst = sql.packed_list([float(w) for w in values], "DOUBLE")
-        return exp.Anonymous(this="list_extract", expressions=[lst, exp.Add(this=sql.paren(index),
-                                                                              expression=exp.Literal.number(1))])
-
-    ok = {i: read(np.append(model.parent_ok[i], 0.0), at[i].copy()) for i in names}
-    size = sql.paren(pairwise_sum([ok[i].copy() for i in names]))
-    empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
+    index = {f.name: a for a, f in enumerate(model.features)}
 
     def pair(i: str, j: str, k: int) -> exp.Expression:
-        lst = sql.packed_list([float(w) for w in cells(i, j, k)], "DOUBLE")
-        return exp.Anonymous(this="list_extract", expressions=[
-            lst, exp.Add(this=sql.paren(row_start(i, j)), expression=at[j].copy())])
+        return _read(f"{TABLE_PREFIX}{k}", f"{ROW_PREFIX}{index[i]}", f"{SLOT_PREFIX}{index[j]}")
+
+    ok = {i: pair(i, i, 0) for i in index}
+    size = sql.paren(pairwise_sum([ok[i].copy() for i in index]))
+    empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
 
     def part(i: str, reads: list, s: float) -> exp.Expression:
         t = pairwise_sum(reads) if s == 0.0 else exp.Sub(this=pairwise_sum(reads), expression=sql.dbl(s))
@@ -290,14 +296,16 @@ def _averaged(model: Aode, pair, part, total_of, size: exp.Expression, plain=Non
     return out
 
 
-def padded_naive(log_prob: Any, at: exp.Expression) -> list[exp.Expression]:
+def padded_naive(model: Aode, name: str, log_prob: Any) -> list[exp.Expression]:
     """Per class, a categorical feature's naive Bayes term ln p(x_j | c) read at its
-    :func:`padded_positions` column ``at`` (a missing or unseen value reads the 0 after its
-    values): the doubles its own term reads by its ENUM code, without casting it again."""
-    rows = np.asarray(log_prob, dtype=float)
+    :func:`prelude` slot (a missing or unseen value reads the 0 after its values): the
+    doubles its own term reads by its ENUM code, without casting it again."""
+    start, _ = layout(model)
+    at = sql.col(f"{SLOT_PREFIX}{[f.name for f in model.features].index(name)}")
+    index = at if start[name] == 0 else exp.Sub(this=at, expression=exp.Literal.number(start[name]))
     return [exp.Anonymous(this="list_extract", expressions=[
-        sql.packed_list([float(w) for w in np.append(row, 0.0)], "DOUBLE"),
-        exp.Add(this=at.copy(), expression=exp.Literal.number(1))]) for row in rows]
+        sql.packed_list([float(w) for w in np.append(row, 0.0)], "DOUBLE"), index.copy()])
+        for row in np.asarray(log_prob, dtype=float)]
 
 
 def terms(model: Aode, features: Sequence[Feature], stats, dialect: str | None,

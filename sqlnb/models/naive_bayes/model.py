@@ -52,11 +52,6 @@ from sqlnb.engines.duckdb import new_connection
 #: the size, so building, rendering, binding and DuckDB's common-subexpression pass take a
 #: fraction of the time (digits, 64 columns x 10 classes, benchmarks/README.md).
 DOT_MIN = 8
-#: AODE's value positions in DuckDB: helper columns ``sqlnb_aode_position<i>`` of the
-#: prelude, computed once per row (an ENUM cast each; a missing value at one past the
-#: feature's values, :func:`aode.padded_positions`) and read by every one of the F(F−1)
-#: table reads per class, instead of two casts per read.
-AODE_POSITION_PREFIX = "sqlnb_aode_position"
 
 def _unguarded(f: Feature) -> bool:
     """Whether the feature's score term can drop its NaN guard: Gaussian terms are pure
@@ -356,8 +351,8 @@ class NaiveBayes(Model):
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
         if self._aode is not None and dialect == "duckdb":
-            positions = aode.padded_positions(self._aode, features, self.stats, dialect, input_types)
-            out += [(f"{AODE_POSITION_PREFIX}{i}", e) for i, e in enumerate(positions.values())]
+            # AODE: per discrete feature its slot and row (once per row), per class its tables (once)
+            out += aode.prelude(self._aode, features, self.stats, dialect, input_types)
         if dotted:
             # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
             values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
@@ -387,11 +382,10 @@ class NaiveBayes(Model):
         if self._mix is not None:  # an average of structures: one term, each member's read positions its own
             averaged = mixture.terms(self._mix, features, self.stats, params, tree_dialect or dialect, input_types)
         elif self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
-            at = {f.name: sql.col(f"{AODE_POSITION_PREFIX}{i}", "src") for i, f in enumerate(self._aode.features)}
-            averaged = aode.padded_terms(self._aode, at)
+            averaged = aode.padded_terms(self._aode)
             # a categorical column's naive term read at the same position (no second ENUM cast);
             # not with unseen="bucket" (refused for AODE at fit), whose unseen values have a term
-            tree = {f.name: aode.padded_naive(params[f.name][1], at[f.name])
+            tree = {f.name: aode.padded_naive(self._aode, f.name, params[f.name][1])
                     for f in self._aode.features if f.kind == "categorical" and f.bag is None
                     and params[f.name][2] is None}
         else:
