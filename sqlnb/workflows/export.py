@@ -40,7 +40,8 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.families import Feature
-from sqlnb.models.naive_bayes.counts import SQLITE_COMPOUND_SELECTS, count_blocks, weighted_counts_query
+from sqlnb.models.naive_bayes.counts import (SQLITE_COMPOUND_SELECTS, count_blocks, uses_histogram,
+                                             weighted_counts_query)
 from sqlnb.models.naive_bayes.fit import statistics_query
 from sqlnb.models.naive_bayes import tan
 from sqlnb.source import Source, Table
@@ -134,7 +135,7 @@ def fit_queries(source: Any, label: str, features: Sequence[Feature], dialect: s
     needs the class means from the first result, so it is not part of a static export
     (:func:`fit_notes` says so)."""
     src = _unbound(source, features, label, weight)
-    histogram = dialect == "duckdb"
+    histogram = uses_histogram(dialect, features)
     stats = statistics_query(src, label, weight, features, histogram)
     if dialect in sql.NO_VAR_POP:
         stats = _without_var_pop(stats, label)

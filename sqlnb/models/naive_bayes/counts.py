@@ -16,7 +16,8 @@ each, every statement naming its columns by their place among all of them (``v<j
 
 Each column is counted in exactly one statement, over the same rows, so the counts (and
 everything derived from them) are those of the one statement. DuckDB, and every engine
-under its limit, keeps the one statement.
+under its limit, keeps the one statement; DuckDB counts more than :data:`DUCKDB_HISTOGRAMS`
+categorical columns this way too, in blocks of :data:`DUCKDB_GROUPING_SETS`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,15 @@ from sqlnb.source import Source
 #: fold count): past it the counts, and TAN's pair scan
 #: (:func:`~sqlnb.models.naive_bayes.tan.pair_statements`), take more than one statement.
 SPARK_GROUPING_COLUMNS = 64
+#: DuckDB plans a statement of many ``histogram()`` aggregates in time and memory that grow
+#: much faster than their number (planning alone, 12 rows x 2 classes: 100 columns 0.9 s and
+#: 0.4 GB, 200 columns 10-12 s and 1.4 GB; session 41, benchmarks/README.md): past this many
+#: categorical columns a DuckDB fit counts them by GROUPING SETS instead (:func:`uses_histogram`) ...
+DUCKDB_HISTOGRAMS = 48
+#: ... in blocks of this many columns a statement (200 columns, 1M rows: 2.2 s and 1.5 GB in
+#: blocks of 32, 2.5 s and 1.8 GB in blocks of 64; one statement of 300 weighted columns
+#: passed 3 GB).
+DUCKDB_GROUPING_SETS = 32
 #: PostgreSQL's most columns in one SELECT ("target lists can have at most 1664 entries").
 POSTGRES_TARGET_ENTRIES = 1664
 #: SQLite's default ``SQLITE_MAX_COMPOUND_SELECT``: the most SELECTs one ``UNION ALL``
@@ -52,10 +62,20 @@ def count_blocks(F: int, dialect: str, keys: int = 1, more: int = 1) -> list[ran
     ``v<j>``, ``g<j>``, e.g. ``n``): one block unless a statement of all of them is past the
     dialect's limit (module docstring). Also the split of the binned columns' value counts
     (:func:`sqlnb.models.naive_bayes.fit.cut_counts`)."""
-    most = {"spark": SPARK_GROUPING_COLUMNS - keys,
+    most = {"duckdb": DUCKDB_GROUPING_SETS,
+            "spark": SPARK_GROUPING_COLUMNS - keys,
             "postgres": (POSTGRES_TARGET_ENTRIES - keys - more) // 2,
             "sqlite": SQLITE_COMPOUND_SELECTS}.get(dialect, F)
     return column_blocks(F, max(most, 1))
+
+
+def uses_histogram(dialect: str, features: Sequence[Feature]) -> bool:
+    """Whether a fit on ``dialect`` counts the categorical ``features`` by ``histogram()``
+    in its one statistics scan: on DuckDB (no other engine has it) with at most
+    :data:`DUCKDB_HISTOGRAMS` of them; otherwise by :func:`weighted_counts_query`, one
+    statement per :func:`count_blocks` block."""
+    cats = sum(1 for f in features if f.kind == "categorical" and f.bag is None)
+    return dialect == "duckdb" and cats <= DUCKDB_HISTOGRAMS
 
 
 def weighted_counts_query(source: Source, label: str, weight: str | None, features: Sequence[Feature],

@@ -33,7 +33,8 @@ from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numer
 from sqlnb.models.naive_bayes.binning import (mdl_edges, quantile_edges, quantile_edges_from_counts,
                                                quantile_query, split_bins, value_counts, value_counts_table)
 from sqlnb.models.naive_bayes import tan
-from sqlnb.models.naive_bayes.counts import count_blocks, counts_rows, weighted_counts_query  # noqa: F401
+from sqlnb.models.naive_bayes.counts import (count_blocks, counts_rows, uses_histogram,  # noqa: F401
+                                             weighted_counts_query)
 from sqlnb.models.naive_bayes import wide
 from sqlnb.models.naive_bayes.families.categorical import counts_from
 from sqlnb.source import Source
@@ -460,7 +461,7 @@ def collect_statistics(
     :mod:`sqlnb.models.naive_bayes.tan`): True for the eligible features, or their names.
     """
     engine = as_engine(con)
-    histogram = engine.dialect == "duckdb"  # histogram() is DuckDB's own aggregate
+    histogram = uses_histogram(engine.dialect, features)  # DuckDB's own aggregate, up to 48 columns
     shifts = gaussian_shifts(engine, source, features)
     rows = _statistics_rows(engine, source, label, weight, features, histogram, shifts)
     stats = _statistics_from_rows(engine, source, label, features, weight, min_classes, histogram, rows, shifts)
@@ -487,7 +488,7 @@ def collect_statistics_by(
     On an engine without ``histogram()`` the categorical counts of every group come from
     one more statement, the GROUPING SETS counts with the group in every set."""
     engine = as_engine(con)
-    histogram = engine.dialect == "duckdb"
+    histogram = uses_histogram(engine.dialect, features)
     shifts = gaussian_shifts(engine, source, features)
     rows = _statistics_rows(engine, source, label, None, features, histogram, shifts, group)
     by_group: dict[Any, list] = {}
