@@ -161,6 +161,20 @@ def _bare_script(meta: dict, run: bool) -> str:
     return f"import duckdb\ncon = duckdb.connect()\ncon.execute('SET enable_progress_bar = false')\n{body}\n"
 
 
+def family_arguments(doc: str, argv=None) -> tuple[argparse.Namespace, dict, dict]:
+    """(arguments, data set meta, fit keywords) of a one-family script (``fit_parts.py``,
+    ``fit_minimum.py``): ``--rows``, ``--family``, ``--repeat``, ``--data-dir``; the data
+    set generated on first use."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--family", choices=list(FAMILIES), default="gaussian")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--data-dir", type=Path, default=HERE / "data")
+    args = ap.parse_args(argv)
+    data, kwargs = FAMILIES[args.family]
+    return args, datasets(args.rows, args.data_dir)[data], kwargs
+
+
 def _child_env() -> dict:
     """The children's environment: with bytecode caches (module docstring)."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}

@@ -31,7 +31,6 @@ python benchmarks/fit_minimum.py --rows 10000000 --family gaussian --repeat 7 --
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -107,14 +106,7 @@ def children(trees: list, model_path: str) -> dict[str, str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--family", choices=list(fit_floor.FAMILIES), default="gaussian")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--data-dir", type=Path, default=HERE / "data")
-    args = ap.parse_args(argv)
-    data, kwargs = fit_floor.FAMILIES[args.family]
-    meta = fit_floor.datasets(args.rows, args.data_dir)[data]
+    args, meta, kwargs = fit_floor.family_arguments(__doc__, argv)
     py = sys.executable
     load0 = fit_floor._load()
     trees = recorded_statements(meta["globs"]["data"], meta["label"], kwargs.get("kind"))

@@ -17,7 +17,6 @@ python benchmarks/fit_parts.py --rows 10000000 --family gaussian --repeat 5 --da
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -87,14 +86,7 @@ def _parts(cmd: list[str], cwd: str) -> list[tuple[str, float, float]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--family", choices=list(fit_floor.FAMILIES), default="gaussian")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--data-dir", type=Path, default=HERE / "data")
-    args = ap.parse_args(argv)
-    data, kwargs = fit_floor.FAMILIES[args.family]
-    meta = fit_floor.datasets(args.rows, args.data_dir)[data]
+    args, meta, kwargs = fit_floor.family_arguments(__doc__, argv)
     py = sys.executable
     rounds: list[dict[str, tuple[float, float]]] = []
     bare: list[tuple[float, float]] = []

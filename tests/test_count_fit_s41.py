@@ -15,19 +15,11 @@ import pytest
 from sklearn.naive_bayes import ComplementNB, MultinomialNB
 
 import sqlnb
-from sqlnb import sql
-from sqlnb.engines import DuckDBEngine
+from tests.support.statements import executed
 
 
 def _statistics_sql(monkeypatch, data, **kwargs) -> str:
-    seen: list[str] = []
-    execute = DuckDBEngine.execute
-
-    def run(self, tree, *args, **kw):
-        seen.append(sql.render(tree, "duckdb"))
-        return execute(self, tree, *args, **kw)
-
-    monkeypatch.setattr(DuckDBEngine, "execute", run)
+    seen = executed(monkeypatch)
     sqlnb.fit(data, "y", screen=False, **kwargs)
     return next(t for t in seen if "GROUP BY" in t)
 

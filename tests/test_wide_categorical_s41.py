@@ -18,11 +18,10 @@ import numpy as np
 import pytest
 
 import sqlnb
-from sqlnb import sql
-from sqlnb.engines import DuckDBEngine
 from sqlnb.models.naive_bayes import counts as counts_module
 from sqlnb.models.naive_bayes.counts import uses_histogram
 from sqlnb.models.naive_bayes.families import Feature
+from tests.support.statements import executed
 
 
 def _table(n_cols: int, rows: int, seed: int = 0):
@@ -37,18 +36,6 @@ def _table(n_cols: int, rows: int, seed: int = 0):
     return con, values, labels
 
 
-def _statements(monkeypatch) -> list[str]:
-    seen: list[str] = []
-    execute = DuckDBEngine.execute
-
-    def run(self, tree, *args, **kwargs):
-        seen.append(sql.render(tree, "duckdb"))
-        return execute(self, tree, *args, **kwargs)
-
-    monkeypatch.setattr(DuckDBEngine, "execute", run)
-    return seen
-
-
 def test_histograms_up_to_48_categorical_columns_on_duckdb_only():
     feats = lambda n: [Feature(f"c{j}", "categorical", "VARCHAR") for j in range(n)]  # noqa: E731
     assert uses_histogram("duckdb", feats(48))
@@ -59,7 +46,7 @@ def test_histograms_up_to_48_categorical_columns_on_duckdb_only():
 
 def test_200_categorical_columns_fit_fast_and_count_right(monkeypatch):
     con, values, labels = _table(200, 12)
-    seen = _statements(monkeypatch)
+    seen = executed(monkeypatch)
     t0 = time.perf_counter()
     m = sqlnb.fit(con.table("t"), "y", con=con, kind="categorical", features=[f"c{j}" for j in range(200)])
     took = time.perf_counter() - t0
@@ -82,7 +69,7 @@ def test_the_grouping_sets_counts_equal_the_histogram_counts(monkeypatch, weight
     a = sqlnb.fit(con.table("t"), "y", **kw)
     monkeypatch.setattr(counts_module, "DUCKDB_HISTOGRAMS", 0)
     monkeypatch.setattr(counts_module, "DUCKDB_GROUPING_SETS", 3)
-    seen = _statements(monkeypatch)
+    seen = executed(monkeypatch)
     b = sqlnb.fit(con.table("t"), "y", **kw)
     assert sum("GROUPING SETS" in s.upper() for s in seen) == 4  # 3 + 3 + 3 + 1 columns
     for j in range(10):

@@ -29,3 +29,16 @@ def reads(monkeypatch, path) -> list[str]:
     monkeypatch.setattr(DuckDBEngine, "execute", counted(execute))
     monkeypatch.setattr(DuckDBEngine, "relation", counted(relation))
     return seen
+
+
+def executed(monkeypatch) -> list[str]:
+    """Every statement :meth:`DuckDBEngine.execute` runs, rendered for DuckDB."""
+    seen: list[str] = []
+    execute = DuckDBEngine.execute
+
+    def run(self, tree, *args, **kwargs):
+        seen.append(sql.render(tree, "duckdb"))
+        return execute(self, tree, *args, **kwargs)
+
+    monkeypatch.setattr(DuckDBEngine, "execute", run)
+    return seen
