@@ -8,7 +8,8 @@ builder, never by editing text:
 * ``histogram()`` is DuckDB's own: elsewhere categorical columns are counted by one
   ``GROUPING SETS`` query (:func:`sqlnb.models.naive_bayes.counts.weighted_counts_query`),
   split as ``sqlnb fit`` splits it past the dialect's limit (on Spark 63 columns, on
-  PostgreSQL 831, in SQLite 500: :func:`~sqlnb.models.naive_bayes.counts.count_blocks`).
+  PostgreSQL 831, in SQLite 500, in DuckDB, which counts past 48 categorical columns this way
+  too, 32: :func:`~sqlnb.models.naive_bayes.counts.count_blocks`).
 * SQLite has no ``VAR_POP``: the class mean comes from a window
   (``AVG(x) OVER (PARTITION BY label)``) in a subquery and the variance is
   ``AVG((x − mean)²)`` — the same two-pass, cancellation-free form.
@@ -221,7 +222,7 @@ def fit_sql(source: Any, label: str, features: Sequence[Feature], dialect: str =
     str
         The statistics query (columns ``k``, ``rows``, then the families' aggregates
         ``a0, a1, ...`` in feature order) and, if there are categorical features outside
-        DuckDB, the counts query (``k``, then ``v<j>``, ``g<j>`` per categorical
+        DuckDB (or more than 48 in DuckDB), the counts query (``k``, then ``v<j>``, ``g<j>`` per categorical
         column — ``g<j> = 0`` marks the rows counting column ``j`` — and ``n``); past the
         dialect's limit (on Spark 63 categorical columns, on PostgreSQL 831, in SQLite
         500) one counts query per block of columns, each with its columns' ``v<j>``,

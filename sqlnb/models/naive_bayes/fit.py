@@ -341,7 +341,7 @@ def cut_counts(engine: "duckdb.DuckDBPyConnection | Engine", source: Source, lab
     if not binned:
         return [], {}
     engine = as_engine(engine)
-    if engine.dialect == "duckdb":  # never split (sqlnb.models.naive_bayes.counts)
+    if engine.dialect == "duckdb":  # the long query: no GROUPING SETS, so no block limit to split at
         return value_counts(binned, value_counts_table(engine, source, label, weight, binned))
     classes, out = [], {}
     for block in count_blocks(len(binned), engine.dialect, more=2):  # beside k: rows and n
