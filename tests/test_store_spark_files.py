@@ -23,7 +23,6 @@ import sys
 import tarfile
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -34,6 +33,7 @@ from sqlnb.engines import SparkEngine
 from sqlnb.store.catalog import ModelChanged
 from sqlnb.models.finish import OUTPUTS
 from support.cli import mixed_table, write_parquet
+from support.stored import assert_scores_as_stored
 
 FIXTURE = Path(__file__).parent / "fixtures" / "spark_warehouse_79062dc.tar.gz"
 #: The models that fixture lists ("dropped" was dropped; "replaced" was fitted twice).
@@ -53,15 +53,6 @@ def scores(model, data) -> dict:
     return model.score(data, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
 
 
-def assert_same_scores(got: dict, want: dict) -> None:
-    assert list(got) == list(want)
-    for column in want:
-        if isinstance(want[column][0], float):
-            np.testing.assert_array_equal(np.array(got[column]), np.array(want[column]), err_msg=column)
-        else:
-            assert got[column] == want[column], column
-
-
 @pytest.fixture
 def train(tmp_path):
     return write_parquet(mixed_table(120, seed=1), tmp_path / "train.parquet")
@@ -77,7 +68,7 @@ def test_models_stored_by_79062dc_through_the_hive_catalog_load_and_score_as_the
     train = tmp_path / "expected" / "train.parquet"
     for name in FIXTURE_MODELS:
         want = pq.read_table(tmp_path / "expected" / f"{name}.parquet").to_pydict()
-        assert_same_scores(scores(sqlnb.load(engine, name), str(train)), want)
+        assert_scores_as_stored(scores(sqlnb.load(engine, name), str(train)), want)  # computed on another CPU
     # The replaced model is the second fit (features x2, colour), not the first.
     assert names(sqlnb.load(engine, "replaced")) == ["x2", "colour"]
     # A new save into the old warehouse appends to its log; the old models stay.
@@ -104,7 +95,7 @@ def test_a_model_round_trips_with_its_types_and_the_catalog_is_an_append_only_lo
     model.save(engine, "m")
     loaded = sqlnb.load(engine, "m")
     assert loaded.classes == model.classes and isinstance(loaded.classes[0], dt.date)
-    assert_same_scores(scores(loaded, dated), scores(model, dated))
+    assert scores(loaded, dated) == scores(model, dated)  # the same machine: bit for bit
     with pytest.raises(sqlnb.SqlnbError, match="model 'm' already exists in the Spark warehouse .*pass --replace"):
         model.save(engine, "m")
     first = loaded.stored_id

@@ -26,6 +26,7 @@ from sqlnb.errors import SqlnbError
 from sqlnb.store import FORMAT
 from sqlnb.models.finish import OUTPUTS
 from support.cli import invoke, mixed_table
+from support.stored import assert_scores_as_stored
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: format -> the fixture files of that format (a new format adds its own).
@@ -73,14 +74,8 @@ def test_a_format1_model_scores_as_when_it_was_stored(format1, name):
     got = model.score("fixture_input", con, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
     want = con.sql(f'SELECT * FROM "expected_{name}" ORDER BY id').to_arrow_table().to_pydict()
     con.close()
-    assert list(got) == list(want)
     order = np.argsort(got["id"])
-    for column in want:
-        g = [got[column][i] for i in order]
-        if isinstance(want[column][0], (float, np.floating)) or column.startswith(("proba", "log_", "jll", "expected")):
-            np.testing.assert_array_equal(np.array(g, dtype=float), np.array(want[column], dtype=float), err_msg=column)
-        else:
-            assert g == want[column], column
+    assert_scores_as_stored({c: [v[i] for i in order] for c, v in got.items()}, want)
 
 
 def test_a_saved_model_records_the_lowest_format_that_holds_it(tmp_path):
