@@ -30,10 +30,11 @@ from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_fe
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
+from sqlnb.models.naive_bayes import weighted
 from sqlnb import store
 
 #: Model kinds :func:`fit` can build (``model=``); ``kind=`` stays the naive Bayes family.
-MODELS = ("naive_bayes", "lda", "qda", "logistic")
+MODELS = ("naive_bayes", "weighted", "lda", "qda", "logistic")
 
 
 @sql.trees_collected_by_refcount
@@ -71,8 +72,12 @@ def fit(
         engine (:class:`~sqlnb.engines.PostgresEngine`, :class:`~sqlnb.engines.SparkEngine`)
         to fit naive Bayes there. A connection passed in keeps its own settings (its
         progress bar shows if it is on).
-    model : {"naive_bayes", "lda", "qda", "logistic"}
-        The model kind. The others dispatch to :func:`fit_lda`, :func:`fit_qda` and
+    model : {"naive_bayes", "weighted", "lda", "qda", "logistic"}
+        The model kind. ``"weighted"`` is naive Bayes whose log-probabilities carry weights
+        learnt by minimising the conditional log loss with an L2 penalty ``l2`` towards 1
+        (in ``**hyperparameters``; default: chosen by 5-fold cross-validation on the
+        training rows), over discrete features (numeric columns binned, ``bins="mdl"``
+        unless given): :mod:`sqlnb.models.naive_bayes.weighted`. The others dispatch to :func:`fit_lda`, :func:`fit_qda` and
         :func:`fit_logistic`, whose parameters (``shrinkage``, ``priors``, ``reg_param``,
         ``C``, ``standardize``) then go in ``**hyperparameters``; ``kind``,
         ``feature_kinds``, ``weight`` and ``binarize`` are naive Bayes only.
@@ -121,7 +126,7 @@ def fit(
 
     Returns
     -------
-    NaiveBayes, LDA, QDA or Logistic
+    NaiveBayes, WeightedNaiveBayes, LDA, QDA or Logistic
 
     Examples
     --------
@@ -130,13 +135,18 @@ def fit(
     >>> model.predict_proba("test.parquet").to_arrow_table()   # doctest: +SKIP
     >>> sqlnb.fit("train.parquet", label="y", model="lda", shrinkage=0.1)  # doctest: +SKIP
     """
-    if model != "naive_bayes":
+    if model not in ("naive_bayes", "weighted"):
         if model not in _DENSE:
             raise SqlnbError(f"unknown model {model!r}{suggest(model, MODELS)}; models are: {', '.join(MODELS)}")
         check_naive_bayes_only(model, kind=kind, feature_kinds=feature_kinds, weight=weight, binarize=binarize,
                                text=text, bins=bins, select_k=select_k)
         return _DENSE[model](data, label, con=con, features=features, exclude=exclude, keep_columns=keep_columns,
                              screen=screen, **hyperparameters)
+    l2 = hyperparameters.pop("l2", None)
+    if model == "weighted" and bins is None:
+        bins = "mdl"  # the weighted model's features are discrete: numeric columns binned by MDL
+    elif model != "weighted" and l2 is not None:
+        raise SqlnbError("l2 is the penalty of the weights of model 'weighted'; fit model='weighted' to use it")
     hyper = Hyperparameters(**hyperparameters)
     engine = as_engine(con, data)  # a DuckDB connection, an engine (sqlnb.engines), or None
     start = time.perf_counter()
@@ -150,6 +160,8 @@ def fit(
                                                    "unseen": hyper.unseen, "structure": hyper.structure}])
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
+    if model == "weighted":  # refused before any scan
+        weighted.check_features(feats, hyper.structure)
     # Binned columns: their per-(class, value) counts, then the cut points from them; the
     # model keeps the counts so that an update recomputes the cut points (fit.recut).
     cut_classes, cuts = cut_counts(engine, source, label, weight, feats)
@@ -162,7 +174,8 @@ def fit(
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)
     if mixture.joint_order(hyper.structure):  # kdb:2 (alone or averaged): its joint counts (one more scan)
         stats = kdb.with_joints(engine, source, label, weight, feats, stats, mixture.joint_order(hyper.structure))
-    return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
+    nb = NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
+    return weighted.fit(nb, engine, source, l2) if model == "weighted" else nb
 
 
 #: The keyword arguments of :func:`fit` that apply to naive Bayes only, with their defaults.

@@ -53,7 +53,7 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
     target = model_location(settings, model)
     spec = data_spec(settings, data, reading)
     model_kind, params = fitting.model, fitting.params
-    if model_kind != "naive_bayes" and settings.remote:
+    if model_kind not in ("naive_bayes", "weighted") and settings.remote:
         raise SqlnbError(f"--kind {model_kind} is fitted in DuckDB only; use --engine duckdb")
     check_new_model(settings, target, replace)
     start = time.perf_counter()

@@ -160,11 +160,18 @@ def _cg(matvec, b: np.ndarray, tol: float, max_iter: int) -> np.ndarray:
     return x
 
 
-def newton(obj: _Objective, beta0: np.ndarray) -> tuple[np.ndarray, int]:
-    """Minimise ``obj`` from ``beta0``; returns the optimum and the iteration count."""
+def newton(obj: _Objective, beta0: np.ndarray,
+           failure: str = "logistic regression did not converge in {steps} Newton steps; "
+                          "try standardize=True or a smaller C") -> tuple[np.ndarray, int]:
+    """Minimise ``obj`` from ``beta0``; returns the optimum and the iteration count.
+
+    ``obj`` gives ``size()``, ``value_grad(beta) -> (f, g, state)`` and
+    ``hess_vec(state, v)``, and ``hessian(state)`` if the Newton system may be factorised
+    densely (up to :data:`DENSE_LIMIT` parameters; without it every step is solved by
+    conjugate gradients). ``failure`` is the error raised after :data:`MAX_ITER` steps."""
     beta = beta0.copy()
     f, g, state = obj.value_grad(beta)
-    dense = obj.size() <= DENSE_LIMIT
+    dense = obj.size() <= DENSE_LIMIT and hasattr(obj, "hessian")
     quiet = 0  # consecutive steps whose predicted decrease is below f's rounding level
     for it in range(1, MAX_ITER + 1):
         if dense:
@@ -194,8 +201,7 @@ def newton(obj: _Objective, beta0: np.ndarray) -> tuple[np.ndarray, int]:
         f, g, state = f_new, g_new, state_new
         if np.max(np.abs(t * step)) <= STEP_TOL * max(1.0, np.max(np.abs(beta))) or quiet >= 2:
             return beta, it
-    raise SqlnbError(f"logistic regression did not converge in {MAX_ITER} Newton steps; "
-                     "try standardize=True or a smaller C")
+    raise SqlnbError(failure.format(steps=MAX_ITER))
 
 
 def _power_of_two_scale(X: np.ndarray) -> np.ndarray:
