@@ -160,7 +160,8 @@ def fit(
                                                    "unseen": hyper.unseen, "structure": hyper.structure}])
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
-    if model == "weighted":  # refused before any scan
+    if model == "weighted":  # boolean columns are categories of two values; the rest refused before any scan
+        feats = weighted.discrete_plan(feats, feature_kinds)
         weighted.check_features(feats, hyper.structure)
     # Binned columns: their per-(class, value) counts, then the cut points from them; the
     # model keeps the counts so that an update recomputes the cut points (fit.recut).

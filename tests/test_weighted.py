@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pytest
 
 import sqlnb
@@ -175,6 +176,22 @@ def test_update_merges_the_counts_and_keeps_the_weights(data):
         for v, w in zip(updated.stats.features[f].values, updated.weights[f].T.tolist()):
             assert w == old.get(v, [1.0] * len(CLASSES))
     np.testing.assert_array_equal(updated.prior_weights, model.prior_weights)
+    # through the update workflow (sqlnb update): still a weighted model, stored as one
+    with pytest.warns(UpdateKeepsWeights):
+        again = sqlnb.update(model, "second", con=con)
+    assert isinstance(again, WeightedNaiveBayes) and again.l2 == model.l2
+    np.testing.assert_array_equal(class_scores(again, "test", con, "proba"), class_scores(updated, "test", con, "proba"))
+
+
+def test_an_update_that_moves_cut_points_is_refused(data):
+    """Weights are learnt per bin: new cut points would give them to other values."""
+    con, train, _ = data
+    con.register("low", train.filter(pa.compute.less(train["g"], 0.5)))
+    con.register("high", train.filter(pa.compute.greater_equal(train["g"], 0.5)))
+    model = sqlnb.fit("low", "y", con=con, model="weighted", features=["a", "g"], bins="quantile:3", l2=1e-2)
+    with pytest.warns(UpdateKeepsWeights), \
+            pytest.raises(SqlnbError, match=r"the update moves the cut points of binned column 'g' .* refit the model"):
+        sqlnb.update(model, "high", con=con)
 
 
 def test_refusals(data):
@@ -193,6 +210,27 @@ def test_refusals(data):
         model.with_params(alpha=2.0)
     with pytest.raises(SqlnbError, match=r"refit it on the features you want"):
         model.select(["a"])
+
+
+# -- cross-validation -----------------------------------------------------------------------
+def test_cross_validation_equals_fold_by_fold_fits(data):
+    """Each fold's accuracy is that of the weighted model fitted on the other folds' rows
+    (l2 given by the grid); without l2 each fold model chooses λ on its training folds."""
+    from support.structured import fold_views
+    con, _, _ = data
+    r = sqlnb.cross_validate("train", "y", con=con, model="weighted", folds=3, key=["rid"],
+                             grid={"l2": [1e-1, 1e-3]}, features=FEATURES, feature_kinds=KINDS)
+    for i, (fit_i, held_i) in enumerate(fold_views(con)):
+        for g, l2 in enumerate((1e-1, 1e-3)):
+            model = sqlnb.fit(fit_i, "y", con=con, model="weighted", features=FEATURES, feature_kinds=KINDS, l2=l2)
+            rows = model.score(held_i, con=con, outputs=("prediction",), keep=["y"]).fetchall()
+            assert r.results[g]["params"] == {"l2": l2}
+            assert abs(r.results[g]["accuracy"][i] - sum(a == b for a, b in rows) / len(rows)) < 1e-12
+    assert isinstance(r.best_model, WeightedNaiveBayes) and r.best_model.l2 == r.best_params["l2"]
+    nested = sqlnb.cross_validate("train", "y", con=con, model="weighted", folds=3, key=["rid"],
+                                  features=FEATURES, feature_kinds=KINDS)
+    assert len(nested.results) == 1 and 0.5 < nested.results[0]["mean_accuracy"] <= 1
+    assert [t["l2"] for t in nested.best_model.report["l2_cv"]] == list(L2_GRID)
 
 
 # -- other dialects -----------------------------------------------------------------------

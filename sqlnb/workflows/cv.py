@@ -69,6 +69,7 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.workflows.evaluate import over_scored, summary_query
 from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features
 from sqlnb.models.logistic import Logistic
+from sqlnb.models.naive_bayes import weighted
 from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
 from sqlnb.engines import Engine, as_engine
@@ -81,10 +82,11 @@ from sqlnb.workflows.folds import (FOLD_PRIME, _unused_name, assign_folds, drop_
                                    fold_constants, fold_source, is_integer_type, materialize, portable_hash)
 
 #: Model kinds cross-validation knows (as :data:`sqlnb.api.MODELS`).
-MODELS = ("naive_bayes", "lda", "qda", "logistic")
+MODELS = ("naive_bayes", "weighted", "lda", "qda", "logistic")
 #: Parameters each model kind takes in a grid (naive Bayes: any Hyperparameters field).
 GRID_PARAMETERS = {
     "naive_bayes": tuple(Hyperparameters.__dataclass_fields__),
+    "weighted": (*Hyperparameters.__dataclass_fields__, "l2"),
     "lda": ("shrinkage", "priors"),
     "qda": ("reg_param", "priors"),
     "logistic": ("C", "standardize"),
@@ -266,6 +268,46 @@ def _logistic_plan(con, source, label, fold, folds, features, exclude, options) 
 
     return _Plan(lambda i, p: build(f != i, p), lambda p: build(np.ones(len(f), bool), p),
                  [int(np.sum(f == i)) for i in range(folds)])
+
+
+def _weighted_plan(con, source, label, fold, folds, features, exclude, options) -> _Plan:
+    """Naive Bayes with learnt weights (:mod:`sqlnb.models.naive_bayes.weighted`): each fold
+    model is the naive Bayes fold model (its counts and cut points from its training folds,
+    :func:`_naive_bayes_plan`) with weights fitted on the patterns of its training rows, one
+    aggregate scan per fold model (the patterns depend on its cut points); λ, unless the
+    grid or ``l2`` gives it, chosen by cross-validation over its training folds (nested:
+    the held-out fold takes no part)."""
+    l2_given = options.pop("l2", None)
+    if options.get("bins") is None:
+        options["bins"] = "mdl"
+    if options.get("kind", "auto") == "auto":  # booleans are categories of two values (weighted.discrete_plan)
+        candidates = features if features is not None else [c for c in source.columns if c not in (exclude or ())]
+        options["feature_kinds"] = {**{c: "categorical" for c in candidates if c != label
+                                       and source.columns.get(c, "").upper() == "BOOLEAN"},
+                                    **(options.get("feature_kinds") or {})}
+    base = _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options)
+    engine = as_engine(con)
+    patterns: dict = {}
+
+    def build(i: int | None, params: dict):
+        p = dict(params)
+        l2 = p.pop("l2", l2_given)
+        nb = base.full_model(p) if i is None else base.fold_model(i, p)
+        weighted.check_features(nb.features, nb.hyper.structure)
+        if i not in patterns:  # the rows of the model, with their outer fold (the inner folds)
+            rows = source if i is None else Source(
+                expr=exp.Subquery(this=exp.select(exp.Star()).from_(source.from_("src")).where(
+                    exp.NEQ(this=fold.copy(), expression=exp.Literal.number(i)))),
+                columns=source.columns, description=f"{source.description} (all but fold {i})")
+            patterns[i] = weighted.read_patterns(engine, rows, label, None, nb.features, nb.stats, fold)
+        report = dict(nb.report or {})
+        if l2 is None:
+            report["l2_cv"] = weighted.choose_l2(nb, patterns[i])
+            l2 = min(report["l2_cv"], key=lambda t: (round(t["cv_log_loss"], 12), -t["l2"]))["l2"]
+        beta = weighted.fit_weights(nb, patterns[i], l2)
+        return weighted.WeightedNaiveBayes.from_naive_bayes(nb, l2, beta, report)
+
+    return _Plan(lambda i, p: build(i, p), lambda p: build(None, p), base.fold_rows)
 
 
 def _rows(engine: Engine, query: exp.Select) -> list[dict]:
@@ -601,7 +643,7 @@ def cross_validate(
         if name not in allowed:
             raise SqlnbError(f"{name!r} is not a parameter of model {model!r}{suggest(name, allowed)}; "
                              f"choose from: {', '.join(allowed)}")
-    if model != "naive_bayes":
+    if model not in ("naive_bayes", "weighted"):
         check_naive_bayes_only(model, kind=kind, feature_kinds=feature_kinds, weight=weight, binarize=binarize,
                                text=text, bins=bins, select_k=select_k)
     elif weight is not None:
@@ -621,14 +663,15 @@ def cross_validate(
     # Checked against the columns the user gave (not the fold column assign_folds adds).
     source.require(list(features or ()), "feature column")
     source.require(list(exclude or ()), "excluded column")  # checked here: the copy leaves them out
-    text_is_categorical = model == "naive_bayes" and kind in ("auto", "categorical")
+    text_is_categorical = model in ("naive_bayes", "weighted") and kind in ("auto", "categorical")
 
     def screened(src: Source, skip: Sequence[str] | None) -> list[str]:
         # The columns a fit would leave out (sqlnb.models.screening), read from ``src``.
         # Naive Bayes: a constant is left out only where no grid point's model counts it.
         found = screen_plan(con, src, label, None, features, skip, keep_columns, screen,
                             numeric_only=not text_is_categorical, asked=list(feature_kinds or {}),
-                            naive_bayes=[{**options, **p} for p in points] if model == "naive_bayes" else None)
+                            naive_bayes=([{**options, **p} for p in points] if model in ("naive_bayes", "weighted")
+                                         else None))
         return [s.column for s in found]
 
     if not materialize_source:
@@ -656,6 +699,8 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
         structures = {p.get("structure", options.get("structure", "naive")) for p in points}
         plan = _naive_bayes_plan(*args, pairs=any(tan.needs_pairs(s) for s in structures),
                                  orders=sorted({k for k in map(mixture.joint_order, structures) if k}))
+    elif model == "weighted":
+        plan = _weighted_plan(*args)
     elif model == "logistic":
         plan = _logistic_plan(*args)
     else:

@@ -133,6 +133,15 @@ class NaiveBayes(Model):
                 f"rows={self.stats.n_rows}, estimator={self.hyper.estimator!r}, alpha={self.hyper.alpha!r})")
 
     # -- estimation -------------------------------------------------------------------
+    def rebuilt(self, features: Sequence[Feature] | None = None, stats: Statistics | None = None,
+                report: dict | None = None) -> "NaiveBayes":
+        """A model of this kind and hyperparameters over other ``features`` (an update's new
+        cut points), ``stats`` or ``report`` (each default: this model's), what a workflow
+        that changes the statistics returns (update, EM, a novelty threshold)."""
+        return NaiveBayes(self.label, self.label_type, self.features if features is None else features,
+                          self.stats if stats is None else stats, self.hyper,
+                          self.report if report is None else report, self.weight)
+
     def with_params(self, **changes) -> "NaiveBayes":
         """The same statistics under other hyperparameters (no data is read).
 

@@ -52,13 +52,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.models.logistic import newton
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -74,8 +74,9 @@ CV_FOLDS = 5
 DISCRETE = ("categorical", "binned")
 
 
-class UpdateKeepsWeights(UserWarning):
-    """An update merged the counts but kept the weights learnt on the fit's rows."""
+class UpdateKeepsWeights(UpdateWarning):
+    """An update merged the counts but kept the weights learnt on the fit's rows (the
+    command line prints it on stderr)."""
 
 
 def check_features(features: Sequence[Feature], structure: str) -> None:
@@ -89,6 +90,15 @@ def check_features(features: Sequence[Feature], structure: str) -> None:
             raise SqlnbError(f"model 'weighted' needs discrete features, and column {f.name!r} is modelled as "
                              f"{f.kind}: bin numeric columns (bins='mdl', --bins mdl, the default for this model) or "
                              f"leave the column out (exclude=[{f.name!r}], --exclude {f.name})")
+
+
+def discrete_plan(features: Sequence[Feature], feature_kinds: Mapping[str, str] | None) -> list[Feature]:
+    """The planned features with each column that was given the Bernoulli family by its
+    type (a boolean, under ``kind="auto"``), not by ``feature_kinds``, modelled as a
+    category of its two values instead: the same counts, a weight per value."""
+    given = dict(feature_kinds or {})
+    return [dataclasses.replace(f, kind="categorical") if f.kind == "bernoulli" and f.bag is None
+            and f.name not in given else f for f in features]
 
 
 # -- the data: distinct (fold, label, value positions) patterns and their counts ---------------------
@@ -383,6 +393,12 @@ class WeightedNaiveBayes(NaiveBayes):
                                   l2=self.l2, prior_weights=self.prior_weights,
                                   weights=self.weights if weights is None else weights)
 
+    def naive_bayes(self) -> NaiveBayes:
+        """The naive Bayes model of the same counts and hyperparameters, without the weights
+        (what ``show`` describes the features by: their probabilities and information)."""
+        return NaiveBayes(self.label, self.label_type, self.features, self.stats, self.hyper, self.report,
+                          self.weight)
+
     def __repr__(self) -> str:
         return (f"WeightedNaiveBayes(label={self.label!r}, classes={self.classes!r}, "
                 f"features={len(self.features)}, l2={self.l2:g})")
@@ -412,25 +428,34 @@ class WeightedNaiveBayes(NaiveBayes):
     def select(self, names: Sequence[str]) -> "WeightedNaiveBayes":
         raise SqlnbError("model 'weighted' learnt its weights with every feature; refit it on the features you want")
 
-    def merge(self, other, decay: float | None = None) -> "WeightedNaiveBayes":
-        """The counts merged exactly (:meth:`NaiveBayes.merge`); the weights kept, mapped by
-        value (a value new to the model gets weight 1), with a warning: they were learnt on
-        the rows of the fit."""
-        merged = super().merge(other, decay)
+    def rebuilt(self, features: Sequence[Feature] | None = None, stats=None,
+                report: dict | None = None) -> "WeightedNaiveBayes":
+        """:meth:`NaiveBayes.rebuilt` keeping the weights, mapped by value (a value new to the
+        model weighs 1). A binned column whose cut points move is refused: its weights were
+        learnt per bin of the old cut points."""
+        nb = NaiveBayes.rebuilt(self, features, stats, report)
+        old_edges = {f.name: f.edges for f in self.features}
         weights = {}
-        for f in self.features:
-            old = list(self.stats.features[f.name].values)
-            new = list(merged.stats.features[f.name].values)
-            w = np.ones((len(self.classes), len(new)))
-            at = {v: i for i, v in enumerate(old)}
-            for i, v in enumerate(new):
-                if v in at:
-                    w[:, i] = self.weights[f.name][:, at[v]]
-            weights[f.name] = w
-        warnings.warn("the update merged the counts exactly; the weights of model 'weighted' were learnt on the rows "
-                      "of its fit and are kept (values new to the model weigh 1): refit to learn them on all rows",
+        for f in nb.features:
+            if f.kind == "binned" and f.edges != old_edges.get(f.name):
+                raise SqlnbError(f"the update moves the cut points of binned column {f.name!r} ({old_edges.get(f.name)} "
+                                 f"-> {f.edges}), whose weights were learnt per bin; refit the model on all rows "
+                                 "(sqlnb fit --kind weighted)")
+            at = {v: i for i, v in enumerate(self.stats.features[f.name].values)}
+            old = self.weights[f.name]
+            weights[f.name] = np.array([old[:, at[v]] if v in at else np.ones(len(self.classes))
+                                        for v in nb.stats.features[f.name].values]).reshape(
+                len(nb.stats.features[f.name].values), len(self.classes)).T
+        return self._rewrap(nb, weights)
+
+    def merge(self, other, decay: float | None = None) -> "WeightedNaiveBayes":
+        """The counts merged exactly (:meth:`NaiveBayes.merge`); the weights kept
+        (:meth:`rebuilt`), with a note: they were learnt on the rows of the fit."""
+        merged = NaiveBayes.merge(self, other, decay)
+        warnings.warn("note: the update merged the counts exactly; the weights of model 'weighted' were learnt on the "
+                      "rows of its fit and are kept (values new to the model weigh 1): refit to learn them on all rows",
                       UpdateKeepsWeights, stacklevel=2)
-        return self._rewrap(merged, weights)
+        return self.rebuilt(stats=merged.stats, report=merged.report)
 
     # -- storage ----------------------------------------------------------------------------
     def metadata(self) -> dict:

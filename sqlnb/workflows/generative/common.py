@@ -30,8 +30,7 @@ def _require_likelihood(features: Sequence[Feature], what: str) -> None:
 
 
 def _with_report(model: NaiveBayes, report: dict, stats: Statistics | None = None) -> NaiveBayes:
-    out = NaiveBayes(model.label, model.label_type, model.features, stats if stats is not None else model.stats,
-                     model.hyper, report, model.weight)
+    out = model.rebuilt(stats=stats, report=report)  # of the model's kind (weights kept, :mod:`~sqlnb.models.naive_bayes.weighted`)
     if stats is None:  # the same scores (a novelty threshold): a calibrator still applies
         out.calibration = model.calibration
         out.conformal = model.conformal
