@@ -212,6 +212,26 @@ def test_refusals(data):
         model.select(["a"])
 
 
+# -- the scikit-learn estimator ------------------------------------------------------------
+def test_the_estimator_is_the_library_model(data, tmp_path):
+    import pickle
+
+    from sqlnb.estimators import WeightedNB, load
+    con, train, test = data
+    rows = train.filter(pa.compute.is_valid(train["y"]))
+    X = rows.select(FEATURES).to_pandas()
+    clf = WeightedNB(l2=1e-2, feature_kinds=KINDS).fit(X, rows["y"].to_pylist())
+    model = fit(con, l2=1e-2)
+    Xt = test.select(FEATURES).to_pandas()
+    np.testing.assert_allclose(clf.predict_proba(Xt), class_scores(model, "test", con, "proba"), rtol=0, atol=1e-12)
+    assert set(clf.weights_) == set(FEATURES) and clf.weights_["a"].shape == (3, 4)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(Xt), clf.predict_proba(Xt))
+    model.save(str(tmp_path / "m.duckdb"), "w")
+    loaded = load(str(tmp_path / "m.duckdb"), "w")
+    assert isinstance(loaded, WeightedNB) and loaded.l2 == 1e-2
+    assert not hasattr(clf, "partial_fit")  # the weights are learnt on the rows fit is given
+
+
 # -- cross-validation -----------------------------------------------------------------------
 def test_cross_validation_equals_fold_by_fold_fits(data):
     """Each fold's accuracy is that of the weighted model fitted on the other folds' rows

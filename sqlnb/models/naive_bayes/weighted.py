@@ -32,6 +32,8 @@ numpy. Many rows share a pattern (10M rows of 8 columns of a few values each are
 few thousand patterns), and no row is read individually.
 
 **λ** is chosen, unless given, by stratified 5-fold cross-validation on the training rows
+(fewer folds when a class has fewer than 5 rows; with a class of one row, the strongest λ of
+the grid, said in a note)
 (the folds of :mod:`sqlnb.workflows.folds`, grouped into the same patterns): each fold's
 naive Bayes log-probabilities come from its training folds' counts, weights are fitted
 along the grid :data:`L2_GRID` from the strongest penalty down (each fit starting from the
@@ -58,7 +60,7 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError, UpdateWarning
+from sqlnb.errors import ScreeningWarning, SqlnbError, UpdateWarning
 from sqlnb.models.logistic import newton
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -325,8 +327,11 @@ def choose_l2(nb: NaiveBayes, patterns: Patterns, grid: Sequence[float] = L2_GRI
     losses = np.zeros((len(grid), len(folds)))
     errors = np.zeros((len(grid), len(folds)))
     shares = np.zeros(len(folds))
+    K = len(nb.classes)
     for i, f in enumerate(folds):
         train, test = patterns.where(patterns.fold != f), patterns.where(patterns.fold == f)
+        if np.any(np.bincount(train.y, weights=train.n, minlength=K) <= 0):
+            continue  # a class without weight in the training folds (rows of weight 0): no prior, no model
         model = naive_bayes_on(nb, train)
         prior, tables = _tables(model)
         held = Objective(prior, tables, test, 1.0)
@@ -338,6 +343,9 @@ def choose_l2(nb: NaiveBayes, patterns: Patterns, grid: Sequence[float] = L2_GRI
             a, ws = held.unpack(beta)
             S = held.scores(a, ws)
             errors[g, i] = float(held.w @ (np.argmax(S, axis=1) != test.y))
+    if not shares.any():
+        raise SqlnbError("model 'weighted': every cross-validation fold leaves a class without training weight, so "
+                         "l2 cannot be chosen; give l2= (--l2)")
     shares /= shares.sum()
     return [{"l2": float(l2), "cv_log_loss": float(losses[g] @ shares), "cv_error": float(errors[g] @ shares)}
             for g, l2 in enumerate(grid)]
@@ -511,12 +519,16 @@ def fit(nb: NaiveBayes, engine, source, l2: float | None = None, folds: int = CV
                            or not (math.isfinite(l2) and l2 > 0)):
         raise SqlnbError(f"l2 must be a positive finite number (the L2 penalty of the weights), not {l2!r}")
     report = dict(nb.report)
+    smallest = int(np.min(nb.stats.class_rows))
+    if l2 is None and smallest < 2:
+        l2 = L2_GRID[0]
+        warnings.warn(f"note: class {nb.classes[int(np.argmin(nb.stats.class_rows))]!r} has {smallest} training "
+                      f"row, too few to choose l2 by cross-validation; l2 = {l2:g}, the strongest penalty of the "
+                      "grid (the closest to naive Bayes); give l2= (--l2) to choose another", ScreeningWarning,
+                      stacklevel=3)
     if l2 is None:
-        smallest = int(np.min(nb.stats.class_rows))
-        if smallest < folds:
-            raise SqlnbError(f"model 'weighted' chooses l2 by {folds}-fold cross-validation and class "
-                             f"{nb.classes[int(np.argmin(nb.stats.class_rows))]!r} has {smallest} training rows; "
-                             "give l2= (--l2) or more rows")
+        # stratified folds: a class needs a row in every fold, or a fold model has no prior for it
+        folds = min(folds, smallest)
         folded, column = assign_folds(source, nb.label, folds, seed, dialect=engine.dialect)
         patterns = read_patterns(engine, folded, nb.label, nb.weight, nb.features, nb.stats, column)
         tried = choose_l2(nb, patterns)
