@@ -289,6 +289,19 @@ def test_fit_and_score_in_spark(data):
         _engine_check(engine, model, class_scores(model, "test", con, "proba"))
 
 
+def test_the_dbt_macro_scores_as_sqlnb_score(data, tmp_path):
+    from sqlnb.workflows import dbt
+    from test_dbt import _macro_sql
+    con, _, _ = data
+    model = fit(con, l2=1e-2)
+    model.save(str(tmp_path / "m.duckdb"), "w")  # a stored model: the package records its fingerprint
+    model = sqlnb.load(str(tmp_path / "m.duckdb"), "w")
+    select = _macro_sql(dbt.package_files(model, "w"), "w", '"test"', ["rid"])
+    got = con.sql(f'SELECT * FROM ({select}) ORDER BY "rid"').fetchall()
+    want = model.score("test", con, outputs=("proba", "prediction"), keep=["rid"]).fetchall()
+    assert len(got) == len(want) == 300 and got == sorted(want)
+
+
 # -- the command line ---------------------------------------------------------------------
 def test_cli_fit_score_show_sql_in_separate_processes(tmp_path):
     import pyarrow.csv as csv

@@ -84,8 +84,8 @@ def _classes(model, tables: dict) -> list[dict]:
 
 def _hyperparameters(model) -> dict:
     meta = model.metadata()
-    if "hyperparameters" in meta:
-        return dict(meta["hyperparameters"])
+    if "hyperparameters" in meta:  # naive Bayes's, and the weights' penalty of a weighted model
+        return {**meta["hyperparameters"], **({"l2": meta["l2"]} if "l2" in meta else {})}
     skip = {"label", "label_type", "features", "report", "weight", "kind", "classes"}
     return {k: v for k, v in meta.items() if k not in skip}
 
@@ -185,6 +185,12 @@ def show_text(d: dict, provenance: bool = True) -> str:
         lines.append(f"conformal    {set_summary(d['conformal'])}")
     lines.append("parameters   " + (", ".join(f"{k}={_value(v)}" for k, v in d["hyperparameters"].items()
                                              if v not in ({}, None)) or "defaults"))
+    if "l2" in d["hyperparameters"]:  # learnt weights (sqlnb.models.naive_bayes.weighted)
+        tried = d["trained"].get("l2_cv")
+        lines.append(f"weights      learnt with l2 = {_value(d['hyperparameters'].get('l2'))}"
+                     + (", chosen by cross-validation (mean held-out log loss: "
+                        + ", ".join(f"{t['l2']:g} {t['cv_log_loss']:.4f}" for t in tried) + ")" if tried
+                        else ", given"))
     if d.get("likelihood"):
         from sqlnb.models.naive_bayes.likelihood import summary_text
         lines.append(f"likelihood   {summary_text(d['likelihood'])}")
