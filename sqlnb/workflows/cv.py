@@ -69,7 +69,6 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.workflows.evaluate import over_scored, summary_query
 from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features
 from sqlnb.models.logistic import Logistic
-from sqlnb.models.naive_bayes import weighted
 from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
 from sqlnb.engines import Engine, as_engine
@@ -78,6 +77,7 @@ from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
 from sqlnb.workflows import fold_bins
 from sqlnb.source import Source, read_with
+from sqlnb.workflows import fold_weights
 from sqlnb.workflows.folds import (FOLD_PRIME, _unused_name, assign_folds, drop_copy,  # noqa: F401
                                    fold_constants, fold_source, is_integer_type, materialize, portable_hash)
 
@@ -268,46 +268,6 @@ def _logistic_plan(con, source, label, fold, folds, features, exclude, options) 
 
     return _Plan(lambda i, p: build(f != i, p), lambda p: build(np.ones(len(f), bool), p),
                  [int(np.sum(f == i)) for i in range(folds)])
-
-
-def _weighted_plan(con, source, label, fold, folds, features, exclude, options) -> _Plan:
-    """Naive Bayes with learnt weights (:mod:`sqlnb.models.naive_bayes.weighted`): each fold
-    model is the naive Bayes fold model (its counts and cut points from its training folds,
-    :func:`_naive_bayes_plan`) with weights fitted on the patterns of its training rows, one
-    aggregate scan per fold model (the patterns depend on its cut points); λ, unless the
-    grid or ``l2`` gives it, chosen by cross-validation over its training folds (nested:
-    the held-out fold takes no part)."""
-    l2_given = options.pop("l2", None)
-    if options.get("bins") is None:
-        options["bins"] = "mdl"
-    if options.get("kind", "auto") == "auto":  # booleans are categories of two values (weighted.discrete_plan)
-        candidates = features if features is not None else [c for c in source.columns if c not in (exclude or ())]
-        options["feature_kinds"] = {**{c: "categorical" for c in candidates if c != label
-                                       and source.columns.get(c, "").upper() == "BOOLEAN"},
-                                    **(options.get("feature_kinds") or {})}
-    base = _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options)
-    engine = as_engine(con)
-    patterns: dict = {}
-
-    def build(i: int | None, params: dict):
-        p = dict(params)
-        l2 = p.pop("l2", l2_given)
-        nb = base.full_model(p) if i is None else base.fold_model(i, p)
-        weighted.check_features(nb.features, nb.hyper.structure)
-        if i not in patterns:  # the rows of the model, with their outer fold (the inner folds)
-            rows = source if i is None else Source(
-                expr=exp.Subquery(this=exp.select(exp.Star()).from_(source.from_("src")).where(
-                    exp.NEQ(this=fold.copy(), expression=exp.Literal.number(i)))),
-                columns=source.columns, description=f"{source.description} (all but fold {i})")
-            patterns[i] = weighted.read_patterns(engine, rows, label, None, nb.features, nb.stats, fold)
-        report = dict(nb.report or {})
-        if l2 is None:
-            report["l2_cv"] = weighted.choose_l2(nb, patterns[i])
-            l2 = min(report["l2_cv"], key=lambda t: (round(t["cv_log_loss"], 12), -t["l2"]))["l2"]
-        beta = weighted.fit_weights(nb, patterns[i], l2)
-        return weighted.WeightedNaiveBayes.from_naive_bayes(nb, l2, beta, report)
-
-    return _Plan(lambda i, p: build(i, p), lambda p: build(None, p), base.fold_rows)
 
 
 def _rows(engine: Engine, query: exp.Select) -> list[dict]:
@@ -699,8 +659,9 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
         structures = {p.get("structure", options.get("structure", "naive")) for p in points}
         plan = _naive_bayes_plan(*args, pairs=any(tan.needs_pairs(s) for s in structures),
                                  orders=sorted({k for k in map(mixture.joint_order, structures) if k}))
-    elif model == "weighted":
-        plan = _weighted_plan(*args)
+    elif model == "weighted":  # naive Bayes's fold models, then their weights (sqlnb.workflows.fold_weights)
+        plan = _Plan(*fold_weights.plan(con, source, label, fold, features, exclude, dict(options), lambda opts:
+                                        _naive_bayes_plan(con, source, label, fold, folds, features, exclude, opts)))
     elif model == "logistic":
         plan = _logistic_plan(*args)
     else:

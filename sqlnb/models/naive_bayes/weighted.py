@@ -27,14 +27,15 @@ or NULL, adds no term, at fit and at score, as in naive Bayes.
 **Fitting reads the data where it lives.** One aggregate scan groups the labelled rows by
 (label, each feature's value position) and returns the distinct patterns with their counts
 (:func:`read_patterns`); the optimiser (Newton's method with conjugate-gradient steps on
-Hessian-vector products, :func:`sqlnb.models.logistic.newton`) runs on those patterns in
+Hessian-vector products, :func:`sqlnb.models.newton.newton`) runs on those patterns in
 numpy. Many rows share a pattern (10M rows of 8 columns of a few values each are at most a
 few thousand patterns), and no row is read individually.
 
 **λ** is chosen, unless given, by stratified 5-fold cross-validation on the training rows
 (fewer folds when a class has fewer than 5 rows; with a class of one row, the strongest λ of
 the grid, said in a note)
-(the folds of :mod:`sqlnb.workflows.folds`, grouped into the same patterns): each fold's
+(the rows dealt to folds as :mod:`sqlnb.workflows.folds` deals them, from the patterns
+themselves, :meth:`Patterns.dealt`: no other scan): each fold's
 naive Bayes log-probabilities come from its training folds' counts, weights are fitted
 along the grid :data:`L2_GRID` from the strongest penalty down (each fit starting from the
 previous one's weights) and the λ with the lowest mean held-out log loss wins (the
@@ -64,7 +65,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines.duckdb import DuckDBEngine
 from sqlnb.errors import ScreeningWarning, SqlnbError, UpdateWarning
-from sqlnb.models.logistic import newton
+from sqlnb.models.newton import newton
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.tan import _fit_position
@@ -118,10 +119,38 @@ class Patterns:
     codes: np.ndarray
     n: np.ndarray
     fold: np.ndarray
+    rows: np.ndarray | None = None
 
     def where(self, mask: np.ndarray) -> "Patterns":
         """The patterns where ``mask`` holds."""
-        return Patterns(self.y[mask], self.codes[mask], self.n[mask], self.fold[mask])
+        return Patterns(self.y[mask], self.codes[mask], self.n[mask], self.fold[mask],
+                        None if self.rows is None else self.rows[mask])
+
+    def dealt(self, folds: int, seed: int = 0) -> "Patterns":
+        """The rows dealt to ``folds`` stratified folds, as :mod:`sqlnb.workflows.folds` and
+        scikit-learn's ``StratifiedKFold`` deal them: in label order, shuffled within each
+        label, the i-th row of a label to fold ``i mod folds``. The rows of one pattern are
+        identical (their weight included: :func:`read_patterns` groups by it), so only how
+        many of them each fold gets matters: the pattern's rows take consecutive places,
+        its patterns in an order drawn from ``seed``, and each fold's share of a run of
+        places is counted, not drawn. Returns one entry per (pattern, fold) with rows."""
+        rows = self.rows if self.rows is not None else self.n
+        order = np.lexsort((np.random.default_rng(seed).permutation(len(self.y)), self.y))
+        counts = rows[order].astype(np.int64)
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        first = np.searchsorted(self.y[order], self.y[order], side="left")  # each label's first pattern
+        starts = starts - starts[first]  # places within the label
+        per_row = np.where(counts > 0, self.n[order] / np.maximum(counts, 1), 0.0)
+        pieces = []
+        for f in range(folds):  # places p in [s, s + m) with p mod folds == f
+            taken = (starts + counts - 1 - f) // folds - (starts - 1 - f) // folds
+            keep = taken > 0
+            idx = order[keep]
+            pieces.append(Patterns(self.y[idx], self.codes[idx], taken[keep] * per_row[keep],
+                                   np.full(int(keep.sum()), f, dtype=np.int64), taken[keep].astype(float)))
+        return Patterns(*(np.concatenate([getattr(p, name) for p in pieces])
+                          for name in ("y", "codes", "n", "fold", "rows")))
 
 
 def read_patterns(engine, source, label: str, weight: str | None, features: Sequence[Feature], stats,
@@ -145,13 +174,17 @@ def read_patterns(engine, source, label: str, weight: str | None, features: Sequ
         cols.append(exp.alias_(position, f"x{j}", quoted=True))
     if fold is not None:
         cols.append(exp.alias_(fold.copy(), "fold", quoted=True))
+    if weight is not None:  # rows of one group are then identical, their weight included (Patterns.dealt)
+        cols.append(exp.alias_(exp.Cast(this=sql.col(weight, "src"), to=exp.DataType.build("DOUBLE")), "w",
+                               quoted=True))
     keys = [sql.col(c.alias) for c in cols]
-    total = (exp.Sum(this=exp.Cast(this=sql.col(weight, "src"), to=exp.DataType.build("DOUBLE")))
-             if weight else exp.Count(this=exp.Star()))
-    inner = exp.select(*cols, exp.alias_(total, "n", quoted=True)).from_(source.from_("src")).where(
-        exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
+    count = exp.Count(this=exp.Star())
+    total = exp.Sum(this=sql.col("w")) if weight is not None else count.copy()
+    inner = exp.select(*cols, exp.alias_(total, "n", quoted=True), exp.alias_(count, "rows", quoted=True)).from_(
+        source.from_("src")).where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
     inner = inner.group_by(*keys)
-    names = ["k", *(f"x{j}" for j in range(len(features))), *(["fold"] if fold is not None else []), "n"]
+    names = ["k", *(f"x{j}" for j in range(len(features))), *(["fold"] if fold is not None else []),
+             *(["w"] if weight is not None else []), "n", "rows"]
     if isinstance(engine, DuckDBEngine):  # Arrow columns, no Python object per value
         table = engine.relation(inner).to_arrow_table().rename_columns(names)
     else:  # PostgreSQL / Spark: the patterns come back once, as tuples
@@ -170,8 +203,9 @@ def read_patterns(engine, source, label: str, weight: str | None, features: Sequ
     n = pc.fill_null(table.column("n").cast(pa.float64()), 0.0).to_numpy().copy()
     folds = (table.column("fold").cast(pa.int64()).to_numpy() if fold is not None
              else np.zeros(len(table), dtype=np.int64))
+    rows = table.column("rows").cast(pa.float64()).to_numpy()
     keep = n > 0
-    return Patterns(y[keep], codes[keep], n[keep], np.asarray(folds)[keep])
+    return Patterns(y[keep], codes[keep], n[keep], np.asarray(folds)[keep], rows[keep])
 
 
 def fold_counts(patterns: Patterns, features: Sequence[Feature], stats) -> tuple[np.ndarray, dict]:
@@ -199,7 +233,7 @@ def naive_bayes_on(nb: NaiveBayes, patterns: Patterns) -> NaiveBayes:
 # -- the objective --------------------------------------------------------------------------------
 
 class Objective:
-    """:math:`L(a, w)` (module docstring) over patterns, for :func:`~sqlnb.models.logistic.newton`.
+    """:math:`L(a, w)` (module docstring) over patterns, for :func:`~sqlnb.models.newton.newton`.
 
     The parameters are one flat vector ``[a (K), w_0 (K × V_0), w_1 (K × V_1), …]``. Each
     feature's log-probability table is padded with a column of zeros at position ``V_j``
@@ -526,10 +560,8 @@ register_kind(WeightedNaiveBayes.kind, WeightedNaiveBayes)
 def fit(nb: NaiveBayes, engine, source, l2: float | None = None, folds: int = CV_FOLDS,
         seed: int = 0) -> WeightedNaiveBayes:
     """The weighted model over the naive Bayes model ``nb`` fitted on ``source``: one
-    aggregate scan for the patterns (with their fold when λ is chosen by cross-validation),
+    aggregate scan for the patterns (dealt to folds in numpy when λ is chosen by cross-validation),
     then the weights (module docstring)."""
-    from sqlnb.workflows.folds import assign_folds
-
     check_features(nb.features, nb.hyper.structure)
     if l2 is not None and (isinstance(l2, bool) or not isinstance(l2, (int, float))
                            or not (math.isfinite(l2) and l2 > 0)):
@@ -542,17 +574,12 @@ def fit(nb: NaiveBayes, engine, source, l2: float | None = None, folds: int = CV
                       f"row, too few to choose l2 by cross-validation; l2 = {l2:g}, the strongest penalty of the "
                       "grid (the closest to naive Bayes); give l2= (--l2) to choose another", ScreeningWarning,
                       stacklevel=3)
+    patterns = read_patterns(engine, source, nb.label, nb.weight, nb.features, nb.stats)
     if l2 is None:
         # stratified folds: a class needs a row in every fold, or a fold model has no prior for it
-        folds = min(folds, smallest)
-        folded, column = assign_folds(source, nb.label, folds, seed, dialect=engine.dialect)
-        patterns = read_patterns(engine, folded, nb.label, nb.weight, nb.features, nb.stats, column)
-        tried = choose_l2(nb, patterns)
-        best = min(tried, key=lambda t: (round(t["cv_log_loss"], 12), -t["l2"]))
-        l2 = best["l2"]
+        tried = choose_l2(nb, patterns.dealt(min(folds, smallest), seed))
+        l2 = min(tried, key=lambda t: (round(t["cv_log_loss"], 12), -t["l2"]))["l2"]
         report["l2_cv"] = tried
-    else:
-        patterns = read_patterns(engine, source, nb.label, nb.weight, nb.features, nb.stats)
     class_n, counts = fold_counts(patterns, nb.features, nb.stats)
     for f in nb.features:  # the scan saw the rows the counts came from
         if not np.allclose(counts[f.name], nb.stats.features[f.name].counts, rtol=1e-9, atol=1e-9):
