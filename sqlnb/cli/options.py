@@ -307,7 +307,7 @@ def model_kind_args(kind: str, given: dict[str, Any]) -> tuple[str, dict]:
             continue
         name, kinds = KIND_OPTIONS.get(option, (None, ("naive_bayes", WEIGHTED)))
         if model not in kinds:
-            for_kind = "naive Bayes" if kinds == ("naive_bayes",) else "--kind " + "|".join(kinds)
+            for_kind = "naive Bayes" if "naive_bayes" in kinds else "--kind " + "|".join(kinds)
             raise SqlnbError(f"{option} applies to {for_kind} only, not to --kind {kind}")
         if name is not None:
             params[name] = value
