@@ -180,12 +180,17 @@ def _reading(st: Storage):
     return reading() if reading is not None else nullcontext()
 
 
-def _problem(model_id: str, meta: dict, parts: dict | None) -> str | None:
-    """What is damaged in the stored model ``model_id`` (its ``meta`` parsed, its ``parts``
-    read, None when its tables are gone), or None (:mod:`sqlnb.store.damage`)."""
-    if parts is None:
+def _shapes(parts: dict) -> dict[str, tuple[int, list[str]]]:
+    """Part -> (rows, columns) of parts read (pyarrow tables)."""
+    return {part: (t.num_rows, list(t.column_names)) for part, t in parts.items()}
+
+
+def _problem(model_id: str, meta: dict, shapes: dict | None) -> str | None:
+    """What is damaged in the stored model ``model_id`` (its ``meta`` parsed, the
+    ``shapes`` of its parts, None when its tables are gone), or None
+    (:mod:`sqlnb.store.damage`)."""
+    if shapes is None:
         return meta_problem(meta) or "its part tables are missing"
-    shapes = {part: (t.num_rows, list(t.column_names)) for part, t in parts.items()}
     return meta_problem(meta) or parts_problem(meta, shapes, lambda part: f"{SCHEMA}.m_{model_id}_{part}")
 
 
@@ -233,7 +238,7 @@ def load_model(target: Any, name: str, wait: float | None = None):
                     break
                 except ModelChanged:  # a store without locks (Spark): replaced while read
                     continue
-        problem = _problem(model_id, meta, parts)
+        problem = _problem(model_id, meta, None if parts is None else _shapes(parts))
         if problem:
             raise damaged(name, st.place, st.drop_command(name), problem)
         model, problem = _built(kind, meta, parts)
@@ -256,20 +261,28 @@ def list_models(target: Any, wait: float | None = None) -> list[dict]:
         for attempt in range(READ_ATTEMPTS):
             try:
                 with _reading(st):
-                    listed = [_listed(st, *row, last=attempt == READ_ATTEMPTS - 1) for row in st.entries()]
+                    # every part table's rows and columns at once, where the store can say them
+                    shapes = st.table_shapes() if hasattr(st, "table_shapes") else None
+                    listed = [_listed(st, *row, shapes, last=attempt == READ_ATTEMPTS - 1) for row in st.entries()]
                 break
             except ModelChanged:  # a store without locks (Spark): replaced while read
                 continue
     return listed
 
 
-def _listed(st: Storage, name: str, model_id: str, kind: str, created: Any, meta_text: Any, last: bool) -> dict:
-    """One model's entry of :func:`list_models`."""
+def _listed(st: Storage, name: str, model_id: str, kind: str, created: Any, meta_text: Any,
+            tables: dict | None, last: bool) -> dict:
+    """One model's entry of :func:`list_models` (``tables``: the store's table -> (rows,
+    columns), or None: the parts are read)."""
     meta, problem = parsed_meta(meta_text)
     meta = meta or {}
     if problem is None and kind in _KINDS and readable_format(meta):  # else its layout is not this sqlnb's
-        parts = _read_parts(st, model_id, last)
-        problem = _problem(model_id, meta, parts)
+        prefix = f"m_{model_id}_"
+        if PARTS in meta and tables is not None:  # the recorded shapes, without reading rows
+            problem = _problem(model_id, meta, {t[len(prefix):]: v for t, v in tables.items() if t.startswith(prefix)})
+        else:
+            parts = _read_parts(st, model_id, last)
+            problem = _problem(model_id, meta, None if parts is None else _shapes(parts))
         if problem is None and PARTS not in meta:  # saved before sqlnb recorded its parts: rebuilt
             try:
                 problem = _built(kind, meta, parts)[1]

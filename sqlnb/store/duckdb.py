@@ -83,6 +83,24 @@ class DuckDBStorage:
         return {t[len(prefix):]: self.con.sql(sql.render(exp.select(exp.Star()).from_(sql.table(t, SCHEMA))))
                 .to_arrow_table() for t in self._part_names(model_id)}
 
+    def table_shapes(self) -> dict[str, tuple[int, list[str]]]:
+        """Table -> (rows, columns) of every part table in the schema, without reading
+        their rows (a listing's check, :func:`sqlnb.store.list_models`): two queries."""
+        q = (exp.select(sql.col("table_name"), sql.col("column_name"))
+             .from_(exp.to_table("information_schema.columns"))
+             .where(exp.and_(sql.col("table_schema").eq(exp.Placeholder()),
+                             exp.func("starts_with", sql.col("table_name"), exp.Placeholder())))
+             .order_by(sql.col("table_name"), sql.col("ordinal_position")))
+        columns: dict[str, list[str]] = {}
+        for table, column in self._run(q, [SCHEMA, "m_"]):
+            columns.setdefault(table, []).append(column)
+        if not columns:
+            return {}
+        counts = [exp.select(exp.alias_(exp.Literal.string(t), "t"), exp.alias_(exp.Count(this=exp.Star()), "n"))
+                  .from_(sql.table(t, SCHEMA)) for t in columns]
+        rows = dict(self._run(counts[0] if len(counts) == 1 else exp.union(*counts, distinct=False)))
+        return {t: (rows[t], cols) for t, cols in columns.items()}
+
     def _create_part(self, model_id: str, part: str, data: Any, casts: dict) -> None:
         view = f"sqlnb_part_{uuid.uuid4().hex}"
         self.con.register(view, data)
