@@ -215,6 +215,21 @@ def test_a_catalog_of_another_program_is_one_error_line(tmp_path, data):
 
 # -- PostgreSQL --------------------------------------------------------------------------------
 
+def _refused_listed_dropped(engine, reasons: dict, place: str, cli: str) -> None:
+    """Each model of ``reasons`` (name -> what is damaged) in ``engine``'s store is refused
+    in one line naming ``place`` and the drop command (``cli`` and its options), is listed
+    as damaged beside ``good``, and is dropped."""
+    for name, reason in reasons.items():
+        with pytest.raises(SqlnbError) as raised:
+            sqlnb.load(engine, name)
+        assert str(raised.value) == (f"model {name!r} in {place} is damaged: {reason}; remove it with "
+                                     f"`{cli} drop --model {name}` (sqlnb.drop in Python), then fit it and save it again")
+    assert {m["name"]: m["status"] for m in sqlnb.list_models(engine)} == {
+        "good": "ok", **{n: f"damaged: {r}" for n, r in reasons.items()}}
+    for name in reasons:
+        sqlnb.drop(engine, name)
+
+
 @pytest.fixture(scope="module")
 def postgres(data):
     with postgres_engine({"train": pq.read_table(data)}) as engine:
@@ -236,19 +251,9 @@ def test_postgres_damaged_models_are_one_line_listed_and_dropped(postgres, model
                    "no_classes": f"its part table sqlnb.m_{ids['no_classes']}_classes holds 0 rows, not the 3 "
                                  "it was saved with",
                    "no_moments": f"its part table sqlnb.m_{ids['no_moments']}_moments is missing"}
-        for name, reason in reasons.items():
-            with pytest.raises(SqlnbError) as raised:
-                sqlnb.load(postgres, name)
-            assert str(raised.value) == (
-                f"model {name!r} in this PostgreSQL database is damaged: {reason}; remove it with "
-                f"`sqlnb --engine postgres --dsn DSN drop --model {name}` (sqlnb.drop in Python), "
-                "then fit it and save it again")
         assert_error(run_process("--engine", "postgres", "--dsn", postgres.dsn, "show", "--model", "no_moments"),
                      "model 'no_moments' in this PostgreSQL database is damaged", reasons["no_moments"])
-        assert {m["name"]: m["status"] for m in sqlnb.list_models(postgres)} == {
-            "good": "ok", **{n: f"damaged: {r}" for n, r in reasons.items()}}
-        for name in reasons:
-            sqlnb.drop(postgres, name)
+        _refused_listed_dropped(postgres, reasons, "this PostgreSQL database", "sqlnb --engine postgres --dsn DSN")
         left = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
                                           "WHERE table_schema = 'sqlnb'").fetchall()]
         assert not [t for t in left if any(ids[n] in t for n in reasons)]
@@ -278,17 +283,8 @@ def test_spark_warehouse_damaged_models_are_one_line_listed_and_dropped(tmp_path
         shutil.rmtree(part)
     reasons = {"no_moments": f"its part table sqlnb.m_{ids['no_moments']}_moments is missing",
                "no_tables": "its part tables are missing"}
-    for name, reason in reasons.items():
-        with pytest.raises(SqlnbError) as raised:
-            sqlnb.load(engine, name)
-        assert str(raised.value) == (
-            f"model {name!r} in the Spark warehouse {warehouse} is damaged: {reason}; remove it with "
-            f"`sqlnb --engine spark --warehouse {warehouse} drop --model {name}` (sqlnb.drop in Python), "
-            "then fit it and save it again")
-    assert {m["name"]: m["status"] for m in sqlnb.list_models(engine)} == {
-        "good": "ok", **{n: f"damaged: {r}" for n, r in reasons.items()}}
-    for name in reasons:
-        sqlnb.drop(engine, name)
+    _refused_listed_dropped(engine, reasons, f"the Spark warehouse {warehouse}",
+                            f"sqlnb --engine spark --warehouse {warehouse}")
     assert [m["name"] for m in sqlnb.list_models(engine)] == ["good"]
     assert not [p for p in root.iterdir() if any(i in p.name for i in ids.values())]
 
