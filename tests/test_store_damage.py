@@ -43,6 +43,8 @@ DAMAGES = {
                   "its metadata (column meta of the catalog) is NULL"),
     "meta_without_features": ("UPDATE sqlnb.models SET meta = json_remove(meta::JSON, '$.features')::VARCHAR "
                               "WHERE name = 'bad'", "its metadata has no 'features'"),
+    "kind_null": ("UPDATE sqlnb.models SET kind = NULL WHERE name = 'bad'",
+                  "its kind (column kind of the catalog) is NULL"),
     "classes_rows_deleted": ("DELETE FROM sqlnb.m_{id}_classes",
                              "its part table sqlnb.m_{id}_classes holds 0 rows, not the 3 it was saved with"),
     "moments_dropped": ("DROP TABLE sqlnb.m_{id}_moments", "its part table sqlnb.m_{id}_moments is missing"),

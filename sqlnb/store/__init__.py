@@ -227,7 +227,7 @@ def load_model(target: Any, name: str, wait: float | None = None):
                 if row is None:
                     raise _not_found(name, st)
                 model_id, kind, meta_text = row
-                meta, problem = parsed_meta(meta_text)
+                meta, problem = parsed_meta(kind, meta_text)
                 if problem:
                     raise damaged(name, st.place, st.drop_command(name), problem)
                 check_format(name, meta)
@@ -274,7 +274,7 @@ def _listed(st: Storage, name: str, model_id: str, kind: str, created: Any, meta
             tables: dict | None, last: bool) -> dict:
     """One model's entry of :func:`list_models` (``tables``: the store's table -> (rows,
     columns), or None: the parts are read)."""
-    meta, problem = parsed_meta(meta_text)
+    meta, problem = parsed_meta(kind, meta_text)
     meta = meta or {}
     if problem is None and kind in _KINDS and readable_format(meta):  # else its layout is not this sqlnb's
         prefix = f"m_{model_id}_"

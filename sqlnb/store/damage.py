@@ -8,7 +8,7 @@ an ``IndexError``), nor load and then blame the data it was fitted on. This modu
 what every model has, in one place, before a kind reads it (:func:`sqlnb.store.load_model`,
 and :func:`sqlnb.store.list_models`, which marks a damaged model instead of failing):
 
-* :func:`parsed_meta`: the metadata is a JSON object;
+* :func:`parsed_meta`: the catalog row names a kind, and its metadata is a JSON object;
 * :func:`meta_problem`: it holds what every kind writes (:data:`STORED_META`);
 * :func:`parts_problem`: each part the save recorded (the metadata's ``parts``, written by
   :func:`inventory`: rows and columns of each part table) is there, with those rows and
@@ -64,8 +64,10 @@ def inventory(parts: dict[str, tuple[Any, dict]]) -> dict[str, dict]:
             for part, (table, _) in sorted(parts.items())}
 
 
-def parsed_meta(text: Any) -> tuple[dict | None, str | None]:
-    """``(meta, None)`` from a catalog row's ``meta`` text, or ``(None, problem)``."""
+def parsed_meta(kind: Any, text: Any) -> tuple[dict | None, str | None]:
+    """``(meta, None)`` from a catalog row's ``kind`` and ``meta`` text, or ``(None, problem)``."""
+    if kind is None:
+        return None, "its kind (column kind of the catalog) is NULL"
     if text is None:
         return None, "its metadata (column meta of the catalog) is NULL"
     try:
