@@ -231,9 +231,17 @@ def show_text(d: dict, provenance: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _blank(value: Any) -> Any:
+    """A listing's cell: a value unknown (a damaged model's) as blank."""
+    return "" if value is None else value
+
+
 def models_text(models: list[dict]) -> str:
-    """The ``sqlnb models`` listing."""
-    return format_table(["name", "kind", "label", "features", "rows", "created"],
-                        [[m["name"], m["kind"], m.get("label", ""), m.get("features", ""),
-                          fmt_count(m.get("rows")), m.get("created", "")] for m in models],
-                        align="lllrrl")
+    """The ``sqlnb models`` listing; with a damaged model among them, a ``status`` column
+    (``ok`` or ``damaged: <what>``, :func:`sqlnb.store.list_models`)."""
+    status = any(m.get("status", "ok") != "ok" for m in models)
+    return format_table(["name", "kind", "label", "features", "rows", "created"] + ["status"] * status,
+                        [[m["name"], m["kind"], _blank(m.get("label")), _blank(m.get("features")),
+                          fmt_count(m.get("rows")), m.get("created", "")] + [m.get("status", "ok")] * status
+                         for m in models],
+                        align="lllrrl" + "l" * status)
