@@ -277,7 +277,9 @@ def test_the_readme_python_quickstart_runs_where_a_class_never_shows_a_value(tmp
     its smoothing must hold a zero count (``estimator="map"`` with α < 1 has no mode there
     and is refused). Here the demo's training rows without the gold customers on the basic plan."""
     work, env = db.prepare(tmp_path)
-    [block] = [b for b in BLOCKS if b.path.name == "README.md" and b.file == "quickstart.py"]
+    blocks = [b for b in BLOCKS if b.path.name == "README.md" and b.file == "quickstart.py"]
+    assert len(blocks) == 1, "README.md has no <!-- doc-test: file quickstart.py --> block to run"
+    [block] = blocks
     (work / "quickstart.py").write_text("\n".join(block.body) + "\n", encoding="utf-8")
 
     def sh(command: str) -> subprocess.CompletedProcess:
