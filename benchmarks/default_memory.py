@@ -1,4 +1,4 @@
-"""Peak memory of ``sqlnb score`` and ``sqlnb evaluate`` under the defaults (issue 27, point 3).
+"""Peak memory of ``sqlnb score`` and ``sqlnb evaluate`` under the defaults.
 
 Writes N rows x 20 DOUBLE + a label of K classes to one Parquet file with pyarrow's
 default row groups (1,048,576 rows), fits a Gaussian model on it, then runs ``sqlnb

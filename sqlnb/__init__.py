@@ -10,7 +10,7 @@ from sqlnb.errors import SqlnbError
 
 # The public names below are imported on first use (PEP 562), so that ``import sqlnb`` -- which
 # ``sqlnb --version`` does -- costs nothing until the library is used: DuckDB, pyarrow,
-# numpy and sqlglot are most of a cold start (issue 17).
+# numpy and sqlglot are most of a cold start.
 _LAZY = {
     "Files": "sqlnb.source", "Query": "sqlnb.source", "Table": "sqlnb.source",
     **{name: "sqlnb.api" for name in ("MODELS", "connect", "drop", "fit", "fit_lda", "fit_logistic", "fit_long",

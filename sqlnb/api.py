@@ -198,7 +198,7 @@ def _note_variance_floor(feats, stats, var_smoothing: float, listed: bool) -> No
     variance lifts the variance floor above other columns' own variances
     (:func:`~sqlnb.models.naive_bayes.families.gaussian.floor_lifter`): scikit-learn's
     model, so it is kept, but those columns barely count, which an ID read as a number
-    causes (issue 27)."""
+    causes."""
     found = floor_lifter(feats, stats.features, var_smoothing)
     if found is None:
         return

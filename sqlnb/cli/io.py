@@ -202,8 +202,8 @@ def _bound_ordered_write(settings: Settings, con: duckdb.DuckDBPyConnection, row
 
     The ordered COPY collects each input batch (a Parquet row group) whole before it can
     write it, in every thread: with pyarrow's 1,048,576-row row groups two threads need
-    more than the 1 GB limit, and the write failed with DuckDB's out-of-memory error
-    (issue 27); one thread writes them in ~0.3 GB.
+    more than the 1 GB limit, and the write failed with DuckDB's out-of-memory error;
+    one thread writes them in ~0.3 GB.
     """
     if settings.memory_limit is not None:
         return

@@ -177,7 +177,7 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
             source = data_source(con, spec, types=m.read_types())
             settings.summary(doing.format(source.description))
             # With the curves, the rows are scored once into a temporary table that both
-            # statements read (a big model's SELECT planned and run once: issue 27).
+            # statements read (a big model's SELECT planned and run once).
             with scored_once(m, source, con, label) if curves else nullcontext() as scored:
                 try:
                     ev = evaluate_model(m, source, con, label, labels, scored=scored)

@@ -2,9 +2,9 @@
 
 A table's columns are not all features. A customer ID read as a Gaussian feature gives
 every class a density so wide that the classifier falls back on the majority class (on
-the real-data case of issue 14: accuracy 0.715 with the ID, 0.875 without); a sample ID
+one real data set: accuracy 0.715 with the ID, 0.875 without); a sample ID
 with a few repeats sets the Gaussian variance floor and flattens every other column
-(issue 27: accuracy 0.8147 with it, 0.9698 without). When the user has not listed the
+(accuracy 0.8147 with it, 0.9698 without). When the user has not listed the
 features, :func:`screen` leaves out, with one line each, two sorts of column, and no
 other: identifiers, and columns whose removal changes no probability.
 
@@ -42,8 +42,7 @@ query takes ``COUNT(*)`` and ``COUNT``, ``MIN`` and ``MAX`` of every column that
 identifier; a column no rule can call one (a BOOLEAN, a float not named like an ID) could
 only be a constant, so its ``COUNT``, ``MIN`` and ``MAX`` are read by a second query only
 when the first rows were the whole source (a large file of measurements reads none of its
-columns here, and count features stored as DOUBLE, which are never left out, nothing at all:
-issue 32). A column is constant when its minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
+columns here, and count features stored as DOUBLE, which are never left out, nothing at all). A column is constant when its minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
 long shape, :func:`sqlnb.sql.long_select`, beside that query). ``COUNT(DISTINCT ...)`` is
 needed only for the columns that could still be an identifier: text columns, integer
 columns whose range ``max − min + 1`` holds enough different values (a 0/1 column of
@@ -79,7 +78,7 @@ MIN_ROWS = 20
 #: A text column with more distinct values than this share of its non-NULL rows is left out.
 MAX_DISTINCT_SHARE = 0.5
 #: An integer column with distinct values in at least this share of its non-NULL rows is an
-#: identifier (issue 27: 441 distinct sample IDs in 467 rows, 94%) ...
+#: identifier (441 distinct sample IDs in 467 rows, 94%) ...
 NEAR_UNIQUE = 0.9
 #: ... when it has at least this many non-NULL rows (in fewer, an integer measurement of a
 #: wide range, a count of cells, is near-unique by chance).
@@ -244,7 +243,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     free = set(columns if constant_free is None else constant_free)
     # A column that no rule can call an identifier is left out only as a constant, and only
     # when the first rows are the whole source: its values are read once that is known, so
-    # that a large source of such columns reads none of them here (issue 32).
+    # that a large source of such columns reads none of them here.
     only_constant = {c for c in columns if _only_constant(c, source.columns[c])}
     if all(c in only_constant and c not in free for c in columns):
         return []  # e.g. count features stored as DOUBLE: nothing here could be left out, nothing read

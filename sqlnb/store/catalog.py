@@ -90,7 +90,7 @@ def _column_bytes(column: Any) -> bytes:
     """A column's values as bytes for :func:`fingerprint` (its type is hashed beside)."""
     t = column.type
     if (pa.types.is_floating(t) or pa.types.is_integer(t)) and column.null_count == 0:
-        values = arrow.numbers(column)  # not to_numpy(), which imports pandas (issue 32)
+        values = arrow.numbers(column)  # not to_numpy(), which imports pandas
         return values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
     return json.dumps(column.to_pylist(), default=str).encode()
 

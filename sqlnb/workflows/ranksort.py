@@ -142,7 +142,7 @@ def _ties(neg: np.ndarray, v: np.ndarray, lt: np.ndarray) -> int:
     """``Σ (le − lt)``: how many rows of ``neg`` equal each of ``v`` (``lt`` its left
     insertion points in ``neg``, sorted ascending), summed. A value of ``v`` has a tie
     only where ``neg[lt]`` equals it; the right insertion points are searched for those
-    alone (the search for every row was a third of the ranking's time, issue 27: scores
+    alone (the search for every row was a third of the ranking's time; scores
     of distinct rows rarely tie)."""
     if not len(neg):
         return 0
@@ -206,7 +206,7 @@ class Groups:
 
     Grouped in numpy (``bincount`` over one code per key combination): pyarrow's
     ``group_by`` imports pandas (~40 MiB, ~0.25 CPU s, through ``pyarrow.acero``) and
-    cost ~0.5 CPU s per 10M rows, beside DuckDB's threads (issue 27)."""
+    cost ~0.5 CPU s per 10M rows, beside DuckDB's threads."""
 
     def __init__(self, keys: tuple[str, ...]):
         self.keys = keys
