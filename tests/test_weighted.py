@@ -134,6 +134,26 @@ def test_l2_is_chosen_by_cross_validation_on_the_training_rows(data):
                                class_scores(fit(con, l2=model.l2), "test", con, "proba"), rtol=0, atol=1e-12)
 
 
+def test_the_cross_validation_deals_each_patterns_rows_to_stratified_folds():
+    """Patterns.dealt: every row in exactly one fold, each class's rows spread over the folds
+    as evenly as StratifiedKFold spreads them (sizes differ by at most one), a pattern's
+    weight split in proportion to its rows, and the deal fixed by the seed."""
+    from sqlnb.models.naive_bayes.weighted import Patterns
+    rng = np.random.default_rng(0)
+    P = 60
+    y, rows = rng.integers(0, 3, P), rng.integers(1, 9, P).astype(float)
+    patterns = Patterns(y, rng.integers(0, 4, (P, 2)), 0.5 * rows, np.zeros(P, dtype=np.int64), rows)
+    dealt = patterns.dealt(5, seed=1)
+    for c in range(3):
+        sizes = [dealt.rows[(dealt.y == c) & (dealt.fold == f)].sum() for f in range(5)]
+        assert sum(sizes) == rows[y == c].sum() and max(sizes) - min(sizes) <= 1
+    np.testing.assert_allclose(dealt.n, 0.5 * dealt.rows)
+    assert dealt.n.sum() == patterns.n.sum()
+    again = patterns.dealt(5, seed=1)
+    assert all(np.array_equal(getattr(again, a), getattr(dealt, a)) for a in ("y", "codes", "n", "fold"))
+    assert not np.array_equal(patterns.dealt(5, seed=2).fold, dealt.fold)
+
+
 def test_numeric_columns_are_binned_by_mdl_unless_told_otherwise(data):
     con, _, _ = data
     model = sqlnb.fit("train", "y", con=con, model="weighted", features=[*FEATURES, "g"], feature_kinds=KINDS,
