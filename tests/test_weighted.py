@@ -134,6 +134,27 @@ def test_l2_is_chosen_by_cross_validation_on_the_training_rows(data):
                                class_scores(fit(con, l2=model.l2), "test", con, "proba"), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("K", [2, 3])
+def test_the_gradient_and_hessian_are_the_objectives_derivatives(K):
+    """Against central differences of the objective (two classes take the shared-count path)."""
+    from sqlnb.models.naive_bayes.weighted import Objective, Patterns
+    rng = np.random.default_rng(K)
+    shapes, P = [3, 4, 2], 80
+    tables = [np.log(rng.dirichlet(np.ones(V), size=K)) for V in shapes]
+    codes = np.stack([rng.integers(0, V + 1, P) for V in shapes], axis=1)  # V: missing
+    patterns = Patterns(rng.integers(0, K, P), codes, rng.integers(1, 4, P).astype(float), np.zeros(P, dtype=int))
+    obj = Objective(np.log(rng.dirichlet(np.ones(K))), tables, patterns, 0.01)
+    beta = rng.normal(1, 0.3, obj.size())
+    _, g, probabilities = obj.value_grad(beta)
+    h, eye = 1e-6, np.eye(obj.size())
+    numeric_g = [(obj.value_grad(beta + h * e)[0] - obj.value_grad(beta - h * e)[0]) / (2 * h) for e in eye]
+    numeric_h = [(obj.value_grad(beta + h * e)[1] - obj.value_grad(beta - h * e)[1]) / (2 * h) for e in eye]
+    np.testing.assert_allclose(g, numeric_g, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(obj.hessian(probabilities), np.array(numeric_h), rtol=0, atol=1e-8)
+    v = rng.normal(size=obj.size())
+    np.testing.assert_allclose(obj.hess_vec(probabilities, v), obj.hessian(probabilities) @ v, rtol=0, atol=1e-12)
+
+
 def test_the_cross_validation_deals_each_patterns_rows_to_stratified_folds():
     """Patterns.dealt: every row in exactly one fold, each class's rows spread over the folds
     as evenly as StratifiedKFold spreads them (sizes differ by at most one), a pattern's

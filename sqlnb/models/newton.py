@@ -47,13 +47,15 @@ def _cg(matvec, b: np.ndarray, tol: float, max_iter: int) -> np.ndarray:
 
 def newton(obj: Any, beta0: np.ndarray,
            failure: str = "logistic regression did not converge in {steps} Newton steps; "
-                          "try standardize=True or a smaller C") -> tuple[np.ndarray, int]:
+                          "try standardize=True or a smaller C", tol: float = STEP_TOL) -> tuple[np.ndarray, int]:
     """Minimise ``obj`` from ``beta0``; returns the optimum and the iteration count.
 
     ``obj`` gives ``size()``, ``value_grad(beta) -> (f, g, state)`` and
     ``hess_vec(state, v)``, and ``hessian(state)`` if the Newton system may be factorised
     densely (up to :data:`DENSE_LIMIT` parameters; without it every step is solved by
-    conjugate gradients). ``failure`` is the error raised after :data:`MAX_ITER` steps."""
+    conjugate gradients). ``failure`` is the error raised after :data:`MAX_ITER` steps; ``tol``
+    the relative step size at which it stops (a looser one serves a cross-validation that
+    only ranks penalties)."""
     beta = beta0.copy()
     f, g, state = obj.value_grad(beta)
     dense = obj.size() <= DENSE_LIMIT and hasattr(obj, "hessian")
@@ -84,6 +86,6 @@ def newton(obj: Any, beta0: np.ndarray,
         # C): rounding noise in g, ~ε·C·n, then moves β there without changing any score.
         quiet = quiet + 1 if -slope <= 1e-14 * max(1.0, abs(f)) else 0
         f, g, state = f_new, g_new, state_new
-        if np.max(np.abs(t * step)) <= STEP_TOL * max(1.0, np.max(np.abs(beta))) or quiet >= 2:
+        if np.max(np.abs(t * step)) <= tol * max(1.0, np.max(np.abs(beta))) or quiet >= 2:
             return beta, it
     raise SqlnbError(failure.format(steps=MAX_ITER))
