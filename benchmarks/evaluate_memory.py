@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 from sqlglot import exp
 
@@ -60,10 +61,19 @@ def write(glob: str, classes: int, writer: str, path: str) -> None:
     if writer == "duckdb":
         con.execute(generate.copy_query(query, Path(path), row_group_size=CHUNK))
         return
-    out = None
-    for batch in con.sql(query.sql("duckdb")).to_arrow_reader(CHUNK):  # batches of CHUNK rows
-        out = out or pq.ParquetWriter(path, batch.schema)
-        out.write_batch(batch, row_group_size=CHUNK)
+    reader = con.sql(query.sql("duckdb")).to_arrow_reader(CHUNK)  # in DuckDB's row groups (122,880)
+    out = pq.ParquetWriter(path, reader.schema)
+    pending: list = []
+    for batch in reader:
+        pending.append(batch)
+        held = sum(len(b) for b in pending)
+        if held >= CHUNK:  # whole row groups out, the rest held back
+            table = pa.Table.from_batches(pending).combine_chunks()
+            whole = held - held % CHUNK
+            out.write_table(table.slice(0, whole), row_group_size=CHUNK)
+            pending = table.slice(whole).to_batches()
+    if pending:
+        out.write_table(pa.Table.from_batches(pending).combine_chunks(), row_group_size=CHUNK)
     out.close()
 
 
