@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -86,6 +87,22 @@ def figures(stdout: str) -> dict | None:
     return got
 
 
+def agreement(a, b) -> str:
+    """``identical``, ``within 1e-12`` (every number; the sums over DuckDB's batches may
+    differ in the last bits when its threads differ) or ``NO``."""
+    def close(x, y) -> bool:
+        if isinstance(x, dict) and isinstance(y, dict):
+            return x.keys() == y.keys() and all(close(x[k], y[k]) for k in x)
+        if isinstance(x, list) and isinstance(y, list):
+            return len(x) == len(y) and all(close(u, v) for u, v in zip(x, y))
+        if isinstance(x, float) and isinstance(y, float):
+            return math.isclose(x, y, rel_tol=1e-12)
+        return x == y
+    if a is None or b is None:
+        return "NO"
+    return "identical" if a == b else "within 1e-12" if close(a, b) else "NO"
+
+
 def near_one(ev: dict | None) -> str:
     """The share of the rows whose top-class probability is in the last reliability bin."""
     if not ev:
@@ -136,7 +153,7 @@ def main(argv=None) -> int:
                 for name, r in runs.items():
                     same = "–"
                     if name == "evaluate":
-                        same = "yes" if default is not None and default == big else "NO"
+                        same = agreement(default, big)
                     rows_out.append({**r, "writer": w, "classes": k, "command": name, "same": same,
                                      "ratio": r["rss"] / runs["score"]["rss"], "near": near_one(big)})
     finally:
