@@ -64,6 +64,11 @@ def timed(args: list[str]) -> dict:
             "stdout": done.stdout}
 
 
+def exit_cell(run: dict, width: int = 60) -> str:
+    """A table cell of a :func:`timed` run's exit code, with the start of its error if it failed."""
+    return str(run["rc"]) + (f" ({run['error'][:width]})" if run["rc"] else "")
+
+
 def in_order(scored: str, source: str) -> bool:
     """Whether ``scored`` holds ``source``'s rows in the same order (x0 and x19 compared
     row by row, by each file's own row numbers)."""
@@ -118,8 +123,7 @@ def main(argv=None) -> int:
     print("|---|---:|---:|---:|---:|---:|---|---|")
     for r in rows_out:
         order = {True: "yes", False: "NO"}.get(r.get("order"), "–")
-        exit_ = str(r["rc"]) + (f" ({r['error'][:60]})" if r["rc"] else "")
-        print(f"| {r['command']} | {r['classes']} | {exit_} | {r['rss']:.0f} | {r['wall']:.1f} | {r['user']:.1f} | "
+        print(f"| {r['command']} | {r['classes']} | {exit_cell(r)} | {r['rss']:.0f} | {r['wall']:.1f} | {r['user']:.1f} | "
               f"{order} | {r['load']} |")
     return 0
 

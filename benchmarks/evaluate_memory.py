@@ -38,7 +38,7 @@ from sqlglot import exp
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
-from default_memory import CHUNK, SQLNB, load, timed  # noqa: E402
+from default_memory import CHUNK, SQLNB, exit_cell, load, timed  # noqa: E402
 from run import machine  # noqa: E402
 
 WRITERS = ("duckdb", "pyarrow")
@@ -168,8 +168,7 @@ def main(argv=None) -> int:
           "| figures = 3GB run | load 1/5/15 min, before -> after |")
     print("|---|---:|---|---|---|---:|---:|---:|---:|---|---|")
     for r in rows_out:
-        exit_ = str(r["rc"]) + (f" ({r['error'][:70]})" if r["rc"] else "")
-        print(f"| {r['writer']} | {r['classes']} | {r['near']} | {r['command']} | {exit_} | {r['rss']:.0f} | "
+        print(f"| {r['writer']} | {r['classes']} | {r['near']} | {r['command']} | {exit_cell(r, 70)} | {r['rss']:.0f} | "
               f"{r['ratio']:.2f} | {r['wall']:.1f} | {r['user']:.1f} | {r['same']} | {r['load']} |")
     return 0
 
