@@ -205,8 +205,8 @@ def bound_evaluate_again(settings: Settings, con: duckdb.DuckDBPyConnection) -> 
     puts each column of a row group in one page: with 1,048,576-row row groups a DOUBLE
     column's page is 8 MB, and 20 such columns took DuckDB ~0.8 GB on one thread and ~2.4
     GB on two, out of the 1 GB limit whatever the number of classes
-    (benchmarks/evaluate_memory.py). One thread reads them in ~0.8 GB; rows too wide for
-    the small limit need less than that.
+    (benchmarks/evaluate_memory.py). One thread reads them in ~0.8 GB, and holds the
+    least of rows too wide for the small limit as well.
     """
     bound_memory(settings, con)
     if settings.threads is None:
