@@ -16,7 +16,7 @@ import sqlglot
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
 from sqlnb.cli.decide import override_options, use_rule
-from sqlnb.cli.io import bound_evaluate, bound_memory, dump_json, load, write_out, write_text_file
+from sqlnb.cli.io import bound_evaluate, bound_evaluate_again, bound_memory, dump_json, load, write_out, write_text_file
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
                                no_proba_option, out_option, outputs_option, replace_option, score_outputs,
@@ -184,9 +184,13 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
                 except duckdb.OutOfMemoryException:
                     if not small:
                         raise
-                    # Rows too wide for the small limit (a batch DuckDB cannot split): the same
-                    # statement, so the same figures, under the 1 GB one.
-                    bound_memory(settings, con)
+                    ev = None
+                if ev is None:
+                    # Parquet pages or rows too large for the small limit (what DuckDB's reader
+                    # holds per thread): the same statement, so the same figures, under the 1 GB
+                    # limit on one thread (run outside the except block, whose traceback would
+                    # keep the first run's reader alive).
+                    bound_evaluate_again(settings, con)
                     ev = evaluate_model(m, source, con, label, labels)
                 # Named once the figures are computed, before any is printed: rows evaluate
                 # refuses (no label column, ...) get their one Error line only.

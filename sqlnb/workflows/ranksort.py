@@ -40,6 +40,7 @@ import tempfile
 
 import numpy as np
 
+from sqlnb.engines.duckdb import stream_errors
 from sqlnb.store import arrow
 
 #: Positives per binary-search step (bounds the int64 temporaries to a few MB each).
@@ -175,7 +176,8 @@ def read_stream(reader, K: int, directory: str | None = None) -> tuple:
 
     cells, bins = Groups(CELL_KEYS), Groups(("bin",))
     first = f"s{streamed_classes(K)[0]}"
-    with RankSums(K, directory) as sums:
+    # Out of memory past the first batch comes as pyarrow's OSError: raised as before it.
+    with RankSums(K, directory) as sums, stream_errors():
         for batch in reader:
             terms = _terms(batch)
             cells.add(batch, terms)
