@@ -58,6 +58,7 @@ by naming it (``keep``, ``--keep-columns``) or by listing the features explicitl
 from __future__ import annotations
 
 import re
+import shlex
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -249,8 +250,13 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     only_constant = {c for c in columns if _only_constant(c, source.columns[c])}
     if all(c in only_constant and c not in free for c in columns):
         return []  # e.g. count features stored as DOUBLE: nothing here could be left out, nothing read
+    # Text columns of CSV files that may be numbers but for one marker (``?``): DuckDB only.
+    markers = {c: None for c in columns if c in source.guessed and is_text_type(source.columns[c])
+               and engine.dialect == "duckdb"}
     with first_rows(engine):  # DuckDB: without late materialization (DuckDBEngine.first_rows)
-        n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
+        n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows,
+                                     markers)
+        _note_markers(markers, present, n, n < sample_rows)
         whole = n < sample_rows
         later = [c for c in columns if c in only_constant and c in free] if whole else []
         if n < MIN_ROWS:
@@ -336,10 +342,15 @@ def _only_constant(name: str, t: str) -> bool:
     return t.upper() in ("BOOLEAN", "BOOL") or (is_float(t) and not id_like_name(name))
 
 
-def _min_max(engine: Any, source: Source, columns: Sequence[str], sample_rows: int) -> tuple[int, dict, dict]:
+def _min_max(engine: Any, source: Source, columns: Sequence[str], sample_rows: int,
+             markers: dict | None = None) -> tuple[int, dict, dict]:
     """``(rows, {column: non-NULL count}, {column: (MIN, MAX)})`` over the first
     ``sample_rows`` rows: one query for ``COUNT(*)`` and the narrow columns, and, in
-    DuckDB from :data:`LONG_MIN` columns, one in the long shape (:func:`_screen_long`)."""
+    DuckDB from :data:`LONG_MIN` columns, one in the long shape (:func:`_screen_long`).
+
+    ``markers`` (text columns among ``columns``, DuckDB) is filled, in the same query,
+    with each column's ``(rows, MIN, MAX)`` of its values that are not numbers
+    (``TRY_CAST(x AS DOUBLE)`` NULL): :func:`_note_markers`."""
     long = _long_columns(engine, source, columns)
     narrow = [c for c in columns if c not in set(long)]
     aggregates: list[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True)]
@@ -350,9 +361,23 @@ def _min_max(engine: Any, source: Source, columns: Sequence[str], sample_rows: i
         aggregates += [exp.alias_(exp.Count(this=x), f"c{j}", quoted=True),
                        exp.alias_(exp.Min(this=v.copy()), f"lo{j}", quoted=True),
                        exp.alias_(exp.Max(this=v.copy()), f"hi{j}", quoted=True)]
+    marked = [c for c in narrow if markers is not None and c in markers]
+    for j, c in enumerate(marked):
+        x = sql.col(c, "s")
+        word = exp.and_(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())),
+                        exp.Is(this=exp.TryCast(this=x.copy(), to=exp.DataType.build("DOUBLE")), expression=exp.Null()))
+        aggregates += [exp.alias_(exp.Sum(this=exp.Case(ifs=[exp.If(this=word.copy(), true=exp.Literal.number(1))],
+                                                          default=exp.Literal.number(0))), f"m{j}", quoted=True),
+                       exp.alias_(exp.Min(this=exp.Case(ifs=[exp.If(this=word.copy(), true=x.copy())])), f"mlo{j}",
+                                  quoted=True),
+                       exp.alias_(exp.Max(this=exp.Case(ifs=[exp.If(this=word, true=x.copy())])), f"mhi{j}",
+                                  quoted=True)]
     row = engine.execute(exp.select(*aggregates).from_(_sample(source, narrow, sample_rows), copy=False))[0]
     present = {c: int(row[1 + 3 * j]) for j, c in enumerate(narrow)}
     lo_hi = {c: (row[2 + 3 * j], row[3 + 3 * j]) for j, c in enumerate(narrow)}
+    at = 1 + 3 * len(narrow)
+    for j, c in enumerate(marked):
+        markers[c] = (int(row[at + 3 * j] or 0), row[at + 3 * j + 1], row[at + 3 * j + 2])
     if long:
         _screen_long(engine, source, long, sample_rows, present, lo_hi)
     return int(row[0]), present, lo_hi
@@ -387,6 +412,23 @@ def _screen_long(engine: Any, source: Source, columns: Sequence[str], sample_row
         if not is_float(source.columns[c]):  # integers and booleans: as the one-pass query gives them
             lo, hi = (None if lo is None else int(lo)), (None if hi is None else int(hi))
         present[c], lo_hi[c] = int(count), (lo, hi)
+
+
+def _note_markers(markers: Mapping[str, tuple | None], present: Mapping[str, int], n: int, whole: bool) -> None:
+    """Say (a :class:`~sqlnb.errors.ScreeningWarning`) which value made a column of CSV
+    numbers text: one value that is no number (``?``, the UCI files' mark of a missing
+    value; ``NA``) beside numbers in the first rows, counted by :func:`_min_max`."""
+    for c, got in markers.items():
+        if got is None:
+            continue
+        rows, lo, hi = got
+        if not rows or lo != hi or present.get(c, 0) <= rows:
+            continue  # all numbers, several words (categories), or no number at all
+        of = f"{n:,}" if whole else f"the first {n:,}"
+        warnings.warn(f"note: column {c!r} is read as text because of the value {lo!r} in {rows:,} "
+                      f"row{'s' * (rows > 1)} (of {of}); if it marks missing values, pass --null-string "
+                      f"{shlex.quote(lo)} (Files(path, options={{'nullstr': ['', {lo!r}]}}) in Python)",
+                      ScreeningWarning, stacklevel=5)
 
 
 def _sample(source: Source, columns: Sequence[str], sample_rows: int) -> exp.Subquery:
