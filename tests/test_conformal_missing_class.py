@@ -22,7 +22,7 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.conformal import conformal
 from support.cli import assert_error, invoke
-from test_conformal_engines import same, table
+from test_conformal_engines import postgres_gives_duckdbs_sets_and_stores_them, same, table
 from test_engines import _sqlite_table, sqlite_connection
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -139,19 +139,7 @@ def test_sqlite_gives_duckdbs_sets_for_every_choice(choices):
 
 @pytest.mark.postgres
 def test_postgres_gives_duckdbs_sets_for_every_choice_and_stores_it(choices):
-    import psycopg
-    from support.engines import postgres_engine
-    t = table(300, 2)
-    with postgres_engine({"t": t}) as pg:
-        for name, model in choices.items():
-            with psycopg.connect(pg.dsn) as c, c.cursor() as cur:
-                cur.execute(model.to_sql(dialect="postgres", source="t"))
-                names = [d.name for d in cur.description]
-                rows = cur.fetchall()
-            same({n: [r[i] for r in rows] for i, n in enumerate(names)}, model, t, f"postgres {name}")
-            model.save(pg, name)
-            assert sqlnb.load(pg, name).conformal == model.conformal, name
-            same(sqlnb.load(pg, name).score("t", pg, keep=["id"]).to_pydict(), model, t, f"postgres engine {name}")
+    postgres_gives_duckdbs_sets_and_stores_them(choices)
 
 
 @pytest.mark.spark
