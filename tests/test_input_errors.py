@@ -90,3 +90,17 @@ def test_a_marker_that_makes_numbers_text_is_named_with_the_fix(tmp_path):
     r = invoke("fit", path, "--label", "y", "--columns", "age=VARCHAR", "--model", f"{tmp_path}/m.duckdb:m",
                "--replace")
     assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_a_word_among_numbers_that_is_a_value_gets_no_note(tmp_path):
+    # The UCI car data: persons 2, 4 or more; doors 2, 3, 4 or 5more. Values, not marks.
+    path = tmp_path / "car.csv"
+    path.write_text("doors,persons,class\n" + "".join(f"{d},{p},{'ab'[i % 2]}\n" for i, (d, p) in enumerate(
+        [("2", "2"), ("3", "4"), ("5more", "more"), ("4", "more"), ("2", "4"), ("3", "2")])))
+    r = invoke("fit", path, "--label", "class", "--model", f"{tmp_path}/m.duckdb:m")
+    assert r.exit_code == 0 and r.stderr == ""
+    path.write_text("age,y\n" + "".join(f"{'N/A' if i == 3 else 20 + i},{'ab'[i % 2]}\n" for i in range(8)))
+    r = invoke("fit", path, "--label", "y", "--model", f"{tmp_path}/m.duckdb:m", "--replace")
+    assert r.exit_code == 0
+    assert r.stderr.startswith("note: column 'age' is read as text because of the value 'N/A' in 1 row (of 8); if "
+                               "it marks missing values, pass --null-string N/A ")

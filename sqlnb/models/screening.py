@@ -95,6 +95,9 @@ ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "identifier"})
 CONSTANT_FREE = frozenset({"gaussian", "categorical", "binned"})
 #: Count families: a constant changes their probabilities, and near-unique counts are no IDs.
 COUNT_FAMILIES = frozenset({"multinomial", "complement", "bernoulli"})
+#: A value that reads like a mark of a missing value: punctuation only (``?``, ``-``,
+#: ``.``) or a usual word for it (``NA``, ``N/A``, ``NULL``, ``None``, ``missing``, ...).
+MISSING_MARKER = re.compile(r"^\s*([^\w\s]+|n/?a|#n/?a|null|none|nil|missing|unknown)\s*$", re.I)
 #: Columns per ``COUNT(DISTINCT ...)`` query (see the module docstring).
 DISTINCT_CHUNK = 64
 
@@ -416,14 +419,16 @@ def _screen_long(engine: Any, source: Source, columns: Sequence[str], sample_row
 
 def _note_markers(markers: Mapping[str, tuple | None], present: Mapping[str, int], n: int, whole: bool) -> None:
     """Say (a :class:`~sqlnb.errors.ScreeningWarning`) which value made a column of CSV
-    numbers text: one value that is no number (``?``, the UCI files' mark of a missing
-    value; ``NA``) beside numbers in the first rows, counted by :func:`_min_max`."""
+    numbers text: one value that is no number beside numbers in the first rows, counted
+    by :func:`_min_max`, that reads like a mark of a missing value (:data:`MISSING_MARKER`:
+    ``?``, the UCI files' one, ``NA``, ``-``, ...). A word that is a value (``more`` beside
+    ``2`` and ``4``: the UCI car data's persons) is no such mark: no note."""
     for c, got in markers.items():
         if got is None:
             continue
         rows, lo, hi = got
-        if not rows or lo != hi or present.get(c, 0) <= rows:
-            continue  # all numbers, several words (categories), or no number at all
+        if not rows or lo != hi or present.get(c, 0) <= rows or not MISSING_MARKER.match(lo):
+            continue  # all numbers, several words (categories), no number at all, or a word of its own
         of = f"{n:,}" if whole else f"the first {n:,}"
         warnings.warn(f"note: column {c!r} is read as text because of the value {lo!r} in {rows:,} "
                       f"row{'s' * (rows > 1)} (of {of}); if it marks missing values, pass --null-string "
