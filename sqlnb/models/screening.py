@@ -253,13 +253,9 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     only_constant = {c for c in columns if _only_constant(c, source.columns[c])}
     if all(c in only_constant and c not in free for c in columns):
         return []  # e.g. count features stored as DOUBLE: nothing here could be left out, nothing read
-    # Text columns of CSV files that may be numbers but for one marker (``?``): DuckDB only.
-    markers = {c: None for c in columns if c in source.guessed and is_text_type(source.columns[c])
-               and engine.dialect == "duckdb"}
     with first_rows(engine):  # DuckDB: without late materialization (DuckDBEngine.first_rows)
-        n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows,
-                                     markers)
-        _note_markers(markers, present, n, n < sample_rows)
+        n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
+        _note_markers(engine, source, present, lo_hi, n, sample_rows)
         whole = n < sample_rows
         later = [c for c in columns if c in only_constant and c in free] if whole else []
         if n < MIN_ROWS:
@@ -345,15 +341,10 @@ def _only_constant(name: str, t: str) -> bool:
     return t.upper() in ("BOOLEAN", "BOOL") or (is_float(t) and not id_like_name(name))
 
 
-def _min_max(engine: Any, source: Source, columns: Sequence[str], sample_rows: int,
-             markers: dict | None = None) -> tuple[int, dict, dict]:
+def _min_max(engine: Any, source: Source, columns: Sequence[str], sample_rows: int) -> tuple[int, dict, dict]:
     """``(rows, {column: non-NULL count}, {column: (MIN, MAX)})`` over the first
     ``sample_rows`` rows: one query for ``COUNT(*)`` and the narrow columns, and, in
-    DuckDB from :data:`LONG_MIN` columns, one in the long shape (:func:`_screen_long`).
-
-    ``markers`` (text columns among ``columns``, DuckDB) is filled, in the same query,
-    with each column's ``(rows, MIN, MAX)`` of its values that are not numbers
-    (``TRY_CAST(x AS DOUBLE)`` NULL): :func:`_note_markers`."""
+    DuckDB from :data:`LONG_MIN` columns, one in the long shape (:func:`_screen_long`)."""
     long = _long_columns(engine, source, columns)
     narrow = [c for c in columns if c not in set(long)]
     aggregates: list[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True)]
@@ -364,23 +355,9 @@ def _min_max(engine: Any, source: Source, columns: Sequence[str], sample_rows: i
         aggregates += [exp.alias_(exp.Count(this=x), f"c{j}", quoted=True),
                        exp.alias_(exp.Min(this=v.copy()), f"lo{j}", quoted=True),
                        exp.alias_(exp.Max(this=v.copy()), f"hi{j}", quoted=True)]
-    marked = [c for c in narrow if markers is not None and c in markers]
-    for j, c in enumerate(marked):
-        x = sql.col(c, "s")
-        word = exp.and_(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())),
-                        exp.Is(this=exp.TryCast(this=x.copy(), to=exp.DataType.build("DOUBLE")), expression=exp.Null()))
-        aggregates += [exp.alias_(exp.Sum(this=exp.Case(ifs=[exp.If(this=word.copy(), true=exp.Literal.number(1))],
-                                                          default=exp.Literal.number(0))), f"m{j}", quoted=True),
-                       exp.alias_(exp.Min(this=exp.Case(ifs=[exp.If(this=word.copy(), true=x.copy())])), f"mlo{j}",
-                                  quoted=True),
-                       exp.alias_(exp.Max(this=exp.Case(ifs=[exp.If(this=word, true=x.copy())])), f"mhi{j}",
-                                  quoted=True)]
     row = engine.execute(exp.select(*aggregates).from_(_sample(source, narrow, sample_rows), copy=False))[0]
     present = {c: int(row[1 + 3 * j]) for j, c in enumerate(narrow)}
     lo_hi = {c: (row[2 + 3 * j], row[3 + 3 * j]) for j, c in enumerate(narrow)}
-    at = 1 + 3 * len(narrow)
-    for j, c in enumerate(marked):
-        markers[c] = (int(row[at + 3 * j] or 0), row[at + 3 * j + 1], row[at + 3 * j + 2])
     if long:
         _screen_long(engine, source, long, sample_rows, present, lo_hi)
     return int(row[0]), present, lo_hi
@@ -417,23 +394,56 @@ def _screen_long(engine: Any, source: Source, columns: Sequence[str], sample_row
         present[c], lo_hi[c] = int(count), (lo, hi)
 
 
-def _note_markers(markers: Mapping[str, tuple | None], present: Mapping[str, int], n: int, whole: bool) -> None:
+def _note_markers(engine: Any, source: Source, present: Mapping[str, int], lo_hi: Mapping[str, tuple], n: int,
+                  sample_rows: int) -> None:
     """Say (a :class:`~sqlnb.errors.ScreeningWarning`) which value made a column of CSV
-    numbers text: one value that is no number beside numbers in the first rows, counted
-    by :func:`_min_max`, that reads like a mark of a missing value (:data:`MISSING_MARKER`:
-    ``?``, the UCI files' one, ``NA``, ``-``, ...). A word that is a value (``more`` beside
-    ``2`` and ``4``: the UCI car data's persons) is no such mark: no note."""
-    for c, got in markers.items():
-        if got is None:
-            continue
-        rows, lo, hi = got
-        if not rows or lo != hi or present.get(c, 0) <= rows or not MISSING_MARKER.match(lo):
-            continue  # all numbers, several words (categories), no number at all, or a word of its own
-        of = f"{n:,}" if whole else f"the first {n:,}"
-        warnings.warn(f"note: column {c!r} is read as text because of the value {lo!r} in {rows:,} "
+    numbers text: one mark of a missing value (:data:`MISSING_MARKER`: ``?``, the UCI
+    files' one, ``NA``, ``-``, ...) among numbers in the first rows. A word that is a value
+    (``more`` beside ``2`` and ``4``: the UCI car data's persons) is no such mark.
+
+    Text sorts a number's digits, signs and point apart from such a mark, so the mark is
+    the column's MIN or MAX (read already, ``lo_hi``) and the other end a number: only
+    such a column (of the text columns DuckDB's sniffer typed, :attr:`Source.guessed`) is
+    counted, by one more query over the same first rows, holding for each the rows of the
+    mark and of numbers (``TRY_CAST(x AS DOUBLE)``); a column of the mark and numbers
+    only is named. A file without such a column costs nothing more."""
+    if engine.dialect != "duckdb":
+        return
+    marks = {}
+    for c, (lo, hi) in lo_hi.items():
+        if c in source.guessed and is_text_type(source.columns[c]) and isinstance(lo, str) and lo != hi:
+            for mark, other in ((lo, hi), (hi, lo)):
+                if MISSING_MARKER.match(mark) and _number(other):
+                    marks[c] = mark
+    if not marks:
+        return
+    aggregates = []
+    for j, (c, mark) in enumerate(marks.items()):
+        x = sql.col(c, "s")
+        aggregates += [exp.alias_(exp.Sum(this=exp.Case(ifs=[exp.If(this=x.eq(exp.Literal.string(mark)),
+                                                                    true=exp.Literal.number(1))],
+                                                          default=exp.Literal.number(0))), f"m{j}", quoted=True),
+                       exp.alias_(exp.Count(this=exp.TryCast(this=x.copy(), to=exp.DataType.build("DOUBLE"))),
+                                  f"x{j}", quoted=True)]
+    row = engine.execute(exp.select(*aggregates).from_(_sample(source, list(marks), sample_rows), copy=False))[0]
+    for j, (c, mark) in enumerate(marks.items()):
+        rows, numbers = int(row[2 * j] or 0), int(row[2 * j + 1] or 0)
+        if not rows or not numbers or rows + numbers != present[c]:
+            continue  # other words too: categories
+        of = f"{n:,}" if n < sample_rows else f"the first {n:,}"
+        warnings.warn(f"note: column {c!r} is read as text because of the value {mark!r} in {rows:,} "
                       f"row{'s' * (rows > 1)} (of {of}); if it marks missing values, pass --null-string "
-                      f"{shlex.quote(lo)} (Files(path, options={{'nullstr': ['', {lo!r}]}}) in Python)",
+                      f"{shlex.quote(mark)} (Files(path, options={{'nullstr': ['', {mark!r}]}}) in Python)",
                       ScreeningWarning, stacklevel=5)
+
+
+def _number(text: str) -> bool:
+    """Whether ``text`` reads as a number (as DuckDB's cast to DOUBLE would)."""
+    try:
+        float(text)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def _sample(source: Source, columns: Sequence[str], sample_rows: int) -> exp.Subquery:
