@@ -55,6 +55,7 @@ def fit(
     screen: bool = True,
     bins: str | Mapping[Any, str] | None = None,
     select_k: int | None = None,
+    floor_note: bool = True,
     **hyperparameters: Any,
 ) -> NaiveBayes:
     """Fit a classifier in the database: naive Bayes (default), LDA, QDA or logistic regression.
@@ -119,6 +120,10 @@ def fit(
         the training scan's statistics (:func:`sqlnb.models.naive_bayes.information.select_k`):
         categorical, binned and bernoulli columns and token-bag terms compete in one
         ranking (ties by name); Gaussian and count columns are kept.
+    floor_note : bool
+        False: no :class:`~sqlnb.errors.VarianceFloorWarning` (the scikit-learn
+        estimators, whose users give no ``--features``, say it their own way:
+        :mod:`sqlnb.estimators.naive_bayes`).
     **hyperparameters
         Fields of :class:`~sqlnb.models.naive_bayes.model.Hyperparameters` (``alpha``,
         ``estimator``, ``class_prior``, ``var_smoothing``, ...; ``structure="tan"``:
@@ -169,7 +174,8 @@ def fit(
     feats = resolve_edges(engine, source, label, feats, cuts)
     stats = collect_statistics(engine, source, label, feats, weight, pairs=tan.needs_pairs(hyper.structure))
     stats.cuts = {name: vc.align(cut_classes, stats.classes) for name, vc in cuts.items()}
-    _note_variance_floor(feats, stats, hyper.var_smoothing, listed=features is not None)
+    if floor_note:
+        _note_variance_floor(feats, stats, hyper.var_smoothing, listed=features is not None)
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     if select_k is not None:
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)

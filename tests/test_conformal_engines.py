@@ -63,6 +63,12 @@ def test_exported_sql_carries_the_sets_and_sqlite_gives_duckdbs(models):
 
 @pytest.mark.postgres
 def test_postgres_gives_duckdbs_sets_and_stores_them(models):
+    postgres_gives_duckdbs_sets_and_stores_them(models)
+
+
+def postgres_gives_duckdbs_sets_and_stores_them(models: dict) -> None:
+    """Each model's exported SQL run on PostgreSQL, then each stored there, loaded and
+    scored there: DuckDB's sets row for row (also tests/test_conformal_missing_class.py)."""
     import psycopg
     from support.engines import postgres_engine
     t = table(300, 2)

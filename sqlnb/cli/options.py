@@ -355,9 +355,11 @@ def label_option(help: str, required: bool = True):
 
 
 def out_option(required: bool = True):
-    """--out/-o OUT: a file, a DuckDB table or - for stdout."""
+    """--out/-o OUT: a file, a DuckDB table or - for stdout (when not ``required``, the
+    command's default: it writes CSV to stdout without --out)."""
     return click.option("--out", "-o", required=required, metavar="OUT",
-                        help="file.parquet, file.csv, file.json, DB.duckdb:TABLE, or - for CSV on stdout.")
+                        help="file.parquet, file.csv, file.json, DB.duckdb:TABLE, or - for CSV on stdout"
+                             + ("." if required else " (the default)."))
 
 
 def seed_option(help: str, default: int | None = None):

@@ -68,7 +68,7 @@ explain_option = click.option(
 @click.pass_obj
 def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, outputs, flag_novel, set_format, costs,
           threshold, reject, explain, reading, replace):
-    """Score DATA with MODEL and write the rows to OUT.
+    """Score DATA with MODEL and write the rows to OUT (default: CSV on stdout).
 
     Each output row holds the kept input columns, one proba_<class> column per class
     and the prediction (--outputs chooses among proba, prediction, jll_<class>,
@@ -88,15 +88,17 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     Example:
       sqlnb score test.parquet --model models.duckdb:churn --out scored.parquet
       sqlnb score db.duckdb:customers --model db.duckdb:churn --keep id --out db.duckdb:scores --replace
-      sqlnb score new.csv --model models.duckdb:churn --no-proba --out - | head
+      sqlnb score new.csv --model models.duckdb:churn --no-proba | head
       sqlnb score new.csv --model models.duckdb:churn --outputs jll,log_evidence,prediction --out - | head
       sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
       sqlnb score new.parquet --model models.duckdb:churn --explain 3 --out explained.parquet
       sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
       sqlnb score test.parquet --model models.duckdb:churn --costs costs.csv --reject 0.3 --out -
     """
-    if (out is None) == (out_table is None):
-        raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres|spark)")
+    if out is not None and out_table is not None:
+        raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres|spark), not both")
+    if out_table is None and out is None:
+        out = "-"  # CSV on stdout, as --out - (``sqlnb --help``: results go to stdout)
     if out_table is not None and not settings.remote:
         raise SqlnbError("--out-table writes a table on --engine postgres or spark; "
                          "with DuckDB use --out DB.duckdb:TABLE")

@@ -5,6 +5,7 @@ and save it as MODEL, in DuckDB or on the ``--engine`` warehouse.
 from __future__ import annotations
 
 import time
+import warnings
 
 import click
 
@@ -13,13 +14,13 @@ from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, model_str, save
 from sqlnb.cli.options import (FitOptions, data_spec, fit_options, label_option, model_location, model_option,
                                replace_option, source_options)
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import ScreeningWarning, SqlnbError
 from sqlnb.io.locations import data_source
 
 
 @click.command()
 @click.argument("data")
-@label_option("The label column (NULL labels are skipped).")
+@label_option("The label column (rows with a NULL label are left out, counted on stderr).")
 @model_option()
 @fit_options
 @source_options
@@ -78,6 +79,9 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
         m.log_parameters()
     save(settings, m, target, replace)
     skipped = m.report.get("null_label_rows") or 0
+    if skipped:  # counted by the training scan itself; printed with the other notes (sqlnb.cli.app)
+        warnings.warn(f"note: {skipped:,} row{'s' * (skipped > 1)} with a NULL label ({label!r}) "
+                      f"{'were' if skipped > 1 else 'was'} left out of the fit", ScreeningWarning)
     settings.summary(f"fitted {model_str(target)}: {m.report.get('rows', 0):,} rows"
                      + (f" ({skipped:,} with a NULL label skipped)" if skipped else "")
                      + f", {len(m.classes)} classes, {len(m.features)} features, {time.perf_counter() - start:.2f} s")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlnb.estimators.base import SqlnbClassifier
-from sqlnb.estimators.data import EstimatorInputError
+from sqlnb.estimators.data import EstimatorArgumentError, EstimatorInputError
 from sqlnb.estimators.dense import LinearDiscriminantAnalysis, LogisticRegression, QuadraticDiscriminantAnalysis
 from sqlnb.estimators.naive_bayes import (BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB,
                                           MultinomialNB, TreeAugmentedNB, WeightedNB)
@@ -29,7 +29,7 @@ ESTIMATORS = (GaussianNB, MultinomialNB, ComplementNB, BernoulliNB, CategoricalN
               TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, AveragedStructuresNB, LinearDiscriminantAnalysis,
               QuadraticDiscriminantAnalysis, LogisticRegression)
 
-__all__ = ["SqlnbClassifier", "EstimatorInputError", "ESTIMATORS", "from_model", "load",
+__all__ = ["SqlnbClassifier", "EstimatorInputError", "EstimatorArgumentError", "ESTIMATORS", "from_model", "load",
            *(c.__name__ for c in ESTIMATORS)]
 
 _NB_KINDS = {"gaussian": GaussianNB, "multinomial": MultinomialNB, "complement": ComplementNB,
