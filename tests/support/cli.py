@@ -61,6 +61,24 @@ def run_process(*args: str, module: bool = False, env: dict | None = None, cwd: 
                           cwd=cwd, timeout=120, **kwargs)
 
 
+def run_in(directory, *args: str, process: bool = False):
+    """``sqlnb ARGS`` run in ``directory``: a real process when ``process``, else in-process
+    through click (the same command, without a Python start-up per call)."""
+    if process:
+        return run_process(*args, module=True, cwd=str(directory))
+    old = os.getcwd()
+    os.chdir(directory)
+    try:
+        return invoke(*args)
+    finally:
+        os.chdir(old)
+
+
+def exit_code(result) -> int:
+    """The exit code of an in-process (click) or a real process's result."""
+    return getattr(result, "exit_code", getattr(result, "returncode", None))
+
+
 def assert_error(result, *fragments: str, code: int = EXIT_USAGE) -> str:
     """The command failed with ``code``, printed nothing on stdout and exactly one
     ``Error:`` line on stderr holding every fragment; returns that line."""

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import shutil
 
 import duckdb
 import numpy as np
@@ -24,6 +23,7 @@ import pytest
 
 import sqlnb
 from support.cli import assert_error, invoke
+from sqlnb.errors import SqlnbError
 
 # -- 1. fit-em with binned columns ---------------------------------------------------------
 
@@ -115,108 +115,17 @@ def test_updating_an_em_model_with_bins_is_refused_in_one_line(em_file, tmp_path
 # -- 2. the fingerprint hashes what scores, not where the rows came from ------------------------
 
 
-def _fingerprint(model, con, name) -> str:
-    model.save(con, name)
-    return sqlnb.load(con, name).fingerprint
-
-
-@pytest.fixture(scope="module")
-def binary(tmp_path_factory):
-    rng = np.random.default_rng(3)
-    n = 300
-    y = rng.integers(0, 2, n)
-    t = pa.table({"a": rng.normal(y, 1.0), "b": rng.normal(-y, 2.0), "y": pa.array(np.array(["no", "yes"])[y])})
-    d = tmp_path_factory.mktemp("fp")
-    pq.write_table(t.slice(0, 200), d / "train.parquet")
-    pq.write_table(t.slice(200), d / "held.parquet")
-    (d / "moved").mkdir()
-    shutil.copy(d / "held.parquet", d / "moved" / "held_out.parquet")
-    pq.write_table(t.slice(150, 150), d / "other.parquet")  # other held-out rows
-    return d
-
-
-@pytest.mark.parametrize("method", ["temperature", "platt", "isotonic"])
-def test_the_same_calibration_rows_at_two_paths_give_one_fingerprint(binary, method):
-    con = duckdb.connect()
-    model = sqlnb.fit(str(binary / "train.parquet"), "y", con=con)
-    here = sqlnb.calibrate(model, str(binary / "held.parquet"), method, con=con)
-    moved = sqlnb.calibrate(model, str(binary / "moved" / "held_out.parquet"), method, con=con)
-    other = sqlnb.calibrate(model, str(binary / "other.parquet"), method, con=con)
-    assert here.calibration.source != moved.calibration.source  # the path is still recorded and shown
-    prints = {what: _fingerprint(m, con, what) for what, m in
-              (("here", here), ("moved", moved), ("other", other), ("none", model))}
-    assert prints["here"] == prints["moved"]
-    assert len({prints["here"], prints["other"], prints["none"]}) == 3
-    assert sqlnb.load(con, "moved").calibration.source == moved.calibration.source
-
-
-def test_the_same_conformal_rows_at_two_paths_give_one_fingerprint(binary):
-    from sqlnb.workflows.conformal import conformal
-
-    con = duckdb.connect()
-    model = sqlnb.fit(str(binary / "train.parquet"), "y", con=con)
-    here = conformal(model, str(binary / "held.parquet"), 0.1, con=con)
-    moved = conformal(model, str(binary / "moved" / "held_out.parquet"), 0.1, con=con)
-    other = conformal(model, str(binary / "held.parquet"), 0.2, con=con)
-    prints = {what: _fingerprint(m, con, what) for what, m in (("here", here), ("moved", moved), ("other", other))}
-    assert prints["here"] == prints["moved"] != prints["other"]
-
-
 # -- 3. a relation's connection ----------------------------------------------------------------
 
 
-@pytest.fixture
-def local(tmp_path):
-    """A connection with a table only it can see, and the same rows in a Parquet file."""
-    t = pa.table({"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "y": ["a", "b", "a", "b", "a", "b"]})
-    pq.write_table(t, tmp_path / "rows.parquet")
-    con = duckdb.connect()
-    con.register("rows", t)
-    con.execute("CREATE TABLE train AS SELECT * FROM rows")
-    con.unregister("rows")
-    return con, str(tmp_path / "rows.parquet")
-
-
-def test_the_private_connection_is_read_in_one_place(local):
-    import sqlnb.engines
-    import sqlnb.source
-
-    con, _ = local
-    assert sqlnb.engines.relation_connection is sqlnb.source.relation_connection
-    assert sqlnb.source.relation_connection(con.table("train")) is con
-    assert sqlnb.source.relation_connection("train") is None
-
-
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="DuckDB 2.0 gives no public accessor of a relation's connection (duckdb-python "
-                          "discussions 580, 603): when it does, use it in sqlnb.source.relation_connection")
-def test_duckdb_has_a_public_accessor_of_a_relations_connection(local):
-    con, _ = local
-    assert con.table("train").connection is con
-
-
-@pytest.mark.parametrize("how", ["fit", "score"])
-def test_a_relation_read_on_another_connection_says_to_pass_its_own(local, how):
-    con, _ = local
-    other = duckdb.connect()
-    with pytest.raises(sqlnb.SqlnbError) as e:
-        if how == "fit":
-            sqlnb.fit(con.table("train"), "y", con=other)
-        else:
-            sqlnb.fit("train", "y", con=con).predict_proba(con.sql("SELECT x FROM train"), con=other)
-    assert "the relation was read on a connection other than its own" in str(e.value)
-    assert "train" in str(e.value)  # the table it could not see
-    assert str(e.value).endswith("pass the connection it was made on as con=")
-
-
-def test_a_relation_without_its_connection_is_read_on_a_new_one(local):
-    con, path = local
-    over_file = con.sql(f"SELECT * FROM read_parquet('{path}')")
-    del over_file._con  # as a DuckDB without the private attribute would give it
-    assert sqlnb.fit(over_file, "y").stats.n_rows == 6
-    over_table = con.table("train")
-    del over_table._con
-    with pytest.raises(sqlnb.SqlnbError, match="pass the connection it was made on as con="):
-        sqlnb.fit(over_table, "y")
-    # the same relation with its connection given explicitly
-    assert sqlnb.fit(con.table("train"), "y", con=con).stats.n_rows == 6
+# -- 3. fit-em without unlabelled rows ----------------------------------------------------
+def test_fit_em_without_unlabelled_rows_says_so_in_agreement(tmp_path):
+    data = tmp_path / "labelled.csv"
+    data.write_text("x,y\n1.0,a\n2.0,b\n3.0,a\n2.5,b\n")
+    result = invoke("fit-em", data, "--label", "y", "--model", f"{tmp_path / 'm.duckdb'}:m")
+    assert result.exit_code != 0
+    assert result.output == (f"Error: {str(data)!r} has no rows with a NULL label to learn from as unlabelled rows; "
+                             "give unlabelled rows (--unlabelled DATA2, unlabelled= in Python)\n")
+    empty = pa.table({"x": pa.array([], pa.float64())})
+    with pytest.raises(SqlnbError, match=r"^the in-memory table has no rows; give unlabelled rows"):
+        sqlnb.fit_em(str(data), empty, label="y")

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 import sqlnb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,3 +143,115 @@ def test_dataframe_extras_have_the_bounds_the_tests_run():
     for name in ("pandas", "polars"):
         assert extras[name][0] in extras["test"]
     assert not any(d.startswith(("pandas", "polars")) for d in project["dependencies"])
+
+
+# --------------------------------------------------------------------------------------------
+# The Python API's traps of issue 28, point 3, that are fixed: a DuckDB relation is read
+# on its own connection (fit, score, update, evaluate without ``con=``), and ``evaluate``
+# is a top-level name.
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def con():
+    rng = np.random.default_rng(0)
+    y = np.repeat(["a", "b", "c"], 20)
+    X = rng.normal(size=(60, 3)) + (np.arange(60) // 20)[:, None]
+    c = duckdb.connect()
+    c.register("frame", pa.table({"x0": X[:, 0], "x1": X[:, 1], "x2": X[:, 2], "label": y}))
+    c.execute('CREATE TABLE train AS SELECT * FROM frame')
+    c.unregister("frame")
+    return c
+
+
+def test_fit_reads_a_relation_on_its_own_connection(con):
+    model = sqlnb.fit(con.table("train"), label="label")
+    assert model.classes == ["a", "b", "c"] and model.stats.n_rows == 60
+    # the same model as with con= given
+    same = sqlnb.fit("train", label="label", con=con)
+    np.testing.assert_array_equal(model.stats.class_n, same.stats.class_n)
+
+
+@pytest.mark.parametrize("kind", ["lda", "qda", "logistic"])
+def test_dense_fit_reads_a_relation_on_its_own_connection(con, kind):
+    assert sqlnb.fit(con.table("train"), label="label", model=kind).classes == ["a", "b", "c"]
+
+
+def test_score_update_and_evaluate_read_a_relation_on_its_own_connection(con):
+    model = sqlnb.fit("train", label="label", con=con)
+    rel = con.table("train")
+    proba = model.predict_proba(rel).fetchnumpy()
+    assert len(proba["proba_a"]) == 60
+    updated = sqlnb.update(model, con.sql("SELECT * FROM train WHERE label = 'a'"))
+    assert updated.stats.n_rows == 80
+    ev = sqlnb.evaluate(model, rel)
+    assert ev.rows == 60 and ev.accuracy == sqlnb.evaluate(model, "train", con=con).accuracy
+
+
+def test_evaluate_is_a_top_level_name():
+    from sqlnb.workflows.evaluate import evaluate
+    assert sqlnb.evaluate is evaluate
+    assert "evaluate" in sqlnb.__all__ and "evaluate" in dir(sqlnb)
+
+
+def test_an_explicit_connection_still_wins(con):
+    other = duckdb.connect()
+    with pytest.raises(sqlnb.SqlnbError, match="train"):
+        sqlnb.fit(con.table("train"), label="label", con=other)
+
+
+@pytest.fixture
+def local(tmp_path):
+    """A connection with a table only it can see, and the same rows in a Parquet file."""
+    t = pa.table({"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "y": ["a", "b", "a", "b", "a", "b"]})
+    pq.write_table(t, tmp_path / "rows.parquet")
+    con = duckdb.connect()
+    con.register("rows", t)
+    con.execute("CREATE TABLE train AS SELECT * FROM rows")
+    con.unregister("rows")
+    return con, str(tmp_path / "rows.parquet")
+
+
+def test_the_private_connection_is_read_in_one_place(local):
+    import sqlnb.engines
+    import sqlnb.source
+
+    con, _ = local
+    assert sqlnb.engines.relation_connection is sqlnb.source.relation_connection
+    assert sqlnb.source.relation_connection(con.table("train")) is con
+    assert sqlnb.source.relation_connection("train") is None
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="DuckDB 2.0 gives no public accessor of a relation's connection (duckdb-python "
+                          "discussions 580, 603): when it does, use it in sqlnb.source.relation_connection")
+def test_duckdb_has_a_public_accessor_of_a_relations_connection(local):
+    con, _ = local
+    assert con.table("train").connection is con
+
+
+@pytest.mark.parametrize("how", ["fit", "score"])
+def test_a_relation_read_on_another_connection_says_to_pass_its_own(local, how):
+    con, _ = local
+    other = duckdb.connect()
+    with pytest.raises(sqlnb.SqlnbError) as e:
+        if how == "fit":
+            sqlnb.fit(con.table("train"), "y", con=other)
+        else:
+            sqlnb.fit("train", "y", con=con).predict_proba(con.sql("SELECT x FROM train"), con=other)
+    assert "the relation was read on a connection other than its own" in str(e.value)
+    assert "train" in str(e.value)  # the table it could not see
+    assert str(e.value).endswith("pass the connection it was made on as con=")
+
+
+def test_a_relation_without_its_connection_is_read_on_a_new_one(local):
+    con, path = local
+    over_file = con.sql(f"SELECT * FROM read_parquet('{path}')")
+    del over_file._con  # as a DuckDB without the private attribute would give it
+    assert sqlnb.fit(over_file, "y").stats.n_rows == 6
+    over_table = con.table("train")
+    del over_table._con
+    with pytest.raises(sqlnb.SqlnbError, match="pass the connection it was made on as con="):
+        sqlnb.fit(over_table, "y")
+    # the same relation with its connection given explicitly
+    assert sqlnb.fit(con.table("train"), "y", con=con).stats.n_rows == 6

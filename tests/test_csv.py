@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sqlnb
-from sqlnb.errors import ScreeningWarning, SqlnbError
+from sqlnb.errors import ScreeningWarning
 from sqlnb.source import Files, resolve
 from support.cli import invoke
 
@@ -157,16 +157,3 @@ def test_an_id_named_column_with_a_repeat_or_a_null_stays_in_a_tiny_table():
         with warnings.catch_warnings():
             warnings.simplefilter("error", ScreeningWarning)
             assert sqlnb.fit(table, "y").feature_names == ["order_id", "x"]
-
-
-# -- 3. fit-em without unlabelled rows ----------------------------------------------------
-def test_fit_em_without_unlabelled_rows_says_so_in_agreement(tmp_path):
-    data = tmp_path / "labelled.csv"
-    data.write_text("x,y\n1.0,a\n2.0,b\n3.0,a\n2.5,b\n")
-    result = invoke("fit-em", data, "--label", "y", "--model", f"{tmp_path / 'm.duckdb'}:m")
-    assert result.exit_code != 0
-    assert result.output == (f"Error: {str(data)!r} has no rows with a NULL label to learn from as unlabelled rows; "
-                             "give unlabelled rows (--unlabelled DATA2, unlabelled= in Python)\n")
-    empty = pa.table({"x": pa.array([], pa.float64())})
-    with pytest.raises(SqlnbError, match=r"^the in-memory table has no rows; give unlabelled rows"):
-        sqlnb.fit_em(str(data), empty, label="y")

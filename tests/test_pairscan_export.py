@@ -21,9 +21,11 @@ from sqlnb.models.naive_bayes import tan
 from sqlnb.source import resolve
 from sqlnb.workflows.export import fit_queries, fit_sql
 
-from test_defaults_small2 import _pair_counts, _stored_pairs
 from test_engines import _sqlite_table, sqlite_connection
 from test_pairscan_spam import mixed_table
+import numpy as np
+import pyarrow.parquet as pq
+from support.cli import assert_error, exit_code, run_in
 
 KINDS = {"cat": 20, "int": 10, "bern": 7, "num": 8}  # 45 discrete features: 990 pairs
 
@@ -205,3 +207,112 @@ def test_exported_pair_sql_on_spark_past_its_64_grouping_columns():
     with spark_engine({"t": table}) as engine:
         exported = _exported_pair_counts(model, statements, lambda text: [tuple(r) for r in engine.spark.sql(text).collect()])
     assert exported == _stored_pairs(model)
+
+
+# -- sql --fit ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tan_model(tmp_path_factory):
+    """Three categorical columns and a numeric one, binned by MDL: all four tree features."""
+    d = tmp_path_factory.mktemp("tan")
+    rng = np.random.default_rng(1)
+    n = 300
+    k = rng.integers(0, 3, n)
+    a = np.array(list("pqr"))[(k + rng.integers(0, 2, n)) % 3]
+    b = np.where(rng.random(n) < 0.8, a, np.array(list("pqr"))[rng.integers(0, 3, n)])
+    c = np.array(list("uv"))[(k > 0).astype(int) ^ (rng.random(n) < 0.2)]
+    x = rng.normal(2.0 * k, 1.0)
+    t = np.array(["good day", "bad day sir", "good good", "meh"])[rng.integers(0, 4, n)]
+    table = pa.table({"a": pa.array(a.tolist(), mask=rng.random(n) < 0.05), "b": b, "c": c, "x": x, "t": t,
+                      "w": rng.uniform(0.5, 2.0, n), "y": np.array(["A", "B", "C"])[k]})
+    pq.write_table(table, d / "train.parquet")
+    r = run_in(d, "fit", "train.parquet", "-y", "y", "--structure", "tan", "--features", "a,b,c,x", "--bins", "mdl",
+             "--model", "m.duckdb:tan")
+    assert exit_code(r) == 0, r.stderr
+    return d, table
+
+
+def _pair_counts(rows, tree: list) -> dict:
+    """{(a, b): {(class, u, v): n}} from the pair statement's rows (k, v0, g0, ..., n)."""
+    out: dict = {}
+    for r in rows:
+        on = [j for j in range(len(tree)) if r[2 + 2 * j] == 0]
+        assert len(on) == 2
+        u, v = r[1 + 2 * on[0]], r[1 + 2 * on[1]]
+        if u is None or v is None:
+            continue
+        out.setdefault((tree[on[0]], tree[on[1]]), {})[(r[0], u, v)] = float(r[-1])
+    return out
+
+
+def _stored_pairs(model) -> dict:
+    out = {}
+    for key, cell in model.stats.pairs.cells.items():
+        out[key] = {(model.classes[i], cell.values_a[u], cell.values_b[v]): float(cell.counts[i, u, v])
+                    for i, u, v in zip(*np.nonzero(cell.counts))}
+    return out
+
+
+def test_sql_fit_of_a_tan_model_prints_the_pair_scan_too(tan_model):
+    d, _ = tan_model
+    r = run_in(d, "sql", "--fit", "--model", "m.duckdb:tan", "--source", "train", process=True)
+    assert exit_code(r) == 0, r.stderr
+    # the cut points come from a pass of their own: said, on one line
+    assert r.stderr.splitlines() == [line for line in r.stderr.splitlines() if line.startswith("note: ")]
+    assert "cut points of binned column 'x' (mdl) are the model's" in r.stderr
+    statements = [s for s in r.stdout.split(";\n") if s.strip()]
+    assert len(statements) == 2  # DuckDB: statistics (histogram()), pair counts
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW train AS SELECT * FROM '{d}/train.parquet'")
+    model = sqlnb.load(f"{d}/m.duckdb", "tan")
+    tree = list(model.stats.pairs.features)
+    assert set(tree) == {"a", "b", "c", "x"}
+    # statistics: rows and the categorical histograms of every class, as stored
+    stats = {row[0]: row for row in con.execute(statements[0]).fetchall()}
+    for i, cls in enumerate(model.classes):
+        assert stats[cls][1] == model.stats.class_rows[i]
+    a_hist = {cls: row[2] for cls, row in stats.items()}
+    a_counts = model.stats.features["a"]
+    for i, cls in enumerate(model.classes):
+        assert {v: float(n) for v, n in a_hist[cls].items()} == {
+            v: n for v, n in zip(a_counts.values, a_counts.counts[i]) if n}
+    # pair counts: exactly the stored ones, binned x by its bin numbers
+    got = _pair_counts(con.execute(statements[1]).fetchall(), tree)
+    assert got == _stored_pairs(model)
+
+
+def test_sql_fit_of_a_tan_model_in_sqlite_without_grouping_sets(tan_model):
+    d, table = tan_model
+    r = run_in(d, "sql", "--fit", "--model", "m.duckdb:tan", "--source", "train", "--dialect", "sqlite")
+    assert exit_code(r) == 0, r.stderr
+    statements = [s for s in r.stdout.split(";\n") if s.strip()]
+    assert len(statements) == 3 and "GROUPING SETS" not in r.stdout  # statistics, counts, pair counts
+    db = sqlite_connection()
+    _sqlite_table(db, "train", table)
+    model = sqlnb.load(f"{d}/m.duckdb", "tan")
+    got = _pair_counts(db.execute(statements[2]).fetchall(), list(model.stats.pairs.features))
+    assert got == _stored_pairs(model)
+
+
+def test_sql_fit_says_what_the_statements_leave_out(tan_model):
+    d, _ = tan_model
+    cases = {
+        "weighted": (["--features", "x,a", "--weight", "w"], "weighted Gaussian column 'x': the variances are a second pass"),
+        "text": (["--features", "t", "--feature-kind", "t=multinomial"], "token bag 't': this SQL counts its documents only"),
+    }
+    for name, (options, note) in cases.items():
+        fit = run_in(d, "fit", "train.parquet", "-y", "y", *options, "--model", f"m.duckdb:{name}")
+        assert exit_code(fit) == 0, fit.stderr
+        r = run_in(d, "sql", "--fit", "--model", f"m.duckdb:{name}", "--source", "train")
+        assert exit_code(r) == 0 and r.stdout.startswith("SELECT"), r.stderr
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("note: ") and note in lines[0], (name, r.stderr)
+    # a naive model of categorical and Gaussian columns: the statements are the whole fit, no note
+    fit = run_in(d, "fit", "train.parquet", "-y", "y", "--features", "a,b,x", "--model", "m.duckdb:plain")
+    assert exit_code(fit) == 0, fit.stderr
+    r = run_in(d, "sql", "--fit", "--model", "m.duckdb:plain", "--source", "train")
+    assert exit_code(r) == 0 and r.stderr == ""
+    # LDA, QDA and logistic regression are fitted by sqlnb itself: one line saying so
+    fit = run_in(d, "fit", "train.parquet", "-y", "y", "--features", "x", "--kind", "lda", "--model", "m.duckdb:lda")
+    assert exit_code(fit) == 0, fit.stderr
+    assert_error(run_in(d, "sql", "--fit", "--model", "m.duckdb:lda", "--source", "train"),
+                 "this model is 'lda', which sqlnb fits itself")
