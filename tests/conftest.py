@@ -21,7 +21,7 @@ SLOW_FILES = ("test_docs.py", "test_docs_postgres.py")
 
 
 def _is_property_test(item) -> bool:
-    """A hypothesis test: its example budget is set for CI (issue 33: 50-200 examples)."""
+    """A hypothesis test: its example budget is set for CI (50-200 examples)."""
     from hypothesis import is_hypothesis_test
     return is_hypothesis_test(getattr(item, "obj", None))
 
@@ -98,7 +98,7 @@ def spambase():
     c.close()
 
 
-# Hypothesis profiles (issue 33): "ci" by default (fixed seed, each property's own budget),
+# Hypothesis profiles: "ci" by default (fixed seed, each property's own budget),
 # "long" with HYPOTHESIS_PROFILE=long (random seeds, 10x the examples); see
 # tests/support/hypothesis_profiles.py. Loaded here, before the test modules build settings.
 from support import hypothesis_profiles  # noqa: E402

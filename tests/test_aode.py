@@ -1,4 +1,4 @@
-"""Averaged one-dependence estimators (``structure="aode"``, issue 30) against a direct numpy
+"""Averaged one-dependence estimators (``structure="aode"``) against a direct numpy
 implementation of the formula of :mod:`sqlnb.models.naive_bayes.aode` (super-parents
 restricted to values seen at least m times, NULL and unseen values marginalised, naive
 Bayes when no super-parent is left), within 1e-9; m changed without the data; Gaussian
@@ -7,23 +7,24 @@ SQLite, PostgreSQL and Spark within 1e-12 of DuckDB; row order; the command line
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from sqlglot import exp
 
 import sqlnb
+from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes import aode
 from support.cli import invoke
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
-from support.structured import assert_engine_proba, class_scores, cli_files, fold_views, registered, sqlite_input
-import re
-from dataclasses import replace
-from sqlnb import sql
-from sqlnb.models.naive_bayes import aode
 from support.history import module_at
 from support.shared_data import require_shared_data
-from sqlglot import exp
+from support.structured import assert_engine_proba, class_scores, cli_files, fold_views, registered, sqlite_input
 
 CLASSES = ["k0", "k1", "k2"]
 DISCRETE = {"a": "categorical", "b": "categorical", "r": "categorical", "flag": "bernoulli"}
@@ -336,7 +337,7 @@ def test_the_shifted_sum_is_exact_and_too_wide_a_span_is_refused(data, monkeypat
 
 
 # --------------------------------------------------------------------------------------------
-# AODE's DuckDB scoring SELECT (issue 30, acceptance 4: its scoring time): each ratio table
+# AODE's DuckDB scoring SELECT, kept small for its scoring time: each ratio table
 # is read at a padded position (never NULL, so no COALESCE per read), the reads are summed as
 # balanced trees (so the expressions' depth, which DuckDB's common-subexpression pass pays
 # for with every subtree, grows as log F, not F), and the probabilities are the formula's in
@@ -445,11 +446,11 @@ def test_the_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------------------------
-# AODE's DuckDB scoring SELECT since s41: each class's ratio tables (every super-parent's,
-# one list) are prelude columns written once, and each of the K·F(F−1) reads is
-# ``list_extract(table_c, row_i + slot_j)`` of prelude columns
-# (:func:`sqlnb.models.naive_bayes.aode.prelude`). On 6a739ab every read held a literal of
-# its own (i, j) table: spambase's 57 MDL-binned columns made a 2.4 MB SELECT of 6,840
+# AODE's DuckDB scoring SELECT reads its tables from a prelude: each class's ratio tables
+# (every super-parent's, one list) are prelude columns written once, and each of the
+# K·F(F−1) reads is ``list_extract(table_c, row_i + slot_j)`` of prelude columns
+# (:func:`sqlnb.models.naive_bayes.aode.prelude`). At commit 6a739ab every read held a
+# literal of its own (i, j) table: spambase's 57 MDL-binned columns made a 2.4 MB SELECT of 6,840
 # ``string_split`` literals, which DuckDB bound and folded one by one.
 #
 # The scores are 6a739ab's bit for bit: its ``aode.py`` is read from git (``git show``) and
@@ -575,7 +576,7 @@ def test_spambase_select_is_smaller_and_writes_each_table_once(spambase):
 
 def test_spambase_scores_are_6a739abs_bit_for_bit(spambase, before, monkeypatch):
     """On the first 28 columns: 6a739ab's form takes ~4 s of CPU to plan at all 57 (whose
-    4,601 rows' jll and proba were compared bit for bit when s41 was measured)."""
+    4,601 rows' jll and proba were compared bit for bit when the prelude was measured)."""
     con, _ = spambase
     model = sqlnb.fit("train", label="spam", con=con, bins="mdl", structure="aode",
                       features=[f"x{i:02d}" for i in range(28)])
@@ -590,12 +591,12 @@ def test_spambase_scores_are_6a739abs_bit_for_bit(spambase, before, monkeypatch)
 
 # --------------------------------------------------------------------------------------------
 # AODE's two term builders (DuckDB's padded form, :func:`aode.padded_terms`, and the
-# portable one, :func:`aode.terms`) share one skeleton since s40 (:func:`aode._averaged`).
-# The fold changed no SQL: the portable form renders byte for byte what 1de9335's ``aode.py``
+# portable one, :func:`aode.terms`) share one skeleton (:func:`aode._averaged`).
+# Folding them into it changed no SQL: the portable form renders byte for byte what 1de9335's ``aode.py``
 # renders for the same derived model, in every branch of the skeleton (shift 0 with no −inf
 # cell: DuckDB's CASE-free form; a −inf cell, MLE; a non-zero shift, set on the derived model).
-# (DuckDB's padded form was pinned here too until s41, which reads its tables from the
-# prelude: tests/test_aode_speed_s41.py checks its scores bit for bit against 6a739ab's.)
+# (DuckDB's padded form, which reads its tables from the prelude, is checked above: its
+# scores bit for bit against 6a739ab's.)
 #
 # The expected text is computed, not stored: 1de9335's ``aode.py`` is read from git
 # (``git show``) and run against this checkout's package (the two modules build from the

@@ -1,11 +1,12 @@
-"""Issue 27, item 10 (three of the smaller ones), as a user meets them on the command line:
+"""Calibration on degenerate held-out rows, as a user meets it on the command line.
 
-* Platt calibration on held-out rows whose scores do not vary said "did not converge";
-* temperature calibration on rows of one class was accepted (and so were rows whose best
-  temperature is infinite or 0);
-* ``sql --fit`` of a tree-augmented model printed the naive statistics without the pair
-  scan, and of models whose fit needs more than static SQL (bins, weighted Gaussian
-  columns, token bags) said nothing.
+* Platt calibration on held-out rows whose scores do not vary says why it cannot fit (it
+  said "did not converge"), and on scores that vary little reaches the minimum; isotonic
+  calibration on such rows is scikit-learn's constant;
+* rows of one class are refused by every method, and temperature calibration refuses an
+  infinite or zero temperature.
+
+The calibrators themselves are in tests/test_calibration.py.
 """
 
 from __future__ import annotations

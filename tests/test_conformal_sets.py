@@ -1,6 +1,10 @@
-"""Conformal sets, session 38 (issue 30, part 2): the cheaper shape of the sets in the
-scoring SELECT (the same sets, row for row), ``sqlnb report``'s coverage figures, and the
-sets on Spark (exported SQL and the stored threshold tables)."""
+"""Conformal sets in the scoring SELECT: their cheaper shape (the same sets, row for row),
+the sets as one BOOLEAN flag per class (``set_format="flags"``), ``sqlnb report``'s
+coverage figures, and the sets on Spark (exported SQL and the stored threshold tables).
+
+The ``sqlnb conformal`` command and stored sets are in tests/test_conformal.py, the
+exported sets on SQLite and PostgreSQL in tests/test_conformal_engines.py, the sets against
+MAPIE and crepes in tests/test_conformal_oracles.py."""
 
 from __future__ import annotations
 
@@ -14,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import sqlnb
+from sqlnb.errors import SqlnbError
 from sqlnb.workflows.conformal import conformal, coverage
 from support.cli import invoke
-from sqlnb.errors import SqlnbError
 
 CLASSES = ["a", "b", "c"]
 
@@ -242,7 +246,7 @@ def test_spark_gives_duckdbs_sets_and_stores_them(models):
 
 
 # --------------------------------------------------------------------------------------------
-# Conformal sets as flags in DuckDB too (issue 30, acceptance 4's last clause): writing the
+# Conformal sets as flags in DuckDB too: writing the
 # ``prediction_set`` LIST to Parquet cost APS 1.37x the CPU of scoring without sets, the same
 # sets as one BOOLEAN ``in_set_<class>`` per class ~1.1x (benchmarks/README.md). So
 # ``set_format="flags"`` (``--set-format flags`` on ``score`` and ``sql``) gives the portable

@@ -1,12 +1,14 @@
-"""Session 41: values read as the CSV file holds them, IDs in tiny CSVs, fit-em's grammar.
+"""CSV files read as they hold their values, and identifiers left out of tiny CSVs.
 
 1. DuckDB's CSV sniffer types a column from its first 20,480 rows: a column of integers
-   there is BIGINT, and a later ``1.5`` was read as 2, silently (duckdb issue 25824), at
-   fit, score and evaluate alike. Such a column is now read as DOUBLE
+   there is BIGINT, and a later ``1.5`` would be read as 2, silently (duckdb/duckdb#25824),
+   at fit, score and evaluate alike. Such a column is read as DOUBLE
    (:func:`sqlnb.source._fractions`).
 2. A column named like an identifier whose values all differ is left out of a CSV of
    fewer than ``screening.MIN_ROWS`` rows too.
-3. ``fit-em`` without unlabelled rows says so in a sentence that agrees.
+
+Values that do not cast to a fitted column's type, and files with a byte-order mark, are in
+tests/test_csv_values.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""Issue 27, found item 10 (three of the smaller ones), as a user meets them:
+"""Values in a CSV file that the fitted model does not expect, as a user meets them:
 
 (a) a CSV value that does not cast to a categorical column fitted as numbers is an unseen
     category (README), and a value that is not a number in a numeric column is one error
     line naming the file, line, column and value;
-(b) a costs CSV (and a ``--stop-words @FILE``) saved with a UTF-8 byte-order mark is read;
-(c) ``--explain`` under a decision rule explains the ``prediction`` column, the rule's.
+(b) a costs CSV (and a ``--stop-words @FILE``) saved with a UTF-8 byte-order mark is read.
+
+Values read with the fitted type exactly are in tests/test_fitted_types.py.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def categorical_model(tmp_path_factory):
     return d, model
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_cli_score_reads_a_text_value_of_an_integer_category_as_unseen(categorical_model):
     d, model = categorical_model
     # Line 4 holds "x"; line 6 the same size with color missing: the two must score alike.
@@ -60,7 +61,7 @@ def test_cli_score_reads_a_text_value_of_an_integer_category_as_unseen(categoric
     assert ev.exit_code == 0 and '"rows": 5' in ev.stdout, ev.stderr
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_cli_score_unseen_text_past_the_sniffed_rows_and_the_exported_sql(categorical_model):
     """The sniffer reads the first 20,480 rows: "x" after them, in a column it guessed
     BIGINT, is unseen too, in ``score`` and in the SQL ``sql DATA`` exports."""
@@ -103,7 +104,7 @@ def test_cli_non_number_in_a_numeric_column_is_one_line_naming_it(categorical_mo
 
 # -- (b) byte-order marks -----------------------------------------------------------------
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_costs_csv_with_a_byte_order_mark(categorical_model, tmp_path):
     d, model = categorical_model
     plain, marked = tmp_path / "costs.csv", tmp_path / "costs_bom.csv"

@@ -21,7 +21,7 @@ from sqlnb.source import read_with
 from sqlnb.workflows import cv
 from sqlnb.workflows.folds import assign_folds
 from support import shared_data as sd
-from test_cv import oracle_folds
+from support.cv_oracle import oracle_folds
 
 #: The tests on adult's rows.
 ADULT = pytest.mark.shared_data

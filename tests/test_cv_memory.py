@@ -1,4 +1,5 @@
-"""Issue 27, point 3, the commands left over 300 MB on 10,000 rows (session 37).
+"""Cross-validation's pooled scoring query within 300 MiB on 10,000 rows, with fold figures
+equal to refits'.
 
 ``sqlnb cv --kind categorical`` on adult's raw 10,000 rows peaked at ~1 GB: every integer
 column taken as categories (fnlwgt with ~8,500 values) and the pooled scoring query of the
@@ -18,17 +19,17 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from sqlglot import exp
 
 import sqlnb
 from sqlnb import sql
-from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
-from sqlnb.workflows import cv
 from sqlnb.engines import as_engine
-from sqlnb.source import read_with
-from support.processes import peak_mib
-from test_cv import assert_matches_refits, oracle_folds
-from sqlglot import exp
 from sqlnb.models.discriminant import QDA, JointMoments
+from sqlnb.models.naive_bayes.families.categorical import INLINE_MAX
+from sqlnb.source import read_with
+from sqlnb.workflows import cv
+from support.cv_oracle import assert_matches_refits, oracle_folds
+from support.processes import peak_mib
 
 LIMIT_MIB = 300
 ROWS = 10_000
@@ -99,7 +100,7 @@ def test_cv_categorical_on_10k_raw_rows_within_300_mib(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# Issue 27, point 3: ``sqlnb cv --kind qda`` on 10,000 one-hot rows within 300 MiB (session 37).
+# ``sqlnb cv --kind qda`` on 10,000 one-hot rows within 300 MiB.
 #
 # In the pooled cross-validation query each QDA fold model wrote each whitened component
 # ``z_m = v·W_m − o_m`` as a ``list_dot_product`` node of its own (5 fold models × 2 classes

@@ -9,7 +9,7 @@ same keyword, bit for bit; those figures differ from the run without the option 
 option reached the model); and for --shrinkage and --feature-kind they are the figures of
 ``sqlnb fit`` with that option on the other folds' rows, evaluated by ``sqlnb evaluate`` on
 the fold; so are they for --bins, whose cut points each fold's model computes from its
-training rows (sqlnb.workflows.fold_bins, since s41; a strict xfail until then).
+training rows (sqlnb.workflows.fold_bins).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import sqlnb
 from sqlnb.cli import cli
 from support import shared_data as sd
 from support.cli import assert_error, invoke, run_process
-from test_cv import oracle_folds
+from support.cv_oracle import oracle_folds
 
 pytestmark = pytest.mark.shared_data
 
@@ -205,7 +205,7 @@ def test_compare_refuses_an_option_of_a_kind_it_leaves_out(adult_csv):
 
 
 def test_calibrate_and_conformal_clear_say_what_they_did(tmp_path):
-    """The --clear and missing-DATA lines of calibrate and conformal (one helper since s40)."""
+    """The --clear and missing-DATA lines of calibrate and conformal (one helper)."""
     for command, clear, missing in (
             ("calibrate", "--clear removes the calibrator and reads no DATA; give only --model",
              "give DATA, the held-out labelled rows to calibrate on (or --clear)"),

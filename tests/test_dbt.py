@@ -16,20 +16,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import sqlnb
 from support.cli import invoke
 from support.engines import unavailable
-import shutil
-import numpy as np
-import pyarrow.parquet as pq
 
 ROWS_TRAIN, ROWS_SCORE = 240, 120
 CLASSES = ["bronze", "gold", "silver"]

@@ -1,4 +1,4 @@
-"""Issue 27, point 3: under the defaults ``sqlnb evaluate`` costs at most 1.3x ``sqlnb score``'s
+"""Under the defaults ``sqlnb evaluate`` costs at most 1.3x ``sqlnb score``'s
 time on 10M rows. The exact ROC AUC and average precision used to sort the rows in DuckDB with
 windows whose RANGE frames took in the ties (2-3x score's CPU time at 10M rows); evaluate on
 DuckDB now reads the scored rows in one streaming statement (no window, no sort, no aggregate)
@@ -17,8 +17,8 @@ from sklearn import metrics
 
 import sqlnb
 from sqlnb.engines.duckdb import DuckDBEngine
-from sqlnb.workflows.evaluate import evaluate
 from sqlnb.workflows import ranksort
+from sqlnb.workflows.evaluate import evaluate
 
 
 def _statements(monkeypatch) -> list[str]:
@@ -112,7 +112,8 @@ def test_numpy_rank_sums_of_one_class_and_no_rows():
 
 
 # --------------------------------------------------------------------------------------------
-# Issue 27, point 3: ``evaluate`` of a 3-class model cost 1.41x ``score``'s user CPU at 10M rows.
+# The exact ranking searches the negatives' right side only where scores tie (``evaluate`` of a
+# 3-class model cost 1.41x ``score``'s user CPU at 10M rows with a search per positive row).
 #
 # The excess is the exact ranking in numpy (:mod:`sqlnb.workflows.ranksort`): per class two
 # sorts and, per positive row, three binary searches. The search for the right insertion

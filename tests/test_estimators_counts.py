@@ -1,4 +1,4 @@
-"""Count models on a numpy array (issue 28, acceptance 4; sqlnb/estimators/counts.py).
+"""Count models on a numpy array (sqlnb/estimators/counts.py).
 
 MultinomialNB and ComplementNB fit a C-ordered (or copied) numpy array from one aggregate
 over its packed rows and score it with one dot product per class, finished by the shared

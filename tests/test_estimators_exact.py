@@ -1,4 +1,4 @@
-"""The estimators' exact list shape (issue 28, acceptance 4; sqlnb/models/naive_bayes/wide.py).
+"""The estimators' exact list shape (sqlnb/models/naive_bayes/wide.py).
 
 Up to ``EXACT_ROWS`` rows an estimator scores its Gaussian columns as ``(x − θ)²·1/(2σ²)``
 over the row's list of values zipped with each class's means (two dot products per class),
@@ -49,7 +49,7 @@ def test_digits_gaussian_is_scikit_learns_in_a_small_select(digits):
     SELECT is under 60 kB (the per-term shape's was 371 kB)."""
     X, y = digits
     # An Arrow table takes the model's own scoring SELECT (a numpy array takes the packed
-    # rows' path since session 39: sqlnb/estimators/moments.py, tests/test_estimators_s39gnb.py).
+    # rows' path: sqlnb/estimators/moments.py, tests/test_estimators_gaussian.py).
     Xt = pa.table({f"x{j}": X[:, j] for j in range(X.shape[1])})
     ours = est.GaussianNB().fit(Xt, y)
     p = ours.predict_proba(Xt)
@@ -64,7 +64,7 @@ def test_digits_gaussian_is_scikit_learns_in_a_small_select(digits):
 def test_digits_bernoulli_is_scikit_learns_in_a_small_select(digits):
     X, y = digits
     # An Arrow table takes the model's own scoring SELECT (a numpy array takes the packed
-    # rows' path since session 39: sqlnb/estimators/counts.py, tests/test_estimators_s39mnb.py).
+    # rows' path: sqlnb/estimators/counts.py, tests/test_estimators_counts.py).
     Xt = pa.table({f"x{j}": X[:, j] for j in range(X.shape[1])})
     ours = est.BernoulliNB(binarize=4.0).fit(Xt, y)
     theirs = nb.BernoulliNB(binarize=4.0).fit(X, y)
@@ -94,7 +94,7 @@ def test_a_tiny_variance_stays_exact():
     """The probabilities are scikit-learn's within 1e-9 (measured: 8e-15); the expanded
     square (forced here by lowering WIDE_MIN to 8) is 1.6e-8 off on the same data."""
     X, y = _tiny_variance_data()
-    Xt = _arrow(X)  # the model's own SELECT (a numpy array: tests/test_estimators_s39gnb.py)
+    Xt = _arrow(X)  # the model's own SELECT (a numpy array: tests/test_estimators_gaussian.py)
     ours = est.GaussianNB().fit(Xt, y)
     theirs = nb.GaussianNB().fit(X, y)
     np.testing.assert_allclose(ours.predict_proba(Xt), theirs.predict_proba(X), rtol=0, atol=TOL)
@@ -138,7 +138,7 @@ def test_many_rows_keep_the_per_term_shape(digits, monkeypatch):
     probabilities (12 columns, 3 classes of digits: the per-term SELECT builds fast)."""
     X, y = digits
     X, y = X[y < 3][:, 20:32], y[y < 3]
-    X = _arrow(X[:300])  # the model's own SELECT (a numpy array: tests/test_estimators_s39gnb.py)
+    X = _arrow(X[:300])  # the model's own SELECT (a numpy array: tests/test_estimators_gaussian.py)
     ours = est.GaussianNB().fit(X, y[:300])
     small = ours.predict_proba(X)
     monkeypatch.setattr(base, "EXACT_ROWS", 100)

@@ -1,4 +1,4 @@
-"""GaussianNB on a numpy array (issue 28, acceptance 4; sqlnb/estimators/moments.py).
+"""GaussianNB on a numpy array (sqlnb/estimators/moments.py).
 
 A numpy array without NaN of at most data.SMALL_VALUES values is packed (any layout:
 digits' X is a strided view), fitted from one long aggregate of shifted sums plus the
@@ -127,7 +127,7 @@ def test_a_second_model_of_the_same_shape_builds_no_sql(digits, monkeypatch):
 
 
 def test_a_tiny_variance_stays_exact_on_the_packed_path(monkeypatch):
-    """tests/test_estimators_s38.py's data (a column constant in one class, its variance
+    """tests/test_estimators_exact.py's data (a column constant in one class, its variance
     the floor): the packed path's exact square is within 1e-9 of scikit-learn."""
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 600)

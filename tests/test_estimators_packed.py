@@ -1,10 +1,9 @@
-"""The packed-rows paths after their shared part moved to sqlnb/estimators/packed.py (session 40).
+"""The packed-rows paths of the estimators (sqlnb/estimators/packed.py), pinned bit for bit.
 
-A clean-up without a change users see: the SQL every query shape renders and the
-probabilities every packed estimator gives on digits are pinned, bit for bit, to what the
-start commit 1de9335 rendered and computed (the digests below were taken there, with
-``sqlnb.estimators.counts`` in ``packed``'s place, and again after the move: equal). The
-count and Gaussian paths share their plumbing through public names only.
+The SQL every query shape renders and the probabilities every packed estimator gives on
+digits are pinned, bit for bit, to digests taken at commit 1de9335 (before the shared part
+moved into ``packed``, with ``sqlnb.estimators.counts`` in its place) and again after the
+move: equal. The count and Gaussian paths share their plumbing through public names only.
 """
 
 from __future__ import annotations

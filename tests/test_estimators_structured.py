@@ -1,4 +1,4 @@
-"""AODE and KDB as scikit-learn estimators (issue 28's estimators, issue 30's structures).
+"""AODE and KDB as scikit-learn estimators (the structures built on pair counts).
 
 ``AveragedOneDependenceNB`` and ``KDependenceNB`` are ``sqlnb.fit`` with
 ``structure="aode"`` / ``"kdb:K"``: the same probabilities as the library's model on the

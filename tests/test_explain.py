@@ -15,6 +15,7 @@ The oracle is numpy over the model's own parameters: every feature's term per cl
 from __future__ import annotations
 
 import math
+import sqlite3
 
 import duckdb
 import numpy as np
@@ -23,14 +24,13 @@ import pytest
 
 import sqlnb
 from sqlnb.errors import SqlnbError
+from sqlnb.models.decision import DecisionRule
 from sqlnb.models.explain import MAX_REASONS, reason_columns
 from sqlnb.models.finish import class_columns
 from support.cli import assert_error, invoke, write_parquet
-from support.engines import postgres_engine, spark_engine
-from test_engines import _sqlite_table, sqlite_connection
-import sqlite3
-from sqlnb.models.decision import DecisionRule
 from support.cli import run_process
+from support.engines import postgres_engine, spark_engine
+from support.sqlite import sqlite_connection, sqlite_table
 
 TOL = 1e-9
 HOSTILE = 'a"; DROP TABLE t; --'
@@ -180,7 +180,7 @@ def _duckdb_rows(model, duck, data: str, k: int) -> dict:
 
 def _sqlite_rows(model, data: str, k: int) -> dict:
     db = sqlite_connection()
-    _sqlite_table(db, data, DATA[data])
+    sqlite_table(db, data, DATA[data])
     cur = db.execute(model.to_sql("sqlite", source=data, outputs=("jll", "prediction"), key="id", explain=k))
     names = [c[0] for c in cur.description]
     rows = cur.fetchall()
@@ -301,7 +301,7 @@ def test_qda_has_no_explanations(duck):
         model.to_sql("sqlite", explain=1)
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_most_reasons_run_in_sqlite_and_more_are_refused(duck):
     """K = MAX_REASONS makes the longest chain of CTEs: SQLite runs it (nested subqueries
     overflowed its parser from about 20 reasons on) and gives DuckDB's reasons."""
@@ -314,7 +314,7 @@ def test_most_reasons_run_in_sqlite_and_more_are_refused(duck):
     with pytest.raises(SqlnbError, match=f"past the limit of {MAX_REASONS}"):
         model.to_sql("duckdb", explain=F)
     db = sqlite_connection()
-    _sqlite_table(db, "wide", t)
+    sqlite_table(db, "wide", t)
     cur = db.execute(model.to_sql("sqlite", source="wide", outputs=("prediction",), key="id", explain=MAX_REASONS))
     names = [c[0] for c in cur.description]
     got = [[row[names.index(c)] for c in reason_columns(MAX_REASONS)] for row in cur.fetchall()]

@@ -1,15 +1,13 @@
-"""Session 40, small defects left by earlier sessions:
+"""``sqlnb fit-em`` / :func:`sqlnb.fit_em`: semi-supervised EM on labelled and unlabelled rows.
 
-1. ``sqlnb fit-em`` with binned columns: ``--kind binned`` failed with "binned column 'x'
-   has no cut points yet; fit it with sqlnb.fit (bins=...)" and ``--bins`` did not exist
-   (``sqlnb.fit_em(bins=...)`` raised a TypeError). Now the cut points are those of
-   ``sqlnb.fit`` on the labelled rows, and ``fit-em --bins`` is ``fit --bins``'s option.
-2. The fingerprint (what a dbt package checks) hashed a calibrator's (and conformal sets')
-   data path: the same rows read from a moved file gave another fingerprint.
-3. A DuckDB relation's connection: DuckDB 2.0 has no public accessor, so sqlnb reads the
-   private ``_con`` in one place (:func:`sqlnb.source.relation_connection`); a relation
-   read on a connection that cannot see its tables (another ``con=``, or a new one when
-   ``_con`` is missing) now says to pass its own connection as ``con=``.
+* Binned columns: the cut points are those of ``sqlnb.fit`` on the labelled rows (the
+  unlabelled rows are re-weighted, never cut on), ``fit-em --bins`` is ``fit --bins``'s
+  option, and MAP EM with bins never decreases its objective. (``--kind binned`` used to
+  fail with "binned column 'x' has no cut points yet" and ``sqlnb.fit_em(bins=...)`` to
+  raise a TypeError.) Updating such a model is refused in one line.
+* Without unlabelled rows, fit-em says so in one sentence that agrees with itself.
+
+The EM models themselves (update = refit, sampling, novelty) are in tests/test_generative.py.
 """
 
 from __future__ import annotations
@@ -22,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import sqlnb
-from support.cli import assert_error, invoke
 from sqlnb.errors import SqlnbError
+from support.cli import assert_error, invoke
 
 # -- 1. fit-em with binned columns ---------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The fit at the floor (issue 32, point 1): what a fit process does besides its scan.
+"""The fit at the floor: what a fit process does besides its scan.
 
 No timing here (benchmarks are not timed tests; ``benchmarks/fit_floor.py --processes``
 measures): what is checked is what a fit imports and how many statements read the data.
@@ -19,8 +19,10 @@ measures): what is checked is what a fit imports and how many statements read th
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -30,8 +32,6 @@ import pytest
 import sqlnb
 from sqlnb.store.catalog import _column_bytes
 from support.statements import reads, write_parquet
-import os
-from pathlib import Path
 
 HEAVY = ("pandas", "sklearn", "scipy")
 
@@ -155,8 +155,8 @@ def test_numbers_reads_what_to_numpy_gives():
 
 
 # With screening, 3,000 rows are the whole source: the floats' MIN and MAX (constants) are read
-# by a second screening query once the first has counted the rows (s39-floor; on a source
-# larger than the sample they are not read at all: tests/test_fit_floor_s39.py).
+# by a second screening query once the first has counted the rows (on a source larger than
+# the sample they are not read at all: tests/test_screening_reads.py).
 @pytest.mark.parametrize("screen, expected", [(False, 2), (True, 4)])
 def test_a_gaussian_fit_reads_the_data_in_its_few_statements(files, monkeypatch, screen, expected):
     seen = reads(monkeypatch, files["wide"])
@@ -171,7 +171,7 @@ def test_a_gaussian_fit_reads_the_data_in_its_few_statements(files, monkeypatch,
 # --------------------------------------------------------------------------------------------
 # pyarrow is imported when a step needs it, not when sqlnb's fit path is imported.
 #
-# Issue 32, point 1: the in-process fits of benchmarks/fit_floor.py (``sqlnb.fit`` in a fresh
+# The in-process fits of benchmarks/fit_floor.py (``sqlnb.fit`` in a fresh
 # process, no model saved) of the count families, categorical and mixed had become 0.03–0.05 s
 # slower than at af124e1, where their floors were documented: the store's modules imported
 # pyarrow at module level (for saving, fingerprints and binned columns' counts), and

@@ -11,13 +11,13 @@ from __future__ import annotations
 import importlib
 from fractions import Fraction
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from sklearn.naive_bayes import ComplementNB, MultinomialNB
 
 import sqlnb
-import duckdb
-from sklearn.naive_bayes import ComplementNB, MultinomialNB
 from tests.support.statements import executed
 
 fit_module = importlib.import_module("sqlnb.models.naive_bayes.fit")
@@ -133,7 +133,7 @@ def test_ill_conditioned_weighted_column(second_passes):
 def test_count_families_count_present_values_with_count_not_a_filter(kind):
     """Unweighted, the rows where a column is present are ``COUNT(x)`` and Bernoulli's
     present-and-on rows ``COUNT_IF(x > t)``: the same numbers as ``COUNT(*) FILTER (WHERE
-    ...)`` at a fraction of the cost in DuckDB (issue 20: a Bernoulli fit of 10M rows x 20
+    ...)`` at a fraction of the cost in DuckDB (a Bernoulli fit of 10M rows x 20
     columns took 1.93 s with filters, ~0.55 s without; benchmarks/fit_floor.py). Weighted
     counts are ``SUM(CASE WHEN cond THEN w END)``: no FILTER clause either."""
     import duckdb
@@ -149,7 +149,7 @@ def test_count_families_count_present_values_with_count_not_a_filter(kind):
     plain = statistics_query(src, "y", None, plan_features(src, "y", None, kind, exclude=["w"])).sql("duckdb")
     weighted = statistics_query(src, "y", "w", plan_features(src, "y", "w", kind)).sql("duckdb")
     assert "FILTER" not in plain.upper() and "FILTER" not in weighted.upper()
-    # Bernoulli: x > threshold; multinomial: its negative values (x < 0, session 41: not MIN)
+    # Bernoulli: x > threshold; multinomial: its negative values (x < 0: a COUNT_IF, not MIN)
     assert plain.upper().count("COUNT_IF(") == 1
     assert "CASE WHEN" in weighted.upper()
     got = sqlnb.fit(t, "y", kind=kind, exclude=["w"], screen=False)
@@ -159,12 +159,12 @@ def test_count_families_count_present_values_with_count_not_a_filter(kind):
 
 
 # --------------------------------------------------------------------------------------------
-# Multinomial and complement fits count negative values with COUNT_IF, not MIN (session 41).
+# Multinomial and complement fits count negative values with COUNT_IF, not MIN.
 #
 # Grouped by class, DuckDB's MIN of a DOUBLE cost as much as the count and the sum of a
 # column together: 20 count columns, 10M rows, 3 classes, the statistics query took 1.75x a
-# bare ``SUM`` scan with MIN and 1.32x with ``COUNT_IF(x < 0)`` (benchmarks/README.md,
-# session 41). The count says all the fit needs: whether a column holds a negative value,
+# bare ``SUM`` scan with MIN and 1.32x with ``COUNT_IF(x < 0)`` (benchmarks/README.md).
+# The count says all the fit needs: whether a column holds a negative value,
 # which the fit refuses in one line.
 # --------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The Gaussian fit at the one-scan floor without losing digits (issue 32, point 1).
+"""The Gaussian fit at the one-scan floor without losing digits.
 
 A column whose first rows' mean is within two standard deviations of 0 is summed
 unshifted (K = 0: ``SUM(x)``, ``SUM(x·x)``, no ``x − K`` per value); others keep their

@@ -1,5 +1,5 @@
-"""The average of structures (``structure="tan+kdb:2+aode"``, :mod:`sqlnb.models.naive_bayes.mixture`;
-issue 30 point 2): its joint is the mean of the joints its members give alone, within 1e-9,
+"""The average of structures (``structure="tan+kdb:2+aode"``, :mod:`sqlnb.models.naive_bayes.mixture`):
+its joint is the mean of the joints its members give alone, within 1e-9,
 on data with NULLs, rare and unseen values and a Gaussian column; refusals in one line;
 update = refit and the stored round trip; the exported SELECT in SQLite; cross-validation
 equal to fold-by-fold fits; the command line."""
@@ -13,10 +13,8 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
-from support.structured import (assert_cv_accuracy_is_fold_fits, assert_engine_proba, class_scores, cli_files,
-                                registered, sqlite_input)
-from test_kdb import kdb_table
-from test_tan import CLASSES, DISCRETE
+from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
+                                class_scores, cli_files, kdb_table, registered, sqlite_input)
 
 KINDS = {**DISCRETE, "g": "gaussian"}
 
@@ -157,7 +155,7 @@ def test_cli_fit_and_cv(tmp_path):
 
 
 @pytest.mark.shared_data
-def test_adult_cv_choice_meets_issue_30s_bar_as_the_page_says():
+def test_adult_cv_choice_meets_the_pages_error_bar():
     """The CV choice of docs/generative_adult.md ("Averaged structures"): fitted on adult.data,
     its error on the 15,060 complete test rows is the page's 13.23 %, at most 13.3 %."""
     from pathlib import Path

@@ -1,5 +1,5 @@
 """The exported fitting SQL of a model built on pair counts (``sqlnb sql --fit``,
-:func:`sqlnb.workflows.export.fit_sql`) past 40 features (issue 30): its pair scan is
+:func:`sqlnb.workflows.export.fit_sql`) past 40 features: its pair scan is
 split into statements as ``sqlnb fit`` splits it off DuckDB
 (:func:`sqlnb.models.naive_bayes.tan.pair_statements`: at most 780 grouping sets, on Spark
 at most 64 grouping columns; within SQLite's 500-term UNION ALL limit there), and the
@@ -12,7 +12,9 @@ from __future__ import annotations
 import sqlite3
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from sqlglot import exp
 
@@ -20,12 +22,9 @@ import sqlnb
 from sqlnb.models.naive_bayes import tan
 from sqlnb.source import resolve
 from sqlnb.workflows.export import fit_queries, fit_sql
-
-from test_engines import _sqlite_table, sqlite_connection
-from test_pairscan_spam import mixed_table
-import numpy as np
-import pyarrow.parquet as pq
 from support.cli import assert_error, exit_code, run_in
+from support.sqlite import sqlite_connection, sqlite_table
+from test_pairscan_spam import mixed_table
 
 KINDS = {"cat": 20, "int": 10, "bern": 7, "num": 8}  # 45 discrete features: 990 pairs
 
@@ -117,7 +116,7 @@ def test_exported_pair_sql_in_sqlite_gives_duckdbs_counts_past_500_pairs():
     fewest past the limit: at 45 building and rendering the 990 SELECTs takes ~20 s.)"""
     table, model = _fitted({"cat": 14, "int": 8, "bern": 5, "num": 6})
     db = sqlite_connection()
-    _sqlite_table(db, "t", table)
+    sqlite_table(db, "t", table)
     statements = _statements(model, "sqlite")
     assert _exported_pair_counts(model, statements, lambda text: db.execute(text).fetchall()) == _stored_pairs(model)
     assert len(statements) == 2 + 2 and all("GROUPING SETS" not in s for s in statements)
@@ -287,7 +286,7 @@ def test_sql_fit_of_a_tan_model_in_sqlite_without_grouping_sets(tan_model):
     statements = [s for s in r.stdout.split(";\n") if s.strip()]
     assert len(statements) == 3 and "GROUPING SETS" not in r.stdout  # statistics, counts, pair counts
     db = sqlite_connection()
-    _sqlite_table(db, "train", table)
+    sqlite_table(db, "train", table)
     model = sqlnb.load(f"{d}/m.duckdb", "tan")
     got = _pair_counts(db.execute(statements[2]).fetchall(), list(model.stats.pairs.features))
     assert got == _stored_pairs(model)

@@ -1,5 +1,5 @@
 """The pair scan of structures built on pair counts (TAN, AODE, KDB) past 40 features
-(issue 30: spambase's 57 MDL-binned columns were refused): in DuckDB one statement of
+(spambase's 57 MDL-binned columns were refused): in DuckDB one statement of
 :func:`~sqlnb.models.naive_bayes.tan.pairs_long_query`, whose counts equal a numpy count at
 57 features and the GROUPING SETS scan's (still used on other engines) at F <= 40, and a
 one-line refusal past the new limit naming the number and the fix."""

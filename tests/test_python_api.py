@@ -1,7 +1,10 @@
-"""Issue 28, point 3: the Python API's traps. One default for score outputs in Python and on
+"""The Python API without traps: one default for score outputs in Python and on
 the command line, ``sqlnb.models`` one thing (the package of model kinds; saved models are
 listed by ``sqlnb.list_models``), ``sqlnb.report`` at the top level writing the page
-``sqlnb report`` writes, and Polars frames in and out (the ``polars`` extra)."""
+``sqlnb report`` writes, Polars frames in and out (the ``polars`` extra), a DuckDB relation
+read on its own connection, and ``evaluate`` a top-level name.
+
+The scikit-learn estimators are in tests/test_estimators_*.py."""
 
 from __future__ import annotations
 
@@ -14,11 +17,11 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import sqlnb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,7 +149,7 @@ def test_dataframe_extras_have_the_bounds_the_tests_run():
 
 
 # --------------------------------------------------------------------------------------------
-# The Python API's traps of issue 28, point 3, that are fixed: a DuckDB relation is read
+# A DuckDB relation is read
 # on its own connection (fit, score, update, evaluate without ``con=``), and ``evaluate``
 # is a top-level name.
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Reads of a source's first rows run without DuckDB's late materialization (session 41).
+"""What screening reads: a source's first rows, without DuckDB's late materialization,
+and only the columns a rule could leave out.
 
 DuckDB 2.0 plans ``SELECT ... FROM (SELECT ... FROM src LIMIT 100000)`` as a semi-join of
 the source's row numbers under the limit with a second scan of the source. For screening's
@@ -18,10 +19,10 @@ import sqlnb
 from sqlnb import sql
 from sqlnb.engines import DuckDBEngine
 from sqlnb.engines.base import first_rows
-from tests.support.statements import write_parquet
 from sqlnb.errors import ScreeningWarning
 from sqlnb.models import screening
 from support.statements import reads
+from tests.support.statements import write_parquet
 
 
 def _disabled(con) -> set[str]:
@@ -144,7 +145,7 @@ def test_the_unseen_value_check_reads_without_it(data, tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
-# The fit at the floor (issue 32, point 1), session 39: what screening reads.
+# The columns screening reads.
 #
 # No timing here (``benchmarks/fit_floor.py --processes`` measures). Screening reads the
 # first rows of the source; a column that no rule can call an identifier (a float not named

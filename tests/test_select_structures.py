@@ -1,9 +1,11 @@
-"""``select_k`` with a structure built on pair counts (TAN, AODE, KDB).
+"""Feature selection on the structures built on pair counts (TAN, AODE, KDB).
 
-The kept features' pair counts were dropped with the others, so every such fit failed
-with "structure 'tan' needs the pair counts of a tree-augmented fit; refit with
-structure='tan'" — the structure the user had asked for. Now the structure is learnt on
-the kept features: the model equals a fit on exactly those features.
+``select_k`` keeps the kept features' pair counts and learns the structure on them: the
+model equals a fit on exactly those features (when the pair counts were dropped with the
+others, every such fit failed with "structure 'tan' needs the pair counts of a
+tree-augmented fit; refit with structure='tan'", the structure the user had asked for).
+``NaiveBayes.select`` of a tree-augmented model and wrapper selection on it are below.
+Wrapper selection in general is tests/test_select.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 import sqlnb
-from test_tan import DISCRETE, data, probabilities
+from support.structured import DISCRETE, probabilities, tan_data
 
 STRUCTURES = ["tan", "aode", "kdb:1", "kdb:2"]
 
@@ -87,8 +89,13 @@ def test_numbers_only_names_the_fix(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def data():
+    return tan_data()
+
+
 @pytest.mark.parametrize("subset", [["a", "e", "flag"], ["b", "noise"]])
-def test_select_equals_a_fit_on_the_subset(data, subset):  # noqa: F811
+def test_select_equals_a_fit_on_the_subset(data, subset):
     con, _, _ = data
     kinds = {**DISCRETE, "g": "gaussian"}
     full = sqlnb.fit("train", label="y", con=con, features=list(kinds), feature_kinds=kinds, structure="tan")
@@ -102,7 +109,7 @@ def test_select_equals_a_fit_on_the_subset(data, subset):  # noqa: F811
                                rtol=0, atol=1e-9)
 
 
-def test_wrapper_selection_of_a_tree(data):  # noqa: F811
+def test_wrapper_selection_of_a_tree(data):
     con, _, _ = data
     s = sqlnb.select_features("train", "y", con=con, direction="backward", folds=4, features=list(DISCRETE),
                               feature_kinds=DISCRETE, structure="tan")

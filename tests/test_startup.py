@@ -1,6 +1,6 @@
 """Start-up: ``sqlnb --version`` and ``sqlnb CMD --help`` import only what they need.
 
-DuckDB, pyarrow, numpy and sqlglot were most of a cold start (issue 17: ``sqlnb
+DuckDB, pyarrow, numpy and sqlglot were most of a cold start (``sqlnb
 --version`` took 0.55 s of imports); the package and the command line now import them on
 first use. No timing here (benchmarks are not timed tests): what is checked is which
 modules a process has loaded.
@@ -8,11 +8,11 @@ modules a process has loaded.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import click
-import json
 import pytest
 
 HEAVY = ("duckdb", "pyarrow", "numpy", "sqlglot", "sklearn", "pyspark", "psycopg")
@@ -66,7 +66,7 @@ def test_the_engine_choices_are_the_engines():
 
 
 # --------------------------------------------------------------------------------------------
-# The ``sqlnb`` process freezes its imports out of garbage collection (session 41).
+# The ``sqlnb`` process freezes its imports out of garbage collection.
 #
 # A full cyclic collection over everything a command imports (click, DuckDB, sqlglot, numpy,
 # the library) ran once per command, set off by the first SQL rendering: 0.01-0.06 s of every

@@ -2,68 +2,28 @@
 the same estimator (pair counts, conditional mutual information, Chow–Liu tree by Prim,
 smoothed conditional tables, scoring with NULL and unseen fallbacks), within 1e-9; update
 equals the refit; stored round trip; row order; the exported SELECT run in SQLite,
-PostgreSQL and Spark; the command line (issue 16 point 4)."""
+PostgreSQL and Spark; the command line."""
 
 from __future__ import annotations
 
 import math
+import sqlite3
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from sqlglot import exp
 
 import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes import tan
 from support.cli import invoke
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
-from support.structured import (assert_cv_accuracy_is_fold_fits, assert_engine_proba, class_scores, cli_files,
-                                registered, sqlite_input)
-import sqlite3
-import pyarrow.parquet as pq
-from sqlglot import exp
-
-CLASSES = ["k0", "k1", "k2"]
-
-
-def tan_table(n: int, seed: int, unseen: bool = False) -> pa.Table:
-    """Correlated discrete features (so the tree is not trivial) with NULLs: ``a`` follows
-    the class, ``b`` mostly copies ``a``, ``e`` follows ``b``, ``flag`` follows ``e``;
-    ``noise`` is independent; ``g`` is Gaussian. With ``unseen``, some values never seen
-    in training."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, n)
-    a = np.where(rng.random(n) < 0.6, y, rng.integers(0, 4, n))
-    b = np.where(rng.random(n) < 0.7, a, rng.integers(0, 4, n))
-    e = np.where(rng.random(n) < 0.75, (b + 1) % 3, rng.integers(0, 3, n))
-    flag = rng.random(n) < np.where(e == 0, 0.85, 0.2)
-    noise = rng.integers(0, 3, n)
-    g = rng.normal(y * 0.7, 1.0)
-
-    def nulls(p=0.1):
-        return rng.random(n) < p
-
-    a_txt = np.array([f"a{v}" for v in a], dtype=object)
-    b_int = b.astype(np.int64) * 10
-    if unseen:
-        a_txt[rng.random(n) < 0.15] = "a_new"
-        b_int[rng.random(n) < 0.15] = 999
-    return pa.table({
-        "rid": pa.array(np.arange(n), pa.int64()),
-        "a": pa.array(a_txt.tolist(), pa.string(), mask=nulls()),
-        "b": pa.array(b_int, pa.int64(), mask=nulls()),
-        "e": pa.array([f"e{v}" for v in e], pa.string(), mask=nulls()),
-        "flag": pa.array(flag, pa.bool_(), mask=nulls()),
-        "noise": pa.array([f"n{v}" for v in noise], pa.string(), mask=nulls(0.2)),
-        "g": pa.array(g, pa.float64(), mask=nulls()),
-        "y": pa.array([CLASSES[v] for v in y], pa.string(), mask=nulls(0.03)),
-    })
-
-
-DISCRETE = {"a": "categorical", "b": "categorical", "e": "categorical", "flag": "bernoulli",
-            "noise": "categorical"}
-
+from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
+                                class_scores, cli_files, probabilities, sqlite_input, tan_data,
+                                tan_table)
 
 # -- the oracle --------------------------------------------------------------------------
 def oracle(train: pa.Table, test: pa.Table, alpha=1.0, beta=None, estimator="posterior-mean"):
@@ -135,17 +95,13 @@ def oracle(train: pa.Table, test: pa.Table, alpha=1.0, beta=None, estimator="pos
     return softmax(jll), jll, parent, cmi
 
 
-def probabilities(model, data, con) -> np.ndarray:
-    return class_scores(model, data, con, "proba")
-
-
 def jll(model, data, con) -> np.ndarray:
     return class_scores(model, data, con, "jll")
 
 
 @pytest.fixture(scope="module")
 def data():
-    return registered(tan_table(800, 1), tan_table(300, 2, unseen=True))
+    return tan_data()
 
 
 # -- the estimator -----------------------------------------------------------------------
@@ -372,10 +328,10 @@ def test_a_parent_value_without_rows_in_a_class_falls_back_to_naive_under_mle():
 
 
 # --------------------------------------------------------------------------------------------
-# DuckDB's scoring SELECT of TAN and KDB at spambase's shape (binned columns): since s40 a
+# DuckDB's scoring SELECT of TAN and KDB at spambase's shape (binned columns): a
 # child's term is one list read per class of a table padded with a missing slot per axis
 # (:func:`tan.padded_read`), and a binned column's position is a sum of comparisons
-# (:meth:`Binned.counted_index`), not a CASE chain repeated in every pick. On 1de9335 a
+# (:meth:`Binned.counted_index`), not a CASE chain repeated in every pick. At commit 1de9335 a
 # TAN child's term was ``COALESCE`` of two reads (KDB(2): four) with three CASE chains
 # each, which made spambase's scoring SQL 200 kB (TAN) and 640 kB (KDB(2)) for 920 rows.
 #

@@ -1,16 +1,21 @@
-"""Categorical counts of many columns off DuckDB's ``histogram()`` (session 41): the one
-GROUPING SETS counts query over every categorical column passed engines' limits, so a
+"""Categorical counts of many columns: cut into blocks under each engine's limits.
+
+One GROUPING SETS counts query over every categorical column passes engines' limits: a
 naive Bayes fit on Spark of 64 or more categorical columns failed
-(GROUPING_SIZE_LIMIT_EXCEEDED, 6a739ab), as did MDL-binned columns' value counts there,
-the exported counts on PostgreSQL past 831 columns ("target lists can have at most 1664
-entries") and in SQLite past 500 ("too many terms in compound SELECT"). They are now cut
-into blocks under each limit, one statement each
+(GROUPING_SIZE_LIMIT_EXCEEDED), as did MDL-binned columns' value counts there, the
+exported counts on PostgreSQL past 831 columns ("target lists can have at most 1664
+entries") and in SQLite past 500 ("too many terms in compound SELECT"). The counts are
+cut into blocks under each limit, one statement each
 (:func:`sqlnb.models.naive_bayes.counts.count_blocks`), at fit and in the export, and
-give DuckDB's counts; under every limit the one statement is as before."""
+give DuckDB's counts; under every limit they stay one statement. On DuckDB, which counts
+with ``histogram()``, past 48 categorical columns the fit counts by GROUPING SETS in
+blocks too (the second part of this file)."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
+from collections import Counter
 
 import duckdb
 import numpy as np
@@ -20,12 +25,10 @@ from sqlglot import exp
 
 import sqlnb
 from sqlnb import sql
-from sqlnb.models.naive_bayes.families import Feature
-from sqlnb.workflows.export import fit_queries
-import time
-from collections import Counter
 from sqlnb.models.naive_bayes import counts as counts_module
 from sqlnb.models.naive_bayes.counts import uses_histogram
+from sqlnb.models.naive_bayes.families import Feature
+from sqlnb.workflows.export import fit_queries
 from tests.support.statements import executed
 
 TOL = 1e-12
@@ -86,7 +89,7 @@ def _counts_statements(F: int, dialect: str, weight: str | None = "w", table: st
 def test_blocks_stay_within_each_engines_limit():
     """Each dialect's blocks cover the columns in order within its limit; under it (on
     Spark up to 63 columns, 62 with a fold) one block, as before; DuckDB's GROUPING SETS
-    (weighted, or past 48 categorical columns) in blocks of 32 (session 41)."""
+    (weighted, or past 48 categorical columns) in blocks of 32."""
     from sqlnb.models.naive_bayes.counts import count_blocks
     for F in (1, 62, 63, 64, 70, 500, 501, 831, 832, 1599):
         for keys in (1, 2):
@@ -209,7 +212,7 @@ def test_postgres_past_its_1664_select_columns_equals_duckdb():
 
 
 # --------------------------------------------------------------------------------------------
-# Many categorical columns on DuckDB: counted by GROUPING SETS in blocks past 48 (session 41).
+# Many categorical columns on DuckDB: counted by GROUPING SETS in blocks past 48.
 #
 # DuckDB planned one statement of many ``histogram()`` aggregates in time and memory that grew
 # much faster than their number: 200 categorical columns of 12 rows took 10-14 s and 1.4 GB to

@@ -1,4 +1,4 @@
-"""Bounded memory when the CLI writes scored rows to a file (issue 20, point 4).
+"""Bounded memory when the CLI writes scored rows to a file.
 
 DuckDB's ordered COPY holds finished row groups that are ahead of the writer, bounded only
 by its memory limit; the CLI gives file outputs a limit (``WRITE_MEMORY_LIMIT``) unless the
