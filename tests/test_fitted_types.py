@@ -1,4 +1,4 @@
-"""Values read with the type a model was fitted with, exactly (part "types").
+"""Values read with the type a model was fitted with, exactly.
 
 DuckDB's casts to integers and decimals round (``TRY_CAST('1.5' AS BIGINT)`` is 2), so a
 categorical column fitted as BIGINT and scored from text scored ``'1.5'`` as category 2.
