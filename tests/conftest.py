@@ -85,6 +85,24 @@ def con():
     c.close()
 
 
+@pytest.fixture
+def second_passes(monkeypatch):
+    """Names of the columns each exact second pass of a Gaussian fit recomputed
+    (``sqlnb.models.naive_bayes.fit._exact_m2_pass``, spied on)."""
+    import importlib
+
+    fit_module = importlib.import_module("sqlnb.models.naive_bayes.fit")
+    calls: list[list[str]] = []
+    original = fit_module._exact_m2_pass
+
+    def spy(engine, source, label, label_type, weight, gauss, *rest, **kw):
+        calls.append([f.name for f in gauss])
+        return original(engine, source, label, label_type, weight, gauss, *rest, **kw)
+
+    monkeypatch.setattr(fit_module, "_exact_m2_pass", spy)
+    return calls
+
+
 @pytest.fixture(scope="session")
 def spambase():
     """``(con, train, test)``: table ``spambase`` (ESL split, ``row_id``) in ``con`` and its

@@ -10,21 +10,14 @@ Values read with the fitted type exactly are in tests/test_fitted_types.py.
 
 from __future__ import annotations
 
-import csv
-import io
-
 import duckdb
 import numpy as np
 import pytest
 
 import sqlnb
-from support.cli import assert_error, invoke, run_process
+from support.cli import assert_error, csv_rows, invoke, run_process
 
 BOM = "\ufeff"
-
-
-def _rows(text: str) -> list[dict]:
-    return list(csv.DictReader(io.StringIO(text)))
 
 
 # -- (a) values that do not cast ----------------------------------------------------------
@@ -52,7 +45,7 @@ def test_cli_score_reads_a_text_value_of_an_integer_category_as_unseen(categoric
     (d / "test.csv").write_text("color,size,y\n1,1.5,a\n2,2.0,b\nx,1.2,a\n07,1.1,a\n,1.2,b\n")
     score = run_process("score", d / "test.csv", "--model", model, "--keep", "color", "--out", "-", module=True)
     assert score.returncode == 0, score.stderr
-    rows = _rows(score.stdout)
+    rows = csv_rows(score.stdout)
     assert [r["color"] for r in rows] == ["1", "2", "x", "07", ""]
     assert rows[2]["prediction"] and float(rows[2]["proba_a"]) == pytest.approx(float(rows[4]["proba_a"]), abs=1e-12)
     # "07" still reads as the category 7 would: here 7 is unseen too, but 1 (line 2) is seen.
@@ -72,7 +65,7 @@ def test_cli_score_unseen_text_past_the_sniffed_rows_and_the_exported_sql(catego
     (d / "big.csv").write_text("color,size\n" + body + "x,1.2\n,1.2\n")
     score = run_process("score", d / "big.csv", "--model", model, "--out", "-", module=True)
     assert score.returncode == 0, score.stderr
-    rows = _rows(score.stdout)
+    rows = csv_rows(score.stdout)
     assert len(rows) == n + 2 and rows[-2]["color"] == "x"
     assert float(rows[-2]["proba_a"]) == pytest.approx(float(rows[-1]["proba_a"]), abs=1e-12)
     exported = invoke("sql", d / "big.csv", "--model", model, "--compact")
@@ -99,7 +92,7 @@ def test_cli_non_number_in_a_numeric_column_is_one_line_naming_it(categorical_mo
     assert "CSV Error on Line" not in line
     # The fix the line names works.
     fixed = invoke("score", d / "bad.csv", "--model", model, "--null-string", "abc", "--out", "-")
-    assert fixed.exit_code == 0 and len(_rows(fixed.stdout)) == 4, fixed.stderr
+    assert fixed.exit_code == 0 and len(csv_rows(fixed.stdout)) == 4, fixed.stderr
 
 
 # -- (b) byte-order marks -----------------------------------------------------------------

@@ -20,11 +20,7 @@ from conftest import frame
 from sqlnb.models.base import Model
 from sqlnb.workflows import cv
 from support.cv_oracle import assert_matches_refits
-
-try:
-    from duckdb import sqltypes as T
-except ImportError:  # pragma: no cover - older DuckDB
-    from duckdb import typing as T
+from support.statements import counting_view
 
 
 def mixed(seed: int = 0, n: int = 240):
@@ -56,15 +52,7 @@ def nb_data(seed: int = 0, n: int = 300):
 def counted():
     """A view whose every scan is counted: a side-effecting UDF wraps one column."""
     con = duckdb.connect()
-    seen = {"rows": 0}
-
-    def tick(x):
-        seen["rows"] += len(x)
-        return x
-
-    con.create_function("tick", tick, [T.DOUBLE], T.DOUBLE, type="arrow", side_effects=True)
-    con.register("raw", nb_data())
-    con.execute('CREATE VIEW data AS SELECT tick(x0) AS x0, x1, x2, colour, rare, y FROM raw')
+    seen = counting_view(con, nb_data(), ["x0", "x1", "x2", "colour", "rare", "y"], "x0")
     yield con, seen
     con.execute("DROP VIEW data")
     con.remove_function("tick")

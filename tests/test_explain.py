@@ -27,8 +27,7 @@ from sqlnb.errors import SqlnbError
 from sqlnb.models.decision import DecisionRule
 from sqlnb.models.explain import MAX_REASONS, reason_columns
 from sqlnb.models.finish import class_columns
-from support.cli import assert_error, invoke, write_parquet
-from support.cli import run_process
+from support.cli import assert_error, csv_rows, invoke, run_process, write_parquet
 from support.engines import postgres_engine, spark_engine
 from support.sqlite import sqlite_connection, sqlite_table
 
@@ -421,7 +420,7 @@ def test_cli_explain_under_costs_explains_the_prediction(tmp_path):
     assert r.returncode == 0, r.stderr
     counts = dict(zip(*np.unique(t["y"].to_numpy(zero_copy_only=False), return_counts=True)))
     log_prior = {c: math.log(n / len(t)) for c, n in counts.items()}
-    rows = _rows(r.stdout)
+    rows = csv_rows(r.stdout)
     assert _check_reasons(rows, ["p", "q", "s"], log_prior, 3) >= 10  # the rule flips rows, all explained
 
 

@@ -12,7 +12,6 @@ The EM models themselves (update = refit, sampling, novelty) are in tests/test_g
 
 from __future__ import annotations
 
-
 import duckdb
 import numpy as np
 import pyarrow as pa

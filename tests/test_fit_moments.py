@@ -8,7 +8,6 @@ from a class's values, a column constant in a class) gets the exact second pass.
 
 from __future__ import annotations
 
-import importlib
 from fractions import Fraction
 
 import duckdb
@@ -20,8 +19,6 @@ from sklearn.naive_bayes import ComplementNB, MultinomialNB
 import sqlnb
 from tests.support.statements import executed
 
-fit_module = importlib.import_module("sqlnb.models.naive_bayes.fit")
-
 
 def exact_moments(x, w=None):
     """(Σw, mean, Σw(x − mean)²) in rational arithmetic, as floats."""
@@ -30,20 +27,6 @@ def exact_moments(x, w=None):
     n = sum(fw)
     mean = sum(a * b for a, b in zip(fw, fx)) / n
     return float(n), float(mean), float(sum(b * (a - mean) ** 2 for a, b in zip(fx, fw)))
-
-
-@pytest.fixture
-def second_passes(monkeypatch):
-    """Names of the columns each exact second pass recomputed."""
-    calls: list[list[str]] = []
-    original = fit_module._exact_m2_pass
-
-    def spy(engine, source, label, label_type, weight, gauss, *rest, **kw):
-        calls.append([f.name for f in gauss])
-        return original(engine, source, label, label_type, weight, gauss, *rest, **kw)
-
-    monkeypatch.setattr(fit_module, "_exact_m2_pass", spy)
-    return calls
 
 
 def check(model, table, name, weight=None):

@@ -39,20 +39,6 @@ def exact(x):
     return float(n), float(mean), float(sum((v - mean) ** 2 for v in fx))
 
 
-@pytest.fixture
-def second_passes(monkeypatch):
-    """Names of the columns each exact second pass recomputed."""
-    calls: list[list[str]] = []
-    original = fit_module._exact_m2_pass
-
-    def spy(engine, source, label, label_type, weight, gauss, *rest, **kw):
-        calls.append([f.name for f in gauss])
-        return original(engine, source, label, label_type, weight, gauss, *rest, **kw)
-
-    monkeypatch.setattr(fit_module, "_exact_m2_pass", spy)
-    return calls
-
-
 def moments_error(model, table, name):
     """Largest relative error of the class means and M2 against :func:`exact`."""
     m = model.stats.features[name]

@@ -4,7 +4,9 @@ nothing on disk."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import os
 import subprocess
 import sys
@@ -72,6 +74,11 @@ def run_in(directory, *args: str, process: bool = False):
         return invoke(*args)
     finally:
         os.chdir(old)
+
+
+def csv_rows(text: str) -> list[dict]:
+    """The rows of a CSV text (``sqlnb score --out -``'s output), as dicts of strings."""
+    return list(csv.DictReader(io.StringIO(text)))
 
 
 def exit_code(result) -> int:
