@@ -246,9 +246,9 @@ def test_spark_gives_duckdbs_sets_and_stores_them(models):
 
 
 # --------------------------------------------------------------------------------------------
-# Conformal sets as flags in DuckDB too: writing the
-# ``prediction_set`` LIST to Parquet cost APS 1.37x the CPU of scoring without sets, the same
-# sets as one BOOLEAN ``in_set_<class>`` per class ~1.1x (benchmarks/README.md). So
+# Conformal sets as flags in DuckDB too: writing the ``prediction_set`` LIST to Parquet cost
+# APS 1.37x the CPU of scoring without sets, the same sets as one BOOLEAN ``in_set_<class>``
+# per class ~1.1x (benchmarks/README.md). So
 # ``set_format="flags"`` (``--set-format flags`` on ``score`` and ``sql``) gives the portable
 # form on DuckDB: the same sets row for row, for every method; the list stays DuckDB's default.
 # --------------------------------------------------------------------------------------------

@@ -149,9 +149,8 @@ def test_dataframe_extras_have_the_bounds_the_tests_run():
 
 
 # --------------------------------------------------------------------------------------------
-# A DuckDB relation is read
-# on its own connection (fit, score, update, evaluate without ``con=``), and ``evaluate``
-# is a top-level name.
+# A DuckDB relation is read on its own connection (fit, score, update, evaluate without
+# ``con=``), and ``evaluate`` is a top-level name.
 # --------------------------------------------------------------------------------------------
 
 
