@@ -189,7 +189,7 @@ def cv_figures(jll, y, folds, threshold=0.5):
 
 def mixtures_from_members(con, train, features, alphas):
     """Every structure of MIX_STRUCTURES at each α, from its members' out-of-fold joints:
-    an average's joint is the mean of its members' (tests/test_mixture_s39.py), so its
+    an average's joint is the mean of its members' (tests/test_mixture.py), so its
     fold model's out-of-fold joint is the mean of theirs; minutes instead of the hours the
     pooled query of every average takes on the loaded machine. Yields (structure, α, CV
     error %, log loss)."""

@@ -293,7 +293,7 @@ def relation_connection(data: Any) -> duckdb.DuckDBPyConnection | None:
     """The connection a DuckDB relation was made on (None for anything else).
 
     DuckDB 2.0's Python relation keeps it as ``_con`` and offers no public accessor
-    (asked for in duckdb-python discussions 580 and 603; tests/test_misc_s40.py fails
+    (asked for in duckdb-python discussions 580 and 603; tests/test_python_api.py fails
     once one exists), so this is the one place sqlnb reads it. A relation without it is
     read on a new connection, and one read on a connection that cannot see its tables
     says to pass its own connection as ``con=`` (:func:`resolve`)."""

@@ -101,7 +101,7 @@ def test_stratified_subsamples_hold_their_quotas(con):
 
 
 @pytest.mark.shared_data
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 @pytest.mark.shared_data
 def test_spambase_shows_the_ng_jordan_shape(spambase):
     # Ng & Jordan compare with unpenalised logistic regression: C = 1e4 here. (With the

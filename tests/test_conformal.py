@@ -1,4 +1,4 @@
-"""``sqlnb conformal`` (issue 30, part 2): the command, the stored sets and what keeps or
+"""``sqlnb conformal``: the command, the stored sets and what keeps or
 drops them, the format rule, evaluate's coverage, and the edge cases. The oracles and the
 coverage guarantee are tests/test_conformal_oracles.py; other engines
 tests/test_conformal_engines.py."""

@@ -1,4 +1,4 @@
-"""scikit-learn's own estimator checks over every sqlnb estimator (issue 28).
+"""scikit-learn's own estimator checks over every sqlnb estimator.
 
 scikit-learn's API contract (cloning, pickling, get/set_params, input validation,
 pandas input, sample weights, partial_fit, ...) runs on each estimator through

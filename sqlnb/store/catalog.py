@@ -36,7 +36,7 @@ CATALOG = "models"
 #: this one must still load: tests/test_store_version.py loads a saved model of each
 #: (tests/fixtures).
 #:
-#: 1. The layout above (every release so far, the wave 1 fixture of 7313a04 included).
+#: 1. The layout above (every release so far, tests/fixtures/models_7313a04 included).
 #: 2. A model may hold conformal prediction sets (parts ``conformal`` and
 #:    ``conformal_thresholds``, :mod:`sqlnb.models.conformal`). A sqlnb of format 1 would
 #:    ignore them: score without the sets, and drop them when it saves the model again
