@@ -247,6 +247,11 @@ def test_refusals(data):
     with pytest.raises(SqlnbError, match=r"l2 is the penalty of the weights of model 'weighted'"):
         sqlnb.fit("train", "y", con=con, l2=0.1)
     model = fit(con, l2=1e-2)
+    for call, what in ((lambda: sqlnb.sample(model, 5), "sampling"),
+                       (lambda: sqlnb.novelty_threshold(model, "train", con=con), "a novelty threshold")):
+        with pytest.raises(SqlnbError, match=rf"^{what} needs the joint probability p\(x, class\) of a generative "
+                                             r"model; the learnt weights"):
+            call()
     with pytest.raises(SqlnbError, match=r"to change alpha refit it"):
         model.with_params(alpha=2.0)
     with pytest.raises(SqlnbError, match=r"refit it on the features you want"):

@@ -75,6 +75,8 @@ class NaiveBayes(Model):
     """
 
     kind = "naive_bayes"
+    #: Its scores are joint log-probabilities ln p(x, class): what sampling and novelty need.
+    generative = True
 
     def __init__(self, label: str, label_type: str, features: Sequence[Feature], stats: Statistics,
                  hyper: Hyperparameters | None = None, report: dict | None = None, weight: str | None = None):

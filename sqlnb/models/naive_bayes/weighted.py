@@ -438,6 +438,7 @@ class WeightedNaiveBayes(NaiveBayes):
     """
 
     kind = "weighted_naive_bayes"
+    generative = False  # weighted log-probabilities: class scores, not ln p(x, class)
 
     def __init__(self, *args, l2: float = 1e-3, prior_weights=None, weights=None, **kwargs):
         self.weights = None  # naive Bayes's checks at construction derive the unweighted parameters
