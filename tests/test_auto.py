@@ -10,8 +10,8 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.auto import STAGES, auto_fit
 from support.cli import invoke, run_process
-from support.structured import class_scores, registered
-from test_tan import tan_table
+from support.structured import class_scores, registered, tan_table
+
 
 FEATURES = ["a", "b", "e", "noise"]
 

@@ -23,7 +23,7 @@ from sqlnb.errors import SqlnbError
 from sqlnb.workflows.conformal import conformal
 from support.cli import assert_error, invoke
 from test_conformal_engines import postgres_gives_duckdbs_sets_and_stores_them, same, table
-from test_engines import _sqlite_table, sqlite_connection
+from support.sqlite import sqlite_connection, sqlite_table
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -130,7 +130,7 @@ def test_sqlite_gives_duckdbs_sets_for_every_choice(choices):
     t = table(300, 2)
     for name, model in choices.items():
         db = sqlite_connection()
-        _sqlite_table(db, "t", t)
+        sqlite_table(db, "t", t)
         cur = db.execute(model.to_sql(dialect="sqlite", source="t"))
         names = [c[0] for c in cur.description]
         rows = cur.fetchall()

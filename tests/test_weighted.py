@@ -25,8 +25,8 @@ from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.weighted import L2_GRID, UpdateKeepsWeights, WeightedNaiveBayes
 from support.cli import invoke, run_process
 from support.discrete_oracle import assert_rows_keep_count_and_order
-from support.structured import assert_engine_proba, class_scores, registered, sqlite_input
-from test_tan import CLASSES, tan_table
+from support.structured import CLASSES, assert_engine_proba, class_scores, registered, sqlite_input, tan_table
+
 
 FEATURES = ["a", "b", "e", "flag", "noise"]
 KINDS = {name: "categorical" for name in FEATURES}
