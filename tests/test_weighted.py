@@ -13,7 +13,6 @@ refusals and the command line.
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pyarrow as pa
