@@ -121,19 +121,20 @@ def test_each_class_reads_one_list_of_every_tree_table(by_size, kind):
     K = len(model.classes)
     lists = K * (2 if "aode" in kind else 1) + (1 if "aode" in kind else 0)
     assert len(re.findall(r"STRING_SPLIT\(", text, flags=re.I)) == lists
-    copies = 2 if "aode" in kind else 1  # a mixture with AODE: the tree members' positions and AODE's slots
-    for name in ("c0", "c38"):
-        assert len(re.findall(rf'"src"\."{name}"', text)) == 1 + copies, name
+    for name in ("c0", "c38"):  # with an AODE member, its slots give the tree members' positions
+        assert len(re.findall(rf'"src"\."{name}"', text)) == 2, name
 
 
 def test_aode_past_read_max_sums_each_super_parent_once_per_class(by_size):
     """Past READ_MAX features a class's AODE term holds one ``list_sum`` per super-parent,
-    no read per pair; up to it, the F(F−1) reads per class."""
+    no read per pair, and each position is written once (in the list of slots); up to it,
+    the F(F−1) reads per class."""
     con, base = by_size[40]
     model = base.with_params(structure="aode")
     assert len(model._aode.features) == 40 > aode.READ_MAX
     text = select_text(model, con)
     assert len(re.findall(r"LIST_SUM\(", text, flags=re.I)) == 2 * 40
+    assert len(re.findall(r'"src"\."c0"', text)) == 2  # kept, and its position in the list of slots
     small = fitted(8, "aode")[1]
     assert len(small._aode.features) == 8 <= aode.READ_MAX
     text = select_text(small, con)

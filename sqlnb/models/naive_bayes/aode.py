@@ -53,7 +53,9 @@ ratio is kept at 0. Every T_{c,i} reads each table by position, one list read in
 prelude holds each class's tables as one list, written once, and each feature's slot in
 it, never NULL (:func:`prelude`): a read is ``list_extract(table_c, row_i + slot_j)``, no
 COALESCE, balanced sums; its F(F−1) reads per class still cost about 4× TAN's scoring
-CPU at 8 columns (benchmarks/README.md).
+CPU at 8 columns (benchmarks/README.md). Past :data:`READ_MAX` features a super-parent's
+sum is one ``list_sum`` over a list of its reads instead, so that the SELECT grows as F
+(its tables as F², their cells).
 
 Statistics. Only the counts TAN gathers (class, per-feature and pair counts), so
 ``update`` merges them exactly (an updated model is the refit), cross-validation counts
@@ -213,9 +215,9 @@ def prelude(model: Aode, features: Sequence[Feature], stats, dialect: str | None
             input_types: Mapping[str, str] | None) -> list[tuple[str, exp.Expression]]:
     """DuckDB's prelude columns for :func:`padded_terms`: per discrete feature i its slot
     ``G_i + q_i + 1`` (1-based, never NULL: ``q_i`` is its :func:`positions`, n_i when
-    missing or unseen) and its row ``slot_i · W``; past :data:`READ_MAX` features the
-    list of every slot; then per class the constant list :func:`ratio_list`, and the
-    constant list :func:`ok_list`.
+    missing or unseen) and its row ``slot_i · W`` (past :data:`READ_MAX` features, one
+    list of every slot instead, each position written once); then per class the constant
+    list :func:`ratio_list`, and the constant list :func:`ok_list`.
 
     The tables are written once, and each read is ``list_extract(table_c, row_i + slot_j)``
     (on 6a739ab each of the K·F(F−1) reads held a literal of its own (i, j) table, which
@@ -230,10 +232,26 @@ def prelude(model: Aode, features: Sequence[Feature], stats, dialect: str | None
         row = exp.Mul(this=sql.paren(slot.copy()), expression=exp.Literal.number(width))
         out += [(f"{SLOT_PREFIX}{a}", slot), (f"{ROW_PREFIX}{a}", row)]
     if len(model.features) > READ_MAX:
-        out.append((SLOTS_COLUMN, exp.Array(expressions=[e.copy() for name, e in out[::2]])))
+        out = [(SLOTS_COLUMN, exp.Array(expressions=[e for _, e in out[::2]]))]
     out += [(f"{TABLE_PREFIX}{k}", sql.packed_list([float(w) for w in ratio_list(model, k)], "DOUBLE"))
             for k in range(len(model.shift))]
     return out + [(OK_COLUMN, sql.packed_list([float(w) for w in ok_list(model)], "DOUBLE"))]
+
+
+def slot(model: Aode, a: int) -> exp.Expression:
+    """The a-th discrete feature's slot as :func:`prelude` holds it: its column, or past
+    :data:`READ_MAX` features its element of the list of slots."""
+    if len(model.features) > READ_MAX:
+        return exp.Anonymous(this="list_extract", expressions=[sql.col(SLOTS_COLUMN), exp.Literal.number(a + 1)])
+    return sql.col(f"{SLOT_PREFIX}{a}")
+
+
+def slot_positions(model: Aode) -> dict[str, exp.Expression]:
+    """Each discrete feature's 0-based value position (its missing slot n_i when missing or
+    unseen) read from :func:`prelude`'s slots: ``slot_i − G_i − 1``."""
+    start, _ = layout(model)
+    return {f.name: sql.paren(exp.Sub(this=slot(model, a), expression=exp.Literal.number(start[f.name] + 1)))
+            for a, f in enumerate(model.features)}
 
 
 def _read(table: str, row: str, slot: str) -> exp.Expression:
@@ -289,13 +307,13 @@ def padded_terms(model: Aode) -> list[exp.Expression]:
         if len(names) <= READ_MAX:
             return [pair(i, j, k) for j in names if j != i]
         s = sql.ident("sqlnb_slot")
-        moved = exp.Lambda(this=exp.Add(this=exp.Column(this=s), expression=sql.col(f"{ROW_PREFIX}{index[i]}")),
-                           expressions=[s.copy()])
+        row = exp.Mul(this=slot(model, index[i]), expression=exp.Literal.number(layout(model)[1]))
+        moved = exp.Lambda(this=exp.Add(this=exp.Column(this=s), expression=row), expressions=[s.copy()])
         slots = exp.Anonymous(this="list_transform", expressions=[sql.col(SLOTS_COLUMN), moved])
         return [exp.Anonymous(this="list_sum", expressions=[
             exp.Anonymous(this="list_select", expressions=[sql.col(f"{TABLE_PREFIX}{k}"), slots])])]
 
-    ok = {i: exp.Anonymous(this="list_extract", expressions=[sql.col(OK_COLUMN), sql.col(f"{SLOT_PREFIX}{index[i]}")])
+    ok = {i: exp.Anonymous(this="list_extract", expressions=[sql.col(OK_COLUMN), slot(model, index[i])])
           for i in index}
     size = sql.paren(pairwise_sum([ok[i].copy() for i in index]))
     empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
@@ -338,11 +356,11 @@ def _averaged(model: Aode, reads, part, total_of, size: exp.Expression, plain=No
 
 
 def padded_naive(model: Aode, name: str, log_prob: Any) -> list[exp.Expression]:
-    """Per class, a categorical feature's naive Bayes term ln p(x_j | c) read at its
-    :func:`prelude` slot (a missing or unseen value reads the 0 after its values): the
-    doubles its own term reads by its ENUM code, without casting it again."""
+    """Per class, a categorical or binned feature's naive Bayes term ln p(x_j | c) read at
+    its :func:`prelude` slot (a missing or unseen value reads the 0 after its values): the
+    doubles its own term reads by its ENUM code or bin, without casting or counting again."""
     start, _ = layout(model)
-    at = sql.col(f"{SLOT_PREFIX}{[f.name for f in model.features].index(name)}")
+    at = slot(model, [f.name for f in model.features].index(name))
     index = at if start[name] == 0 else exp.Sub(this=at, expression=exp.Literal.number(start[name]))
     return [exp.Anonymous(this="list_extract", expressions=[
         sql.packed_list([float(w) for w in np.append(row, 0.0)], "DOUBLE"), index.copy()])

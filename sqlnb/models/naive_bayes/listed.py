@@ -23,7 +23,9 @@ the row-major position in a table padded with a missing slot per axis
   read of its padded table minus its padded naive row, cell by cell, summed in the
   children's order (the same doubles as ``Σ (t − n)`` of the portable form).
 
-An AODE member reads its own prelude (:func:`aode.prelude`, :func:`aode.padded_terms`).
+An AODE member reads its own prelude (:func:`aode.prelude`, :func:`aode.padded_terms`),
+whose slots then give every position (``slot − G − 1``, :func:`aode.slot_positions`), so
+that no position is written twice.
 So the SELECT grows as the number of features (each term one read of fixed size) and the
 tables as their cells; on 6a739ab each TAN or KDB term repeated its positions' expressions
 and held a literal of its own table, and an average re-wrote every member's terms with
@@ -55,11 +57,14 @@ class Plan:
     values; ``cells`` the tables' cells (K, m) in list order; ``naive[name]`` the start
     of a feature's padded naive row; ``children[m][child]`` ``(start, axes)`` of member
     ``m``'s padded table of ``child`` (its difference to the naive row under an average),
-    ``axes`` the features it is indexed by, child last.
+    ``axes`` the features it is indexed by, child last. ``at``: the expressions the value
+    positions are read from when an AODE member's prelude has them
+    (:func:`aode.slot_positions`), default the prelude's own position columns.
     """
 
     names: list
     sizes: dict
+    at: dict | None = None
     cells: list = field(default_factory=list)
     naive: dict = field(default_factory=dict)
     children: list = field(default_factory=list)
@@ -77,7 +82,7 @@ class Plan:
         """``list_extract(sqlnb_tables<k>, start + 1 + row-major index of the axes' positions)``."""
         index: exp.Expression | None = None
         for name in axes:
-            q = sql.col(f"{POSITION_PREFIX}{self.names.index(name)}")
+            q = sql.col(f"{POSITION_PREFIX}{self.names.index(name)}") if self.at is None else self.at[name].copy()
             index = q if index is None else exp.Add(
                 this=exp.Mul(this=sql.paren(index), expression=exp.Literal.number(self.sizes[name] + 1)), expression=q)
         index = exp.Add(this=index, expression=exp.Literal.number(start + 1))
@@ -105,9 +110,12 @@ def plan(nets: Sequence[tuple[str, Any]], names: Sequence[str], features: Sequen
     naive members take no table here) over the discrete features ``names``: each
     member's children's padded tables (``difference``: minus their naive rows, an
     average's D_{s,c}), then the naive row of every discrete feature with a naive term
-    to read (categorical and binned ones: not a child of a single tree)."""
+    to read (categorical and binned ones: not a child of a single tree). An AODE member's
+    prelude gives the positions (:func:`aode.slot_positions`)."""
     by_name = {f.name: f for f in features}
-    out = Plan(list(names), {n: len(tan.feature_values(by_name[n], stats.features)) for n in names})
+    net = dict(nets).get("aode")
+    out = Plan(list(names), {n: len(tan.feature_values(by_name[n], stats.features)) for n in names},
+               None if net is None else aode.slot_positions(net))
     for _, net in nets:
         mine = {}
         for child in (net.parent if isinstance(net, (tan.Tree, kdb.Network)) else {}):
@@ -132,7 +140,7 @@ def prelude(p: Plan, features: Sequence[Feature], stats, input_types: Mapping[st
     by_name = {f.name: f for f in features}
     types = input_types or {}
     out = []
-    for a, name in enumerate(p.names):
+    for a, name in enumerate(p.names if p.at is None else []):
         f = by_name[name]
         q = tan._position(f, tan.feature_values(f, stats.features), "duckdb", types.get(name))
         out.append((f"{POSITION_PREFIX}{a}", exp.Cast(

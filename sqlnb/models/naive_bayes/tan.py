@@ -53,8 +53,8 @@ Scoring (one term per child and class, no join)::
 The root's term is its naive Bayes term. ``unseen="bucket"`` is refused for tree models.
 In DuckDB a term is one read of one list padded with a missing slot per axis (the naive
 row, a 0 column), ``list_extract(w_k, COALESCE(p_parent, n_parent)·(n_child + 1) +
-COALESCE(p_child, n_child) + 1)`` (:func:`padded_read`), positions from ENUM codes or, for
-binned columns, sums of comparisons; elsewhere the positions and the picks are CASEs.
+COALESCE(p_child, n_child) + 1)`` (:func:`padded_read`; scoring reads every table from one
+list per class, each position from a prelude column: :mod:`.listed`); elsewhere CASEs.
 
 Cost and limit: the pair scan does F(F−1)/2 pair updates per row for F tree features, so
 it grows as F² (and the SQL, in DuckDB, as F: each feature is named once, the pairs are two
