@@ -69,6 +69,7 @@ class Plan:
     naive: dict = field(default_factory=dict)
     children: list = field(default_factory=list)
     width: int = 0
+    lists: list = field(default_factory=list, init=False)  # :func:`prelude`'s packed lists, built once
 
     def add(self, table: np.ndarray) -> int:
         """Append a (K, …) table's cells; returns its 0-based start in the list."""
@@ -146,11 +147,10 @@ def prelude(p: Plan, features: Sequence[Feature], stats, input_types: Mapping[st
         out.append((f"{POSITION_PREFIX}{a}", exp.Cast(
             this=exp.Coalesce(this=q, expressions=[exp.Literal.number(p.sizes[name])]),
             to=exp.DataType.build("BIGINT"))))
-    if p.cells:
-        cells = np.concatenate(p.cells, axis=1)
-        out += [(f"{TABLE_PREFIX}{k}", sql.packed_list([float(w) for w in row], "DOUBLE"))
-                for k, row in enumerate(cells)]
-    return out
+    if p.cells and not p.lists:
+        p.lists[:] = [(f"{TABLE_PREFIX}{k}", sql.packed_list([float(w) for w in row], "DOUBLE"))
+                      for k, row in enumerate(np.concatenate(p.cells, axis=1))]
+    return out + [(name, e.copy()) for name, e in p.lists]
 
 
 def terms(p: Plan, mix: mixture.Mixture | None, K: int) -> tuple[dict[str, list], list]:
