@@ -1,4 +1,4 @@
-"""AODE (``structure="aode"``, issue 30) against naive Bayes, TAN and KDB(2) on UCI adult.
+"""AODE (``structure="aode"``) against naive Bayes, TAN and KDB(2) on UCI adult.
 
 ``error``: test error (%) on adult.test's 15,060 complete rows (no NULL in any column) and
 on all 16,281, of models fitted on adult.data with ``bins="mdl"``: naive Bayes, TAN and
@@ -164,8 +164,8 @@ def run_scale(rows: int, repeat: int, data: str | None) -> None:
 def run_wide(features: int, rows: int, repeat: int) -> None:
     """AODE at ``features`` categorical columns: the SQL's size and the scoring time.
 
-    The pair scan refuses more than ``tan.MAX_FEATURES`` discrete features (issue 30's
-    spambase rows; another change lifts it): raised here for this measurement only."""
+    The pair scan refuses more than ``tan.MAX_FEATURES`` discrete features:
+    raised here for this measurement only."""
     from sqlnb.models.naive_bayes import tan
     tan.MAX_FEATURES = max(tan.MAX_FEATURES, features)
     con = duckdb.connect()

@@ -1,4 +1,4 @@
-"""Scoring time with conformal prediction sets against without (issue 30: ≤ 1.2×).
+"""Scoring time with conformal prediction sets against without (≤ 1.2×).
 
 One model (naive Bayes on the ``mixed`` shape of ``generate.py``: 4 Gaussian and 4
 categorical columns, 3 classes) scored from Parquet to Parquet in DuckDB, in this process:
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
         if block.search(readme):
             readme = block.sub(lambda _: text, readme)
         else:
-            readme = readme.rstrip("\n") + "\n\n## Conformal prediction sets (issue 30)\n\n" + text + "\n"
+            readme = readme.rstrip("\n") + "\n\n## Conformal prediction sets\n\n" + text + "\n"
         README.write_text(readme)
     return 0
 

@@ -1,4 +1,4 @@
-"""Peak memory of ``sqlnb score`` and ``sqlnb evaluate`` under the defaults (issue 27, point 3).
+"""Peak memory of ``sqlnb score`` and ``sqlnb evaluate`` under the defaults.
 
 Writes N rows x 20 DOUBLE + a label of K classes to one Parquet file with pyarrow's
 default row groups (1,048,576 rows), fits a Gaussian model on it, then runs ``sqlnb
@@ -51,7 +51,8 @@ def write_data(path: str, rows: int, classes: int, seed: int = 0) -> None:
 
 
 def timed(args: list[str]) -> dict:
-    """Exit code, wall and user seconds, peak RSS (MiB) and the last stderr line of ``args``."""
+    """Exit code, wall and user seconds, peak RSS (MiB), the first ``Error`` line on stderr
+    and the standard output of ``args``."""
     done = subprocess.run(["/usr/bin/time", "-v", *args], capture_output=True, text=True)
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", done.stderr)
     user = re.search(r"User time \(seconds\): ([\d.]+)", done.stderr)
@@ -59,7 +60,13 @@ def timed(args: list[str]) -> dict:
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error")]
     return {"rc": done.returncode,
             "wall": int(wall.group(1) or 0) * 3600 + int(wall.group(2)) * 60 + float(wall.group(3)),
-            "user": float(user.group(1)), "rss": int(rss.group(1)) / 1024, "error": errors[0] if errors else ""}
+            "user": float(user.group(1)), "rss": int(rss.group(1)) / 1024, "error": errors[0] if errors else "",
+            "stdout": done.stdout}
+
+
+def exit_cell(run: dict, width: int = 60) -> str:
+    """A table cell of a :func:`timed` run's exit code, with the start of its error if it failed."""
+    return str(run["rc"]) + (f" ({run['error'][:width]})" if run["rc"] else "")
 
 
 def in_order(scored: str, source: str) -> bool:
@@ -106,7 +113,7 @@ def main(argv=None) -> int:
                 if command == "score" and got["rc"] == 0:
                     got["order"] = in_order(out, data)
                 rows_out.append(got)
-                print(got, file=sys.stderr, flush=True)
+                print({name: v for name, v in got.items() if name != "stdout"}, file=sys.stderr, flush=True)
             os.remove(data)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -116,8 +123,7 @@ def main(argv=None) -> int:
     print("|---|---:|---:|---:|---:|---:|---|---|")
     for r in rows_out:
         order = {True: "yes", False: "NO"}.get(r.get("order"), "–")
-        exit_ = str(r["rc"]) + (f" ({r['error'][:60]})" if r["rc"] else "")
-        print(f"| {r['command']} | {r['classes']} | {exit_} | {r['rss']:.0f} | {r['wall']:.1f} | {r['user']:.1f} | "
+        print(f"| {r['command']} | {r['classes']} | {exit_cell(r)} | {r['rss']:.0f} | {r['wall']:.1f} | {r['user']:.1f} | "
               f"{order} | {r['load']} |")
     return 0
 

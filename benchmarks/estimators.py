@@ -3,7 +3,7 @@
     python benchmarks/estimators.py                      # digits, and 1M x 20 numpy rows
     python benchmarks/estimators.py --rows 200000 --repeat 5
 
-Two workloads (issue 28): scikit-learn's digits (1,797 x 64, 10 classes), where fixed
+Two workloads: scikit-learn's digits (1,797 x 64, 10 classes), where fixed
 per-call costs dominate, and ``--rows`` x 20 synthetic numpy rows (3 Gaussian classes;
 MultinomialNB reads their absolute values), where the scan does. Each cell is the median /
 min wall seconds of ``--repeat`` runs of ``fit(X, y)`` then ``predict_proba(X)`` on a

@@ -3,7 +3,7 @@
 DuckDB 2.0 plans ``SELECT ... FROM (SELECT ... FROM src LIMIT 100000)`` as a semi-join of
 the source's row numbers under the limit with a second scan of the source.
 :meth:`sqlnb.engines.DuckDBEngine.first_rows` turns that rewrite off for screening's
-statements (session 41). This script times what a fit's first statements cost on a fresh
+statements. This script times what a fit's first statements cost on a fresh
 connection, as in a ``sqlnb fit`` process: screening (:func:`sqlnb.models.screening.screen`
 over every column but the label, as the automatic plan has it), then the Gaussian shift
 read where the data has DOUBLE columns, with the rewrite off (sqlnb now) and on (as
@@ -12,7 +12,7 @@ and on the same rows as a DuckDB table (``--table``).
 
 Example
 -------
-python benchmarks/first_rows.py --rows 10000000 --repeat 7 --data-dir /tmp/floor-s38/data
+python benchmarks/first_rows.py --rows 10000000 --repeat 7 --data-dir /tmp/floor/data
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _time_first_statements(source_text: str, label: str, table_db: str | None, r
     con = duckdb.connect(table_db) if table_db else duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     engine = DuckDBEngine(con)
-    if rewrite:  # as before session 41: the hook does nothing
+    if rewrite:  # DuckDB's rewrite left on: the hook does nothing
         engine.first_rows = contextlib.nullcontext
     source = engine.resolve(sqlnb.Table("t") if table_db else source_text)
     columns = [c for c in source.columns if c != label]

@@ -17,7 +17,7 @@ The aggregate audit (``--audit``) times single aggregate shapes over the 20 coun
 (``--audit-data wide``: the Gaussian data's columns), ``GROUP BY label``, in one process: what
 each way of counting costs against ``SUM(x)``.
 
-Whole processes (``--processes``, issue 32): per family, alternating, ``--repeat`` rounds of four
+Whole processes (``--processes``): per family, alternating, ``--repeat`` rounds of four
 child processes, each timed from its start to its exit: ``python -c`` importing DuckDB and
 connecting (the bare scan's process start), the same running the bare scan, ``sqlnb fit --help``
 (the fit's process start: it imports what a fit imports and does nothing) and ``sqlnb fit DATA
@@ -25,7 +25,7 @@ connecting (the bare scan's process start), the same running the bare scan, ``sq
 the model stored). The ratio is ``(fit − fit start) / (bare − bare start)``: each side's own
 start subtracted, so what sqlnb imports beyond DuckDB (sqlglot, numpy, pyarrow, click: the
 fit start is ~0.3 s more than the bare start) is left out, and whatever a fit imports after its
-start (pandas, through pyarrow, before issue 32) counts against it. The "all in" ratio
+start (pandas, through pyarrow, in older versions) counts against it. The "all in" ratio
 ``(fit − bare start) / (bare − bare start)`` subtracts the bare start from both: what a user
 waits for beyond Python and DuckDB. Children run with bytecode caches (``PYTHONDONTWRITEBYTECODE``
 removed from their environment: an installed sqlnb has them; without them every process

@@ -1,5 +1,5 @@
 """The least a fit process can cost: sqlnb's own statements, run by the leanest process that
-could run them, step by step against the bare scan (issue 32, point 1).
+could run them, step by step against the bare scan.
 
 ``fit_floor.py --processes`` compares the whole ``sqlnb fit`` process with a bare scan, each
 with its own start subtracted. This script asks what part of the gap is sqlnb's doing and
@@ -26,7 +26,7 @@ Each row is (child − start) ÷ (bare − start), wall and CPU.
 
 Example
 -------
-python benchmarks/fit_minimum.py --rows 10000000 --family gaussian --repeat 7 --data-dir /tmp/floor-s38/data
+python benchmarks/fit_minimum.py --rows 10000000 --family gaussian --repeat 7 --data-dir /tmp/floor/data
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where a ``sqlnb fit`` process's time goes after its start, against the bare scan.
 
-Issue 32, point 1 asks the Gaussian fit to cost ≤ 1.3× a bare scan of the same file with
+The aim is a Gaussian fit that costs ≤ 1.3× a bare scan of the same file with
 each process's start subtracted (``fit_floor.py --processes``). This script splits the fit
 process's time after its start into its steps, so that what stands between the two is
 named: each child runs the very CLI (``sqlnb fit DATA --label label --kind FAMILY --model
@@ -12,7 +12,7 @@ its start — importing duckdb and connecting — subtracted). Children run with
 
 Example
 -------
-python benchmarks/fit_parts.py --rows 10000000 --family gaussian --repeat 5 --data-dir /tmp/floor-s38/data
+python benchmarks/fit_parts.py --rows 10000000 --family gaussian --repeat 5 --data-dir /tmp/floor/data
 """
 
 from __future__ import annotations

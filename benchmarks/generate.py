@@ -249,15 +249,19 @@ def tokens_query(params: dict, classes: int, seed: int, lo: int, hi: int) -> exp
     )
 
 
-def copy_query(select: exp.Select, path: Path, dictionary_size_limit: int | None = None) -> str:
+def copy_query(select: exp.Select, path: Path, dictionary_size_limit: int | None = None,
+               row_group_size: int | None = None) -> str:
     """``COPY (select) TO 'path' (FORMAT parquet)`` rendered for DuckDB (the path is a quoted literal).
 
     ``dictionary_size_limit`` raises the number of distinct values DuckDB's writer keeps in a
-    column dictionary before falling back to PLAIN encoding.
+    column dictionary before falling back to PLAIN encoding; ``row_group_size`` sets the rows
+    of a row group (DuckDB's default: 122,880).
     """
     params = [exp.CopyParameter(this=exp.var("FORMAT"), expression=exp.var("parquet"))]
     if dictionary_size_limit:
         params.append(exp.CopyParameter(this=exp.var("DICTIONARY_SIZE_LIMIT"), expression=exp.Literal.number(int(dictionary_size_limit))))
+    if row_group_size:
+        params.append(exp.CopyParameter(this=exp.var("ROW_GROUP_SIZE"), expression=exp.Literal.number(int(row_group_size))))
     return exp.Copy(this=select.subquery(), kind=False, files=[exp.Literal.string(str(path))], params=params).sql("duckdb")
 
 

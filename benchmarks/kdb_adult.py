@@ -1,5 +1,5 @@
 """Fit and score time of KDB(1), KDB(2) (``structure="kdb:K"``) against naive Bayes and TAN
-on UCI adult, numeric columns in MDL bins (issue 30).
+on UCI adult, numeric columns in MDL bins.
 
 Fit: ``sqlnb.fit`` on adult.data's 32,561 rows (a DuckDB table), ``bins="mdl"``. Score:
 ``model.score`` of adult.test's 16,281 rows, probabilities fetched as Arrow. Each figure is

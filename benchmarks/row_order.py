@@ -1,4 +1,4 @@
-"""Scoring time before and after the row-order fix (issue 19), at 10M rows.
+"""Scoring time before and after the row-order fix, at 10M rows.
 
 Three models, each scored from Parquet to Parquet by the ``sqlnb score`` command in a
 fresh process (``--keep id``), alternating the two checkouts run by run:

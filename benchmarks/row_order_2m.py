@@ -1,16 +1,16 @@
-"""Row order at 2,000,000 rows in 20 Parquet row groups: the reproductions of issues 19 and 20.
+"""Row order at 2,000,000 rows in 20 Parquet row groups: the original reproductions of two row-order faults.
 
-These were tests (tests/test_row_integrity.py, tests/test_write_memory.py) until issue 33 moved
-them here: the suite checks the same properties at 200,000 rows in 20 row groups
+These were tests (tests/test_row_integrity.py, tests/test_write_memory.py) until they moved
+here: the suite checks the same properties at 200,000 rows in 20 row groups
 (tests/test_row_integrity.py::test_a_mixed_model_keeps_the_input_order_in_every_output), and
-these runs, a minute or more each on two loaded cores, reproduce the issues' own sizes.
+these runs, a minute or more each on two loaded cores, reproduce the faults' own sizes.
 
 * ``bare``: a mixed model (two Gaussian, one 8-value categorical and one boolean feature)
   scores the file with predictions only (``keep=[]``) and with the row id, with 1 and 4
   threads; the bare predictions must equal the keyed ones sorted by id, position by position
-  (issue 19: without the fix rows came back in another order).
+  (without the fix rows came back in another order).
 * ``tight``: ``sqlnb --threads 2 --memory-limit 64MB score`` in its own process writes the
-  scored rows to Parquet; every ``rid`` must be in its place (issue 20: DuckDB's ordered COPY
+  scored rows to Parquet; every ``rid`` must be in its place (DuckDB's ordered COPY
   waits for its writer instead of buffering past the limit). Peak RSS is in the table.
 
 Prints one markdown row per run (wall seconds, peak RSS of the child for ``tight``, the check)

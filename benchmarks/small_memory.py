@@ -1,6 +1,6 @@
-"""Peak memory of every sqlnb command on 10,000 rows under the defaults (issue 27, point 3).
+"""Peak memory of every sqlnb command on 10,000 rows under the defaults.
 
-Issue 27 asks that any command on at most 10,000 rows peaks at 300 MB or less. This script
+The aim: any command on at most 10,000 rows peaks at 300 MB or less. This script
 writes the first 10,000 rows of UCI adult (``../shared/data/adult/adult.data``) twice: as
 they are (6 numeric and 8 categorical columns, ``?`` as NULL) for naive Bayes, and with the
 categorical columns one-hot encoded (104 DOUBLE columns: what LDA, QDA and logistic

@@ -1,8 +1,7 @@
 """Spark's generated code for sqlnb's scoring plans: largest method, and scoring time.
 
 HotSpot does not JIT-compile a method over 8,000 bytecodes; Spark keeps generated methods
-up to ``spark.sql.codegen.hugeMethodLimit`` (65,535), so a longer one runs interpreted
-(issue 20). Two measurements, in one local[2] session with Spark's default SQL settings:
+up to ``spark.sql.codegen.hugeMethodLimit`` (65,535), so a longer one runs interpreted. Two measurements, in one local[2] session with Spark's default SQL settings:
 
 ``--sizes``
     the largest generated method (``tests/support/spark.py: max_method_bytecodes``) of the
@@ -113,7 +112,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from pyspark.sql import SparkSession
 
-    # Spark's defaults but for what a local run needs: the issue's MLlib comparison settings.
+    # Spark's defaults but for what a local run needs: mllib.py's settings.
     spark = (SparkSession.builder.master("local[2]").appName("sqlnb-codegen")
              .config("spark.driver.memory", args.driver_memory).config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())

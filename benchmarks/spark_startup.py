@@ -1,5 +1,5 @@
 """What a ``sqlnb --engine spark`` command costs as a whole process, against a bare Spark
-session and MLlib's whole process (issue 32, point 2).
+session and MLlib's whole process.
 
 Every measurement is a new process, timed from outside (wall clock, Python's and the
 JVM's start included), in alternating rounds; medians are printed as a Markdown table.

@@ -1,6 +1,6 @@
-"""Spark fit time of tests/test_spark_wide_s41.py's table just under Spark's 64 grouping
+"""Spark fit time of tests/test_wide_categorical.py's table just under Spark's 64 grouping
 columns (63 categorical + 63 MDL-binned columns x 200 rows), where the categorical
-counts and the binned value counts are still one statement each: the split of session 41
+counts and the binned value counts are still one statement each: the split into statements
 (sqlnb/models/naive_bayes/counts.py) must not make it slower. One local Spark session;
 a warm-up fit, then five timed fits per weighting, min and median printed.
 
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import sqlnb  # noqa: E402
 from sqlnb.engines import SparkEngine  # noqa: E402
 from support.spark import spark_session  # noqa: E402
-from test_spark_wide_s41 import _table  # noqa: E402
+from test_wide_categorical import _table  # noqa: E402
 
 
 def main() -> None:

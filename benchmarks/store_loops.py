@@ -1,4 +1,4 @@
-"""Three shell loops against one DuckDB models file (issue 31): how many commands fail.
+"""Three shell loops against one DuckDB models file: how many commands fail.
 
 For ``--seconds`` (30), three loops run at once, each starting its command again as soon
 as the last one ended: ``sqlnb fit DATA --replace``, ``sqlnb score DATA --out -`` and

@@ -85,7 +85,8 @@ def main(argv=None) -> None:
     base = sqlnb.fit(train, label="y", bins="mdl", structure="tan+kdb:2+aode")  # every kind's counts
     con = duckdb.connect()
     con.register("one", one)
-    print("| kind | score wall s | score CPU s | estimator wall s | estimator CPU s | SQL MB | SQL without literals kB |")
+    print("| kind | score wall s | score CPU s | estimator wall s | estimator CPU s | SQL MB "
+          "| SQL without literals kB |")
     print("|---|---|---|---|---|---|---|")
     for kind in args.kinds:
         model = base.with_params(structure=kind)

@@ -50,7 +50,7 @@ of the token rows to one parameter row per term holding all K classes' weights, 
 `GROUP BY doc` with K sums, and the log-sum-exp finish: the join alone 0.35 s, gathering the
 20 weight columns for every token row 0.8–1.1 s, with the 20 products `n·w` 1.2–1.5 s, with
 the `GROUP BY doc` 2.0 s; the same 20-sum `GROUP BY doc` without any join already costs
-1.2–1.4 s. So the shape the issue suggests is the floor here, and K live sums per token row
+1.2–1.4 s. So the join and the K sums are the floor here, and K live sums per token row
 in a column-at-a-time engine stay ~5× behind scikit-learn's single-threaded CSR × dense
 product (20 multiply-adds per non-zero on contiguous rows). (DuckDB drops aggregates nobody
 reads: a query that consumes only a few class columns looks much cheaper than full

@@ -1,6 +1,6 @@
 """Wide models: fit and score thousands of Gaussian or Bernoulli columns in DuckDB.
 
-Issue 16 asks for 10,000 feature columns on 2,000 rows. A SELECT with one aggregate (or
+The aim: 10,000 feature columns on 2,000 rows. A SELECT with one aggregate (or
 one term) per column costs DuckDB planner time that grows quadratically with the number
 of repeated sub-expressions, so from ``WIDE_MIN`` columns sqlnb fits in the long shape
 (:func:`sqlnb.sql.long_select`) and scores with ``list_dot_product``

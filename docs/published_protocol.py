@@ -61,7 +61,7 @@ BLOCKS = {"tested": ("<!-- published-protocol:start -->", "<!-- published-protoc
           "adult": ("<!-- published-protocol-adult:start -->", "<!-- published-protocol-adult:end -->")}
 
 #: The structures compared, in column order: sqlnb's name -> fit options. "aode", "kdb:1"
-#: and "kdb:2" are listed for when the installed sqlnb accepts them (issue 30); until then
+#: and "kdb:2" are listed for when the installed sqlnb accepts them; until then
 #: :func:`accepted` leaves them out with a printed note. Adding one is one line here.
 STRUCTURES: dict[str, dict] = {
     "naive": {"structure": "naive"},

@@ -10,16 +10,18 @@ from sqlnb.errors import SqlnbError
 
 # The public names below are imported on first use (PEP 562), so that ``import sqlnb`` -- which
 # ``sqlnb --version`` does -- costs nothing until the library is used: DuckDB, pyarrow,
-# numpy and sqlglot are most of a cold start (issue 17).
+# numpy and sqlglot are most of a cold start.
 _LAZY = {
     "Files": "sqlnb.source", "Query": "sqlnb.source", "Table": "sqlnb.source",
     **{name: "sqlnb.api" for name in ("MODELS", "connect", "drop", "fit", "fit_lda", "fit_logistic", "fit_long",
                                       "fit_qda", "list_models", "load")},
     **{name: "sqlnb.models" for name in ("LDA", "QDA", "Hyperparameters", "Logistic", "NaiveBayes")},
+    "WeightedNaiveBayes": "sqlnb.models.naive_bayes.weighted",
     **{name: "sqlnb.models.naive_bayes.text" for name in ("TextOptions", "mutual_information", "top_terms")},
     "calibrate": "sqlnb.models.calibration",
     "learning_curves": "sqlnb.workflows.compare",
     "cross_validate": "sqlnb.workflows.cv",
+    "auto_fit": "sqlnb.workflows.auto",
     "evaluate": "sqlnb.workflows.evaluate",
     "report": "sqlnb.workflows.html_report",
     "select_features": "sqlnb.workflows.select",
@@ -54,5 +56,6 @@ __all__ = ["__version__", "SqlnbError", "Files", "Query", "Table",
            "fit", "fit_lda", "fit_qda", "fit_logistic", "fit_long", "connect", "MODELS",
            "NaiveBayes", "Hyperparameters", "LDA", "QDA", "Logistic", "TextOptions",
            "load", "list_models", "drop", "models",
-           "cross_validate", "select_features", "learning_curves", "mutual_information", "top_terms",
+           "WeightedNaiveBayes", "cross_validate", "auto_fit", "select_features", "learning_curves",
+           "mutual_information", "top_terms",
            "update", "sample", "fit_em", "novelty_threshold", "flag_novel", "calibrate", "evaluate", "report", "estimators"]

@@ -30,10 +30,11 @@ from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_fe
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.naive_bayes import text as bags
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
+from sqlnb.models.naive_bayes import weighted
 from sqlnb import store
 
 #: Model kinds :func:`fit` can build (``model=``); ``kind=`` stays the naive Bayes family.
-MODELS = ("naive_bayes", "lda", "qda", "logistic")
+MODELS = ("naive_bayes", "weighted", "lda", "qda", "logistic")
 
 
 @sql.trees_collected_by_refcount
@@ -54,6 +55,7 @@ def fit(
     screen: bool = True,
     bins: str | Mapping[Any, str] | None = None,
     select_k: int | None = None,
+    floor_note: bool = True,
     **hyperparameters: Any,
 ) -> NaiveBayes:
     """Fit a classifier in the database: naive Bayes (default), LDA, QDA or logistic regression.
@@ -71,8 +73,12 @@ def fit(
         engine (:class:`~sqlnb.engines.PostgresEngine`, :class:`~sqlnb.engines.SparkEngine`)
         to fit naive Bayes there. A connection passed in keeps its own settings (its
         progress bar shows if it is on).
-    model : {"naive_bayes", "lda", "qda", "logistic"}
-        The model kind. The others dispatch to :func:`fit_lda`, :func:`fit_qda` and
+    model : {"naive_bayes", "weighted", "lda", "qda", "logistic"}
+        The model kind. ``"weighted"`` is naive Bayes whose log-probabilities carry weights
+        learnt by minimising the conditional log loss with an L2 penalty ``l2`` towards 1
+        (in ``**hyperparameters``; default: chosen by 5-fold cross-validation on the
+        training rows), over discrete features (numeric columns binned, ``bins="mdl"``
+        unless given): :mod:`sqlnb.models.naive_bayes.weighted`. The others dispatch to :func:`fit_lda`, :func:`fit_qda` and
         :func:`fit_logistic`, whose parameters (``shrinkage``, ``priors``, ``reg_param``,
         ``C``, ``standardize``) then go in ``**hyperparameters``; ``kind``,
         ``feature_kinds``, ``weight`` and ``binarize`` are naive Bayes only.
@@ -114,6 +120,10 @@ def fit(
         the training scan's statistics (:func:`sqlnb.models.naive_bayes.information.select_k`):
         categorical, binned and bernoulli columns and token-bag terms compete in one
         ranking (ties by name); Gaussian and count columns are kept.
+    floor_note : bool
+        False: no :class:`~sqlnb.errors.VarianceFloorWarning` (the scikit-learn
+        estimators, whose users give no ``--features``, say it their own way:
+        :mod:`sqlnb.estimators.naive_bayes`).
     **hyperparameters
         Fields of :class:`~sqlnb.models.naive_bayes.model.Hyperparameters` (``alpha``,
         ``estimator``, ``class_prior``, ``var_smoothing``, ...; ``structure="tan"``:
@@ -121,7 +131,7 @@ def fit(
 
     Returns
     -------
-    NaiveBayes, LDA, QDA or Logistic
+    NaiveBayes, WeightedNaiveBayes, LDA, QDA or Logistic
 
     Examples
     --------
@@ -130,13 +140,18 @@ def fit(
     >>> model.predict_proba("test.parquet").to_arrow_table()   # doctest: +SKIP
     >>> sqlnb.fit("train.parquet", label="y", model="lda", shrinkage=0.1)  # doctest: +SKIP
     """
-    if model != "naive_bayes":
+    if model not in ("naive_bayes", "weighted"):
         if model not in _DENSE:
             raise SqlnbError(f"unknown model {model!r}{suggest(model, MODELS)}; models are: {', '.join(MODELS)}")
         check_naive_bayes_only(model, kind=kind, feature_kinds=feature_kinds, weight=weight, binarize=binarize,
                                text=text, bins=bins, select_k=select_k)
         return _DENSE[model](data, label, con=con, features=features, exclude=exclude, keep_columns=keep_columns,
                              screen=screen, **hyperparameters)
+    l2 = hyperparameters.pop("l2", None)
+    if model == "weighted" and bins is None:
+        bins = "mdl"  # the weighted model's features are discrete: numeric columns binned by MDL
+    elif model != "weighted" and l2 is not None:
+        raise SqlnbError("l2 is the penalty of the weights of model 'weighted'; fit model='weighted' to use it")
     hyper = Hyperparameters(**hyperparameters)
     engine = as_engine(con, data)  # a DuckDB connection, an engine (sqlnb.engines), or None
     start = time.perf_counter()
@@ -150,19 +165,24 @@ def fit(
                                                    "unseen": hyper.unseen, "structure": hyper.structure}])
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
+    if model == "weighted":  # boolean columns are categories of two values; the rest refused before any scan
+        feats = weighted.discrete_plan(feats, feature_kinds)
+        weighted.check_features(feats, hyper.structure)
     # Binned columns: their per-(class, value) counts, then the cut points from them; the
     # model keeps the counts so that an update recomputes the cut points (fit.recut).
     cut_classes, cuts = cut_counts(engine, source, label, weight, feats)
     feats = resolve_edges(engine, source, label, feats, cuts)
     stats = collect_statistics(engine, source, label, feats, weight, pairs=tan.needs_pairs(hyper.structure))
     stats.cuts = {name: vc.align(cut_classes, stats.classes) for name, vc in cuts.items()}
-    _note_variance_floor(feats, stats, hyper.var_smoothing, listed=features is not None)
+    if floor_note:
+        _note_variance_floor(feats, stats, hyper.var_smoothing, listed=features is not None)
     report = _report(source, stats.n_rows, stats.null_label_rows, start, screened)
     if select_k is not None:
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)
     if mixture.joint_order(hyper.structure):  # kdb:2 (alone or averaged): its joint counts (one more scan)
         stats = kdb.with_joints(engine, source, label, weight, feats, stats, mixture.joint_order(hyper.structure))
-    return NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
+    nb = NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)
+    return weighted.fit(nb, engine, source, l2) if model == "weighted" else nb
 
 
 #: The keyword arguments of :func:`fit` that apply to naive Bayes only, with their defaults.
@@ -184,7 +204,7 @@ def _note_variance_floor(feats, stats, var_smoothing: float, listed: bool) -> No
     variance lifts the variance floor above other columns' own variances
     (:func:`~sqlnb.models.naive_bayes.families.gaussian.floor_lifter`): scikit-learn's
     model, so it is kept, but those columns barely count, which an ID read as a number
-    causes (issue 27)."""
+    causes."""
     found = floor_lifter(feats, stats.features, var_smoothing)
     if found is None:
         return

@@ -158,6 +158,13 @@ class Source:
     columns: dict[str, str]
     description: str
     engine: str | None = None
+    #: Said after a missing column's error when the names may not be the file's own
+    #: (:func:`header_hint`): how to read a first line of data as a row.
+    hint: str = ""
+    #: Columns of CSV files whose types DuckDB's sniffer guessed from the text (none
+    #: given by ``--columns`` or ``all_varchar``): a text column among them may be numbers
+    #: but for a marker of missing values (screening names it).
+    guessed: frozenset = frozenset()
 
     def types_for(self, dialect: str) -> dict[str, str]:
         """The column types, as :class:`EngineTypes` when ``dialect`` is the engine's own."""
@@ -177,7 +184,7 @@ class Source:
             if name not in self.columns:
                 raise SqlnbNotFound(
                     f"{what} {name!r} not found in {self.description}"
-                    f"{suggest(name, self.columns)}; its columns are: {', '.join(self.columns)}"
+                    f"{suggest(name, self.columns)}; its columns are: {', '.join(self.columns)}{self.hint}"
                 )
 
 
@@ -286,7 +293,7 @@ def relation_connection(data: Any) -> duckdb.DuckDBPyConnection | None:
     """The connection a DuckDB relation was made on (None for anything else).
 
     DuckDB 2.0's Python relation keeps it as ``_con`` and offers no public accessor
-    (asked for in duckdb-python discussions 580 and 603; tests/test_misc_s40.py fails
+    (asked for in duckdb-python discussions 580 and 603; tests/test_python_api.py fails
     once one exists), so this is the one place sqlnb reads it. A relation without it is
     read on a new connection, and one read on a connection that cannot see its tables
     says to pass its own connection as ``con=`` (:func:`resolve`)."""
@@ -317,6 +324,7 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
         node = exp.Subquery(this=parse_query(data.text))
         desc = "the source query"
     elif isinstance(data, Files):
+        _refuse_empty(data)
         node = _reader(data)
         desc = f"{data.path!r}"
         typed = dict(data.types)
@@ -357,11 +365,15 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
         if isinstance(data, Files) and data.options.get("names"):
             _check_names(data, con)  # a clearer line when the names do not fit the file
         raise SqlnbError(f"cannot read {desc}: {_first_line(e)}") from None
+    hint, guessed = "", frozenset()
     if isinstance(data, Files) and (data.format or file_format(data.path)) == "csv":
         fractions = _fractions(data, columns, typed, con)
         if fractions:
             node = _reader(dataclasses.replace(data, types={**typed, **fractions}))
             columns = {c: fractions.get(c, t) for c, t in columns.items()}
+        given = data.options.get("types") or {}
+        if not (data.options.get("all_varchar") or "columns" in data.options or not isinstance(given, Mapping)):
+            guessed = frozenset(c for c in columns if c not in typed and c not in given)  # else: every type given
         if data.options.get("names"):
             _check_names(data, con, columns)
         elif "header" not in data.options:
@@ -371,7 +383,66 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
                               "may be a row of data, which is then left out; if the file has no header, give "
                               "--names COL,... (or --no-header) to read that line as a row; give --header to say "
                               "it is one", HeaderWarning, stacklevel=2)
-    return Source(expr=node, columns=columns, description=desc, engine="duckdb")
+            hint = header_hint(columns, reason)
+    return Source(expr=node, columns=columns, description=desc, engine="duckdb", hint=hint, guessed=guessed)
+
+
+def header_hint(columns: Mapping[str, str], reason: str | None) -> str:
+    """What a missing column's error adds about CSV files read without ``--header``,
+    ``--no-header`` or ``--names``, whose column names may then not be the file's own.
+
+    DuckDB found no header (columns ``column0``, ...): name the columns with ``--names``.
+    It took the first line for one, and that line looks like data: ``reason``
+    (:func:`header_looks_like_data`), or a name that is a number (``2``; not ``y``, a
+    label's usual name), or a name DuckDB made unique by a suffix (``vhigh_1`` beside ``vhigh``: the
+    first line repeats a value, which a header rarely does). Empty otherwise."""
+    names = list(columns)
+    if names and all(_GENERATED.match(c) for c in names):
+        return ("; the file was read without a header (DuckDB found none), so its columns are numbered: name them "
+                "with --names COL,... (every column, in order)")
+    if reason is None:
+        value = next((c for c in names if _NUMBER.match(c)), None)
+        taken = set(names)
+        repeat = next((c for c in names if (m := _SUFFIXED.match(c)) and m.group(1) in taken), None)
+        if repeat is not None:
+            reason = f"its name {repeat!r} is DuckDB's for a second {_SUFFIXED.match(repeat).group(1)!r}"
+        elif value is not None:
+            reason = f"its field {value!r} reads as a value"
+    if reason is None:
+        return ""
+    return (f"; the first line was read as the header, but {reason}: if the file has no header, give --no-header "
+            "--names COL,... (every column, in order) to name the columns and read that line as a row")
+
+
+#: A header field that is a number.
+_NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+#: A name DuckDB gave a repeated header field: the field, then ``_1``, ``_2``, ...
+_SUFFIXED = re.compile(r"^(.*)_(\d+)$")
+
+
+def _refuse_empty(spec: Files) -> None:
+    """One error line for local files of no content (0 bytes, or blank): DuckDB reads one
+    as a table of one column ``column0`` and no row, so that the label would be missing."""
+    if "://" in spec.path:
+        return
+    path = os.path.join(spec.path, "**", "*.parquet") if os.path.isdir(spec.path) else spec.path
+    files = _glob.glob(path, recursive=True)
+    if files and all(blank(f) for f in files):
+        what = f"{spec.path!r} is empty" if files == [spec.path] else f"every file matching {spec.path!r} is empty"
+        raise SqlnbError(f"{what} ({'0 bytes' if all(os.path.getsize(f) == 0 for f in files) else 'blank lines only'}):"
+                         " it holds no header and no row; give a file of rows")
+
+
+def blank(path: str) -> bool:
+    """Whether a file holds nothing but white space (read only when it is a few bytes)."""
+    try:
+        size = os.path.getsize(path)
+        if size > 64 or os.path.isdir(path):
+            return False
+        with open(path, "rb") as f:
+            return not f.read().strip()
+    except OSError:
+        return False
 
 
 #: Rows after the first line that :func:`header_looks_like_data` reads.

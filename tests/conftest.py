@@ -21,7 +21,7 @@ SLOW_FILES = ("test_docs.py", "test_docs_postgres.py")
 
 
 def _is_property_test(item) -> bool:
-    """A hypothesis test: its example budget is set for CI (issue 33: 50-200 examples)."""
+    """A hypothesis test: its example budget is set for CI (50-200 examples)."""
     from hypothesis import is_hypothesis_test
     return is_hypothesis_test(getattr(item, "obj", None))
 
@@ -85,6 +85,24 @@ def con():
     c.close()
 
 
+@pytest.fixture
+def second_passes(monkeypatch):
+    """Names of the columns each exact second pass of a Gaussian fit recomputed
+    (``sqlnb.models.naive_bayes.fit._exact_m2_pass``, spied on)."""
+    import importlib
+
+    fit_module = importlib.import_module("sqlnb.models.naive_bayes.fit")
+    calls: list[list[str]] = []
+    original = fit_module._exact_m2_pass
+
+    def spy(engine, source, label, label_type, weight, gauss, *rest, **kw):
+        calls.append([f.name for f in gauss])
+        return original(engine, source, label, label_type, weight, gauss, *rest, **kw)
+
+    monkeypatch.setattr(fit_module, "_exact_m2_pass", spy)
+    return calls
+
+
 @pytest.fixture(scope="session")
 def spambase():
     """``(con, train, test)``: table ``spambase`` (ESL split, ``row_id``) in ``con`` and its
@@ -98,7 +116,7 @@ def spambase():
     c.close()
 
 
-# Hypothesis profiles (issue 33): "ci" by default (fixed seed, each property's own budget),
+# Hypothesis profiles: "ci" by default (fixed seed, each property's own budget),
 # "long" with HYPOTHESIS_PROFILE=long (random seeds, 10x the examples); see
 # tests/support/hypothesis_profiles.py. Loaded here, before the test modules build settings.
 from support import hypothesis_profiles  # noqa: E402

@@ -1,4 +1,4 @@
-"""Data where analysts keep it (issue 29, point 3a): a query as DATA reads the tables of a
+"""Data where analysts keep it: a query as DATA reads the tables of a
 DuckDB file by their plain names, with ``--database FILE`` or, by default, MODEL's own
 file, on every command that reads DATA."""
 
@@ -41,7 +41,7 @@ def _ok(*args):
     return r
 
 
-def test_the_issue_command_fails_without_a_database_and_says_how(lake):
+def test_a_query_as_data_fails_without_a_database_and_says_how(lake):
     """Without --database (and a MODEL elsewhere) the query cannot see the file's tables: the
     error names --database."""
     assert_error(invoke("fit", QUERY, "--label", "y", "--exclude", "id", "--model", f"{lake}/m.duckdb:nb"),

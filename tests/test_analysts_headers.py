@@ -1,4 +1,4 @@
-"""Headerless files (issue 29, point 3b): ``--names a,b,c`` names the columns of a file
+"""Headerless files: ``--names a,b,c`` names the columns of a file
 without a header (its first line is a row; ``--columns`` types them by those names), and
 a first line that DuckDB's sniffer takes for a header but that looks like data is said on
 stderr (never a silently lost row)."""

@@ -1,4 +1,4 @@
-"""SQL that pastes anywhere (issue 29, point 2): ``sqlnb sql`` prints a SELECT that is a
+"""SQL that pastes anywhere: ``sqlnb sql`` prints a SELECT that is a
 CTE's body, a subquery or a view's query exactly as printed (no trailing ``;`` unless
 ``--semicolon``), with ``--key`` and DATA together; pasted into ``WITH s AS (...) SELECT
 ...`` it runs in DuckDB, SQLite and PostgreSQL and gives ``sqlnb score``'s rows."""

@@ -1,4 +1,4 @@
-"""A free-text column (issue 29, point 3c): a table of (topic, body) sentences fitted with
+"""A free-text column: a table of (topic, body) sentences fitted with
 no options fails in one line naming the screened column and the option that keeps it
 (``--feature-kind body=multinomial``); with that option it fits a token bag."""
 

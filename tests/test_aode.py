@@ -1,4 +1,4 @@
-"""Averaged one-dependence estimators (``structure="aode"``, issue 30) against a direct numpy
+"""Averaged one-dependence estimators (``structure="aode"``) against a direct numpy
 implementation of the formula of :mod:`sqlnb.models.naive_bayes.aode` (super-parents
 restricted to values seen at least m times, NULL and unseen values marginalised, naive
 Bayes when no super-parent is left), within 1e-9; m changed without the data; Gaussian
@@ -7,15 +7,23 @@ SQLite, PostgreSQL and Spark within 1e-12 of DuckDB; row order; the command line
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from sqlglot import exp
 
 import sqlnb
+from sqlnb import sql
 from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes import aode
 from support.cli import invoke
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
+from support.history import module_at
+from support.shared_data import require_shared_data
 from support.structured import assert_engine_proba, class_scores, cli_files, fold_views, registered, sqlite_input
 
 CLASSES = ["k0", "k1", "k2"]
@@ -326,3 +334,336 @@ def test_the_shifted_sum_is_exact_and_too_wide_a_span_is_refused(data, monkeypat
     monkeypatch.setattr(aode, "EXP_SAFE", 0.4 * span)
     with pytest.raises(SqlnbError, match="log-sum-exp"):
         model.with_params(alpha=1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# AODE's DuckDB scoring SELECT, kept small for its scoring time: each ratio table
+# is read at a padded position (never NULL, so no COALESCE per read), the reads are summed as
+# balanced trees (so the expressions' depth, which DuckDB's common-subexpression pass pays
+# for with every subtree, grows as log F, not F), and the probabilities are the formula's in
+# every case the fast form treats apart: the shift s_c not 0, a −inf cell (MLE), no
+# super-parent left, missing and unseen values; row count and order kept.
+# --------------------------------------------------------------------------------------------
+
+
+def wide_table(n: int, width: int, seed: int) -> pa.Table:
+    """``width`` categorical columns of 2–5 values, each from the label or the previous
+    column, with NULLs."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    cols, prev = {}, y
+    for j in range(width):
+        v = 2 + j % 4
+        x = np.where(rng.random(n) < 0.4, prev % v, rng.integers(0, v, n))
+        cols[f"c{j}"] = pa.array([f"v{a}" for a in x], pa.string(), mask=rng.random(n) < 0.05)
+        prev = x
+    cols["y"] = pa.array([f"k{a}" for a in y], pa.string())
+    return pa.table(cols)
+
+
+def depth(e) -> int:
+    return 1 + max((depth(c) for c in e.iter_expressions()), default=0)
+
+
+def test_duckdb_reads_every_table_without_a_coalesce(data):
+    """A missing or unseen value reads a 0 its table holds (position n_i), not a NULL made 0
+    per read: on 9b1aee6 each of the K·F(F−1) reads was ``COALESCE(LIST_EXTRACT(…), 0)``."""
+    con, _, _ = data
+    query = fit(con, aode_min_count=3).to_sql("duckdb", source="test", con=con, pretty=False)
+    reads = len(re.findall(r"LIST_EXTRACT\(", query, flags=re.I))
+    assert reads >= len(CLASSES) * 4 * 3  # K classes × F(F−1) ordered pairs of the 4 discrete features
+    assert not re.search(r"COALESCE\(\s*LIST_EXTRACT", query, flags=re.I)
+
+
+def test_the_average_nests_as_log_f_not_f():
+    """AODE's term of a class score was a chain of F−1 reads inside a chain of F parts: on
+    9b1aee6 its depth was 26 at 6 columns and 38 at 12 (2 levels per column; 62 at 24);
+    summed as balanced trees it grows by 2 levels per doubling (26, 30; 34 at 24)."""
+    depths = {}
+    for width in (6, 12):
+        con = duckdb.connect()
+        con.register("wide", wide_table(150, width, 5))
+        model = sqlnb.fit("wide", label="y", con=con, structure="aode")
+        depths[width] = max(depth(s.terms[-1]) for s in model.class_terms(None, "duckdb"))
+        rel = model.score("wide", con=con, outputs=("proba",))
+        proba = np.array(rel.select(*[c for c in rel.columns if c.startswith("proba_")]).fetchall(), dtype=float)
+        assert proba.shape == (150, 2)
+        np.testing.assert_allclose(proba.sum(1), 1.0, rtol=0, atol=1e-12)
+    assert depths[12] - depths[6] <= 4 and depths[12] <= 32, depths
+
+
+@pytest.mark.parametrize("params", [{"aode_min_count": 3}, {"aode_min_count": 1e9}, {"estimator": "mle"}])
+def test_duckdb_scores_equal_numpy(data, params):
+    """The fast form (no CASE: LN(Σ + z) − LN(|S| + z)) when the shift is 0 and no cell is
+    −inf; the CASE form when a cell is −inf (MLE); naive Bayes when no super-parent is left."""
+    con, train, test = data
+    model = fit(con, **params)
+    assert model._aode.log_shifted == (params.get("estimator") == "mle")
+    want = oracle(train, test, m=params.get("aode_min_count", 1.0), estimator=params.get("estimator", "posterior-mean"))
+    got = scored(model, "test", con)
+    known = np.isfinite(want)  # the oracle writes 0·ln 0 as NaN (it has no −inf cells)
+    np.testing.assert_allclose(got[known], want[known], rtol=0, atol=1e-9)
+    assert not np.isnan(got).any() and (params.get("estimator") != "mle" or np.isneginf(got).any())
+    finite = np.isfinite(want).all(1)
+    np.testing.assert_allclose(scored(model, "test", con, "proba")[finite], softmax(want[finite]), rtol=0, atol=1e-9)
+
+
+def test_a_shift_keeps_the_scores_and_the_rows(data, monkeypatch):
+    """With s_c ≠ 0 (the CASE form) the scores are unchanged; one row out per row in, in order."""
+    from sqlnb.models.naive_bayes import aode
+    con, train, test = data
+    a = fit(con, aode_min_count=3)._aode
+    names = [f.name for f in a.features]
+    span = max(max(sum(max(0.0, float(np.max(a.ratio[(i, j)][k]))) for j in names if j != i) for i in names)
+               - min(sum(min(0.0, float(np.min(a.ratio[(i, j)][k]))) for j in names if j != i) for i in names)
+               for k in range(len(CLASSES)))
+    monkeypatch.setattr(aode, "EXP_SAFE", 0.6 * span)
+    shifted = fit(con, aode_min_count=3)
+    assert shifted._aode.shift.any()
+    np.testing.assert_allclose(scored(shifted, "test", con), oracle(train, test, m=3), rtol=0, atol=1e-9)
+    order = np.random.default_rng(4).permutation(test.num_rows)
+    con.register("shuffled", test.take(order))
+    rows = shifted.score("shuffled", con=con, outputs=("proba",), keep=["rid"]).fetchall()
+    assert [r[0] for r in rows] == test["rid"].take(order).to_pylist()
+
+
+def test_the_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
+    """benchmarks/aode_adult.py ``scale`` (rows generated once into ``--data``, then read
+    back) and ``wide``: one table row per structure."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import aode_adult
+    data = str(tmp_path / "rows.duckdb")
+    aode_adult.run_scale(2000, 1, data)
+    aode_adult.run_scale(2000, 1, data)  # read back, not generated again
+    aode_adult.run_wide(5, 300, 1)
+    out = capsys.readouterr().out
+    for structure in ("naive", "tan", "aode", "kdb:2"):
+        assert out.count(f"| {structure} |") == (3 if structure != "kdb:2" else 2), out
+    with pytest.raises(SystemExit, match="2,000 rows, not --rows 3,000"):
+        aode_adult.run_scale(3000, 1, data)
+
+
+# --------------------------------------------------------------------------------------------
+# AODE's DuckDB scoring SELECT reads its tables from a prelude: each class's ratio tables
+# (every super-parent's, one list) are prelude columns written once, and each of the
+# K·F(F−1) reads is ``list_extract(table_c, row_i + slot_j)`` of prelude columns
+# (:func:`sqlnb.models.naive_bayes.aode.prelude`). At commit 6a739ab every read held a
+# literal of its own (i, j) table: spambase's 57 MDL-binned columns made a 2.4 MB SELECT of 6,840
+# ``string_split`` literals, which DuckDB bound and folded one by one.
+#
+# The scores are 6a739ab's bit for bit: its ``aode.py`` is read from git (``git show``) and
+# put in place of this checkout's DuckDB form (prelude, reads, categorical naive terms), so
+# the same model scores the same rows both ways. Rows keep their count and order, with a
+# lookup join (a categorical column past ``INLINE_MAX`` values) in the SELECT too.
+# --------------------------------------------------------------------------------------------
+
+
+START = "6a739ab"
+
+
+@pytest.fixture(scope="module")
+def before(tmp_path_factory):
+    """6a739ab's aode.py as a module of its own."""
+    with module_at(START, "sqlnb/models/naive_bayes/aode.py", tmp_path_factory.mktemp("before")) as module:
+        yield module
+
+
+def as_before(monkeypatch, old) -> None:
+    """This checkout's DuckDB AODE form replaced by 6a739ab's: its padded positions as the
+    prelude's columns (named as there), its reads of one literal per table, its naive terms."""
+    prefix = "sqlnb_aode_position"
+
+    def at(net):
+        return {f.name: sql.col(f"{prefix}{i}", "src") for i, f in enumerate(net.features)}
+
+    monkeypatch.setattr(aode, "prelude", lambda net, *args: [
+        (f"{prefix}{i}", e) for i, e in enumerate(old.padded_positions(net, *args).values())])
+    monkeypatch.setattr(aode, "padded_terms", lambda net: old.padded_terms(net, at(net)))
+    monkeypatch.setattr(aode, "padded_naive", lambda net, name, log_prob: old.padded_naive(log_prob, at(net)[name]))
+
+
+def scores(model, source: str, con, outputs=("jll", "proba", "prediction")) -> list[tuple]:
+    return model.score(source, con=con, outputs=outputs, keep=["rid"]).fetchall()
+
+
+def assert_bit_identical(got: list[tuple], want: list[tuple]) -> None:
+    assert len(got) == len(want) and [r[0] for r in got] == [r[0] for r in want]
+    g, w = np.array([r[1:-1] for r in got], dtype=float), np.array([r[1:-1] for r in want], dtype=float)
+    assert np.array_equal(g.view(np.int64), w.view(np.int64)), np.nanmax(np.abs(g - w))
+    assert [r[-1] for r in got] == [r[-1] for r in want]
+
+
+@pytest.fixture(scope="module")
+def small_binned():
+    """test_aode.py's rows (categorical, Bernoulli, rare values, Gaussian, NULLs, unseen
+    values) with a binned column and a categorical one of 150 values (a lookup join)."""
+    con = duckdb.connect()
+    tables = []
+    for n, seed, unseen in ((600, 1, False), (250, 2, True)):
+        t = aode_table(n, seed, unseen)
+        rng = np.random.default_rng(seed + 10)
+        t = t.append_column("x", pa.array(rng.normal(size=n), mask=rng.random(n) < 0.1))
+        t = t.append_column("big", pa.array([f"v{v}" for v in rng.integers(0, 150, n)], pa.string()))
+        tables.append(t)
+    con.register("train", tables[0])
+    con.register("test", tables[1])
+    order = np.random.default_rng(4).permutation(tables[1].num_rows)
+    con.register("shuffled", tables[1].take(order))
+    kinds = {"a": "categorical", "b": "categorical", "r": "categorical", "flag": "bernoulli", "x": "binned",
+             "big": "categorical"}
+    return con, kinds, tables[1]["rid"].take(order).to_pylist()
+
+
+@pytest.mark.parametrize("params", [{}, {"aode_min_count": 1e9}, {"estimator": "mle"}, {"shift": (3.5, -2.0, 1.0)}])
+def test_scores_are_6a739abs_bit_for_bit(small_binned, before, monkeypatch, params):
+    """Every branch of the term: shift 0 with no −inf cell (the CASE-free form), no
+    super-parent left, −inf cells (MLE), a non-zero shift (set on the derived model)."""
+    con, kinds, _ = small_binned
+    params = dict(params)
+    shift = params.pop("shift", None)
+    model = sqlnb.fit("train", label="y", con=con, feature_kinds={**kinds, "g": "gaussian"}, features=[*kinds, "g"],
+                      bins="quantile:4",
+                      structure="aode", **params)
+    if shift is not None:
+        model._aode = replace(model._aode, shift=np.array(shift))
+    assert {f.name for f in model._aode.features} == {"a", "b", "r", "flag", "x"}
+    assert "JOIN" in model.to_sql("duckdb", source="test", con=con, pretty=False).upper()  # big's lookup
+    got = scores(model, "test", con)
+    as_before(monkeypatch, before)
+    want = scores(model, "test", con)
+    monkeypatch.undo()
+    assert_bit_identical(got, want)
+    assert [r[0] for r in got] == list(range(250))
+
+
+def test_padded_scoring_keeps_rows_count_and_order(small_binned):
+    con, kinds, order = small_binned
+    model = sqlnb.fit("train", label="y", con=con, feature_kinds=kinds, features=list(kinds), bins="quantile:4",
+                      structure="aode")
+    assert [r[0] for r in scores(model, "shuffled", con, ("proba",))] == order
+
+
+@pytest.fixture(scope="module")
+def spambase():
+    """spambase's 57 numeric columns (MDL bins, all of them AODE features), fitted on every
+    row; the model scores every fifth row."""
+    path = require_shared_data("spambase") / "spambase" / "spambase.data"
+    con = duckdb.connect()
+    cols = {f"x{i:02d}": "DOUBLE" for i in range(57)} | {"spam": "BIGINT"}
+    con.execute(f"CREATE TABLE raw AS SELECT row_number() OVER () - 1 AS rid, * FROM read_csv("
+                f"'{path}', header = false, columns = {cols})")
+    con.execute("CREATE VIEW train AS SELECT * EXCLUDE (rid) FROM raw")
+    con.execute("CREATE VIEW test AS SELECT * EXCLUDE (spam) FROM raw WHERE rid % 5 = 0")
+    model = sqlnb.fit("train", label="spam", con=con, bins="mdl", structure="aode")
+    assert len(model._aode.features) == 57
+    return con, model
+
+
+def test_spambase_select_is_smaller_and_writes_each_table_once(spambase, monkeypatch):
+    """6a739ab: 2.43 MB and 6,840 ``string_split`` literals (one per read); in the form of
+    one read per pair (``aode.READ_MAX`` set past 57) 1.81 MB, of which 1.17 MB are the
+    two classes' tables (each cell's shortest exact text), and the two lists alone, with
+    the eligibility list and each binned column's naive row per class (its naive term read
+    at its slot). By default, past READ_MAX features, a super-parent's sum is one
+    ``list_sum`` per class: the SELECT without its literals is under a seventh of that."""
+    con, model = spambase
+    monkeypatch.setattr(aode, "READ_MAX", 10**6)
+    text = model.to_sql("duckdb", source="test", con=con, pretty=False)
+    assert len(text) < 2_000_000, len(text)
+    assert len(re.findall(r"STRING_SPLIT\(", text, flags=re.I)) == len(model.classes) + 1 + 57 * 2
+    reads = len(re.findall(r"LIST_EXTRACT\(", text, flags=re.I))
+    # per class every (i, j), ok_i in |S| (written 3 times) and part i, and each naive term
+    assert reads == 2 * 57 * 56 + 57 * 4 * 2 + 57 * 2
+    assert len(re.sub(r"'[^']*'", "''", text)) < 700_000  # the SELECT without its literals (6a739ab: 0.92 MB)
+    monkeypatch.undo()
+    listed = model.to_sql("duckdb", source="test", con=con, pretty=False)
+    assert len(listed) < 2_000_000, len(listed)
+    assert len(re.findall(r"LIST_SUM\(", listed, flags=re.I)) == 2 * 57
+    assert len(re.sub(r"'[^']*'", "''", listed)) < 100_000  # 77 kB when written
+
+
+def test_spambase_scores_are_6a739abs_bit_for_bit(spambase, before, monkeypatch):
+    """On the first 28 columns: 6a739ab's form takes ~4 s of CPU to plan at all 57 (whose
+    4,601 rows' jll and proba were compared bit for bit when the prelude was measured). The
+    form of one read per pair (``aode.READ_MAX`` set past 28) bit for bit; the default one,
+    a ``list_sum`` per super-parent (summed left to right, not as a balanced tree), within
+    1e-12 and with the same predictions."""
+    con, _ = spambase
+    model = sqlnb.fit("train", label="spam", con=con, bins="mdl", structure="aode",
+                      features=[f"x{i:02d}" for i in range(28)])
+    assert len(model._aode.features) == 28
+    listed = scores(model, "test", con)
+    monkeypatch.setattr(aode, "READ_MAX", 10**6)
+    got = scores(model, "test", con)
+    as_before(monkeypatch, before)
+    want = scores(model, "test", con)
+    monkeypatch.undo()
+    assert_bit_identical(got, want)
+    assert [r[0] for r in got] == list(range(0, 4601, 5))
+    assert [r[0] for r in listed] == [r[0] for r in want] and [r[-1] for r in listed] == [r[-1] for r in want]
+    np.testing.assert_allclose(np.array([r[1:-1] for r in listed], dtype=float),
+                               np.array([r[1:-1] for r in want], dtype=float), rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# AODE's two term builders (DuckDB's padded form, :func:`aode.padded_terms`, and the
+# portable one, :func:`aode.terms`) share one skeleton (:func:`aode._averaged`).
+# Folding them into it changed no SQL: the portable form renders byte for byte what 1de9335's ``aode.py``
+# renders for the same derived model, in every branch of the skeleton (shift 0 with no −inf
+# cell: DuckDB's CASE-free form; a −inf cell, MLE; a non-zero shift, set on the derived model).
+# (DuckDB's padded form, which reads its tables from the prelude, is checked above: its
+# scores bit for bit against 6a739ab's.)
+#
+# The expected text is computed, not stored: 1de9335's ``aode.py`` is read from git
+# (``git show``) and run against this checkout's package (the two modules build from the
+# same :mod:`sqlnb.sql` helpers, so the comparison pins aode.py's own tree-building only).
+# The portable form renders to ~40–70 kB here, too much to keep in a test file.
+# --------------------------------------------------------------------------------------------
+
+
+FOLD_START = "1de9335010b9f9ae1fc660d456a64ff8ff8ad982"
+
+
+@pytest.fixture(scope="module")
+def before_fold(tmp_path_factory):
+    """1de9335's aode.py as a module of its own."""
+    with module_at(FOLD_START, "sqlnb/models/naive_bayes/aode.py", tmp_path_factory.mktemp("before_fold")) as module:
+        yield module
+
+
+def table() -> pa.Table:
+    """A categorical, a Bernoulli and a (quantile-)binned column, two classes."""
+    rng = np.random.default_rng(3)
+    n = 40
+    y = rng.integers(0, 2, n)
+    a = np.where(rng.random(n) < 0.7, y, rng.integers(0, 3, n))
+    return pa.table({"a": pa.array([f"a{v}" for v in a]), "flag": pa.array(rng.random(n) < 0.3 + 0.4 * y),
+                     "x": pa.array(rng.normal(y, 1.0)), "y": pa.array([f"k{v}" for v in y])})
+
+
+def rendered(module, model, net) -> str:
+    """The portable form rendered for PostgreSQL."""
+    portable = module.terms(net, model._scoring_features(None), model.stats, "postgres", None)
+    return sql.render(exp.select(*portable), "postgres")
+
+
+@pytest.mark.parametrize("estimator", ["posterior-mean", "mle"])
+@pytest.mark.parametrize("shift", [None, (3.5, -2.0)])
+def test_both_forms_render_as_before_the_fold(before_fold, estimator, shift):
+    con = duckdb.connect()
+    con.register("t", table())
+    model = sqlnb.fit("t", label="y", con=con, structure="aode", bins="quantile:3", estimator=estimator)
+    net = model._aode
+    assert net.log_shifted == (estimator == "mle")  # both branches of the −inf guard are covered
+    if shift is not None:
+        net = replace(net, shift=np.array(shift))
+    got, want = rendered(aode, model, net), rendered(before_fold, model, net)
+    if got != want:  # the first difference, not pytest's diff of ~50 kB lines
+        at = next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want)))
+        pytest.fail(f"portable (PostgreSQL) SQL differs from {FOLD_START[:7]}'s at character {at}: "
+                    f"{got[max(0, at - 60):at + 60]!r} against {want[max(0, at - 60):at + 60]!r}")
+    # the branches are what the parameters say: DuckDB's CASE-free form only at shift 0, no −inf
+    padded = sql.render(exp.select(*aode.padded_terms(net)), "duckdb")
+    assert ("CASE" in padded) == (shift is not None or estimator == "mle")

@@ -1,10 +1,11 @@
-"""The ``binned`` feature kind (issue 16 point 2): cut points computed in the database
+"""The ``binned`` feature kind: cut points computed in the database
 (Fayyad & Irani MDL, equal-frequency quantiles), stored with the model, and the bins
 scored inside the scoring SELECT — against direct numpy computations."""
 
 from __future__ import annotations
 
 import math
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -207,7 +208,7 @@ def test_mdl_edges_from_sql_equal_the_row_implementation_and_round_trip(tmp_path
 def test_update_recomputes_the_edges_as_the_refit():
     """``sqlnb.update`` recomputes the cut points from the merged value counts the model
     keeps, and re-derives the per-bin counts from them: the cut points and counts of the
-    refit on all rows (issue 27, found 4; it used to keep the first batch's cut points)."""
+    refit on all rows (it used to keep the first batch's cut points)."""
     train = _data(300)
     con = duckdb.connect()
     for name, t in (("first", train.slice(0, 200)), ("rest", train.slice(200)), ("train", train)):
@@ -258,7 +259,7 @@ def test_sqlite_runs_the_binned_scoring_select():
     con.register("train", train)
     con.register("test", TEST)
     m = sqlnb.fit("train", "y", con=con, bins="mdl")
-    from test_engines import sqlite_connection
+    from support.sqlite import sqlite_connection
     db = sqlite_connection()
     db.execute('CREATE TABLE "test" ("x" REAL, "z" INTEGER, "colour" TEXT, "id" INTEGER)')
     rows = [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in r.values()) for r in TEST.to_pylist()]

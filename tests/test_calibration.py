@@ -1,4 +1,4 @@
-"""Calibration (issue 15 point 2): temperature, Platt and isotonic calibrators of every model
+"""Calibration: temperature, Platt and isotonic calibrators of every model
 kind, fitted in SQL on held-out rows, stored with the model, applied in the scoring SELECT.
 
 Oracles: the temperature is the root of the log loss's derivative found by scipy's brentq
@@ -26,7 +26,8 @@ from sqlnb.errors import SqlnbError
 from sqlnb.models.calibration import METHODS, Calibration, calibrate, pool_adjacent_violators, with_calibration
 from sqlnb.models.finish import class_columns, scoring_select
 from support.cli import run_process
-from test_engines import CASES, DATA, _fetch, _sqlite_table, sqlite_connection
+from support.sqlite import sqlite_connection, sqlite_table
+from test_engines import CASES, DATA, _fetch
 
 TOL = 1e-9
 #: kind -> (data set, fit keyword arguments); LDA is fitted on the complete rows (below) and
@@ -300,11 +301,11 @@ def _same(model, got: pa.Table, want: pa.Table, where: str) -> None:
                                    rtol=0, atol=TOL, err_msg=f"{where}: {col}")
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_exported_sql_runs_in_sqlite(duck):
     for name, model, data in _calibrated_models(duck):
         db = sqlite_connection()
-        _sqlite_table(db, data, {**DATA, "binary": BINARY}[data])
+        sqlite_table(db, data, {**DATA, "binary": BINARY}[data])
         cur = db.execute(model.to_sql(dialect="sqlite", source=data, outputs=("proba", "prediction")))
         got = _fetch(cur.fetchall(), [c[0] for c in cur.description])
         _same(model, got, _want(model, data, duck), f"sqlite {name}")
@@ -342,7 +343,7 @@ def test_exported_sql_runs_in_spark(duck):
 
 
 # -- the command line, as separate processes ---------------------------------------------------
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_cli_workflow(tmp_path):
     import pyarrow.parquet as pq
     pq.write_table(BINARY.filter(pa.compute.equal(pa.compute.bit_wise_and(BINARY["id"], 1), 0)),

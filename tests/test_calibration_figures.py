@@ -1,7 +1,7 @@
 """The figures of docs/calibration.md: log loss and expected calibration error before and
 after calibration on adult and spambase, computed here and compared with the table in the
 docs (``SQLNB_DOCS_UPDATE=1`` rewrites the table with what this test computes; review the
-diff). Also issue 15's acceptance: temperature calibration fitted on half of adult.test
+diff). Also the bar calibration must clear: temperature calibration fitted on half of adult.test
 lowers the log loss and the ECE on the other half.
 
 Splits (deterministic, by file row position ``row_id``):

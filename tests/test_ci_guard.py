@@ -1,4 +1,4 @@
-"""In CI every skip is a failure (issue 33, point 4): the guard itself, tried on tiny test
+"""In CI every skip is a failure: the guard itself, tried on tiny test
 files in a pytest of their own, and the engine helpers that decide what "not available" is."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CI runs the README's test command verbatim, in two processes (issue 33, point 5).
+"""CI runs the README's test command verbatim, in two processes.
 
 ``.ci/run`` ends with the README's second command; both run pytest under pytest-xdist with
 ``-n 2 --dist loadfile``: two workers for CI's two cores, each test file whole in one

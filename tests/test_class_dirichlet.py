@@ -1,4 +1,4 @@
-"""A per-class Dirichlet prior on the class probabilities (issue 16 point 6, seed 000's
+"""A per-class Dirichlet prior on the class probabilities (seed 000's
 Dirichlet-multinomial): ``prior_alpha`` a mapping label -> α_c, ``--prior-alpha LABEL=A,...``.
 
     posterior mean   π_c = (N_c + α_c) / (N + Σ α)

@@ -201,7 +201,7 @@ def test_evaluate_text_and_json_match_the_python_api(base):
 
 
 def test_evaluate_says_at_a_terminal_what_its_one_pass_does(base, monkeypatch):
-    # Issue 17: one read of the rows, and one line naming it above DuckDB's progress bar;
+    # One read of the rows, and one line naming it above DuckDB's progress bar;
     # nothing on a pipe.
     monkeypatch.setattr(cli_module, "stderr_is_terminal", lambda: True)
     result = invoke("evaluate", base / "test.parquet", "--model", f"{base}/m.duckdb:nb")
@@ -374,7 +374,7 @@ def test_sql_default_source_and_query_source(base):
 @pytest.mark.parametrize("dialect", ["postgres", "spark", "sqlite", "snowflake", "bigquery", "trino"])
 def test_sql_renders_every_dialect(base, dialect):
     result = invoke("sql", base / "test.parquet", "-m", f"{base}/m.duckdb:nb", "-d", dialect, "-s", "customers")
-    # no ';': the SELECT pastes into a CTE or subquery as printed (issue 29)
+    # no ';': the SELECT pastes into a CTE or subquery as printed
     assert result.exit_code == 0 and not result.stdout.rstrip().endswith(";")
     assert "proba_a" in result.stdout and "customers" in result.stdout
 
@@ -661,7 +661,7 @@ def test_column_lists_quote_names_with_commas(tmp_path):
 
 # -- demo ------------------------------------------------------------------------------------
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_demo_is_deterministic_and_keeps_files_on_request(tmp_path):
     first = invoke("demo", "--dir", tmp_path / "d", "--rows", "600", "--seed", "7")
     assert first.exit_code == 0, first.stderr

@@ -39,7 +39,7 @@ def adult_db(tmp_path_factory):
     return path
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_adult_cli_equals_the_python_api(adult_db, tmp_path):
     db = str(adult_db)
     model_db = str(tmp_path / "models.duckdb")

@@ -425,7 +425,7 @@ def test_new_help_examples_are_laid_out(command):
 
 
 def test_fit_takes_an_asymmetric_beta_prior_for_bernoulli_features(tmp_path):
-    # Issue 16 point 6: Beta(β1, β0) on the command line; log p(on | c) is
+    # Beta(β1, β0) on the command line; log p(on | c) is
     # ln((N_on + β1) / (N_c + β1 + β0)) under the posterior mean, from the stored counts.
     import math
 

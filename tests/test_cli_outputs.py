@@ -1,4 +1,4 @@
-"""``sqlnb score --outputs`` and ``sqlnb sql --outputs`` (issue 15 point 6): each score
+"""``sqlnb score --outputs`` and ``sqlnb sql --outputs``: each score
 group of the Python API on the command line, row for row, and one error line for a bad
 name."""
 

@@ -33,7 +33,7 @@ def test_module_and_script_report_the_version():
         assert result.returncode == 0 and result.stdout == f"sqlnb {sqlnb.__version__}\n" and result.stderr == ""
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_fit_score_evaluate_through_the_script(files, tmp_path):
     model = f"{tmp_path}/m.duckdb:nb"
     fit = run_process("fit", files / "train.parquet", "--label", "y", "--exclude", "id", "--model", model)
@@ -46,7 +46,7 @@ def test_fit_score_evaluate_through_the_script(files, tmp_path):
     assert ev.returncode == 0 and ev.stdout.lstrip().startswith("{") and '"rows": 40' in ev.stdout
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_errors_from_a_real_process(files, tmp_path):
     before = snapshot(tmp_path)
     assert_error(run_process("fit", files / "train.parquet", "--label", "yy", "--model", f"{tmp_path}/m.duckdb:x"),
@@ -126,7 +126,7 @@ def test_an_interrupted_process_exits_130_and_writes_nothing(files, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("head") is None, reason="needs bash and head")
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
     # 20,000 scored rows are ~2 MB of CSV, far more than a pipe holds (64 KB on Linux):
     # `head -1` exits after the first line and the writes that follow hit the closed pipe.

@@ -12,11 +12,24 @@ import pytest
 from sqlglot import exp
 
 import sqlnb
+from sqlnb.workflows.compare import DEFAULT_MODELS
 from conftest import frame
 from sqlnb import sql
 from sqlnb.workflows import compare
 from sqlnb.source import resolve
 from support import shared_data as sd
+
+
+def test_learning_curves_of_naive_bayes_with_learnt_weights_when_asked(con):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    X = rng.normal(size=(200, 2)) + 1.2 * y[:, None]
+    con.register("train_w", frame(X[:150], y[:150]))
+    con.register("test_w", frame(X[150:], y[150:]))
+    rows = sqlnb.learning_curves("train_w", "test_w", "y", con=con, sizes=[150], repeats=1, seed=1,
+                                 models=["naive_bayes", "weighted"])
+    assert [r["model"] for r in rows] == ["naive_bayes", "weighted"]
+    assert all(r["error"] is not None and 0 <= r["error"] < 0.3 for r in rows)
 
 
 def test_learning_curves_for_every_model_kind(con, tmp_path):
@@ -27,7 +40,7 @@ def test_learning_curves_for_every_model_kind(con, tmp_path):
     con.register("test", frame(X[300:], y[300:]))
     rows = sqlnb.learning_curves("train", "test", "y", con=con, sizes=[4, 300], repeats=2, seed=1,
                                  options={"qda": {"reg_param": 0.0}})
-    assert len(rows) == 4 * 2 * 2 and {r["model"] for r in rows} == set(sqlnb.MODELS)
+    assert len(rows) == 4 * 2 * 2 and {r["model"] for r in rows} == set(DEFAULT_MODELS) == set(sqlnb.MODELS) - {"weighted"}
     full = [r for r in rows if r["size"] == 300]
     assert all(r["error"] is not None and 0 <= r["error"] < 0.3 for r in full)
     # Stratified subsets: even 4 rows hold both classes, so naive Bayes is defined on each.
@@ -88,7 +101,7 @@ def test_stratified_subsamples_hold_their_quotas(con):
 
 
 @pytest.mark.shared_data
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 @pytest.mark.shared_data
 def test_spambase_shows_the_ng_jordan_shape(spambase):
     # Ng & Jordan compare with unpenalised logistic regression: C = 1e4 here. (With the

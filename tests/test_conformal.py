@@ -1,4 +1,4 @@
-"""``sqlnb conformal`` (issue 30, part 2): the command, the stored sets and what keeps or
+"""``sqlnb conformal``: the command, the stored sets and what keeps or
 drops them, the format rule, evaluate's coverage, and the edge cases. The oracles and the
 coverage guarantee are tests/test_conformal_oracles.py; other engines
 tests/test_conformal_engines.py."""
@@ -125,10 +125,11 @@ def test_too_few_rows_give_an_infinite_threshold_and_full_sets():
     assert m.conformal.thresholds == (math.inf,)
     out = m.score(table(20, 2), duckdb.connect()).to_arrow_table().to_pydict()
     assert all(s == ["a", "b", "c"] for s in out["prediction_set"]) and set(out["set_size"]) == {3}
-    # Mondrian: a class without held-out rows keeps an infinite threshold of its own
+    # Mondrian: a class without held-out rows keeps an infinite threshold of its own when
+    # asked (missing_class="every"; the default, pooled: tests/test_conformal_missing_class.py)
     cal = table(200, 1).filter(pa.compute.not_equal(table(200, 1)["y"], "c"))
     with pytest.warns(UserWarning, match="class 'c' has 0 held-out rows"):
-        m = conformal(model, cal, 0.1, "mondrian")
+        m = conformal(model, cal, 0.1, "mondrian", missing_class="every")
     assert math.isinf(m.conformal.thresholds[2]) and m.conformal.counts[2] == 0
     out = m.score(table(20, 2), duckdb.connect()).to_arrow_table().to_pydict()
     assert all("c" in s for s in out["prediction_set"])

@@ -1,4 +1,4 @@
-"""Conformal sets in exported SQL (issue 30, part 2): ``sqlnb sql`` carries them, as
+"""Conformal sets in exported SQL: ``sqlnb sql`` carries them, as
 ``in_set_<class>`` BOOLEANs and ``set_size`` outside DuckDB, and SQLite and PostgreSQL
 give DuckDB's sets row for row; a model with sets stored on PostgreSQL round-trips."""
 
@@ -11,7 +11,7 @@ import pytest
 
 import sqlnb
 from sqlnb.workflows.conformal import conformal
-from test_engines import sqlite_connection, _sqlite_table
+from support.sqlite import sqlite_connection, sqlite_table
 
 CLASSES = ["a", "b", "c"]
 
@@ -53,7 +53,7 @@ def test_exported_sql_carries_the_sets_and_sqlite_gives_duckdbs(models):
         text = model.to_sql(dialect="sqlite", source="t")
         assert '"in_set_a"' in text and '"set_size"' in text and "prediction_set" not in text
         db = sqlite_connection()
-        _sqlite_table(db, "t", t)
+        sqlite_table(db, "t", t)
         cur = db.execute(text)
         names = [c[0] for c in cur.description]
         rows = cur.fetchall()
@@ -63,6 +63,12 @@ def test_exported_sql_carries_the_sets_and_sqlite_gives_duckdbs(models):
 
 @pytest.mark.postgres
 def test_postgres_gives_duckdbs_sets_and_stores_them(models):
+    postgres_gives_duckdbs_sets_and_stores_them(models)
+
+
+def postgres_gives_duckdbs_sets_and_stores_them(models: dict) -> None:
+    """Each model's exported SQL run on PostgreSQL, then each stored there, loaded and
+    scored there: DuckDB's sets row for row (also tests/test_conformal_missing_class.py)."""
     import psycopg
     from support.engines import postgres_engine
     t = table(300, 2)

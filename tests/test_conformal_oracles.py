@@ -1,4 +1,4 @@
-"""Conformal prediction sets (issue 30, part 2) against MAPIE and crepes, and their coverage.
+"""Conformal prediction sets against MAPIE and crepes, and their coverage.
 
 The oracles are fed the very probabilities sqlnb computed (a lookup "classifier" returns
 them for a row number), so the sets are compared row for row:

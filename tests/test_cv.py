@@ -14,17 +14,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from sklearn.metrics import accuracy_score, log_loss
 
 import sqlnb
 from conftest import frame
-from sqlnb.workflows import cv
 from sqlnb.models.base import Model
-
-try:
-    from duckdb import sqltypes as T
-except ImportError:  # pragma: no cover - older DuckDB
-    from duckdb import typing as T
+from sqlnb.workflows import cv
+from support.cv_oracle import assert_matches_refits
+from support.statements import counting_view
 
 
 def mixed(seed: int = 0, n: int = 240):
@@ -56,77 +52,11 @@ def nb_data(seed: int = 0, n: int = 300):
 def counted():
     """A view whose every scan is counted: a side-effecting UDF wraps one column."""
     con = duckdb.connect()
-    seen = {"rows": 0}
-
-    def tick(x):
-        seen["rows"] += len(x)
-        return x
-
-    con.create_function("tick", tick, [T.DOUBLE], T.DOUBLE, type="arrow", side_effects=True)
-    con.register("raw", nb_data())
-    con.execute('CREATE VIEW data AS SELECT tick(x0) AS x0, x1, x2, colour, rare, y FROM raw')
+    seen = counting_view(con, nb_data(), ["x0", "x1", "x2", "colour", "rare", "y"], "x0")
     yield con, seen
     con.execute("DROP VIEW data")
     con.remove_function("tick")
     con.close()
-
-
-def oracle_folds(con, relation: str, label: str, folds: int, seed: int) -> tuple[pa.Table, np.ndarray]:
-    """The rows of ``relation`` and each row's fold by the rule sqlnb/workflows/folds.py
-    documents, written here without sqlnb: sort the rows by label, then by DuckDB's
-    ``hash(<every column>, seed)``, and deal them to the folds in turn,
-    ``fold = (position − 1) mod k``. Rows whose sort keys tie are identical (the hash
-    covers every column), so which of them goes where cannot change a figure."""
-    columns = [c for c in con.sql(f'SELECT * FROM "{relation}" LIMIT 0').columns]
-    hashed = ", ".join(f'"{c}"' for c in columns)
-    rows = con.sql(f'SELECT *, hash({hashed}, {int(seed)}) AS "__oracle_h" FROM "{relation}"').to_arrow_table()
-    h = rows["__oracle_h"].to_numpy()
-    y = rows[label].to_numpy(zero_copy_only=False)
-    position = np.empty(len(h), dtype=np.int64)
-    position[np.lexsort((h, y))] = np.arange(len(h))
-    return rows.drop_columns(["__oracle_h"]), position % folds
-
-
-def oracle_figures(model, held_out: pa.Table, label: str, con) -> dict:
-    """Accuracy and log loss of ``model`` on ``held_out`` from its per-row predictions and
-    probabilities, by scikit-learn (the definitions of sqlnb.workflows.evaluate): a row
-    without probabilities (zero likelihood under MLE) is an error in accuracy and left out
-    of the log loss."""
-    scored = model.score(held_out, con, outputs=("proba", "prediction"), keep=[]).to_arrow_table()
-    y = held_out[label].to_pylist()
-    pred = scored["prediction"].to_pylist()
-    P = np.array([scored[c].to_pylist() for c in model.proba_columns()], dtype=float).T
-    has = ~np.isnan(P).any(axis=1)
-    ll = (log_loss([v for v, ok in zip(y, has) if ok], y_proba=P[has], labels=model.classes)
-          if has.any() else float("nan"))
-    return {"accuracy": accuracy_score([repr(v) for v in y], [repr(v) for v in pred]), "log_loss": ll,
-            "rows": len(y), "no_proba": int((~has).sum())}
-
-
-def refit_figures(con, relation, label, folds, seed, model_kind="naive_bayes", params=None, **options):
-    """Per fold of the documented fold rule (:func:`oracle_folds`): a model fitted from
-    scratch on the other folds' rows, scored on the held-out rows, measured by scikit-learn
-    (:func:`oracle_figures`). Nothing of sqlnb.workflows.cv is used."""
-    rows, fold = oracle_folds(con, relation, label, folds, seed)
-    out = []
-    for i in range(folds):
-        model = sqlnb.fit(rows.filter(pa.array(fold != i)), label, con=con, model=model_kind,
-                          **options, **(params or {}))
-        out.append(oracle_figures(model, rows.filter(pa.array(fold == i)), label, con))
-    return out
-
-
-def assert_matches_refits(con, result, relation, model_kind="naive_bayes", **options):
-    """Every grid point's fold accuracies are those of a refit on the training folds, and
-    its log losses agree within 1e-9; the folds hold the rows the documented rule puts there."""
-    first = None
-    for r in result.results:
-        ref = refit_figures(con, relation, "y", result.folds, result.seed, model_kind, r["params"], **options)
-        first = first or ref
-        assert r["accuracy"] == [f["accuracy"] for f in ref]
-        np.testing.assert_allclose(r["log_loss"], [f["log_loss"] for f in ref], rtol=0, atol=1e-9)
-    assert result.fold_rows == [f["rows"] for f in first]
-    return first
 
 
 GRIDS = [

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import sqlnb
@@ -335,3 +338,50 @@ def test_evaluate_puts_sqlnb_evaluates_figures_in_the_docs_block(tmp_path):
     docs = (tmp_path / "pkg" / "models" / "churn.md").read_text()
     assert f"accuracy={ev.accuracy}, log_loss={ev.log_loss}" in docs, docs
     assert f"rows={ev.rows}" in docs and "not evaluated" not in docs
+
+
+def _fingerprint(model, con, name) -> str:
+    model.save(con, name)
+    return sqlnb.load(con, name).fingerprint
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    n = 300
+    y = rng.integers(0, 2, n)
+    t = pa.table({"a": rng.normal(y, 1.0), "b": rng.normal(-y, 2.0), "y": pa.array(np.array(["no", "yes"])[y])})
+    d = tmp_path_factory.mktemp("fp")
+    pq.write_table(t.slice(0, 200), d / "train.parquet")
+    pq.write_table(t.slice(200), d / "held.parquet")
+    (d / "moved").mkdir()
+    shutil.copy(d / "held.parquet", d / "moved" / "held_out.parquet")
+    pq.write_table(t.slice(150, 150), d / "other.parquet")  # other held-out rows
+    return d
+
+
+@pytest.mark.parametrize("method", ["temperature", "platt", "isotonic"])
+def test_the_same_calibration_rows_at_two_paths_give_one_fingerprint(binary, method):
+    con = duckdb.connect()
+    model = sqlnb.fit(str(binary / "train.parquet"), "y", con=con)
+    here = sqlnb.calibrate(model, str(binary / "held.parquet"), method, con=con)
+    moved = sqlnb.calibrate(model, str(binary / "moved" / "held_out.parquet"), method, con=con)
+    other = sqlnb.calibrate(model, str(binary / "other.parquet"), method, con=con)
+    assert here.calibration.source != moved.calibration.source  # the path is still recorded and shown
+    prints = {what: _fingerprint(m, con, what) for what, m in
+              (("here", here), ("moved", moved), ("other", other), ("none", model))}
+    assert prints["here"] == prints["moved"]
+    assert len({prints["here"], prints["other"], prints["none"]}) == 3
+    assert sqlnb.load(con, "moved").calibration.source == moved.calibration.source
+
+
+def test_the_same_conformal_rows_at_two_paths_give_one_fingerprint(binary):
+    from sqlnb.workflows.conformal import conformal
+
+    con = duckdb.connect()
+    model = sqlnb.fit(str(binary / "train.parquet"), "y", con=con)
+    here = conformal(model, str(binary / "held.parquet"), 0.1, con=con)
+    moved = conformal(model, str(binary / "moved" / "held_out.parquet"), 0.1, con=con)
+    other = conformal(model, str(binary / "held.parquet"), 0.2, con=con)
+    prints = {what: _fingerprint(m, con, what) for what, m in (("here", here), ("moved", moved), ("other", other))}
+    assert prints["here"] == prints["moved"] != prints["other"]

@@ -1,10 +1,10 @@
-"""Decision rules inside the scoring SELECT (issue 15 point 1, sqlnb/models/decision.py).
+"""Decision rules inside the scoring SELECT (sqlnb/models/decision.py).
 
 The oracle is numpy on the probabilities the same SELECT returns: the class of minimum
 Σ_j p_j·L(j, k) (ties to the smallest class), Chow's reject option (0/1 costs: rejected
 exactly where max p < 1 − R; general costs: where the minimum exceeds R), a threshold
 p(CLASS) >= P. Every model kind, DuckDB, exported SQL in SQLite, PostgreSQL and Spark,
-the stored rule, the command line, and the acceptance run on adult.
+the stored rule, the command line, and expected cost and reject on adult against numpy.
 """
 
 from __future__ import annotations
@@ -289,10 +289,10 @@ def _check_exported(duck, m, name, kw, got: dict, where: str) -> None:
 
 
 def test_sqlite_runs_the_exported_rule_for_every_kind(duck, models):
-    from test_engines import _sqlite_table, sqlite_connection
+    from support.sqlite import sqlite_connection, sqlite_table
     db = sqlite_connection()
     for name, t in DATA.items():
-        _sqlite_table(db, name, t)
+        sqlite_table(db, name, t)
     for kind, name, m, kw in _export_cases(models):
         m.decision = DecisionRule.for_model(m, **kw)
         cur = db.execute(m.to_sql("sqlite", source=name))  # the source's columns unknown: passed with *
@@ -376,7 +376,7 @@ def _fit(tmp_path, table=None) -> tuple[str, str]:
     return data, model
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_decide_then_score_in_separate_processes(tmp_path):
     data, model = _fit(tmp_path)
     (tmp_path / "costs.csv").write_text("actual,predicted,cost\nyes,no,5\n")
@@ -447,7 +447,7 @@ def test_decide_option_errors(tmp_path):
     assert "Example" in invoke("decide", "--help").stdout
 
 
-# -- acceptance: adult ------------------------------------------------------------------------------------
+# -- adult against numpy ----------------------------------------------------------------------------------
 @pytest.mark.shared_data
 def test_adult_expected_cost_and_reject_equal_numpy(tmp_path):
     """A 1:5 cost matrix (predicting <=50K for an actual >50K costs 5): every prediction is
@@ -532,7 +532,7 @@ def test_an_update_keeps_the_rule_while_the_classes_stay(duck):
     assert update(m, "three", con=duck).decision == m.decision
     duck.register("four", mixed_table(40, seed=9, classes=("a", "b", "c", "d")))
     # A new class: the costs given stay, the new class's pairs get the default 0/1 costs,
-    # and the update says so (issue 27: it used to drop the rule silently).
+    # and the update says so (it used to drop the rule silently).
     from sqlnb.errors import UpdateWarning
     with pytest.warns(UpdateWarning, match=r"added class 'd'.*sqlnb decide --costs"):
         rule = update(m, "four", con=duck).decision

@@ -1,4 +1,4 @@
-"""Issue 27, found 4 and 5: ``update`` of a binned model is the refit, a stored rule an
+"""``update`` of a binned model is the refit, a stored rule an
 update cannot keep is said on stderr, and ``show --params`` / ``report`` work on every
 model kind (binned and TAN on bins were a traceback).
 
@@ -56,7 +56,7 @@ def _con(t: pa.Table) -> duckdb.DuckDBPyConnection:
     return con
 
 
-# -- found 4: update = refit -------------------------------------------------------------------
+# -- update = refit ----------------------------------------------------------------------------
 @pytest.mark.parametrize("bins", ["mdl", "quantile:4", {"x": "mdl", "z": "quantile:5"}])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_update_of_a_binned_model_is_the_refit(bins, weighted):
@@ -98,7 +98,7 @@ def test_update_of_a_stored_binned_model_is_the_refit_and_stores(tmp_path):
     np.testing.assert_allclose(_proba(again, con), _proba(refit, con), rtol=0, atol=TOL)
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_cli_update_of_a_binned_model_is_the_refit(tmp_path):
     t = _table()
     first, rest, every = (write_parquet(p, tmp_path / f"{n}.parquet")
@@ -162,8 +162,8 @@ def test_update_of_a_binned_model_stored_without_value_counts_is_refused(tmp_pat
     assert snapshot(db) == before
 
 
-# -- found 4: a stored rule an update cannot keep is said ---------------------------------------
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+# -- a stored rule an update cannot keep is said ----------------------------------------------
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_cli_update_with_a_new_class_says_what_became_of_the_cost_rule(tmp_path):
     first = write_parquet(mixed_table(120, seed=1, classes=("a", "b", "c")), tmp_path / "first.parquet")
     more = write_parquet(mixed_table(60, seed=2, classes=("a", "b", "c", "d")), tmp_path / "more.parquet")
@@ -198,7 +198,7 @@ def test_update_with_a_new_class_says_a_threshold_no_longer_applies():
         assert sqlnb.update(m, "two", con=con).decision == m.decision
 
 
-# -- found 5: show --params and report on every model kind ------------------------------------
+# -- show --params and report on every model kind ---------------------------------------------
 KINDS = {
     "mdl": ["--bins", "mdl"],
     "quantile": ["--bins", "quantile:4"],
@@ -223,7 +223,7 @@ def test_show_params_and_report_on_binned_models(tmp_path, kind):
     assert "p(bin | class)" in (tmp_path / "r.html").read_text()
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_show_params_and_report_of_a_tan_model_on_bins_as_processes(tmp_path):
     """The reported commands themselves, as a user runs them: exit 0, no traceback."""
     data = write_parquet(_table(400).drop(["w"]), tmp_path / "d.parquet")

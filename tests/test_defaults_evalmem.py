@@ -1,4 +1,4 @@
-"""Issue 27, point 3: under the defaults, ``sqlnb evaluate`` peaks at no more than 1.3x
+"""Under the defaults, ``sqlnb evaluate`` peaks at no more than 1.3x
 ``sqlnb score``'s memory on the same data, and its ROC AUC and average precision stay
 scikit-learn's, ties included.
 
@@ -41,7 +41,7 @@ def _peak_mib(args: list[str]) -> float:
     return int(done.stdout.split()[-1]) / 1024
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_evaluate_peaks_within_1_3x_score_under_the_defaults(tmp_path):
     """2M rows x 4 DOUBLE, 2 classes, in pyarrow's default row groups (every row a distinct
     score): f6098f3's evaluate peaked at ~1.1 GB, several times score's."""

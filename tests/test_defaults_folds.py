@@ -1,4 +1,4 @@
-"""Issue 27, found 7 / must hold 6: cross-validation folds are stratified and balanced by
+"""Cross-validation folds are stratified and balanced by
 default, as scikit-learn's ``StratifiedKFold``: per class the fold sizes differ by at most
 one (so a class with at least k rows is in every fold), reproducible for a seed, other
 rows together under another seed; and cv, select and TAN cross-validation use that one
@@ -106,7 +106,7 @@ def test_reproducible_for_a_seed_and_other_for_another():
 
 
 def test_cv_132_rows_5_folds(tmp_path):
-    """The issue's case: 132 rows, 5 folds (the hash folds gave 18, 39, 34, 20, 21)."""
+    """The reported case: 132 rows, 5 folds (the hash folds gave 18, 39, 34, 20, 21)."""
     data = str(tmp_path / "t.parquet")
     pq.write_table(table(132, [0.39, 0.39, 0.22], seed=6).drop_columns(["id"]), data)
     out = invoke("cv", data, "--label", "y", "--folds", "5")

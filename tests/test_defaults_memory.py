@@ -1,4 +1,4 @@
-"""No default fails or bloats on ordinary data (issue 27, point 3).
+"""No default fails or bloats on ordinary data.
 
 Each command runs as a process of its own under sqlnb's defaults (no ``--threads``, no
 ``--memory-limit``), and its peak memory is the child's ``ru_maxrss`` seen by a fresh
@@ -44,7 +44,7 @@ def run_measured(*args, overrides: dict | None = None) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_a_small_tan_fit_on_bins_peaks_under_300_mb(tmp_path):
     """232 rows x 33 numeric columns, ``--structure tan --bins mdl``: 528 pair grouping sets.
     DuckDB gives each set a hash table of its own (~2.3 MB however few the rows): in one
@@ -88,7 +88,7 @@ def test_pair_counts_split_over_statements_equal_one_scan(monkeypatch):
         assert np.array_equal(cell.counts, other.counts), pair
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_scoring_parquet_with_large_row_groups_fits_the_default_limit(tmp_path):
     """pyarrow writes Parquet in row groups of 1,048,576 rows; DuckDB reads a row group as
     one batch, and its ordered COPY collects a batch whole in each thread before writing

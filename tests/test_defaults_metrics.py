@@ -1,4 +1,4 @@
-"""Issue 27, found 6 / must hold 5: every averaged metric of ``sqlnb evaluate`` follows
+"""Every averaged metric of ``sqlnb evaluate`` follows
 scikit-learn's convention and equals its function within 1e-12, on test sets where a class
 of the model is absent, where a label is unknown to the model, and where every row is of
 one class.

@@ -1,4 +1,4 @@
-"""NaN is missing on every scoring path, whoever wrote the data (issue 27, found 2).
+"""NaN is missing on every scoring path, whoever wrote the data.
 
 DuckDB answers a comparison on a Parquet column from the row-group min/max statistics,
 and pyarrow's writer leaves NaN out of them: over such a file ``NULLIF(x, 'NaN')`` and
@@ -247,7 +247,7 @@ def _mixed_model(**kw):
 @pytest.mark.parametrize("writer", SIDE_WRITERS)
 @pytest.mark.parametrize("bins", ["quantile:4", "mdl"])
 def test_binned(tmp_path, writer, bins):
-    """The issue's case: a binned NaN was put in the last bin over pyarrow's Parquet."""
+    """The reported case: a binned NaN was put in the last bin over pyarrow's Parquet."""
     m = _mixed_model(bins=bins)
     nan_out, null_out = nan_and_null(writer, lambda gap: (m, _mixed_rows(gap), dict(keep=[])), tmp_path)
     assert_same_rows(m, nan_out, null_out, f"{writer} binned {bins}")
@@ -269,7 +269,7 @@ def test_tan_value_positions(tmp_path, writer):
     ("pyarrow_stats", "multinomial", "wide")])
 def test_explain(tmp_path, writer, family, shape):
     """``explain`` reasons and weights (the per-term form also for a wide model, the
-    issue's case: explained, its terms are not the dot product). A 260-column Bernoulli or
+    reported case: explained, its terms are not the dot product). A 260-column Bernoulli or
     Gaussian model takes ~10 s a scoring with ``explain`` and its top reasons did not
     involve the NaN columns (it passed on f6098f3): not here."""
     m, _ = models(family, shape)

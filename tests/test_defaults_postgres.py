@@ -1,4 +1,4 @@
-"""PostgreSQL scoring on a default server (issue 27, found 9): JIT off in sqlnb's own
+"""PostgreSQL scoring on a default server: JIT off in sqlnb's own
 sessions, and an exported SELECT that a default session (JIT on) scores cheaply.
 
 PostgreSQL 12+ JIT-compiles a query whose estimated cost passes ``jit_above_cost``.
@@ -27,9 +27,9 @@ from support.engines import close_to, postgres_engine, run_sqlnb
 
 pytestmark = pytest.mark.postgres
 
-#: The wide model of issue 27: 300 Gaussian and 280 Bernoulli columns, 3 classes, 1,500 rows.
+#: A wide model: 300 Gaussian and 280 Bernoulli columns, 3 classes, 1,500 rows.
 GAUSSIAN, BERNOULLI, ROWS = 300, 280, 1500
-#: Acceptance bounds (issue 27, must hold 7): backend peak RSS and time.
+#: Bounds a default server must meet: backend peak RSS and time.
 MAX_BACKEND_MB, MAX_SECONDS = 500, 5.0
 #: Address-space cap on the test's backend: far above the 500 MB asked for, far below what
 #: the old shape took (13.9 GB).

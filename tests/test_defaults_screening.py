@@ -1,12 +1,11 @@
-"""Column screening never moves a model away from its definition (issue 27, found items 1
-and 8, must-hold point 1).
+"""Column screening never moves a model away from its definition.
 
 Without ``features``, ``fit`` leaves out identifiers and columns whose removal changes no
 probability, and says so; with no ID-like column, every naive Bayes family gives
 scikit-learn's probabilities. The count table is scikit-learn's digits (1,797 rows, 64
-pixel counts 0-16, columns 0, 32 and 39 zero in every row), the issue's case: leaving its
+pixel counts 0-16, columns 0, 32 and 39 zero in every row), the reported case: leaving its
 constant columns out moved multinomial probabilities by 2.3e-4, complement 3.5e-6,
-Bernoulli 5.6e-4. The identifier case is the issue's clinical table in miniature: 467 rows,
+Bernoulli 5.6e-4. The identifier case is the reported clinical table in miniature: 467 rows,
 a ``sample_id`` of 441 distinct integers in the millions beside measurements in units.
 """
 
@@ -77,7 +76,7 @@ def test_count_families_keep_constant_columns_and_match_sklearn(digits, kind):
     np.testing.assert_allclose(proba(model, table), want, rtol=0, atol=1e-9)
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_gaussian_without_features_matches_sklearn_and_says_what_it_left_out(digits):
     """A constant Gaussian column has the same mean and variance (the floor) in every class:
     leaving it out changes no probability, and the note says so; the model is
@@ -122,7 +121,7 @@ def test_a_constant_boolean_is_a_bernoulli_feature_and_kept():
     np.testing.assert_allclose(proba(model, table), want, rtol=0, atol=1e-9)
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_the_cli_fit_without_features_is_sklearns_multinomial(digits, tmp_path):
     """The same through ``python -m sqlnb fit`` and ``score`` as processes: no column left
     out of the multinomial model, scikit-learn's probabilities to 1e-9."""
@@ -204,7 +203,7 @@ def accuracy(model, table, y) -> float:
     return float(np.mean(predictions(model, table) == y))
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_a_near_unique_integer_id_with_repeats_is_left_out():
     """441 distinct integers in 467 rows (94%) is an identifier: left out with a note that
     says why and how to keep it; the model is the one without it (as --exclude)."""
@@ -278,7 +277,7 @@ def test_a_column_named_like_an_id_is_left_out_when_its_values_look_like_one():
 
 # -- (d) the variance-floor note --------------------------------------------------------------
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_a_column_that_lifts_the_variance_floor_is_named(tmp_path):
     """Kept (--keep-columns), the ID's variance sets the floor ε = 1e-9 × 5e11 ≈ 500 above
     every measurement's variance: one note names it and the fix, in Python and on the

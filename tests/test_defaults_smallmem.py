@@ -1,4 +1,4 @@
-"""Issue 27, point 3: any command on at most 10,000 rows peaks at 300 MB or less.
+"""Any command on at most 10,000 rows peaks at 300 MB or less.
 
 LDA and QDA wrote one aggregate (fit) or one product term (QDA's score) per feature *pair*:
 on 10,000 rows of 104 one-hot columns (adult) the fit peaked at ~400 MB, QDA's score at

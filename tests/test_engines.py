@@ -19,7 +19,6 @@ What is compared, per family and engine:
 from __future__ import annotations
 
 import math
-import sqlite3
 
 import duckdb
 import numpy as np
@@ -30,6 +29,7 @@ import sqlnb
 from sqlnb.engines import PostgresEngine, SparkEngine
 from sqlnb.errors import SqlnbNotFound
 from support.engines import NOT_AVAILABLE, start_postgres as _start_postgres, unavailable as _unavailable
+from support.sqlite import sqlite_connection, sqlite_table
 
 TOL = 1e-9
 
@@ -180,43 +180,6 @@ def _same_statistics(a, b) -> None:
 
 
 # -- SQLite (stdlib): the exported scoring SELECT -----------------------------------------------
-def sqlite_connection() -> sqlite3.Connection:
-    """An in-memory SQLite database with ln/exp/power, registered if the build lacks them."""
-    db = sqlite3.connect(":memory:")
-    try:
-        db.execute("SELECT ln(1.0), exp(0.0), power(2.0, 2.0)")
-    except sqlite3.OperationalError:  # built without SQLITE_ENABLE_MATH_FUNCTIONS
-        def ln(x):
-            if x is None or x < 0:
-                return None
-            return math.log(x) if x > 0 else -math.inf
-
-        def exp_(x):
-            if x is None:
-                return None
-            try:
-                return math.exp(x)
-            except OverflowError:
-                return math.inf
-
-        db.create_function("ln", 1, ln, deterministic=True)
-        db.create_function("exp", 1, exp_, deterministic=True)
-        db.create_function("power", 2, lambda a, b: None if a is None or b is None else a ** b,
-                           deterministic=True)
-    return db
-
-
-def _sqlite_table(db: sqlite3.Connection, name: str, t: pa.Table) -> None:
-    from sqlglot import exp
-
-    from sqlnb import sql
-    cols = [exp.ColumnDef(this=sql.ident(c)) for c in t.column_names]
-    db.execute(sql.render(exp.Create(this=exp.Schema(this=sql.table(name), expressions=cols), kind="TABLE"),
-                          "sqlite"))
-    insert = exp.insert(exp.values([tuple(exp.Placeholder() for _ in t.column_names)]), sql.table(name))
-    db.executemany(sql.render(insert, "sqlite"), [tuple(r.values()) for r in t.to_pylist()])
-
-
 @pytest.mark.parametrize("family", list(CASES) + ["lda", "qda", "logistic"])
 def test_sqlite_runs_the_exported_scoring_select(duck, family):
     if family in ("lda", "qda", "logistic"):
@@ -225,7 +188,7 @@ def test_sqlite_runs_the_exported_scoring_select(duck, family):
         data, kwargs = CASES[family]
     model = sqlnb.fit(data, "y", con=duck, **kwargs)
     db = sqlite_connection()
-    _sqlite_table(db, data, DATA[data])
+    sqlite_table(db, data, DATA[data])
     cur = db.execute(model.to_sql(dialect="sqlite", source=data, outputs=("log_proba", "proba", "prediction")))
     names = [c[0] for c in cur.description]
     got = _fetch_sqlite(cur.fetchall(), names)
@@ -251,8 +214,8 @@ def test_sqlite_runs_the_reference_fit_and_score_sql():
     root = Path(__file__).resolve().parents[1] / "sql"
     model, con = example_model()
     db = sqlite_connection()
-    _sqlite_table(db, "train", example_data())
-    _sqlite_table(db, "input", example_data().drop_columns(["species"]))
+    sqlite_table(db, "train", example_data())
+    sqlite_table(db, "input", example_data().drop_columns(["species"]))
     statements = [s for s in (root / "sqlite" / "fit.sql").read_text().split(";\n") if s.strip(" \n;-")
                   and not all(line.startswith("--") for line in s.strip().splitlines())]
     # The same statements rendered for DuckDB without histogram(): the GROUPING SETS path.

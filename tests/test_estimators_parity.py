@@ -1,4 +1,4 @@
-"""The sqlnb estimators against scikit-learn's on its bundled data sets (issue 28).
+"""The sqlnb estimators against scikit-learn's on its bundled data sets.
 
 Probabilities within 1e-9 of scikit-learn's counterpart on iris, wine, breast cancer
 and digits; GridSearchCV over alpha picks what scikit-learn's picks with the same mean

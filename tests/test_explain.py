@@ -15,6 +15,7 @@ The oracle is numpy over the model's own parameters: every feature's term per cl
 from __future__ import annotations
 
 import math
+import sqlite3
 
 import duckdb
 import numpy as np
@@ -23,11 +24,12 @@ import pytest
 
 import sqlnb
 from sqlnb.errors import SqlnbError
+from sqlnb.models.decision import DecisionRule
 from sqlnb.models.explain import MAX_REASONS, reason_columns
 from sqlnb.models.finish import class_columns
-from support.cli import assert_error, invoke, write_parquet
+from support.cli import assert_error, csv_rows, invoke, run_process, write_parquet
 from support.engines import postgres_engine, spark_engine
-from test_engines import _sqlite_table, sqlite_connection
+from support.sqlite import sqlite_connection, sqlite_table
 
 TOL = 1e-9
 HOSTILE = 'a"; DROP TABLE t; --'
@@ -177,7 +179,7 @@ def _duckdb_rows(model, duck, data: str, k: int) -> dict:
 
 def _sqlite_rows(model, data: str, k: int) -> dict:
     db = sqlite_connection()
-    _sqlite_table(db, data, DATA[data])
+    sqlite_table(db, data, DATA[data])
     cur = db.execute(model.to_sql("sqlite", source=data, outputs=("jll", "prediction"), key="id", explain=k))
     names = [c[0] for c in cur.description]
     rows = cur.fetchall()
@@ -298,7 +300,7 @@ def test_qda_has_no_explanations(duck):
         model.to_sql("sqlite", explain=1)
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_most_reasons_run_in_sqlite_and_more_are_refused(duck):
     """K = MAX_REASONS makes the longest chain of CTEs: SQLite runs it (nested subqueries
     overflowed its parser from about 20 reasons on) and gives DuckDB's reasons."""
@@ -311,7 +313,7 @@ def test_most_reasons_run_in_sqlite_and_more_are_refused(duck):
     with pytest.raises(SqlnbError, match=f"past the limit of {MAX_REASONS}"):
         model.to_sql("duckdb", explain=F)
     db = sqlite_connection()
-    _sqlite_table(db, "wide", t)
+    sqlite_table(db, "wide", t)
     cur = db.execute(model.to_sql("sqlite", source="wide", outputs=("prediction",), key="id", explain=MAX_REASONS))
     names = [c[0] for c in cur.description]
     got = [[row[names.index(c)] for c in reason_columns(MAX_REASONS)] for row in cur.fetchall()]
@@ -376,3 +378,76 @@ def test_spark_explanations(models):
         return {c: [r[c] for r in collected] for c in df.columns}
     with spark_engine(DATA) as engine:
         _on_engine(engine, models, rows)
+
+
+def _three_classes(n: int = 240, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    return pa.table({
+        "a": rng.normal(y, 1.0), "b": rng.normal(-y, 1.5),
+        "c": pa.array(np.array(["r", "g", "u"])[(y + (rng.random(n) < 0.4)) % 3].tolist()),
+        "y": pa.array(np.array(["p", "q", "s"])[y].tolist()),
+    })
+
+
+def _check_reasons(rows: list[dict], classes: list[str], log_prior: dict, k: int) -> int:
+    """Every row's reasons explain its ``prediction`` d against the runner-up r (the
+    highest-scored other class): with every feature a reason, the weights plus the prior
+    difference are jll_d − jll_r. Returns the rows whose prediction is not the argmax."""
+    flipped = 0
+    for row in rows:
+        jll = [float(row[f"jll_{c}"]) for c in classes]
+        if not row["prediction"]:
+            assert all(row[f"reason_{i}"] in ("", None) for i in range(1, k + 1)), row
+            continue
+        d = classes.index(row["prediction"])
+        flipped += d != int(np.argmax(jll))
+        r = max((i for i in range(len(classes)) if i != d), key=lambda i: (jll[i], -i))
+        weights = sum(float(row[f"reason_{i}_weight"]) for i in range(1, k + 1))
+        assert weights + log_prior[classes[d]] - log_prior[classes[r]] == pytest.approx(jll[d] - jll[r], abs=1e-9)
+    return flipped
+
+
+def test_cli_explain_under_costs_explains_the_prediction(tmp_path):
+    t = _three_classes()
+    import pyarrow.csv as pcsv
+    pcsv.write_csv(t, tmp_path / "train.csv")
+    (tmp_path / "costs.csv").write_text("actual,predicted,cost\nq,p,8\ns,p,8\n")
+    model = f"{tmp_path}/m.duckdb:nb"
+    assert invoke("fit", tmp_path / "train.csv", "--label", "y", "--model", model).exit_code == 0
+    r = run_process("score", tmp_path / "train.csv", "--model", model, "--costs", tmp_path / "costs.csv",
+                    "--explain", "3", "--outputs", "jll,prediction", "--out", "-", module=True)
+    assert r.returncode == 0, r.stderr
+    counts = dict(zip(*np.unique(t["y"].to_numpy(zero_copy_only=False), return_counts=True)))
+    log_prior = {c: math.log(n / len(t)) for c, n in counts.items()}
+    rows = csv_rows(r.stdout)
+    assert _check_reasons(rows, ["p", "q", "s"], log_prior, 3) >= 10  # the rule flips rows, all explained
+
+
+def test_explain_under_threshold_and_reject_in_duckdb_and_sqlite():
+    rng = np.random.default_rng(5)
+    n = 200
+    y = rng.integers(0, 2, n)
+    t = pa.table({"id": np.arange(n), "a": rng.normal(y, 1.0), "b": rng.normal(0.5 * y, 1.0),
+                  "y": pa.array(np.array(["neg", "pos"])[y].tolist())})
+    m = sqlnb.fit(t, "y", features=["a", "b"])
+    m.decision = DecisionRule.for_model(m, threshold="pos=0.2", reject=0.45)
+    log_prior = {c: math.log(int((t["y"].to_numpy(zero_copy_only=False) == c).sum()) / n) for c in m.classes}
+    con = duckdb.connect()
+    con.register("t", t)
+    got = m.score("t", con, outputs=("jll", "prediction"), keep=["id"], explain=2).to_arrow_table().to_pylist()
+    flipped = _check_reasons(got, list(m.classes), log_prior, 2)
+    assert flipped >= 5 and any(g["prediction"] is None for g in got)
+    # Without `prediction` among the outputs the reasons are the same: the rule's class.
+    alone = m.score("t", con, outputs=("jll",), keep=["id"], explain=2).to_arrow_table().to_pylist()
+    assert [[a[f"reason_{i}"] for i in (1, 2)] for a in alone] == [[g[f"reason_{i}"] for i in (1, 2)] for g in got]
+    # The exported SQL explains the same in SQLite.
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE src (id INTEGER, a REAL, b REAL)")
+    db.executemany("INSERT INTO src VALUES (?, ?, ?)", [(int(i), float(a), float(b)) for i, a, b in
+                                                         zip(t["id"].to_pylist(), t["a"].to_pylist(), t["b"].to_pylist())])
+    cur = db.execute(m.to_sql("sqlite", source="src", outputs=("jll", "prediction"), key="id", explain=2))
+    cols = [c[0] for c in cur.description]
+    lite = [dict(zip(cols, row)) for row in cur.fetchall()]
+    assert [r["prediction"] for r in lite] == [g["prediction"] for g in got]
+    assert [r["reason_1"] for r in lite] == [g["reason_1"] for g in got]

@@ -1,4 +1,4 @@
-"""The Gaussian fit at the one-scan floor without losing digits (issue 32, point 1).
+"""The Gaussian fit at the one-scan floor without losing digits.
 
 A column whose first rows' mean is within two standard deviations of 0 is summed
 unshifted (K = 0: ``SUM(x)``, ``SUM(x·x)``, no ``x − K`` per value); others keep their
@@ -37,20 +37,6 @@ def exact(x):
     n = len(fx)
     mean = sum(fx) / n
     return float(n), float(mean), float(sum((v - mean) ** 2 for v in fx))
-
-
-@pytest.fixture
-def second_passes(monkeypatch):
-    """Names of the columns each exact second pass recomputed."""
-    calls: list[list[str]] = []
-    original = fit_module._exact_m2_pass
-
-    def spy(engine, source, label, label_type, weight, gauss, *rest, **kw):
-        calls.append([f.name for f in gauss])
-        return original(engine, source, label, label_type, weight, gauss, *rest, **kw)
-
-    monkeypatch.setattr(fit_module, "_exact_m2_pass", spy)
-    return calls
 
 
 def moments_error(model, table, name):

@@ -1,4 +1,4 @@
-"""What only a generative model can do (issue #8): update = refit, adding a class,
+"""What only a generative model can do: update = refit, adding a class,
 novelty, sampling and semi-supervised EM."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The figures of docs/generative_adult.md (issue 16, acceptance point 2), computed here with
+"""The figures of docs/generative_adult.md, computed here with
 docs/generative_figures.py's functions and compared with the page's tested block
 (``SQLNB_DOCS_UPDATE=1`` rewrites the block with what this test computes; review the diff).
 
-Also the acceptance bar: the best generative model reaches at most 14.0 % error on adult's
+Also the bar: the best generative model reaches at most 14.0 % error on adult's
 complete test rows (adult.names' best entry, NBTree, has 14.10 %; FSS naive Bayes 14.05 %).
 The page's ``--all`` block (forward selections, mushroom) is written by the script only.
 """

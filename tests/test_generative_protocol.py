@@ -1,4 +1,4 @@
-"""The published-protocol table of docs/generative_adult.md (issue 30, acceptance point 2):
+"""The published-protocol table of docs/generative_adult.md:
 stratified 5-fold CV × 3 repeats, MDL cut points from each training fold, beside
 rmontanana/resultados_ld's AODE / KDB / TAN figures. Computed here with
 docs/published_protocol.py for iris and compared with the page (``SQLNB_DOCS_UPDATE=1``

@@ -1,5 +1,5 @@
-"""The k-dependence Bayesian classifier (``structure="kdb:K"``, Sahami 1996; issue 30 part
-1b) against a direct numpy implementation of the formulas documented in
+"""The k-dependence Bayesian classifier (``structure="kdb:K"``, Sahami 1996)
+against a direct numpy implementation of the formulas documented in
 :mod:`sqlnb.models.naive_bayes.kdb` (ranking by I(X; C), parents by I(X_i; X_j | C),
 smoothed one- and two-parent tables, scoring with NULL, unseen and missing-parent
 fallbacks), within 1e-9, for K = 1 and 2 on data with NULLs and rare values; update =
@@ -19,20 +19,8 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
-from support.structured import (assert_cv_accuracy_is_fold_fits, assert_engine_proba, class_scores, cli_files,
-                                registered, sqlite_input)
-from test_tan import CLASSES, DISCRETE, tan_table
-
-
-def kdb_table(n: int, seed: int, unseen: bool = False) -> pa.Table:
-    """TAN's generated table (correlated discrete features, NULLs, a Gaussian ``g``) with
-    rare values: ``a`` takes ``a_rare`` in two rows, ``e`` takes ``e9`` in one."""
-    t = tan_table(n, seed, unseen)
-    a, e = t["a"].to_pylist(), t["e"].to_pylist()
-    a[5] = a[17] = "a_rare"
-    e[11] = "e9"
-    t = t.set_column(t.column_names.index("a"), "a", pa.array(a, pa.string()))
-    return t.set_column(t.column_names.index("e"), "e", pa.array(e, pa.string()))
+from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
+                                class_scores, cli_files, kdb_table, registered, sqlite_input)
 
 
 # -- the oracle --------------------------------------------------------------------------

@@ -18,7 +18,8 @@ The layers, lowest first (the README's "How it works" draws the same map)::
     stats                               sufficient statistics, merged exactly
     engines                             run a tree, resolve a source (DuckDB, PostgreSQL, Spark)
     store | io                          models as tables | where data and results live
-    models.finish | models.priors       the log-sum-exp finish | class priors
+    models.finish | models.priors | models.newton
+                                        the log-sum-exp finish | class priors | Newton's method
     models.decision | models.explain | models.calibration | models.conformal
                                         decision rules | explanations (stages after the finish) |
                                         calibrators of the class scores (before it) | conformal sets
@@ -56,7 +57,7 @@ LAYERS: list[list[str]] = [
     ["sqlnb.stats"],
     ["sqlnb.engines"],
     ["sqlnb.store", "sqlnb.io"],
-    ["sqlnb.models.finish", "sqlnb.models.priors"],
+    ["sqlnb.models.finish", "sqlnb.models.priors", "sqlnb.models.newton"],
     ["sqlnb.models.decision", "sqlnb.models.explain", "sqlnb.models.calibration", "sqlnb.models.conformal"],
     ["sqlnb.models.base"],
     ["sqlnb.models.naive_bayes", "sqlnb.models.dense"],

@@ -1,4 +1,4 @@
-"""Training log-likelihood log p(D|θ) and BIC from the statistics (issue 16 point 6):
+"""Training log-likelihood log p(D|θ) and BIC from the statistics:
 equal to the per-row sum of ln p(x_row, y_row) — the scoring query's ``jll`` at each row's
 own label — summed in numpy, NULLs included, for every family it covers."""
 

@@ -22,7 +22,7 @@ from sklearn.preprocessing import StandardScaler
 
 import sqlnb
 from conftest import frame, scores
-from sqlnb.models import logistic
+from sqlnb.models import logistic, newton
 from support import shared_data as sd
 
 TOL = 1e-6
@@ -123,7 +123,7 @@ def test_one_hot_columns_with_a_weak_penalty_converge():
 def test_conjugate_gradient_path_agrees(monkeypatch):
     X, y = data(3, 3, 5)
     dense_fit = logistic.fit_arrays(X, y, 3, 1.0)
-    monkeypatch.setattr(logistic, "DENSE_LIMIT", 0)
+    monkeypatch.setattr(newton, "DENSE_LIMIT", 0)  # sqlnb.models.newton: conjugate gradients
     cg_fit = logistic.fit_arrays(X, y, 3, 1.0)
     for key in ("coef", "intercept"):
         np.testing.assert_allclose(cg_fit[key], dense_fit[key], atol=1e-8)

@@ -1,4 +1,4 @@
-"""One-vs-rest ROC AUC and average precision, the ECE and the curves (issue 15 points 2-3):
+"""One-vs-rest ROC AUC and average precision, the ECE and the curves:
 computed in SQL, they equal scikit-learn's on the probabilities sqlnb outputs within 1e-9,
 and the ECE equals a numpy computation of its definition (sqlnb/workflows/ranking.py).
 

@@ -1,4 +1,4 @@
-"""Mutual information of every discrete feature with the class (issue 16 point 1):
+"""Mutual information of every discrete feature with the class:
 ``sqlnb mi``, ``Model.mutual_information()`` and ``select_k`` at fit, against
 scikit-learn's ``mutual_info_score`` / ``SelectKBest(mutual_info_classif)``."""
 

@@ -1,5 +1,5 @@
 """The pair scan of structures built on pair counts (TAN, AODE, KDB) past 40 features
-(issue 30: spambase's 57 MDL-binned columns were refused): in DuckDB one statement of
+(spambase's 57 MDL-binned columns were refused): in DuckDB one statement of
 :func:`~sqlnb.models.naive_bayes.tan.pairs_long_query`, whose counts equal a numpy count at
 57 features and the GROUPING SETS scan's (still used on other engines) at F <= 40, and a
 one-line refusal past the new limit naming the number and the fix."""
@@ -214,3 +214,21 @@ def test_postgres_counts_past_the_old_limit_as_duckdb_does():
     assert d["rid"] == list(range(table.num_rows))
     for c in want.classes:
         np.testing.assert_allclose(np.array(d[f"proba_{c}"], dtype=float), proba[f"proba_{c}"], rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# A fit of a structure built on pair counts (TAN, AODE, KDB) that cannot gather them says so
+# in one line naming what was asked, not 'tan' whatever the structure.
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("structure", ["tan", "aode", "kdb:1", "kdb:2"])
+def test_too_few_discrete_features_names_the_paired_structures(structure):
+    con = duckdb.connect()
+    rel = con.sql("SELECT CASE WHEN range % 3 = 0 THEN 'a' ELSE 'b' END AS y, "
+                  "CASE WHEN range % 2 = 0 THEN 'u' ELSE 'v' END AS colour, range * 0.5 % 7 AS x FROM range(60)")
+    with pytest.raises(SqlnbError) as e:
+        sqlnb.fit(rel, label="y", structure=structure, features=["colour", "x"])
+    text = str(e.value)
+    assert "\n" not in text and "at least two discrete features" in text
+    assert "structure 'tan'" not in text and "(tan, aode, kdb:K)" in text

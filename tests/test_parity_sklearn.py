@@ -179,7 +179,7 @@ def test_complement_norm_single_feature():
 
 
 def test_gaussian_features_of_magnitude_1e_160_score_as_scikit_learn_does():
-    # Issue 16: variances of ~1e-320 are subnormal and 1 / (2 var) overflows; the term then
+    # Variances of ~1e-320 are subnormal and 1 / (2 var) overflows; the term then
     # divides by var instead, as scikit-learn does, so the probabilities are not NULL. The
     # export to another dialect (SQLite, through Python's float arithmetic) agrees too.
     import sqlite3

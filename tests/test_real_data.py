@@ -1,4 +1,4 @@
-"""A user's own CSVs, first time right (issue 14, acceptance 1).
+"""A user's own CSVs, first time right.
 
 Each test builds the kind of file a new user brings: a customer-ID column, ``yes``/``no``
 labels, ``NA`` and empty cells, a scoring batch whose column is entirely empty, a

@@ -1,4 +1,4 @@
-"""The report as a reader sees it: each page rendered by headless Chromium (issue 29, point 4).
+"""The report as a reader sees it: each page rendered by headless Chromium.
 
 For a mixed naive Bayes model, a token-bag (text) model, a tree-augmented model on bins
 and a model under a decision rule with costs and a reject option, the page is opened in

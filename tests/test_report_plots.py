@@ -1,6 +1,6 @@
-"""Pictures (issue 15 point 7): ``sqlnb evaluate --plots DIR`` and ``sqlnb report``.
+"""Pictures: ``sqlnb evaluate --plots DIR`` and ``sqlnb report``.
 
-The acceptance check: ``report.html`` parses as HTML5 with no external reference (every
+What is checked: ``report.html`` parses as HTML5 with no external reference (every
 ``src``/``href`` is ``data:`` or ``#``) and holds the four plots. html5lib is not in the
 environment (and installing it is not this change's to make), so the page is read with
 Python's own ``html.parser`` plus the strict checks HTML5 parsing would not make for us

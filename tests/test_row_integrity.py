@@ -1,8 +1,8 @@
 """Row integrity: every input row comes back exactly once, in its place, scored with the
-types the model was fitted with, or one clear error (issue 19).
+types the model was fitted with, or one clear error.
 
-One regression test per case the issue found (each failed on main at 3593c82). Row order is
-checked at 200,000 rows in 20 Parquet row groups; the issue's large case (2,000,000 rows,
+One regression test per defect found (each failed on main at 3593c82). Row order is
+checked at 200,000 rows in 20 Parquet row groups; the large reported case (2,000,000 rows,
 predictions only, 1 and 4 threads) is benchmarks/row_order_2m.py.
 """
 
@@ -60,7 +60,7 @@ def _fit_cli(tmp_path, data: str, *extra: str, name: str = "m") -> str:
 # -- 1. row order ----------------------------------------------------------------------------
 # Row order through 20 row groups is proven here once, at 200,000 rows (10,000 a group): every
 # output of the CLI and the Python API, predictions-only rows lined up with keyed ones, and a
-# file written under a tight memory limit. The issue's 2,000,000-row reproductions (and the
+# file written under a tight memory limit. The 2,000,000-row reproductions (and the
 # tight-limit run of test_write_memory at that size) are a benchmark, not a test:
 # benchmarks/row_order_2m.py, command in benchmarks/README.md.
 
@@ -76,7 +76,7 @@ def many_groups(tmp_path_factory):
 def test_a_mixed_model_keeps_the_input_order_in_every_output(many_groups, tmp_path):
     """stdout, Parquet, CSV, a DuckDB table, the Python API; a file written with two threads
     under a 12 MB limit (8 MB runs out of memory: the ordered COPY must wait for its writer
-    instead of buffering, issue 20); and the rows of ``--keep ''`` (predictions only,
+    instead of buffering); and the rows of ``--keep ''`` (predictions only,
     nothing to sort them by) line up with the keyed ones position by position."""
     model = _fit_cli(tmp_path, str(many_groups))
     out = invoke("score", many_groups, "--model", model, "--keep", "rid", "--out", "-")
@@ -207,7 +207,7 @@ def test_exported_sql_over_a_source_with_output_columns_is_refused(tmp_path):
         con.execute("CREATE TABLE t AS SELECT x, 1 AS prediction FROM train")
     model = _fit_cli(tmp_path, f"{db}:train")
     assert_error(invoke("sql", f"{db}:t", "--model", model), "'prediction'")
-    # The issue's command: --source names the table, its columns are known in the model's database.
+    # The reported command: --source names the table, its columns are known in the model's database.
     fitted = invoke("fit", f"{db}:train", "--label", "y", "--model", f"{db}:m")
     assert fitted.exit_code == 0, fitted.stderr
     assert_error(invoke("sql", "--model", f"{db}:m", "--source", "t"), "'prediction'", "'t'")

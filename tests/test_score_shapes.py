@@ -1,7 +1,7 @@
 """Query shapes DuckDB's scoring SELECT takes for speed, checked against the plain shape.
 
 Many count columns (multinomial, complement) are scored with one ``list_dot_product`` per
-class over a list of the row's values (issue 17: a tree a fraction of the size to build,
+class over a list of the row's values (a tree a fraction of the size to build,
 render, bind and optimise). The plain shape, one term per column and class, is what every
 other dialect runs; both must give the same scores, for every row, in the same order.
 """
@@ -191,7 +191,7 @@ def test_a_per_term_class_score_of_many_columns_stays_within_the_parsers_depth()
     # A chain a + b + c ... nests one level per term, and DuckDB refuses SQL nested past
     # max_expression_depth (1,000 by default): a model of 1,000 Gaussian columns scored
     # term by term could be fitted but not scored. sql.add writes long sums as
-    # parenthesised runs of ADD_RUN terms (issue 16, the wide models), so the depth stays
+    # parenthesised runs of ADD_RUN terms (the wide models), so the depth stays
     # near ADD_RUN whatever the number of terms (up to ADD_RUN²). 1,000 columns scored term
     # by term take a minute to bind (why the wide list_dot_product shape takes over from
     # WIDE_MIN columns, and a 1,050-column model never reaches the chain); the same depth

@@ -24,6 +24,7 @@ from sqlnb.source import read_with
 from sqlnb.workflows import cv
 from sqlnb.workflows.select import search, select_features
 from support.cli import assert_error, invoke, run_process, snapshot
+from support.statements import counting_view
 
 
 def mixed(seed: int = 0, n: int = 300) -> pa.Table:
@@ -94,20 +95,8 @@ def test_every_step_equals_cross_validating_its_subset(direction):
 
 def test_the_source_is_read_once():
     """Every step reads the copy, not the source: a side-effecting UDF counts the rows read."""
-    try:
-        from duckdb import sqltypes as T
-    except ImportError:  # pragma: no cover - older DuckDB
-        from duckdb import typing as T
     con = duckdb.connect()
-    seen = {"rows": 0}
-
-    def tick(x):
-        seen["rows"] += len(x)
-        return x
-
-    con.create_function("tick", tick, [T.DOUBLE], T.DOUBLE, type="arrow", side_effects=True)
-    con.register("raw", mixed(5, 250))
-    con.execute("CREATE VIEW data AS SELECT tick(x) AS x, w, noise, colour, flag, y FROM raw")
+    seen = counting_view(con, mixed(5, 250), ["x", "w", "noise", "colour", "flag", "y"], "x")
     s = select_features("data", "y", con=con, folds=3, until_all=True)
     # five features: the first read scores the prior alone and 5 candidates, then 4, 3, 2, 1
     assert seen["rows"] == 250 and s.scans == {"source": 1, "statistics": 1, "scoring": 5} and s.evaluated == 16

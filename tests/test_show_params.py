@@ -1,4 +1,4 @@
-"""``sqlnb show --params`` and the ranking of ``sqlnb show`` (issue 15 point 5).
+"""``sqlnb show --params`` and the ranking of ``sqlnb show``.
 
 The parameters printed are the model's own, derived from its statistics under its
 hyperparameters; scikit-learn (or numpy) is the oracle within 1e-9. The ranking puts a

@@ -7,8 +7,8 @@ own log stays off stderr unless ``-v``, and its errors are one ``Error:`` line.
 
 The steps run once, in order, in the module fixture ``runs``; the tests then check one step
 each. A new JVM costs ~10-30 s, so the steps run in three processes rather than one each (14
-JVMs took 192 s of CI; side by side on a loaded machine, 705 s for 14, 397 s for 3; issue
-33): the fits in the first; listing, scoring, showing and dropping that model in the second,
+JVMs took 192 s of CI; side by side on a loaded machine, 705 s for 14, 397 s for 3): the
+fits in the first; listing, scoring, showing and dropping that model in the second,
 where each command starts and stops its own Spark session as a process of its own would (in
 the JVM its first command started); the fit into a warehouse that lost its catalog in the
 third. What is about processes stays between processes: the model is fitted in one and
@@ -127,7 +127,7 @@ def runs(tmp_path_factory):
     (root / "orphan" / "sqlnb.db" / "models" / "_SUCCESS").touch()  # written by that session's INSERT
     # 250,000 rows: their scores (~17 MB as Arrow) are 4x the 4 MB the score allows the
     # driver, so that run succeeds only if no scored row passes through it. (1M rows under
-    # 16 MB proved the same at four times the cost; issue 33.)
+    # 16 MB proved the same at four times the cost.)
     big = write_parquet(mixed_table(BIG_ROWS, seed=3), root / "big.parquet")
     out = {"root": root, "work": work, "train": train, "test": test, "big": big,
            "scored": root / "scored.parquet", "csv": root / "s.csv"}

@@ -1,4 +1,4 @@
-"""Spark compiles sqlnb's scoring plans into methods HotSpot will JIT-compile (issue 20).
+"""Spark compiles sqlnb's scoring plans into methods HotSpot will JIT-compile.
 
 HotSpot does not compile a method longer than 8,000 bytecodes; Spark's default
 ``spark.sql.codegen.hugeMethodLimit`` (65,535) keeps such a generated method, which then
@@ -158,7 +158,7 @@ def test_double_literals_read_back_as_the_same_doubles_in_spark(spark):
 
 def test_subnormal_variances_score_on_spark_as_scikit_learn_does(spark, tmp_path):
     # The Spark form of a Gaussian term (sqlnb.models.naive_bayes.families.gaussian) divides
-    # by a subnormal variance as the DuckDB form does (issue 16).
+    # by a subnormal variance as the DuckDB form does.
     from sklearn.naive_bayes import GaussianNB
 
     rng = np.random.default_rng(161)

@@ -1,6 +1,6 @@
 """kill -9 at any moment of a writing command leaves every model old or new, and nothing else.
 
-A matrix of writing commands x kill points (issue 31, must-hold 3). Each command runs as a
+A matrix of writing commands x kill points. Each command runs as a
 real process, forked from a server that has imported sqlnb (``multiprocessing``'s
 forkserver: a fork costs milliseconds, where a fresh interpreter costs a second), with the
 test hook ``SQLNB_TEST_KILL_AT=<point>`` (:func:`sqlnb.crash.kill_point`): the process

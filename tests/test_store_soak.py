@@ -1,4 +1,4 @@
-"""Many processes sharing one model store (issue 31, must-hold 1 and 2).
+"""Many processes sharing one model store.
 
 * The soak: 6 processes loop, for a few seconds, over the writing and reading commands on
   one model (DuckDB file: fit, update, calibrate, fit+drop of a second name, score,

@@ -1,5 +1,5 @@
 """Models in a local Spark warehouse directory are Parquet files, read and written without
-Spark's table catalog (issue 32, point 2: the catalog's start cost ~6.6 s of every command).
+Spark's table catalog (the catalog's start cost ~6.6 s of every command).
 
 The store needs no Java process: an engine on a warehouse directory with no session
 (``SparkEngine(None, warehouse=DIR)``) saves, lists, loads and drops models, so these

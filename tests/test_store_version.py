@@ -1,10 +1,10 @@
-"""The stored format is versioned (issue 31, must-hold 5).
+"""The stored format is versioned.
 
 Every model records the format it was stored in (``format`` in its metadata,
 :data:`sqlnb.store.FORMAT`). A model stored in a newer format than this sqlnb reads is
 refused in one line naming the model, its format, the formats this sqlnb reads and the
 fix; a model of every earlier format loads and scores as it did. Each format has fixtures
-(tests/fixtures): ``wave1_models`` (7313a04, six models, checked in
+(tests/fixtures): ``models_7313a04`` (six models, checked in
 tests/test_stored_format.py) and ``format1_models`` (thirteen models of every structure
 format 1 holds today: TAN, binned, calibrated, with a decision rule, updated, text, LDA,
 QDA, logistic; written by ``make_format1_models.py`` through the command line).
@@ -30,7 +30,7 @@ from support.stored import assert_scores_as_stored
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: format -> the fixture files of that format (a new format adds its own).
-BY_FORMAT = {1: ["wave1_models.duckdb.gz", "format1_models.duckdb.gz"], 2: ["format2_models.duckdb.gz"]}
+BY_FORMAT = {1: ["models_7313a04.duckdb.gz", "format1_models.duckdb.gz"], 2: ["format2_models.duckdb.gz"]}
 FORMAT1 = ("nb_mixed", "nb_text", "tan", "binned_mdl", "binned_quantile_tan", "calibrated_isotonic",
            "calibrated_temperature_tan", "decided_costs", "decided_threshold", "updated", "lda", "qda", "logistic")
 

@@ -1,7 +1,7 @@
 """A model saved by an earlier release loads and scores as it did.
 
-``fixtures/wave1_models.duckdb.gz`` was written by main at 7313a04 (before the package
-layout of issue 13) with ``fixtures/make_wave1_models.py``: six models (mixed, text and
+``fixtures/models_7313a04.duckdb.gz`` was written by main at 7313a04 (before the package
+layout moved) with ``fixtures/make_models_7313a04.py``: six models (mixed, text and
 Bernoulli-text naive Bayes, LDA, QDA, logistic regression), the input table they were
 scored on, and each model's scores from that release. Loading them with today's code must
 give the same rows, in the same order, with the same predictions and the same numbers
@@ -22,20 +22,20 @@ import sqlnb
 from sqlnb.models.finish import OUTPUTS
 from support.stored import assert_scores_as_stored
 
-FIXTURE = Path(__file__).parent / "fixtures" / "wave1_models.duckdb.gz"
+FIXTURE = Path(__file__).parent / "fixtures" / "models_7313a04.duckdb.gz"
 MODELS = ("nb_mixed", "nb_text", "nb_bernoulli_text", "lda", "qda", "logistic")
 
 
 @pytest.fixture(scope="module")
-def wave1(tmp_path_factory):
-    path = tmp_path_factory.mktemp("stored") / "wave1_models.duckdb"
+def earlier_release(tmp_path_factory):
+    path = tmp_path_factory.mktemp("stored") / "models_7313a04.duckdb"
     with gzip.open(FIXTURE, "rb") as src, open(path, "wb") as dst:
         shutil.copyfileobj(src, dst)
     return path
 
 
-def test_the_fixture_lists_every_model(wave1):
-    assert sorted(m["name"] for m in sqlnb.list_models(str(wave1))) == sorted(MODELS)
+def test_the_fixture_lists_every_model(earlier_release):
+    assert sorted(m["name"] for m in sqlnb.list_models(str(earlier_release))) == sorted(MODELS)
 
 
 def _same(got: dict, want: dict) -> None:
@@ -46,12 +46,12 @@ def _same(got: dict, want: dict) -> None:
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_an_earlier_release_model_scores_identically(wave1, name):
+def test_an_earlier_release_model_scores_identically(earlier_release, name):
     """The stored input scored as stored (DuckDB keeps a table's insertion order on a
     scan), and the same rows in a shuffled order, which the output must follow: the
     stored input is in id order, so output sorted by id would pass the first check."""
-    model = sqlnb.load(str(wave1), name)
-    con = duckdb.connect(str(wave1), read_only=True)
+    model = sqlnb.load(str(earlier_release), name)
+    con = duckdb.connect(str(earlier_release), read_only=True)
     got = model.score("fixture_input", con, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
     want = con.sql(f'SELECT * FROM "expected_{name}"').to_arrow_table()
     assert con.sql("SELECT id FROM fixture_input").fetchall() == [(i,) for i in want["id"].to_pylist()]

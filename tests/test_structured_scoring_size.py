@@ -46,7 +46,8 @@ def table(n: int, F: int, seed: int, test: bool = False) -> pa.Table:
     for j in range(F):
         src = y if j % 3 == 0 else prev
         if j % 2 == 0:
-            v = np.where(rng.random(n) < 0.6, np.floor(np.nan_to_num(src, posinf=0.0, neginf=0.0)).astype(int) % 3, rng.integers(0, 3, n))
+            code = np.floor(np.nan_to_num(src, posinf=0.0, neginf=0.0)).astype(int) % 3
+            v = np.where(rng.random(n) < 0.6, code, rng.integers(0, 3, n))
             text = np.array(["a", "b", "c"], dtype=object)[v]
             if test:
                 text[rng.random(n) < 0.05] = "z"

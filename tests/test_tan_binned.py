@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 import sqlnb
-from test_tan import CLASSES, probabilities, tan_table
+from support.structured import CLASSES, probabilities, tan_table
 
 KINDS = {"a": "categorical", "e": "categorical", "flag": "bernoulli"}
 

@@ -1,4 +1,4 @@
-"""Cross-validation of tree-augmented naive Bayes (issue 16, "TAN + selection").
+"""Cross-validation of tree-augmented naive Bayes ("TAN + selection").
 
 The pooled query (:func:`sqlnb.workflows.cv.pooled_summary_query`: every fold model in one
 statement) reads a tree child's conditional table as one DuckDB list per class: its size
@@ -91,7 +91,7 @@ def test_tan_cv_figures_equal_fold_by_fold_scoring(bins):
     """Each fold's accuracy and log loss, from the pooled query, equal those of the fold's
     TAN model evaluated on the fold by its own scoring query: a TAN fit on the other folds
     (categorical and Bernoulli columns, and a column MDL-binned on the other folds' rows, as
-    cross-validation bins it since s41)."""
+    cross-validation bins it)."""
     con = duckdb.connect()
     table = chain_table(600, 6)
     g = np.random.default_rng(5).normal(size=table.num_rows) + (np.array(table["y"].to_pylist()) == "yes")
@@ -120,7 +120,7 @@ def test_tan_cv_figures_equal_fold_by_fold_scoring(bins):
         assert abs(r.results[0]["log_loss"][i] - e.log_loss) < 1e-9
 
 
-@pytest.mark.slow  # 11-90 s a run under load (issue 33 durations)
+@pytest.mark.slow  # 11-90 s a run under load (measured durations)
 def test_selection_step_figures_equal_each_subset_models_own_scoring():
     """A wrapper-selection step over TAN subsets (:func:`sqlnb.workflows.select.subset_figures`)
     scores every candidate's fold models in one terms query, tree children's terms shared

@@ -123,7 +123,7 @@ def test_list_map_and_long_layouts_agree(kind):
 
 @pytest.mark.parametrize("kind", ["multinomial", "bernoulli", "complement"])
 def test_integer_token_ids_fit_and_score_like_their_text(kind):
-    """Token ids in a BIGINT column (issue 16: a raw ArrowTypeError traceback before):
+    """Token ids in a BIGINT column (a raw ArrowTypeError traceback before):
     the same probabilities as scikit-learn on the id counts, and as the ids written as
     text; an id never seen in training contributes nothing, an id scored as text matches."""
     rng = np.random.default_rng(4)

@@ -1,4 +1,4 @@
-"""Tied-variance Gaussian naive Bayes (issue 16 point 6; seed 003: covariance matrices
+"""Tied-variance Gaussian naive Bayes (seed 003: covariance matrices
 "tied or shared across classes", whose class scores are linear in x): one variance per
 feature shared by every class, the pooled within-class variance Σ_c M2_cj / Σ_c n_cj plus
 the var_smoothing floor."""

@@ -1,4 +1,4 @@
-"""Validation at fit, not at first use (issue 14): scikit-learn's own tests, ported.
+"""Validation at fit, not at first use: scikit-learn's own tests, ported.
 
 Each case cites the scikit-learn test it comes from (sklearn/tests/test_naive_bayes.py,
 test_discriminant_analysis.py, linear_model/tests/test_logistic.py). Where scikit-learn
@@ -79,7 +79,7 @@ def test_gnb_invalid_priors_fail_at_fit(prior, message):
 
 @pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")  # sklearn's ln 0 prior
 def test_gnb_priors_sum_isclose_with_one_row_per_class():
-    # sklearn: test_gnb_priors_sum_isclose (issue #9633): ten one-row classes, a zero
+    # sklearn: test_gnb_priors_sum_isclose: ten one-row classes, a zero
     # prior, a sum that is 1 only up to rounding. GaussianNB accepts one-row classes (the
     # variance is the var_smoothing floor): so does sqlnb, with the same numbers.
     X10 = np.array([[-1, -1], [-2, -1], [-3, -2], [-4, -5], [-5, -4], [1, 1], [2, 1], [3, 2], [4, 4], [5, 5]],

@@ -196,13 +196,13 @@ def test_a_wide_fit_names_a_nan_or_infinite_value(bad):
 
 @pytest.mark.parametrize("kind", ["gaussian", "bernoulli"])
 def test_five_hundred_columns_fit_and_score_in_the_wide_shape_like_scikit_learn(kind):
-    """Issue 16: 500 feature columns (past WIDE_MIN = 256, so fit and score take the wide
+    """500 feature columns (past WIDE_MIN = 256, so fit and score take the wide
     shape: sqlnb/models/naive_bayes/wide.py) fit on 2,000 rows and score 2,000 others, with
     scikit-learn's probabilities within 1e-9, by the exported SQL text run in a fresh DuckDB
     connection with default settings (no max_expression_depth), one row out per row in.
 
     The wide shape's SQL does not grow deeper with the number of columns, so 500 prove what
-    10,000 did (issue 33 cut this test from ~40 s); 2,500 to 10,000 columns, their times and
+    10,000 did (in a fraction of the ~40 s 10,000 took); 2,500 to 10,000 columns, their times and
     differences from scikit-learn are benchmarks/wide_columns.py (benchmarks/README.md, "Wide
     models"). The scored rows are new rows of the same distribution, where most probabilities
     are far from 0 and 1 (a check of the digits, not only of the argmax)."""
@@ -266,7 +266,7 @@ def test_screening_in_the_long_shape_leaves_out_the_same_columns(monkeypatch, on
     assert long == _screened(table)
     left_out = {line.split("'")[1] for line in long}
     # bconst, a constant boolean, is a Bernoulli feature: kept, since its absent-or-present
-    # term differs per class (issue 27; the constant Gaussian columns are left out)
+    # term differs per class (the constant Gaussian columns are left out)
     assert left_out == {"const", "cint", "id32", "allnull"} | (set() if only_exact else {"idbig", "txt"})
 
 

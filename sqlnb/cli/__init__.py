@@ -41,7 +41,7 @@ from sqlnb.version import __version__
 
 #: Where each command lives (``module:function`` in this package). A command's module, and
 #: with it DuckDB, pyarrow and the library, is imported only when that command runs or shows
-#: its help, so ``sqlnb --version`` and ``sqlnb CMD --help`` start fast (issue 17).
+#: its help, so ``sqlnb --version`` and ``sqlnb CMD --help`` start fast.
 COMMANDS = {
     "fit": "train:fit", "score": "predict:score", "evaluate": "predict:evaluate", "sql": "predict:sql_command",
     "show": "catalog:show", "models": "catalog:models", "drop": "catalog:drop", "demo": "demo:demo",

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # DuckDB, sqlglot, pyarrow and the library are imported where a command first needs them
 # (``_invoke_one_line``, ``Settings``), not here: ``sqlnb --version`` and ``sqlnb CMD --help``
-# only parse arguments, and those imports are most of a cold start (issue 17: 0.55 s).
+# only parse arguments, and those imports are most of a cold start (0.55 s).
 
 EXIT_OK = 0
 #: The command ran but its check failed (``evaluate --min-accuracy``).
@@ -103,7 +103,7 @@ class SqlnbGroup(click.Group):
                 # as long as the process. Frozen, Python's cyclic garbage collector stops
                 # walking it: the full collection that a command's first SQL rendering set
                 # off (the import of sqlglot's DuckDB generator allocates enough) took
-                # 0.01-0.06 s of every command (session 41, benchmarks/README.md). Only the
+                # 0.01-0.06 s of every command (benchmarks/README.md). Only the
                 # ``sqlnb`` process does this (:func:`sqlnb.cli.main`); a caller running the
                 # group in its own process (click's test runner) keeps its collector as it is.
                 gc.freeze()

@@ -10,7 +10,7 @@ from sqlnb.cli.app import Settings
 from sqlnb.cli.generative import _held_out_or_clear
 from sqlnb.cli.io import dump_json, model_str
 from sqlnb.cli.options import format_option, model_option, source_options
-from sqlnb.models.conformal import METHODS, with_sets
+from sqlnb.models.conformal import METHODS, MISSING_CLASS, with_sets
 
 
 @click.command()
@@ -24,12 +24,19 @@ from sqlnb.models.conformal import METHODS, with_sets
 @click.option("--randomized", is_flag=True, help="With --method aps: randomised APS (exact coverage, may give "
                                                  "empty sets), from --seed.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --randomized.")
+@click.option("--missing-class", type=click.Choice(MISSING_CLASS), metavar="|".join(MISSING_CLASS),
+              help="With --method mondrian: what a class with too few held-out rows for a threshold of its own "
+                   "(fewer than 1/A - 1; none, most often) gets: pooled, the threshold of all held-out rows "
+                   "(lac's; the default: sets stay as small as lac's), every (in every set: the coverage holds, each "
+                   "set has one class more), exclude (in no set: that class's rows are never covered), or error "
+                   "(refuse, in one line). Stored with the sets.")
 @click.option("--label", "-y", metavar="COL", help="DATA's label column [default: the model's label].")
 @click.option("--clear", is_flag=True, help="Remove the model's sets instead (no DATA).")
 @format_option
 @source_options
 @click.pass_obj
-def conformal(settings: Settings, data, model, alpha, method, randomized, seed, label, clear, fmt, reading):
+def conformal(settings: Settings, data, model, alpha, method, randomized, seed, missing_class, label, clear, fmt,
+              reading):
     """Fit conformal prediction sets of MODEL on DATA, labelled rows the model (and its
     calibrator) was not fitted on; store them with the model.
 
@@ -42,12 +49,14 @@ def conformal(settings: Settings, data, model, alpha, method, randomized, seed, 
     Example:
       sqlnb conformal holdout.parquet --model models.duckdb:churn --alpha 0.1
       sqlnb conformal holdout.parquet --model models.duckdb:churn --method mondrian
+      sqlnb conformal holdout.parquet --model models.duckdb:churn --method mondrian --missing-class error
       sqlnb conformal --model models.duckdb:churn --clear
     """
     def fit_sets(m, source, con):
         from sqlnb.workflows.conformal import conformal
 
-        return conformal(m, source, alpha, method, randomized=randomized, seed=seed, label=label, con=con)
+        return conformal(m, source, alpha, method, randomized=randomized, seed=seed, label=label, con=con,
+                         missing_class=missing_class)
 
     done = _held_out_or_clear(settings, "conformal", data, model, reading, clear, "the sets", "the conformal sets",
                               "fit the sets on", with_sets, fit_sets)

@@ -195,6 +195,24 @@ def bound_evaluate(settings: Settings, con: duckdb.DuckDBPyConnection) -> bool:
     return True
 
 
+def bound_evaluate_again(settings: Settings, con: duckdb.DuckDBPyConnection) -> None:
+    """The bounds of ``evaluate``'s second run, when the small limit of
+    :func:`bound_evaluate` ran out: the 1 GB limit (:func:`bound_memory`) and, unless the
+    user chose ``--threads``, one DuckDB thread.
+
+    What runs out is DuckDB's Parquet reader, which holds the current page of every column
+    it reads whole, in each thread. pyarrow writes pages of ~1 MB, but DuckDB's own writer
+    puts each column of a row group in one page: with 1,048,576-row row groups a DOUBLE
+    column's page is 8 MB, and 20 such columns took DuckDB ~0.8 GB on one thread and ~2.4
+    GB on two, out of the 1 GB limit whatever the number of classes
+    (benchmarks/evaluate_memory.py). One thread reads them in ~0.8 GB, and holds the
+    least of rows too wide for the small limit as well.
+    """
+    bound_memory(settings, con)
+    if settings.threads is None:
+        _set(con, "threads", 1)
+
+
 def _bound_ordered_write(settings: Settings, con: duckdb.DuckDBPyConnection, rows: sqlglot.exp.Expression) -> None:
     """Under the default memory limit (no ``--memory-limit``), read Parquet files with large
     row groups without prefetch and, unless the user chose ``--threads``, with fewer
@@ -202,8 +220,8 @@ def _bound_ordered_write(settings: Settings, con: duckdb.DuckDBPyConnection, row
 
     The ordered COPY collects each input batch (a Parquet row group) whole before it can
     write it, in every thread: with pyarrow's 1,048,576-row row groups two threads need
-    more than the 1 GB limit, and the write failed with DuckDB's out-of-memory error
-    (issue 27); one thread writes them in ~0.3 GB.
+    more than the 1 GB limit, and the write failed with DuckDB's out-of-memory error;
+    one thread writes them in ~0.3 GB.
     """
     if settings.memory_limit is not None:
         return

@@ -25,10 +25,14 @@ from sqlnb.models.naive_bayes.tan import STRUCTURES
 
 #: The model kinds other than naive Bayes, chosen with ``--kind``.
 DENSE_KINDS = ("lda", "qda", "logistic")
+#: Naive Bayes with discriminatively learnt weights (:mod:`sqlnb.models.naive_bayes.weighted`):
+#: naive Bayes's options apply to it too.
+WEIGHTED = "weighted"
 
 #: Options that apply to one model kind only (the option, its parameter, the kinds).
 KIND_OPTIONS = {"--shrinkage": ("shrinkage", ("lda",)), "--reg-param": ("reg_param", ("qda",)),
-                "--C": ("C", ("logistic",)), "--standardize": ("standardize", ("logistic",))}
+                "--C": ("C", ("logistic",)), "--standardize": ("standardize", ("logistic",)),
+                "--l2": ("l2", (WEIGHTED,))}
 
 
 # -- parsing option values --------------------------------------------------------------------
@@ -296,14 +300,14 @@ def text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_featu
 def model_kind_args(kind: str, given: dict[str, Any]) -> tuple[str, dict]:
     """(model kind, its parameters) from --kind and the kind-specific options; an option
     given for another kind is an error. ``given`` maps option names to values (None: not given)."""
-    model = kind if kind in DENSE_KINDS else "naive_bayes"
+    model = kind if kind in (*DENSE_KINDS, WEIGHTED) else "naive_bayes"
     params = {}
     for option, value in given.items():
         if value is None:
             continue
-        name, kinds = KIND_OPTIONS.get(option, (None, ("naive_bayes",)))
+        name, kinds = KIND_OPTIONS.get(option, (None, ("naive_bayes", WEIGHTED)))
         if model not in kinds:
-            for_kind = "naive Bayes" if kinds == ("naive_bayes",) else "--kind " + "|".join(kinds)
+            for_kind = "naive Bayes" if "naive_bayes" in kinds else "--kind " + "|".join(kinds)
             raise SqlnbError(f"{option} applies to {for_kind} only, not to --kind {kind}")
         if name is not None:
             params[name] = value
@@ -351,9 +355,11 @@ def label_option(help: str, required: bool = True):
 
 
 def out_option(required: bool = True):
-    """--out/-o OUT: a file, a DuckDB table or - for stdout."""
+    """--out/-o OUT: a file, a DuckDB table or - for stdout (when not ``required``, the
+    command's default: it writes CSV to stdout without --out)."""
     return click.option("--out", "-o", required=required, metavar="OUT",
-                        help="file.parquet, file.csv, file.json, DB.duckdb:TABLE, or - for CSV on stdout.")
+                        help="file.parquet, file.csv, file.json, DB.duckdb:TABLE, or - for CSV on stdout"
+                             + ("." if required else " (the default)."))
 
 
 def seed_option(help: str, default: int | None = None):
@@ -403,7 +409,8 @@ set_format_option = click.option(
          "to write to Parquet than the list); set_size either way. See docs/conformal.md.")
 model_kind_option = kind_option(
     "Naive Bayes family of every feature (auto: numbers gaussian, booleans bernoulli, text categorical), "
-    "or the model kind lda, qda or logistic.", choices=("auto", *KINDS, *DENSE_KINDS))
+    "or the model kind weighted (naive Bayes with discriminatively learnt weights, numeric columns binned), "
+    "lda, qda or logistic.", choices=("auto", *KINDS, WEIGHTED, *DENSE_KINDS))
 column_options = _options(
     click.option("--feature-kind", multiple=True, metavar="COL=KIND",
                  help="Family of columns: COL=KIND, repeatable or comma-separated (a=categorical,b=bernoulli)."),
@@ -434,6 +441,9 @@ kind_options = _options(
     click.option("--C", "C", type=click.FloatRange(min=0, min_open=True), metavar="F",
                  help="--kind logistic: inverse L2 penalty (default 1)."),
     click.option("--standardize", is_flag=True, default=None, help="--kind logistic: fit on standardised features."),
+    click.option("--l2", "l2", type=click.FloatRange(min=0, min_open=True), metavar="F",
+                 help="--kind weighted: L2 penalty of the weights towards 1 (naive Bayes) (default: chosen by "
+                      "5-fold cross-validation on the training rows)."),
 )
 _source_flags = _options(
     click.option("--data-format", "data_format", type=click.Choice(["csv", "parquet", "json"]),
@@ -560,7 +570,7 @@ def fit_options(command: Callable) -> Callable:
     @functools.wraps(command)
     def with_fit(*args, kind, feature_kind, features, exclude, weight, binarize, keep_columns, bins, alpha,
                  feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen, structure,
-                 aode_min_count, tied_variance, shrinkage, reg_param, C, standardize, token_pattern, no_lowercase, stop_words, min_df, max_df,
+                 aode_min_count, tied_variance, shrinkage, reg_param, C, standardize, l2, token_pattern, no_lowercase, stop_words, min_df, max_df,
                  max_features, select_k, **kwargs):
         # --select-k ranks every discrete feature and bag term together (sqlnb.fit(select_k=))
         text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, None)
@@ -571,20 +581,21 @@ def fit_options(command: Callable) -> Callable:
                    "--aode-min-count": aode_min_count, "--feature-kind": feature_kind or None, "--weight": weight, "--binarize": binarize or None,
                    "text options": text}
         model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
-                                                   "--C": C, "--standardize": standardize})
+                                                   "--C": C, "--standardize": standardize, "--l2": l2})
         if prior_alpha is not None and class_prior is None:
             class_prior = "dirichlet"  # the concentration of the dirichlet prior: asking for it asks for that prior
         elif prior_alpha is not None and class_prior != "dirichlet":
             raise click.UsageError(f"--prior-alpha is the concentration of the dirichlet class prior; with "
                                    f"--class-prior {class_prior} it would be ignored: drop one of the two")
-        if model_kind == "naive_bayes":
-            params = {k: v for k, v in {
+        if model_kind in ("naive_bayes", WEIGHTED):
+            params = {**params, **{k: v for k, v in {
                 "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
                 "class_prior": parse_class_prior(class_prior), "prior_alpha": parse_prior_alpha(prior_alpha),
                 "norm": norm, "unseen": unseen, "structure": structure, "tied_variance": tied_variance,
                 "aode_min_count": aode_min_count, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
-            }.items() if v is not None}
-            params |= feature_plan_args(kind, feature_kind, features, exclude, weight, binarize) | {"text": text}
+            }.items() if v is not None}}
+            family = "auto" if kind == WEIGHTED else kind
+            params |= feature_plan_args(family, feature_kind, features, exclude, weight, binarize) | {"text": text}
             params |= {k: v for k, v in {"bins": parse_bins(bins), "select_k": select_k}.items() if v is not None}
         else:
             params |= {"features": split_list(features), "exclude": split_list(exclude)}

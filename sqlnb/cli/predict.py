@@ -16,7 +16,7 @@ import sqlglot
 from sqlnb import sql
 from sqlnb.cli.app import EXIT_FAIL, Settings
 from sqlnb.cli.decide import override_options, use_rule
-from sqlnb.cli.io import bound_evaluate, bound_memory, dump_json, load, write_out, write_text_file
+from sqlnb.cli.io import bound_evaluate, bound_evaluate_again, bound_memory, dump_json, load, write_out, write_text_file
 from sqlnb.cli.options import (source_options, data_spec, feature_options, feature_plan_args, format_option,
                                keep_columns, keep_option, label_option, model_location, model_option,
                                no_proba_option, out_option, outputs_option, replace_option, score_outputs,
@@ -68,7 +68,7 @@ explain_option = click.option(
 @click.pass_obj
 def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, outputs, flag_novel, set_format, costs,
           threshold, reject, explain, reading, replace):
-    """Score DATA with MODEL and write the rows to OUT.
+    """Score DATA with MODEL and write the rows to OUT (default: CSV on stdout).
 
     Each output row holds the kept input columns, one proba_<class> column per class
     and the prediction (--outputs chooses among proba, prediction, jll_<class>,
@@ -88,15 +88,17 @@ def score(settings: Settings, data, model, out, out_table, keep, key, no_proba, 
     Example:
       sqlnb score test.parquet --model models.duckdb:churn --out scored.parquet
       sqlnb score db.duckdb:customers --model db.duckdb:churn --keep id --out db.duckdb:scores --replace
-      sqlnb score new.csv --model models.duckdb:churn --no-proba --out - | head
+      sqlnb score new.csv --model models.duckdb:churn --no-proba | head
       sqlnb score new.csv --model models.duckdb:churn --outputs jll,log_evidence,prediction --out - | head
       sqlnb score new.parquet --model models.duckdb:churn --flag-novel --out flagged.parquet
       sqlnb score new.parquet --model models.duckdb:churn --explain 3 --out explained.parquet
       sqlnb --engine postgres --dsn 'dbname=lake' score customers --model churn --out-table scores
       sqlnb score test.parquet --model models.duckdb:churn --costs costs.csv --reject 0.3 --out -
     """
-    if (out is None) == (out_table is None):
-        raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres|spark)")
+    if out is not None and out_table is not None:
+        raise SqlnbError("give one of --out OUT and --out-table NAME (a table on --engine postgres|spark), not both")
+    if out_table is None and out is None:
+        out = "-"  # CSV on stdout, as --out - (``sqlnb --help``: results go to stdout)
     if out_table is not None and not settings.remote:
         raise SqlnbError("--out-table writes a table on --engine postgres or spark; "
                          "with DuckDB use --out DB.duckdb:TABLE")
@@ -177,16 +179,20 @@ def measure(settings: Settings, m, spec, label: str | None, curves: bool, labels
             source = data_source(con, spec, types=m.read_types())
             settings.summary(doing.format(source.description))
             # With the curves, the rows are scored once into a temporary table that both
-            # statements read (a big model's SELECT planned and run once: issue 27).
+            # statements read (a big model's SELECT planned and run once).
             with scored_once(m, source, con, label) if curves else nullcontext() as scored:
                 try:
                     ev = evaluate_model(m, source, con, label, labels, scored=scored)
                 except duckdb.OutOfMemoryException:
                     if not small:
                         raise
-                    # Rows too wide for the small limit (a batch DuckDB cannot split): the same
-                    # statement, so the same figures, under the 1 GB one.
-                    bound_memory(settings, con)
+                    ev = None
+                if ev is None:
+                    # Parquet pages or rows too large for the small limit (what DuckDB's reader
+                    # holds per thread): the same statement, so the same figures, under the 1 GB
+                    # limit on one thread (run outside the except block, whose traceback would
+                    # keep the first run's reader alive).
+                    bound_evaluate_again(settings, con)
                     ev = evaluate_model(m, source, con, label, labels)
                 # Named once the figures are computed, before any is printed: rows evaluate
                 # refuses (no label column, ...) get their one Error line only.

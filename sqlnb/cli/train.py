@@ -5,6 +5,7 @@ and save it as MODEL, in DuckDB or on the ``--engine`` warehouse.
 from __future__ import annotations
 
 import time
+import warnings
 
 import click
 
@@ -13,19 +14,25 @@ from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, model_str, save
 from sqlnb.cli.options import (FitOptions, data_spec, fit_options, label_option, model_location, model_option,
                                replace_option, source_options)
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import ScreeningWarning, SqlnbError
 from sqlnb.io.locations import data_source
 
 
 @click.command()
 @click.argument("data")
-@label_option("The label column (NULL labels are skipped).")
+@label_option("The label column (rows with a NULL label are left out, counted on stderr).")
 @model_option()
 @fit_options
 @source_options
 @replace_option
+@click.option("--auto", is_flag=True,
+              help="Choose the model by cross-validation on DATA: naive Bayes, learnt weights, TAN, KDB(1), AODE, "
+                   "KDB(2) and their average, each with alpha 0.5, 1 and 2, numeric columns in MDL bins; prints "
+                   "what it tried and saves the best (see docs/weighted.md).")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="--auto: start no new stage of candidates after SECONDS (default 300).")
 @click.pass_obj
-def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, replace):
+def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, replace, auto, budget):
     """Fit a model on DATA and save it as MODEL: naive Bayes (--kind auto or a family),
     or --kind lda, qda or logistic (numeric features).
 
@@ -53,12 +60,16 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
     target = model_location(settings, model)
     spec = data_spec(settings, data, reading)
     model_kind, params = fitting.model, fitting.params
-    if model_kind != "naive_bayes" and settings.remote:
+    if model_kind not in ("naive_bayes", "weighted") and settings.remote:
         raise SqlnbError(f"--kind {model_kind} is fitted in DuckDB only; use --engine duckdb")
     check_new_model(settings, target, replace)
     start = time.perf_counter()
-    if settings.remote:  # columns screening leaves out are noted on stderr (sqlnb.cli.app)
-        m = api.fit(spec, label, con=settings.warehouse(), **params)
+    if budget is not None and not auto:
+        raise SqlnbError("--budget is the time budget of --auto; add --auto or leave out --budget")
+    if auto:
+        m = _auto(settings, spec, label, fitting, budget)
+    elif settings.remote:  # columns screening leaves out are noted on stderr (sqlnb.cli.app)
+        m = api.fit(spec, label, con=settings.warehouse(), model=model_kind, **params)
     else:
         with settings.working(), settings.connect() as con:
             m = api.fit(data_source(con, spec, keep_text=(label,)), label, con=con, model=model_kind, **params)
@@ -68,6 +79,29 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
         m.log_parameters()
     save(settings, m, target, replace)
     skipped = m.report.get("null_label_rows") or 0
+    if skipped:  # counted by the training scan itself; printed with the other notes (sqlnb.cli.app)
+        warnings.warn(f"note: {skipped:,} row{'s' * (skipped > 1)} with a NULL label ({label!r}) "
+                      f"{'were' if skipped > 1 else 'was'} left out of the fit", ScreeningWarning)
     settings.summary(f"fitted {model_str(target)}: {m.report.get('rows', 0):,} rows"
                      + (f" ({skipped:,} with a NULL label skipped)" if skipped else "")
                      + f", {len(m.classes)} classes, {len(m.features)} features, {time.perf_counter() - start:.2f} s")
+
+
+def _auto(settings: Settings, spec, label: str, fitting: FitOptions, budget: float | None):
+    """``--auto``: the candidates of :mod:`sqlnb.workflows.auto`, their table on stdout, the
+    winner returned. Only the column options (--features, --exclude, --keep-columns) apply:
+    the search chooses the rest."""
+    from sqlnb.workflows.auto import BUDGET, auto_fit
+    given = {k for k, v in fitting.params.items() if k not in ("features", "exclude", "keep_columns", "text")
+             and v not in (None, {}, (), "auto", 0.0)}
+    if fitting.model != "naive_bayes" or given:
+        what = f"--kind {fitting.model}" if fitting.model != "naive_bayes" else ", ".join(sorted(given))
+        raise SqlnbError(f"--auto chooses the model kind, structure, smoothing and bins itself; leave out {what}")
+    if settings.remote:
+        raise SqlnbError("--auto runs on DuckDB; use --engine duckdb")
+    columns = {k: fitting.params.get(k) for k in ("features", "exclude", "keep_columns")}
+    with settings.working(), settings.connect() as con:
+        result = auto_fit(data_source(con, spec, keep_text=(label,)), label, con=con,
+                          budget=BUDGET if budget is None else budget, **columns)
+    click.echo(result.table())
+    return result.model

@@ -48,7 +48,7 @@ def as_engine(con: Any = None, data: Any = None) -> Engine:
     new in-memory DuckDB); a psycopg connection; a pyspark ``SparkSession``.
 
     Without ``con``, a DuckDB relation given as ``data`` is read on its own connection
-    (``con.table("t")`` names a table only that connection can see; issue 28)."""
+    (``con.table("t")`` names a table only that connection can see)."""
     if con is None:
         own = relation_connection(data)
         return DuckDBEngine(own if own is not None else new_connection())

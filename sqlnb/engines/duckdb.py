@@ -18,6 +18,25 @@ DISABLED = "disabled_optimizers"
 LATE_MATERIALIZATION = "late_materialization"
 
 
+#: How DuckDB's out-of-memory errors begin, wherever they surface.
+OUT_OF_MEMORY = "Out of Memory Error"
+
+
+@contextmanager
+def stream_errors() -> Iterator[None]:
+    """Raise DuckDB's out-of-memory error as :class:`duckdb.OutOfMemoryException` also
+    when it comes through an Arrow reader. A query that runs out of memory before its first
+    batch raises that exception from ``to_arrow_reader``; after it, while the batches are
+    read, the error reaches the reader's consumer as pyarrow's ``OSError`` with DuckDB's
+    message, which a caller that reruns on out-of-memory would not recognise."""
+    try:
+        yield
+    except OSError as e:
+        if not str(e).startswith(OUT_OF_MEMORY):
+            raise
+        raise duckdb.OutOfMemoryException(str(e)) from None
+
+
 class DuckDBEngine(ColumnsFromResolve):
     """DuckDB (the default): a thin wrapper of a connection; models are stored by :mod:`sqlnb.store`."""
 

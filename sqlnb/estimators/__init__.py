@@ -8,7 +8,7 @@ searches, pickling, with the computation in an in-process DuckDB.
 
 Naive Bayes: :class:`GaussianNB`, :class:`MultinomialNB`, :class:`ComplementNB`,
 :class:`BernoulliNB`, :class:`CategoricalNB`, :class:`MixedNB` (a family per column),
-:class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`,
+:class:`WeightedNB` (learnt weights), :class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`,
 :class:`AveragedStructuresNB`; dense:
 :class:`LinearDiscriminantAnalysis`, :class:`QuadraticDiscriminantAnalysis`, :class:`LogisticRegression`.
 """
@@ -18,18 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 from sqlnb.estimators.base import SqlnbClassifier
-from sqlnb.estimators.data import EstimatorInputError
+from sqlnb.estimators.data import EstimatorArgumentError, EstimatorInputError
 from sqlnb.estimators.dense import LinearDiscriminantAnalysis, LogisticRegression, QuadraticDiscriminantAnalysis
 from sqlnb.estimators.naive_bayes import (BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB,
-                                          MultinomialNB, TreeAugmentedNB)
+                                          MultinomialNB, TreeAugmentedNB, WeightedNB)
 from sqlnb.estimators.structured import AveragedOneDependenceNB, AveragedStructuresNB, KDependenceNB
 from sqlnb.models.naive_bayes import kdb
 
-ESTIMATORS = (GaussianNB, MultinomialNB, ComplementNB, BernoulliNB, CategoricalNB, MixedNB, TreeAugmentedNB,
-              AveragedOneDependenceNB, KDependenceNB, AveragedStructuresNB, LinearDiscriminantAnalysis,
+ESTIMATORS = (GaussianNB, MultinomialNB, ComplementNB, BernoulliNB, CategoricalNB, MixedNB, WeightedNB,
+              TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, AveragedStructuresNB, LinearDiscriminantAnalysis,
               QuadraticDiscriminantAnalysis, LogisticRegression)
 
-__all__ = ["SqlnbClassifier", "EstimatorInputError", "ESTIMATORS", "from_model", "load",
+__all__ = ["SqlnbClassifier", "EstimatorInputError", "EstimatorArgumentError", "ESTIMATORS", "from_model", "load",
            *(c.__name__ for c in ESTIMATORS)]
 
 _NB_KINDS = {"gaussian": GaussianNB, "multinomial": MultinomialNB, "complement": ComplementNB,
@@ -52,6 +52,8 @@ def from_model(model: Any) -> SqlnbClassifier:
                    or (KDependenceNB if kdb.order_of(structure) else AveragedStructuresNB))
         else:
             cls = _NB_KINDS.get(next(iter(kinds)), MixedNB) if len(kinds) == 1 else MixedNB
+    elif kind == "weighted_naive_bayes":
+        cls = WeightedNB
     else:
         cls = {"lda": LinearDiscriminantAnalysis, "qda": QuadraticDiscriminantAnalysis,
                "logistic": LogisticRegression}[kind]

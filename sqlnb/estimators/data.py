@@ -52,6 +52,13 @@ class EstimatorInputError(SqlnbError, ValueError):
     bad input."""
 
 
+class EstimatorArgumentError(SqlnbError, TypeError):
+    """A keyword argument an estimator's method does not take (``sample_weight`` of LDA,
+    QDA and logistic regression), as a :class:`~sqlnb.errors.SqlnbError` whose line says
+    what to do instead: also a TypeError, what Python raises for an unexpected argument
+    (and what code that retries a fit without weights catches)."""
+
+
 def connection() -> duckdb.DuckDBPyConnection:
     """This thread's in-memory DuckDB connection (made on first use, never pickled)."""
     con = getattr(_local, "con", None)

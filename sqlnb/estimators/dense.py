@@ -3,7 +3,9 @@
 
 Their training rows must be complete (NaN is an error, as in scikit-learn). Their
 statistics are of unweighted rows, so their ``fit`` takes no ``sample_weight`` (as
-scikit-learn's LDA and QDA: passing one is a TypeError that names it).
+scikit-learn's LDA and QDA, its signature has none, so that meta-estimators pass none):
+passing one is an :class:`~sqlnb.estimators.data.EstimatorArgumentError` (a TypeError)
+whose line says what to use instead.
 LDA and QDA keep exact moments, so their ``partial_fit`` merges them (the refit on
 every row); logistic regression keeps no statistics and has none, as scikit-learn's.
 """
@@ -19,16 +21,47 @@ from sqlnb.engines import as_engine
 from sqlnb.models.discriminant import collect_moments
 from sqlnb.source import Table
 from sqlnb.estimators.base import SqlnbClassifier
+from sqlnb.estimators.data import EstimatorArgumentError
 
 
 class _Dense(SqlnbClassifier):
     _allow_nan = False
     _weighted = False
 
-    def fit(self, X: Any, y: Any) -> "_Dense":
+    def fit(self, X: Any, y: Any, **params: Any) -> "_Dense":
         """Fit on ``X``, ``y`` (see :meth:`SqlnbClassifier.fit`); no ``sample_weight``: the
-        statistics are of unweighted rows."""
+        statistics are of unweighted rows (``params`` only to refuse one in a clear line:
+        ``has_fit_parameter(est, "sample_weight")`` stays False)."""
+        if params:
+            raise _unexpected(self, "fit", params)
         return self._fit(X, y)
+
+
+def _unexpected(est: SqlnbClassifier, method: str, params: dict) -> EstimatorArgumentError:
+    """The error for keyword arguments ``method`` of ``est`` does not take: for
+    ``sample_weight``, what to use instead (rows repeated by their weights, or a naive
+    Bayes estimator, whose statistics are weighted sums)."""
+    name = type(est).__name__
+    if "sample_weight" not in params:
+        return EstimatorArgumentError(f"{name}.{method}() got an unexpected keyword argument {next(iter(params))!r}")
+    weighted = ", ".join(c.__name__ for c in _weighted_estimators())
+    return EstimatorArgumentError(
+        f"{name}.{method}() takes no sample_weight: it is fitted on unweighted rows; repeat each row by its "
+        f"whole-number weight (np.repeat(X, w, axis=0), np.repeat(y, w)), or use a naive Bayes estimator, whose fit "
+        f"takes sample_weight ({weighted})")
+
+
+def _weighted_estimators() -> list[type]:
+    """The public estimators whose ``fit`` takes ``sample_weight`` (the naive Bayes ones),
+    found among the subclasses of :class:`SqlnbClassifier` (its modules are imported by
+    then: :mod:`sqlnb.estimators`)."""
+    found, todo = [], [SqlnbClassifier]
+    while todo:
+        for c in todo.pop(0).__subclasses__():
+            todo.append(c)
+            if c._weighted and not c.__name__.startswith("_") and c not in found:
+                found.append(c)
+    return found
 
 
 class _Discriminant(_Dense):
@@ -39,9 +72,11 @@ class _Discriminant(_Dense):
         moments = collect_moments(engine, engine.resolve(Table(name)), label, features)[1][None]
         return self.model_.merge(moments)
 
-    def partial_fit(self, X: Any, y: Any, classes: Any = None):
+    def partial_fit(self, X: Any, y: Any, classes: Any = None, **params: Any):
         """Merge the moments of the rows ``X``, ``y``: exactly ``fit`` on every row so far.
         Every class needs rows in the first batch (a class mean is part of the model)."""
+        if params:
+            raise _unexpected(self, "partial_fit", params)
         return self._partial_fit(X, y, classes)
 
     @property

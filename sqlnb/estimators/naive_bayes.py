@@ -25,16 +25,23 @@ Where sqlnb and scikit-learn differ:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
+from sklearn.utils.metaestimators import available_if
 
 from sqlnb import api
 from sqlnb.estimators import counts, data, moments
 from sqlnb.estimators.base import SqlnbClassifier
+from sqlnb.errors import VarianceFloorWarning
 from sqlnb.estimators.data import EstimatorInputError
+from sqlnb.models.naive_bayes.families.gaussian import floor_lifter
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.workflows.generative import update
+
+#: The variance floor's notes given so far in this process (each text once: _note_floor).
+_FLOOR_NOTES: set[str] = set()
 
 #: Estimator parameters that are fields of Hyperparameters (None: the library's default).
 _HYPER = ("alpha", "feature_alpha", "beta", "estimator", "class_prior", "prior_alpha", "var_smoothing", "norm",
@@ -64,7 +71,45 @@ class _NaiveBayes(SqlnbClassifier):
     def _fit_model(self, con, name, label, features, weight):
         kind = getattr(self, "kind", self._kind)
         return api.fit(name, label, con=con, kind=kind, features=features, screen=False, weight=weight,
-                       **self._fit_options(), **self._hyper())
+                       floor_note=False, **self._fit_options(), **self._hyper())
+
+    def _fit(self, X: Any, y: Any, sample_weight: Any = None) -> "_NaiveBayes":
+        super()._fit(X, y, sample_weight)
+        self._note_floor()
+        return self
+
+    def _note_floor(self) -> None:
+        """A :class:`~sqlnb.errors.VarianceFloorWarning` when one Gaussian column of X
+        lifts the variance floor above other columns' variances (the note ``sqlnb fit``
+        gives, :func:`~sqlnb.models.naive_bayes.families.gaussian.floor_lifter`), naming
+        what an estimator's user can do. Its text holds no figure of the fitted rows, so
+        that the folds of a search give one text, which is warned once per process.
+
+        Python's own ``"default"`` and ``"once"`` actions cannot do that here: they
+        remember a text in the module's ``__warningregistry__``, which every change of
+        the filters clears, and scikit-learn's parallel helper sets the filters again
+        around each fit of a search (``sklearn.utils.parallel._FuncWrapper``), so its
+        own warnings (a ConvergenceWarning) come again from every fold. The texts already
+        warned are kept in :data:`_FLOOR_NOTES`; the warning itself goes through
+        :func:`warnings.warn`, so filters and ``pytest.warns`` see it."""
+        m = self.model_
+        found = floor_lifter(m.features, m.stats.features, m.hyper.var_smoothing)
+        if found is None:
+            return
+        top, _, _, below = found
+        named = hasattr(self, "feature_names_in_")
+
+        def col(name: str) -> str:
+            return repr(name) if named else f"X[:, {name[1:]}]"  # an array's columns are x0, x1, ...
+
+        shown = ", ".join(col(n) for n, _ in below[:3]) + (", ..." if len(below) > 3 else "")
+        text = (f"{type(self).__name__}: column {col(top)} sets the Gaussian variance floor (var_smoothing × its "
+                f"variance) above the variance of {len(below)} other column{'s' * (len(below) > 1)} ({shown}), "
+                f"whose class densities it flattens; drop that column from X (an ID read as a number does "
+                f"this), rescale it, or give a smaller var_smoothing (now {m.hyper.var_smoothing:g})")
+        if text not in _FLOOR_NOTES:
+            _FLOOR_NOTES.add(text)
+            warnings.warn(text, VarianceFloorWarning, stacklevel=4)
 
     def _merge(self, con, name, label, features, weight):
         return update(self.model_, name, con=con)
@@ -388,6 +433,71 @@ class MixedNB(_NaiveBayes):
         self.unseen = unseen
         self.class_prior = class_prior
         self.prior_alpha = prior_alpha
+
+
+class WeightedNB(_NaiveBayes):
+    """Naive Bayes with discriminatively learnt weights (WANBIA-C, one weight per feature
+    value and class, :mod:`sqlnb.models.naive_bayes.weighted`): naive Bayes's
+    log-probabilities, each times a weight fitted by minimising the conditional log loss
+    with an L2 penalty ``l2`` towards 1 (``l2`` → ∞ is naive Bayes).
+
+    Parameters
+    ----------
+    l2 : float, optional
+        The penalty; None (default) chooses it by 5-fold cross-validation on the rows ``fit``
+        is given (``model_.report["l2_cv"]`` holds the figures).
+    kind, feature_kinds : optional
+        As for :class:`MixedNB`; the features must be discrete (categorical or binned:
+        numeric columns are binned, ``bins="mdl"`` by default; booleans are categories).
+    bins : str or mapping
+        ``"mdl"`` (default) or ``"quantile:K"``.
+    alpha, feature_alpha, estimator, class_prior, prior_alpha
+        As for :class:`CategoricalNB`: naive Bayes's log-probabilities the weights multiply.
+
+    It has no ``partial_fit``: the weights are learnt on every row ``fit`` is given, and
+    new rows that move a binned column's cut points could not keep them (the library's
+    :func:`sqlnb.update` merges the counts of a stored model, keeps the weights with a
+    note, and refuses such rows).
+    """
+
+    @available_if(lambda self: False)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):  # pragma: no cover - never available
+        raise NotImplementedError
+
+    _numeric = False  # categories of any type, as MixedNB
+
+    def __init__(self, *, l2=None, kind="auto", feature_kinds=None, bins="mdl", alpha=1.0, feature_alpha=None,
+                 estimator="posterior-mean", class_prior="fitted", prior_alpha=1.0):
+        self.l2 = l2
+        self.kind = kind
+        self.feature_kinds = feature_kinds
+        self.bins = bins
+        self.alpha = alpha
+        self.feature_alpha = feature_alpha
+        self.estimator = estimator
+        self.class_prior = class_prior
+        self.prior_alpha = prior_alpha
+
+    def _fit_model(self, con, name, label, features, weight):
+        return api.fit(name, label, con=con, model="weighted", kind=self.kind, features=features, screen=False,
+                       weight=weight, l2=self.l2, **self._fit_options(), **self._hyper())
+
+    def _fit_packed(self, table, names, label, weight):
+        return None  # the patterns are read by the weighted fit's own scan
+
+    def _align(self, model, classes: list):
+        return model  # the weighted fit refuses a class without rows (its log-prior is −inf)
+
+    @classmethod
+    def from_model(cls, model):
+        estimator = super().from_model(model)
+        estimator.l2 = model.l2  # the penalty the weights were learnt with
+        return estimator
+
+    @property
+    def weights_(self) -> dict:
+        """Feature name -> (classes, values) learnt weights, in ``classes_`` order."""
+        return {name: w[self._order] for name, w in self.model_.weights.items()}
 
 
 class TreeAugmentedNB(MixedNB):

@@ -39,7 +39,7 @@ from sqlnb.source import Table
 
 #: Up to this many values (rows × columns) the class sums are read in the long form
 #: (one row per class and column, :func:`grouped_text` with ``numbers``). Measured at two
-#: points only (benchmarks/README.md, "scikit-learn estimators", session 39): digits'
+#: points only (benchmarks/README.md, "scikit-learn estimators"): digits'
 #: 115,000 values, long 2.8 ms of CPU against 11.3 ms; 20M values, long 312 ms against
 #: 124 ms. The crossover between them was not measured.
 LONG_VALUES = 1_000_000

@@ -37,7 +37,8 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
-from sqlnb.source import QUERY_START, Files, Query, Source, Table, file_format, parse_query, read_with, resolve
+from sqlnb.source import (QUERY_START, Files, Query, Source, Table, blank, file_format, parse_query, read_with,
+                          resolve)
 
 #: File suffixes that mark a DuckDB database in ``DB:NAME``.
 DB_SUFFIXES = (".duckdb", ".db")
@@ -160,6 +161,8 @@ def stdin_file() -> str:
             shutil.copyfileobj(sys.stdin.buffer, out)
         atexit.register(lambda: os.path.exists(path) and os.remove(path))
         _stdin_copy.append(path)
+    if blank(_stdin_copy[0]):  # before DuckDB reads it as one column0 and no row
+        raise SqlnbError("standard input (DATA -) is empty: it holds no header and no row; pipe the CSV rows in")
     return _stdin_copy[0]
 
 

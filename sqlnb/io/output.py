@@ -56,7 +56,7 @@ EVALUATE_MEMORY_LIMIT = "160MB"
 #: COPY collects each batch whole, in every thread, before it can write it: with
 #: pyarrow's 1,048,576-row row groups and 25 output columns that is ~200 MB of raw
 #: values per thread and, prepared and encoded, over 1 GB for two threads (out of
-#: memory under a 1 GB limit, 2.4-2.8 GB without one; issue 27). Fewer threads write such
+#: memory under a 1 GB limit, 2.4-2.8 GB without one). Fewer threads write such
 #: files in ~0.6 GB.
 ORDERED_BATCH_BYTES = 256 * 2**20
 

@@ -15,7 +15,9 @@ there is no such score and the threshold is ``q̂ = +∞``: every class is in ev
     aps, randomized
                E = m_y + u·p_y                      C(x) = {c : m_c + u·p_c ≤ q̂}
     mondrian   lac with one threshold per class, q̂_c from the held-out rows of class c
-               (its own n_c and k_c), C(x) = {c : 1 − p_c ≤ q̂_c}
+               (its own n_c and k_c), C(x) = {c : 1 − p_c ≤ q̂_c}; a class with too few
+               rows for one (k_c > n_c) takes ``missing_class``'s: lac's q̂ of all the
+               held-out rows (pooled, the default), +∞ (every), −∞ (exclude)
 
 APS (Romano, Sesia & Candès 2020) without randomisation is the set of the most probable
 classes up to and including the first whose cumulative probability reaches q̂ — MAPIE's
@@ -65,6 +67,21 @@ from sqlnb.store.catalog import PROVENANCE_COLUMN
 
 #: Methods of ``sqlnb conformal``.
 METHODS = ("lac", "aps", "mondrian")
+#: What Mondrian sets do with a class of too few held-out rows for a threshold of its own
+#: (:func:`too_few`; a class without any, most often): the threshold of all held-out rows
+#: (the default), an infinite one (the class in every set), none (the class in no set),
+#: or an error. :data:`MISSING_CLASS_DEFAULT` says why pooled.
+MISSING_CLASS = ("pooled", "every", "exclude", "error")
+#: The default of ``missing_class``: a class without held-out rows has no threshold of its
+#: own that means anything, and the other choices cost every row (``every``: the class
+#: in every set, the answer of crepes, whose p-value of a class without calibration rows
+#: is 1: one class more in each set) or every row of that class (``exclude``: never
+#: covered). The threshold of all held-out rows is LAC's, whose coverage over all classes
+#: holds (MAPIE's Mondrian refuses a group of fewer than 2 rows instead, ``error`` here).
+MISSING_CLASS_DEFAULT = "pooled"
+#: How models stored before ``missing_class`` existed (and ``every`` models now: the
+#: column is left out for them, so their fingerprint is unchanged) treated such a class.
+MISSING_CLASS_STORED = "every"
 #: Stored parts: the method and its settings (one row), the thresholds (one or one per class).
 PART, THRESHOLDS_PART = "conformal", "conformal_thresholds"
 #: Output columns.
@@ -177,6 +194,9 @@ class ConformalSets:
         Randomised APS's seed.
     source : str
         Where the held-out rows came from.
+    missing_class : {"pooled", "every", "exclude", "error"} or None
+        Mondrian: what a class of too few held-out rows got (:data:`MISSING_CLASS`; its
+        threshold holds the choice, so scoring needs nothing else); None for the others.
     form : {"list", "flags"} or None
         How scoring writes the set (:data:`SET_FORMATS`; None: a list where the dialect
         has lists, else flags). Chosen per scoring (:meth:`formatted`), never stored.
@@ -189,6 +209,7 @@ class ConformalSets:
     randomized: bool = False
     seed: int = 0
     source: str = ""
+    missing_class: str | None = None
     form: str | None = field(default=None, compare=False)
 
     # -- scoring -----------------------------------------------------------------------
@@ -261,12 +282,16 @@ class ConformalSets:
         """``conformal`` (method, alpha, randomized, seed, source: one row) and
         ``conformal_thresholds`` (position, threshold, rows)."""
         import pyarrow as pa
+        settings = {"method": pa.array([self.method], pa.string()),
+                    "alpha": pa.array([self.alpha], pa.float64()),
+                    "randomized": pa.array([self.randomized], pa.bool_()),
+                    "seed": pa.array([self.seed], pa.int64())}
+        if self.missing_class not in (None, MISSING_CLASS_STORED):
+            # A column of its own (Mondrian sets only), read back by from_tables; a sqlnb
+            # that does not know it ignores it and scores the same (the thresholds say it).
+            settings["missing_class"] = pa.array([self.missing_class], pa.string())
         return {
-            PART: (pa.table({"method": pa.array([self.method], pa.string()),
-                             "alpha": pa.array([self.alpha], pa.float64()),
-                             "randomized": pa.array([self.randomized], pa.bool_()),
-                             "seed": pa.array([self.seed], pa.int64()),
-                             PROVENANCE_COLUMN: pa.array([self.source], pa.string())}), {}),
+            PART: (pa.table({**settings, PROVENANCE_COLUMN: pa.array([self.source], pa.string())}), {}),
             THRESHOLDS_PART: (pa.table({"position": pa.array(range(len(self.thresholds)), pa.int32()),
                                         "threshold": pa.array(self.thresholds, pa.float64()),
                                         "rows": pa.array(self.counts, pa.int64())}), {}),
@@ -279,8 +304,10 @@ class ConformalSets:
             return None
         (row,) = tables[PART].to_pylist()
         steps = sorted(tables[THRESHOLDS_PART].to_pylist(), key=lambda r: r["position"])
+        missing = row.get("missing_class") or (MISSING_CLASS_STORED if row["method"] == "mondrian" else None)
         return cls(row["method"], float(row["alpha"]), tuple(float(r["threshold"]) for r in steps),
-                   tuple(int(r["rows"]) for r in steps), bool(row["randomized"]), int(row["seed"]), row[PROVENANCE_COLUMN])
+                   tuple(int(r["rows"]) for r in steps), bool(row["randomized"]), int(row["seed"]), row[PROVENANCE_COLUMN],
+                   missing)
 
     def describe(self, classes: Sequence[Any] | None = None) -> dict:
         """JSON-ready: method, α, thresholds (per class for Mondrian) and rows."""
@@ -292,6 +319,7 @@ class ConformalSets:
         if self.method == "mondrian" and classes is not None:
             d["thresholds"] = {label_text(c): q for c, q in zip(classes, self.thresholds)}
             d["rows"] = {label_text(c): n for c, n in zip(classes, self.counts)}
+            d["missing_class"] = self.missing_class
         else:
             d["threshold"], d["rows"] = self.thresholds[0], self.counts[0]
         return d | {"source": self.source}
@@ -304,12 +332,22 @@ class ConformalSets:
 def summary(d: dict) -> str:
     """:meth:`ConformalSets.describe`'s dict as one line."""
     def q(x: float) -> str:
-        return "inf (every class)" if math.isinf(x) else f"{x:.6g}"
+        return ("inf (every class)" if x > 0 else "-inf (in no set)") if math.isinf(x) else f"{x:.6g}"
+
+    def own(n: int) -> str:  # a Mondrian class's rows, and the threshold it took for too few
+        pooled = d.get("missing_class") == "pooled" and too_few(n, d["alpha"])
+        return f"{'pooled, ' if pooled else ''}on {n:,}"
     what = d["method"] + (" randomized" if d.get("randomized") else "")
     if isinstance(d.get("thresholds"), dict):
-        per = "; ".join(f"{c}: {q(t)} on {d['rows'][c]:,}" for c, t in d["thresholds"].items())
+        per = "; ".join(f"{c}: {q(t)} {own(d['rows'][c])}" for c, t in d["thresholds"].items())
         return f"{what} sets at alpha = {d['alpha']:g} (thresholds {per} rows of {d['source']})"
     return f"{what} sets at alpha = {d['alpha']:g} (threshold {q(d['threshold'])} on {d['rows']:,} rows of {d['source']})"
+
+
+def too_few(n: int, alpha: float) -> bool:
+    """Whether ``n`` held-out rows are too few for a threshold: the rank
+    ``⌈(n + 1)(1 − α)⌉`` exceeds ``n`` (the same double arithmetic as the query's)."""
+    return math.ceil((n + 1) * (1.0 - alpha)) > n
 
 
 def _set_list(ins: Sequence[exp.Expression], classes: Sequence[Any], label_type: str | None) -> exp.Expression:
@@ -367,7 +405,7 @@ def dropped_warning(model, why: str) -> None:
                       "fit them again with sqlnb conformal", UpdateWarning, stacklevel=3)
 
 
-def check_method(method: str, alpha: float, randomized: bool) -> None:
+def check_method(method: str, alpha: float, randomized: bool, missing_class: str | None = None) -> None:
     if method not in METHODS:
         raise SqlnbError(f"unknown conformal method {method!r}{suggest(method, METHODS)}; choose one of: "
                          f"{', '.join(METHODS)}")
@@ -376,3 +414,8 @@ def check_method(method: str, alpha: float, randomized: bool) -> None:
                          f"class, e.g. 0.1), not {alpha!r}")
     if randomized and method != "aps":
         raise SqlnbError(f"--randomized applies to --method aps only, not {method}")
+    if missing_class is not None and missing_class not in MISSING_CLASS:
+        raise SqlnbError(f"unknown --missing-class {missing_class!r}{suggest(str(missing_class), MISSING_CLASS)}; "
+                         f"choose one of: {', '.join(MISSING_CLASS)}")
+    if missing_class is not None and method != "mondrian":
+        raise SqlnbError(f"--missing-class applies to --method mondrian only (a threshold per class), not {method}")

@@ -271,8 +271,8 @@ def to_numpy(column) -> np.ndarray:
     An integer or floating-point column without NULLs is read from its value buffers
     (:func:`sqlnb.store.arrow.numbers`): the same values as ``column.to_numpy()``, but
     pyarrow's own conversion imports pandas (to check for it), ~40 MiB and 0.27 CPU s of a
-    process that never uses pandas (issue 27: ``sqlnb compare`` on 10,000 rows went over
-    300 MiB with it; issue 32: every fit paid the import). Other columns take pyarrow's
+    process that never uses pandas (``sqlnb compare`` on 10,000 rows went over
+    300 MiB with it, and every fit paid the import). Other columns take pyarrow's
     conversion.
     """
     import pyarrow as pa

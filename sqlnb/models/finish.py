@@ -19,7 +19,7 @@ that decides it). Spark compiles a chain of projections into one generated Java 
 unless an expression occurs twice in one projection: such a common subexpression gets a
 method of its own. A class score of 20 Gaussian columns × 3 classes made a method of
 12,481 bytecodes, past the 8,000 HotSpot compiles, so it ran interpreted (3× slower than
-with the limit respected, issue 20). There, each class score is cut into parts of at most
+with the limit respected). There, each class score is cut into parts of at most
 :data:`PART_NODES` expression nodes, each part is written twice in the first SELECT (as
 its own column and inside ``B = max_c Σ parts``) and the second SELECT adds the parts up
 twice (``b_c`` and ``e_c = exp(Σ parts − B)``): every part and every sum is a common
@@ -67,7 +67,7 @@ FLATTENS_SUBQUERIES = ("postgres", "sqlite")
 #: stage reads it (B, e_c, Σ e_c, lse, each output: every class score about 50 times),
 #: then evaluates each copy per row; with JIT on (the default), LLVM compiles all of them.
 #: 40 Gaussian columns x 3 classes x 600 rows took 66 s and a 3.4 GB backend (0.8 s with
-#: JIT off), and a 580-column model on 1,500 rows got the server OOM-killed (issue 27).
+#: JIT off), and a 580-column model on 1,500 rows got the server OOM-killed.
 #: Fenced, each class score is computed once per row: 0.03 s and 19 MB, and the 580-column
 #: model 1.4 s and 73 MB (docs/dialects.md). SQLite's flattener copies the same way, but
 #: its shape is left as measured and tested there (its calibration stages are fenced).

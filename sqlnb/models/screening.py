@@ -2,9 +2,9 @@
 
 A table's columns are not all features. A customer ID read as a Gaussian feature gives
 every class a density so wide that the classifier falls back on the majority class (on
-the real-data case of issue 14: accuracy 0.715 with the ID, 0.875 without); a sample ID
+one real data set: accuracy 0.715 with the ID, 0.875 without); a sample ID
 with a few repeats sets the Gaussian variance floor and flattens every other column
-(issue 27: accuracy 0.8147 with it, 0.9698 without). When the user has not listed the
+(accuracy 0.8147 with it, 0.9698 without). When the user has not listed the
 features, :func:`screen` leaves out, with one line each, two sorts of column, and no
 other: identifiers, and columns whose removal changes no probability.
 
@@ -37,13 +37,14 @@ other: identifiers, and columns whose removal changes no probability.
 Floating-point columns are never identifiers by their values (measurements are often all
 different). The check reads the first :data:`SAMPLE_ROWS` rows only, so its cost does not
 grow with the data; the constant rule is applied only when those rows are the whole
-source, because a rare value later in the data would make the column informative. One
+source, because a rare value later in the data would make the column informative; in a
+source of fewer than :data:`MIN_ROWS` rows it leaves out only a column NULL in every row
+(:func:`_small`). One
 query takes ``COUNT(*)`` and ``COUNT``, ``MIN`` and ``MAX`` of every column that could be an
 identifier; a column no rule can call one (a BOOLEAN, a float not named like an ID) could
 only be a constant, so its ``COUNT``, ``MIN`` and ``MAX`` are read by a second query only
 when the first rows were the whole source (a large file of measurements reads none of its
-columns here, and count features stored as DOUBLE, which are never left out, nothing at all:
-issue 32). A column is constant when its minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
+columns here, and count features stored as DOUBLE, which are never left out, nothing at all). A column is constant when its minimum equals its maximum (in DuckDB, hundreds or more numeric columns are read in the
 long shape, :func:`sqlnb.sql.long_select`, beside that query). ``COUNT(DISTINCT ...)`` is
 needed only for the columns that could still be an identifier: text columns, integer
 columns whose range ``max − min + 1`` holds enough different values (a 0/1 column of
@@ -57,6 +58,7 @@ by naming it (``keep``, ``--keep-columns``) or by listing the features explicitl
 from __future__ import annotations
 
 import re
+import shlex
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -74,12 +76,12 @@ from sqlnb.sql.types import is_float, is_integer, is_numeric, is_text_type
 #: Rows read from the start of the source.
 SAMPLE_ROWS = 100_000
 #: Fewer sampled rows than this: too few to call anything an ID by its values alone (only
-#: a name like an ID with a different value in every row is one: :func:`_small_ids`).
+#: a name like an ID with a different value in every row is one: :func:`_small`).
 MIN_ROWS = 20
 #: A text column with more distinct values than this share of its non-NULL rows is left out.
 MAX_DISTINCT_SHARE = 0.5
 #: An integer column with distinct values in at least this share of its non-NULL rows is an
-#: identifier (issue 27: 441 distinct sample IDs in 467 rows, 94%) ...
+#: identifier (441 distinct sample IDs in 467 rows, 94%) ...
 NEAR_UNIQUE = 0.9
 #: ... when it has at least this many non-NULL rows (in fewer, an integer measurement of a
 #: wide range, a count of cells, is near-unique by chance).
@@ -93,6 +95,9 @@ ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "identifier"})
 CONSTANT_FREE = frozenset({"gaussian", "categorical", "binned"})
 #: Count families: a constant changes their probabilities, and near-unique counts are no IDs.
 COUNT_FAMILIES = frozenset({"multinomial", "complement", "bernoulli"})
+#: A value that reads like a mark of a missing value: punctuation only (``?``, ``-``,
+#: ``.``) or a usual word for it (``NA``, ``N/A``, ``NULL``, ``None``, ``missing``, ...).
+MISSING_MARKER = re.compile(r"^\s*([^\w\s]+|n/?a|#n/?a|null|none|nil|missing|unknown)\s*$", re.I)
 #: Columns per ``COUNT(DISTINCT ...)`` query (see the module docstring).
 DISTINCT_CHUNK = 64
 
@@ -244,16 +249,17 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
     free = set(columns if constant_free is None else constant_free)
     # A column that no rule can call an identifier is left out only as a constant, and only
     # when the first rows are the whole source: its values are read once that is known, so
-    # that a large source of such columns reads none of them here (issue 32).
+    # that a large source of such columns reads none of them here.
     only_constant = {c for c in columns if _only_constant(c, source.columns[c])}
     if all(c in only_constant and c not in free for c in columns):
         return []  # e.g. count features stored as DOUBLE: nothing here could be left out, nothing read
     with first_rows(engine):  # DuckDB: without late materialization (DuckDBEngine.first_rows)
         n, present, lo_hi = _min_max(engine, source, [c for c in columns if c not in only_constant], sample_rows)
-        if n < MIN_ROWS:
-            return _small_ids(engine, source, n, present, lo_hi, sample_rows)
+        _note_markers(engine, source, present, lo_hi, n, sample_rows)
         whole = n < sample_rows
         later = [c for c in columns if c in only_constant and c in free] if whole else []
+        if n < MIN_ROWS:
+            return _small(engine, source, columns, free, later, n, present, lo_hi, sample_rows)
         if later:
             _, more, more_lo_hi = _min_max(engine, source, later, sample_rows)
             present.update(more)
@@ -274,8 +280,7 @@ def screen(engine: Any, source: Source, columns: Sequence[str], sample_rows: int
         rows = f"{m:,} non-NULL rows" + ("" if whole else f" of the first {n:,}")
         if d <= 1:
             if whole and c in free:
-                what = "NULL in every row" if d == 0 else "the same value in every row"
-                out.append(Screened(c, f"constant ({what}), which changes no probability"))
+                out.append(_constant(c, d))
         elif not is_float(t) and t.upper() != "BOOLEAN" and m == n and d == n:
             out.append(Screened(c, f"a different value in each of the {'' if whole else 'first '}{n:,} rows, "
                                    "like an ID"))
@@ -303,16 +308,30 @@ def _distinct(engine: Any, source: Source, columns: Sequence[str], sample_rows: 
     return out
 
 
-def _small_ids(engine: Any, source: Source, n: int, present: Mapping[str, int], lo_hi: Mapping[str, tuple],
-               sample_rows: int) -> list[Screened]:
-    """Screening of a source of fewer than :data:`MIN_ROWS` rows: too few for any rule
-    by values alone, but a column named like an identifier (:func:`id_like_name`) with a
-    value in each of its ``n`` rows (2 or more), all different, is one (``customer_id`` of
-    a 12-row file): a Gaussian feature of it would learn each class's IDs."""
+def _constant(column: str, distinct: int) -> Screened:
+    """A constant column left out: ``distinct`` (0 or 1) values in every row."""
+    what = "NULL in every row" if distinct == 0 else "the same value in every row"
+    return Screened(column, f"constant ({what}), which changes no probability")
+
+
+def _small(engine: Any, source: Source, columns: Sequence[str], free: set, later: Sequence[str], n: int,
+           present: dict, lo_hi: Mapping[str, tuple], sample_rows: int) -> list[Screened]:
+    """Screening of a source of fewer than :data:`MIN_ROWS` rows (all of them read): too
+    few for any rule by values alone, but a column named like an identifier
+    (:func:`id_like_name`) with a value in each of its ``n`` rows (2 or more), all
+    different, is one (``customer_id`` of a 12-row file): a Gaussian feature of it would
+    learn each class's IDs. A column of ``free`` that is NULL in every one of the ``n``
+    rows (1 or more) is left out too, as in a larger source: it adds no term to any class
+    (a categorical column of no values, a Gaussian one of no moments). ``later`` are the
+    columns ``present`` lacks (BOOLEAN and floating-point ones): counted here, a few rows."""
+    if n and later:
+        present.update(_min_max(engine, source, later, sample_rows)[1])
     named = [c for c, m in present.items() if m == n and id_like_name(c) and lo_hi[c][0] != lo_hi[c][1]]
     distinct = _distinct(engine, source, named, sample_rows)
-    return [Screened(c, f"named like an ID, with a different value in each of the {n:,} rows")
-            for c in named if distinct[c] == n]
+    ids = {c: Screened(c, f"named like an ID, with a different value in each of the {n:,} rows")
+           for c in named if distinct[c] == n}
+    empty = {c: _constant(c, 0) for c in columns if n and c in free and present.get(c) == 0}
+    return [ids.get(c) or empty[c] for c in columns if c in ids or c in empty]
 
 
 def _only_constant(name: str, t: str) -> bool:
@@ -373,6 +392,58 @@ def _screen_long(engine: Any, source: Source, columns: Sequence[str], sample_row
         if not is_float(source.columns[c]):  # integers and booleans: as the one-pass query gives them
             lo, hi = (None if lo is None else int(lo)), (None if hi is None else int(hi))
         present[c], lo_hi[c] = int(count), (lo, hi)
+
+
+def _note_markers(engine: Any, source: Source, present: Mapping[str, int], lo_hi: Mapping[str, tuple], n: int,
+                  sample_rows: int) -> None:
+    """Say (a :class:`~sqlnb.errors.ScreeningWarning`) which value made a column of CSV
+    numbers text: one mark of a missing value (:data:`MISSING_MARKER`: ``?``, the UCI
+    files' one, ``NA``, ``-``, ...) among numbers in the first rows. A word that is a value
+    (``more`` beside ``2`` and ``4``: the UCI car data's persons) is no such mark.
+
+    Text sorts a number's digits, signs and point apart from such a mark, so the mark is
+    the column's MIN or MAX (read already, ``lo_hi``) and the other end a number: only
+    such a column (of the text columns DuckDB's sniffer typed, :attr:`Source.guessed`) is
+    counted, by one more query over the same first rows, holding for each the rows of the
+    mark and of numbers (``TRY_CAST(x AS DOUBLE)``); a column of the mark and numbers
+    only is named. A file without such a column costs nothing more."""
+    if engine.dialect != "duckdb":
+        return
+    marks = {}
+    for c, (lo, hi) in lo_hi.items():
+        if c in source.guessed and is_text_type(source.columns[c]) and isinstance(lo, str) and lo != hi:
+            for mark, other in ((lo, hi), (hi, lo)):
+                if MISSING_MARKER.match(mark) and _number(other):
+                    marks[c] = mark
+    if not marks:
+        return
+    aggregates = []
+    for j, (c, mark) in enumerate(marks.items()):
+        x = sql.col(c, "s")
+        aggregates += [exp.alias_(exp.Sum(this=exp.Case(ifs=[exp.If(this=x.eq(exp.Literal.string(mark)),
+                                                                    true=exp.Literal.number(1))],
+                                                          default=exp.Literal.number(0))), f"m{j}", quoted=True),
+                       exp.alias_(exp.Count(this=exp.TryCast(this=x.copy(), to=exp.DataType.build("DOUBLE"))),
+                                  f"x{j}", quoted=True)]
+    row = engine.execute(exp.select(*aggregates).from_(_sample(source, list(marks), sample_rows), copy=False))[0]
+    for j, (c, mark) in enumerate(marks.items()):
+        rows, numbers = int(row[2 * j] or 0), int(row[2 * j + 1] or 0)
+        if not rows or not numbers or rows + numbers != present[c]:
+            continue  # other words too: categories
+        of = f"{n:,}" if n < sample_rows else f"the first {n:,}"
+        warnings.warn(f"note: column {c!r} is read as text because of the value {mark!r} in {rows:,} "
+                      f"row{'s' * (rows > 1)} (of {of}); if it marks missing values, pass --null-string "
+                      f"{shlex.quote(mark)} (Files(path, options={{'nullstr': ['', {mark!r}]}}) in Python)",
+                      ScreeningWarning, stacklevel=5)
+
+
+def _number(text: str) -> bool:
+    """Whether ``text`` reads as a number (as DuckDB's cast to DOUBLE would)."""
+    try:
+        float(text)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def _sample(source: Source, columns: Sequence[str], sample_rows: int) -> exp.Subquery:

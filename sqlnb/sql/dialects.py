@@ -51,7 +51,7 @@ def _special_literal(dialect: str, v: float) -> exp.Expression:
 #: is written that way there. The same double (Spark parses the digits with Java's
 #: ``Double.parseDouble``, which rounds correctly as Python's ``repr`` does), in a third of
 #: the text: a scoring SELECT holds thousands of literals, and Spark parses, analyses and
-#: compiles all of them for every query (issue 20).
+#: compiles all of them for every query.
 _DOUBLE_SUFFIX = ("spark",)
 #: Dialects where a number with an exponent is a DOUBLE literal (DuckDB: ``0.5e0``; a bare
 #: ``0.5`` is DECIMAL there): ``CAST(0.5 AS DOUBLE)`` is written that way. DuckDB parses it

@@ -20,6 +20,12 @@ The store imports no model class. Each model module registers its kind with
 :func:`register_kind` (``"naive_bayes"``, ``"lda"``, ``"qda"``, ``"logistic"``), and
 :func:`load_model` rebuilds a model with that class's ``from_stored`` (its ``from_tables``
 and the parts every kind stores alike, such as a calibrator).
+
+A save records each part's rows and columns in the metadata (``parts``), and every read
+checks a model against it and the metadata against what every kind writes, before its
+kind reads it (:mod:`sqlnb.store.damage`): a model whose catalog row or tables were
+changed since is refused in one line that says how to recover (:func:`load_model`), and
+listed as damaged among the others (:func:`list_models`).
 """
 
 from __future__ import annotations
@@ -40,7 +46,9 @@ from sqlnb.engines.duckdb import new_connection
 from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, SqlnbNotFound, suggest
 from sqlnb.store.catalog import (CATALOG, FORMAT, SCHEMA, ModelChanged, Storage, check_format, fingerprint,
-                                 stored_format)
+                                 readable_format, stored_format)
+from sqlnb.store.damage import (PARTS, damaged, inventory, loader_problem, meta_problem, parsed_meta,
+                                parts_problem)
 from sqlnb.store.duckdb import DuckDBStorage
 from sqlnb.store.postgres import PostgresStorage
 from sqlnb.store.spark import SparkStorage
@@ -148,11 +156,12 @@ def save_model(model, target: Any, name: str, replace: bool = False, wait: float
     parts.update(sets.tables() if sets is not None else {})
     described = dict(model.metadata(), kind=model.kind, **decision)
     fp = fingerprint(described, parts)
+    saved = inventory(parts)  # what a read checks the stored parts against (sqlnb.store.damage)
 
     def meta(created) -> str:
         # the lowest stored format that holds the model (sqlnb.store.catalog.stored_format)
         return json.dumps(dict(described, format=stored_format(model), versions=versions(), fingerprint=fp,
-                               created=created.isoformat(timespec="seconds") + "Z"), default=str)
+                               created=created.isoformat(timespec="seconds") + "Z", **{PARTS: saved}), default=str)
 
     def write(into: Any) -> None:
         with storage(into, wait=wait) as st:
@@ -171,6 +180,44 @@ def _reading(st: Storage):
     return reading() if reading is not None else nullcontext()
 
 
+def _shapes(parts: dict) -> dict[str, tuple[int, list[str]]]:
+    """Part -> (rows, columns) of parts read (pyarrow tables)."""
+    return {part: (t.num_rows, list(t.column_names)) for part, t in parts.items()}
+
+
+def _problem(model_id: str, meta: dict, shapes: dict | None) -> str | None:
+    """What is damaged in the stored model ``model_id`` (its ``meta`` parsed, the
+    ``shapes`` of its parts, None when its tables are gone), or None
+    (:mod:`sqlnb.store.damage`)."""
+    if shapes is None:
+        return meta_problem(meta) or "its part tables are missing"
+    return meta_problem(meta) or parts_problem(meta, shapes, lambda part: f"{SCHEMA}.m_{model_id}_{part}")
+
+
+def _read_parts(st: Storage, model_id: str, last: bool) -> dict | None:
+    """The parts of ``model_id``; None when they are gone on the ``last`` read (a store
+    without locks raises :class:`ModelChanged` on the others: :data:`READ_ATTEMPTS`)."""
+    try:
+        return st.read_parts(model_id)
+    except ModelChanged:
+        if last:  # the same id, looked up again each time, and still no tables: gone
+            return None
+        raise
+
+
+def _built(kind: str, meta: dict, parts: dict) -> tuple[Any, str | None]:
+    """``(model, None)`` rebuilt by its kind's ``from_stored``, or ``(None, problem)`` when
+    the kind's loader fails on the stored values: what the checks of
+    :mod:`sqlnb.store.damage` cannot see (in a model saved before sqlnb recorded its parts)."""
+    try:
+        model = _KINDS[kind].from_stored(meta, parts)
+        if meta.get("decision") is not None:  # a decision rule, stored with any kind
+            model.decision = model.decision_from_dict(meta["decision"])
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        return None, loader_problem(e)
+    return model, None
+
+
 def load_model(target: Any, name: str, wait: float | None = None):
     """Load the model saved as ``name`` (see :func:`sqlnb.load`)."""
     with storage(target, read_only=True, wait=wait) as st:
@@ -180,21 +227,25 @@ def load_model(target: Any, name: str, wait: float | None = None):
                 if row is None:
                     raise _not_found(name, st)
                 model_id, kind, meta_text = row
-                meta = json.loads(meta_text)
+                meta, problem = parsed_meta(kind, meta_text)
+                if problem:
+                    raise damaged(name, st.place, st.drop_command(name), problem)
                 check_format(name, meta)
                 if kind not in _KINDS:
                     raise SqlnbError(f"model {name!r} is of kind {kind!r}, which this sqlnb version cannot read")
                 try:
-                    parts = st.read_parts(model_id)
+                    parts = _read_parts(st, model_id, last=attempt == READ_ATTEMPTS - 1)
                     break
                 except ModelChanged:  # a store without locks (Spark): replaced while read
-                    if attempt == READ_ATTEMPTS - 1:
-                        raise
-    model = _KINDS[kind].from_stored(meta, parts)
+                    continue
+        problem = _problem(model_id, meta, None if parts is None else _shapes(parts))
+        if problem:
+            raise damaged(name, st.place, st.drop_command(name), problem)
+        model, problem = _built(kind, meta, parts)
+        if problem:
+            raise damaged(name, st.place, st.drop_command(name), problem)
     model.name = name
     model.stored_id = model_id  # what a read-modify-write expects to replace (save_model(expect=))
-    if meta.get("decision") is not None:  # a decision rule, stored with any kind
-        model.decision = model.decision_from_dict(meta["decision"])
     model.created = meta.get("created")
     model.fingerprint = meta.get("fingerprint")  # None: saved before sqlnb recorded one
     model.versions = meta.get("versions", {})
@@ -202,15 +253,46 @@ def load_model(target: Any, name: str, wait: float | None = None):
 
 
 def list_models(target: Any, wait: float | None = None) -> list[dict]:
-    """One dict per saved model: name, kind, created, label, features, rows."""
-    with storage(target, read_only=True, wait=wait) as st, _reading(st):
-        rows = st.rows()
-    out = []
-    for name, kind, created, meta_text in rows:
-        meta = json.loads(meta_text)
-        out.append({"name": name, "kind": kind, "created": str(created), "label": meta.get("label"),
-                    "features": len(meta.get("features", [])), "rows": meta.get("report", {}).get("rows")})
-    return out
+    """One dict per saved model: name, kind, created, label, features, rows, and
+    ``status``: ``"ok"``, or ``"damaged: <what>"`` for a model that cannot be read
+    (:mod:`sqlnb.store.damage`; ``sqlnb drop`` removes it)."""
+    listed: list[dict] = []
+    with storage(target, read_only=True, wait=wait) as st:
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                with _reading(st):
+                    # every part table's rows and columns at once, where the store can say them
+                    shapes = st.table_shapes() if hasattr(st, "table_shapes") else None
+                    listed = [_listed(st, *row, shapes, last=attempt == READ_ATTEMPTS - 1) for row in st.entries()]
+                break
+            except ModelChanged:  # a store without locks (Spark): replaced while read
+                continue
+    return listed
+
+
+def _listed(st: Storage, name: str, model_id: str, kind: str, created: Any, meta_text: Any,
+            tables: dict | None, last: bool) -> dict:
+    """One model's entry of :func:`list_models` (``tables``: the store's table -> (rows,
+    columns), or None: the parts are read)."""
+    meta, problem = parsed_meta(kind, meta_text)
+    meta = meta or {}
+    if problem is None and kind in _KINDS and readable_format(meta):  # else its layout is not this sqlnb's
+        prefix = f"m_{model_id}_"
+        if PARTS in meta and tables is not None:  # the recorded shapes, without reading rows
+            problem = _problem(model_id, meta, {t[len(prefix):]: v for t, v in tables.items() if t.startswith(prefix)})
+        else:
+            parts = _read_parts(st, model_id, last)
+            problem = _problem(model_id, meta, None if parts is None else _shapes(parts))
+        if problem is None and PARTS not in meta:  # saved before sqlnb recorded its parts: rebuilt
+            try:
+                problem = _built(kind, meta, parts)[1]
+            except SqlnbError as e:
+                problem = str(e)
+    features, report = meta.get("features"), meta.get("report")
+    return {"name": name, "kind": kind, "created": str(created), "label": meta.get("label"),
+            "features": len(features) if isinstance(features, list) else None,
+            "rows": report.get("rows") if isinstance(report, dict) else None,
+            "status": f"damaged: {problem}" if problem else "ok"}
 
 
 def model_names(target: Any, wait: float | None = None) -> list[str]:

@@ -23,6 +23,7 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.store import arrow
 from sqlnb.store.arrow import pa
+from sqlnb.store.damage import not_a_catalog
 from sqlnb.errors import SqlnbError, StoreBusy
 from sqlnb.version import __version__
 
@@ -35,7 +36,7 @@ CATALOG = "models"
 #: this one must still load: tests/test_store_version.py loads a saved model of each
 #: (tests/fixtures).
 #:
-#: 1. The layout above (every release so far, the wave 1 fixture of 7313a04 included).
+#: 1. The layout above (every release so far, tests/fixtures/models_7313a04 included).
 #: 2. A model may hold conformal prediction sets (parts ``conformal`` and
 #:    ``conformal_thresholds``, :mod:`sqlnb.models.conformal`). A sqlnb of format 1 would
 #:    ignore them: score without the sets, and drop them when it saves the model again
@@ -89,7 +90,7 @@ def _column_bytes(column: Any) -> bytes:
     """A column's values as bytes for :func:`fingerprint` (its type is hashed beside)."""
     t = column.type
     if (pa.types.is_floating(t) or pa.types.is_integer(t)) and column.null_count == 0:
-        values = arrow.numbers(column)  # not to_numpy(), which imports pandas (issue 32)
+        values = arrow.numbers(column)  # not to_numpy(), which imports pandas
         return values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
     return json.dumps(column.to_pylist(), default=str).encode()
 
@@ -103,6 +104,11 @@ class Storage(Protocol):
 
     #: How error messages name the place ("this database", "this Spark catalog").
     where: str
+    #: The store as a damaged model's message names it (a DuckDB file's path).
+    place: str
+
+    def drop_command(self, name: str) -> str:
+        """The command line that drops model ``name`` from this store."""
 
     def lookup(self, name: str) -> tuple[str, str, str] | None:
         """``(id, kind, meta)`` of the live model ``name``, or None."""
@@ -112,6 +118,9 @@ class Storage(Protocol):
 
     def rows(self) -> list[tuple[str, str, Any, str]]:
         """``(name, kind, created, meta)`` of every live model, by name."""
+
+    def entries(self) -> list[tuple[str, str, str, Any, str]]:
+        """``(name, id, kind, created, meta)`` of every live model, by name."""
 
     def read_parts(self, model_id: str) -> dict[str, Any]:
         """Part name -> pyarrow table of the model stored under ``model_id``."""
@@ -123,6 +132,11 @@ class Storage(Protocol):
 
     def drop(self, name: str, model_id: str) -> None:
         """Remove the model ``name`` (stored under ``model_id``) and its tables."""
+
+
+def without_ids(entries: list[tuple]) -> list[tuple]:
+    """:meth:`Storage.rows` from :meth:`Storage.entries`: each model's row less its id."""
+    return [(name, kind, created, meta) for name, _, kind, created, meta in entries]
 
 
 def catalog_table() -> exp.Table:
@@ -142,12 +156,33 @@ def now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
 
 
+#: The columns of ``sqlnb.models``, in order.
+CATALOG_COLUMNS = ("name", "id", "kind", "created", "meta")
+
+
+def catalog_columns_query() -> exp.Select:
+    """The columns of ``sqlnb.models`` in order, from ``information_schema`` (bind
+    :data:`SCHEMA` and :data:`CATALOG`): none when there is no catalog."""
+    return (exp.select(sql.col("column_name")).from_(exp.to_table("information_schema.columns"))
+            .where(exp.and_(sql.col("table_schema").eq(exp.Placeholder()),
+                            sql.col("table_name").eq(exp.Placeholder())))
+            .order_by(sql.col("ordinal_position")))
+
+
+def found_catalog(columns: list[str], store: "Storage") -> bool:
+    """Whether ``store`` has a catalog (``columns``: those of its ``sqlnb.models``, none
+    without one); a table of that name of another program (other columns) is refused
+    in one line, before a query fails on it."""
+    if columns and not set(CATALOG_COLUMNS) <= set(columns):
+        raise not_a_catalog(f"{SCHEMA}.{CATALOG}", store.place, list(columns), list(CATALOG_COLUMNS))
+    return bool(columns)
+
+
 def catalog_columns(primary_key: bool) -> list[exp.ColumnDef]:
     """Column definitions of ``sqlnb.models`` (``name`` is the primary key where the engine
     enforces one; Spark's catalog is an append-only log instead)."""
-    cols = [("name", "varchar"), ("id", "varchar"), ("kind", "varchar"), ("created", "timestamp"),
-            ("meta", "varchar")]
-    out = [exp.ColumnDef(this=sql.ident(n), kind=exp.DataType.build(t)) for n, t in cols]
+    types = ("varchar", "varchar", "varchar", "timestamp", "varchar")
+    out = [exp.ColumnDef(this=sql.ident(n), kind=exp.DataType.build(t)) for n, t in zip(CATALOG_COLUMNS, types)]
     if primary_key:
         out[0].set("constraints", [exp.ColumnConstraint(kind=exp.PrimaryKeyColumnConstraint())])
     return out
@@ -201,12 +236,19 @@ def stored_format(model: Any) -> int:
     return 2 if getattr(model, "conformal", None) is not None else 1
 
 
+def readable_format(meta: dict) -> bool:
+    """Whether this sqlnb reads the format a model's metadata names (:data:`FORMAT`; none
+    is format 1, the first)."""
+    stored = meta.get("format", 1)
+    return isinstance(stored, int) and stored <= FORMAT
+
+
 def check_format(name: str, meta: dict) -> None:
     """Refuse, in one line, a model stored in a format newer than :data:`FORMAT`: this
     sqlnb would misread it. A model without a format is of format 1 (the first)."""
-    stored = meta.get("format", 1)
-    if isinstance(stored, int) and stored <= FORMAT:
+    if readable_format(meta):
         return
+    stored = meta.get("format", 1)
     by = (meta.get("versions") or {}).get("sqlnb")
     raise SqlnbError(f"model {name!r} is stored in format {stored}{f' by sqlnb {by}' if by else ''}; this sqlnb "
                      f"{__version__} reads formats up to {FORMAT}: upgrade sqlnb (pip install -U sqlnb) to load it")

@@ -6,6 +6,7 @@ commit, and a failure or interruption leaves the database as it was.
 
 from __future__ import annotations
 
+import shlex
 import uuid
 from typing import Any
 
@@ -14,9 +15,10 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.crash import kill_point
-from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, casted_select, catalog_table,
-                                 check_expected, create_catalog, delete_catalog_row, insert_catalog_row, new_id,
-                                 now, part_table)
+from sqlnb.store.catalog import (CATALOG, CATALOG_COLUMNS, SCHEMA, MetaText, already_exists, casted_select,
+                                 catalog_columns_query, catalog_table, check_expected, create_catalog,
+                                 delete_catalog_row, found_catalog, insert_catalog_row, new_id, now, part_table,
+                                 without_ids)
 
 
 class DuckDBStorage:
@@ -30,12 +32,25 @@ class DuckDBStorage:
     def _run(self, tree: exp.Expression, params: list | None = None) -> list[tuple]:
         return self.con.execute(sql.render(tree), params).fetchall()
 
+    def _path(self) -> str | None:
+        """The database file (absolute, as DuckDB opened it), None in memory."""
+        q = (exp.select(sql.col("path")).from_(exp.Table(this=exp.Anonymous(this="duckdb_databases")))
+             .where(sql.col("database_name").eq(exp.func("current_database"))))
+        rows = self._run(q)
+        return rows[0][0] if rows else None
+
+    @property
+    def place(self) -> str:
+        return self._path() or self.where
+
+    def drop_command(self, name: str) -> str:
+        path = self._path()
+        return f"sqlnb drop --model {shlex.quote(f'{path}:{name}')}" if path else f"sqlnb.drop(con, {name!r})"
+
     def _has_catalog(self) -> bool:
-        q = (exp.select(exp.Count(this=exp.Star()))
-             .from_(exp.to_table("information_schema.tables"))
-             .where(exp.and_(sql.col("table_schema").eq(exp.Placeholder()),
-                             sql.col("table_name").eq(exp.Placeholder()))))
-        return self._run(q, [SCHEMA, CATALOG])[0][0] > 0
+        """Whether the database has ``sqlnb.models`` (:func:`~sqlnb.store.catalog.found_catalog`)."""
+        columns = [r[0] for r in self._run(catalog_columns_query(), [SCHEMA, CATALOG])]
+        return found_catalog(columns, self)
 
     def _part_names(self, model_id: str) -> list[str]:
         q = (exp.select(sql.col("table_name")).from_(exp.to_table("information_schema.tables"))
@@ -55,16 +70,36 @@ class DuckDBStorage:
         return [r[0] for r in self.rows()]
 
     def rows(self):
+        return without_ids(self.entries())
+
+    def entries(self):
         if not self._has_catalog():
             return []
-        q = exp.select(*(sql.col(c) for c in ("name", "kind", "created", "meta"))).from_(
-            catalog_table()).order_by(sql.col("name"))
+        q = exp.select(*(sql.col(c) for c in CATALOG_COLUMNS)).from_(catalog_table()).order_by(sql.col("name"))
         return self._run(q)
 
     def read_parts(self, model_id):
         prefix = f"m_{model_id}_"
         return {t[len(prefix):]: self.con.sql(sql.render(exp.select(exp.Star()).from_(sql.table(t, SCHEMA))))
                 .to_arrow_table() for t in self._part_names(model_id)}
+
+    def table_shapes(self) -> dict[str, tuple[int, list[str]]]:
+        """Table -> (rows, columns) of every part table in the schema, without reading
+        their rows (a listing's check, :func:`sqlnb.store.list_models`): two queries."""
+        q = (exp.select(sql.col("table_name"), sql.col("column_name"))
+             .from_(exp.to_table("information_schema.columns"))
+             .where(exp.and_(sql.col("table_schema").eq(exp.Placeholder()),
+                             exp.func("starts_with", sql.col("table_name"), exp.Placeholder())))
+             .order_by(sql.col("table_name"), sql.col("ordinal_position")))
+        columns: dict[str, list[str]] = {}
+        for table, column in self._run(q, [SCHEMA, "m_"]):
+            columns.setdefault(table, []).append(column)
+        if not columns:
+            return {}
+        counts = [exp.select(exp.alias_(exp.Literal.string(t), "t"), exp.alias_(exp.Count(this=exp.Star()), "n"))
+                  .from_(sql.table(t, SCHEMA)) for t in columns]
+        rows = dict(self._run(counts[0] if len(counts) == 1 else exp.union(*counts, distinct=False)))
+        return {t: (rows[t], cols) for t, cols in columns.items()}
 
     def _create_part(self, model_id: str, part: str, data: Any, casts: dict) -> None:
         view = f"sqlnb_part_{uuid.uuid4().hex}"

@@ -15,6 +15,7 @@ writes the few parameter tables (the data were read before).
 
 from __future__ import annotations
 
+import shlex
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -25,8 +26,9 @@ from sqlnb.crash import kill_point
 from sqlnb.engines.postgres import PostgresEngine
 from sqlnb.engines.waiting import wait_seconds
 from sqlnb.errors import SqlnbError, SqlnbNotFound, StoreBusy
-from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, already_exists, catalog_table, check_expected,
-                                 create_catalog, delete_catalog_row, insert_catalog_row, new_id, now, part_table)
+from sqlnb.store.catalog import (CATALOG, CATALOG_COLUMNS, SCHEMA, MetaText, already_exists, catalog_columns_query,
+                                 catalog_table, check_expected, create_catalog, delete_catalog_row, found_catalog,
+                                 insert_catalog_row, new_id, now, part_table, without_ids)
 
 
 #: The advisory lock of the store (a bigint: "sqlnb" in ASCII), one per database.
@@ -36,7 +38,7 @@ LOCK_KEY = 0x73716C6E62
 class PostgresStorage:
     """:class:`~sqlnb.store.catalog.Storage` on a :class:`~sqlnb.engines.PostgresEngine`."""
 
-    where = "this PostgreSQL database"
+    where = place = "this PostgreSQL database"
 
     def __init__(self, engine: PostgresEngine, wait: float | None = None):
         self.engine = engine
@@ -93,8 +95,16 @@ class PostgresStorage:
              .where(sql.col("table_schema").eq(exp.Placeholder())))
         return [r[0] for r in self.engine.execute(q, [SCHEMA])]
 
+    def drop_command(self, name: str) -> str:
+        return f"sqlnb --engine postgres --dsn DSN drop --model {shlex.quote(name)}"
+
+    def _has_catalog(self) -> bool:
+        """Whether the database has ``sqlnb.models`` (:func:`~sqlnb.store.catalog.found_catalog`)."""
+        columns = [r[0] for r in self.engine.execute(catalog_columns_query(), [SCHEMA, CATALOG])]
+        return found_catalog(columns, self)
+
     def lookup(self, name):
-        if CATALOG not in self._tables():
+        if not self._has_catalog():
             return None
         q = (exp.select(sql.col("id"), sql.col("kind"), sql.col("meta"))
              .from_(catalog_table()).where(sql.col("name").eq(exp.Placeholder())))
@@ -105,10 +115,12 @@ class PostgresStorage:
         return [r[0] for r in self.rows()]
 
     def rows(self):
-        if CATALOG not in self._tables():
+        return without_ids(self.entries())
+
+    def entries(self):
+        if not self._has_catalog():
             return []
-        q = exp.select(*(sql.col(c) for c in ("name", "kind", "created", "meta"))).from_(
-            catalog_table()).order_by(sql.col("name"))
+        q = exp.select(*(sql.col(c) for c in CATALOG_COLUMNS)).from_(catalog_table()).order_by(sql.col("name"))
         return self.engine.execute(q)
 
     def read_parts(self, model_id):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import uuid
 
@@ -46,8 +47,9 @@ from sqlnb.engines.base import arrow_table
 from sqlnb.engines.duckdb import new_connection
 from sqlnb.engines.spark import SparkEngine
 from sqlnb.errors import SqlnbError
-from sqlnb.store.catalog import (CATALOG, SCHEMA, MetaText, ModelChanged, already_exists, casted_select,
-                                 catalog_table, check_expected, create_catalog, insert_catalog_row, new_id, now)
+from sqlnb.store.catalog import (CATALOG, CATALOG_COLUMNS, SCHEMA, MetaText, ModelChanged, already_exists,
+                                 casted_select, catalog_table, check_expected, create_catalog, found_catalog,
+                                 insert_catalog_row, new_id, now, without_ids)
 
 
 #: ``m_<random>w<pid>h<host>_<part>``: a part table of a model whose writer is named in its id.
@@ -110,6 +112,8 @@ class CatalogTables:
             return "the Spark Connect server's catalog (in memory)"
         return "this Spark session's catalog (in memory)"
 
+    place = where  # the store, as a damaged model's message names it
+
     def create_catalog(self) -> None:
         try:
             for statement in create_catalog(primary_key=False):
@@ -132,7 +136,9 @@ class CatalogTables:
         """``(name, id, kind, created, meta)`` of every catalog row; None without a catalog."""
         if CATALOG not in self.names():
             return None
-        q = exp.select(*(sql.col(c) for c in ("name", "id", "kind", "created", "meta"))).from_(catalog_table())
+        columns = self.engine.relation(exp.select(exp.Star()).from_(catalog_table()).limit(0)).columns
+        found_catalog(columns, self)
+        q = exp.select(*(sql.col(c) for c in CATALOG_COLUMNS)).from_(catalog_table())
         return self.engine.execute(q)
 
     def read(self, table: str):
@@ -180,7 +186,7 @@ class WarehouseFiles:
     def __init__(self, warehouse: str):
         self.warehouse = warehouse
         self.root = os.path.join(warehouse, f"{SCHEMA}.db")
-        self.where = f"the Spark warehouse {warehouse}"
+        self.where = self.place = f"the Spark warehouse {warehouse}"
 
     def create_catalog(self) -> None:
         os.makedirs(os.path.join(self.root, CATALOG), exist_ok=True)
@@ -229,6 +235,8 @@ class WarehouseFiles:
         import pyarrow.parquet as pq
 
         schema = _catalog_schema()
+        for f in files:
+            found_catalog(pq.ParquetFile(f).schema_arrow.names, self)
         tables = [pq.ParquetFile(f).read(columns=schema.names).cast(schema) for f in files]
         if not tables:
             return []
@@ -294,6 +302,15 @@ class SparkStorage:
         """Where the models are, for messages."""
         return self.tables.where
 
+    @property
+    def place(self) -> str:
+        return self.tables.place
+
+    def drop_command(self, name: str) -> str:
+        warehouse = getattr(self.tables, "warehouse", None)
+        return ("sqlnb --engine spark " + (f"--warehouse {shlex.quote(warehouse)} " if warehouse else "")
+                + f"drop --model {shlex.quote(name)}")
+
     def _latest(self) -> dict:
         """name -> (id, kind, created, meta) of the newest catalog row per name (live models)."""
         latest: dict = {}
@@ -309,7 +326,10 @@ class SparkStorage:
         return sorted(self._latest())
 
     def rows(self):
-        return [(n, v[1], v[2], v[3]) for n, v in sorted(self._latest().items())]
+        return without_ids(self.entries())
+
+    def entries(self):
+        return [(n, *v) for n, v in sorted(self._latest().items())]
 
     def read_parts(self, model_id):
         """The parts of ``model_id``. Without a lock to hold them still, another process's

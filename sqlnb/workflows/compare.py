@@ -58,12 +58,17 @@ from sqlnb.source import Source, read_with
 #: Options used unless given: logistic regression on standardised columns (as
 #: ``StandardScaler`` + ``LogisticRegression``).
 DEFAULT_OPTIONS: dict[str, dict] = {"logistic": {"standardize": True}}
-LABELS = {"naive_bayes": "naive Bayes", "lda": "LDA", "qda": "QDA", "logistic": "logistic regression"}
-COLOURS = {"naive_bayes": "#d62728", "lda": "#2ca02c", "qda": "#9467bd", "logistic": "#1f77b4"}
+LABELS = {"naive_bayes": "naive Bayes", "weighted": "weighted naive Bayes", "lda": "LDA", "qda": "QDA",
+          "logistic": "logistic regression"}
+COLOURS = {"naive_bayes": "#d62728", "weighted": "#ff7f0e", "lda": "#2ca02c", "qda": "#9467bd",
+           "logistic": "#1f77b4"}
 
 
 #: Model kinds an engine compares: logistic regression is fitted in Python, on the rows.
 ENGINE_MODELS = ("naive_bayes", "lda", "qda")
+#: Model kinds compared by default: the seeds' generative and discriminative pairs (naive
+#: Bayes with learnt weights, which joins them, is compared when asked for: ``models=``).
+DEFAULT_MODELS = ("naive_bayes", "lda", "qda", "logistic")
 
 
 def check_key(source: Source, key: str | None, dialect: str) -> None:
@@ -295,7 +300,7 @@ def learning_curves(
         A connection that can see both sources, or a PostgreSQL or Spark engine (module
         docstring; ``key`` is then required).
     models : list of str, optional
-        Model kinds (default :data:`sqlnb.MODELS`; on an engine :data:`ENGINE_MODELS`).
+        Model kinds (default :data:`DEFAULT_MODELS`; on an engine :data:`ENGINE_MODELS`).
     sizes : list of int, optional
         Training sizes (default: :func:`default_sizes` of the training rows).
     repeats : int
@@ -327,7 +332,8 @@ def learning_curves(
         (1 − accuracy on the test rows, None when undefined), ``log_loss`` and ``reason``.
     """
     engine = as_engine(con)
-    models = list(models) if models is not None else list(MODELS if engine.dialect == "duckdb" else ENGINE_MODELS)
+    models = list(models) if models is not None else list(DEFAULT_MODELS if engine.dialect == "duckdb"
+                                                          else ENGINE_MODELS)
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         raise SqlnbError(f"unknown model {unknown[0]!r}{suggest(unknown[0], MODELS)}; models are: {', '.join(MODELS)}")

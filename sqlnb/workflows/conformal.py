@@ -57,7 +57,8 @@ def score_select(scored: exp.Expression, label: str, classes, label_type, method
 
 
 def conformal(model, data: Any, alpha: float = 0.1, method: str = "lac", *, randomized: bool = False,
-              seed: int = 0, label: str | None = None, con: duckdb.DuckDBPyConnection | None = None):
+              seed: int = 0, label: str | None = None, con: duckdb.DuckDBPyConnection | None = None,
+              missing_class: str | None = None):
     """Fit conformal prediction sets of ``model`` on the held-out labelled rows of ``data``;
     return a copy of the model that adds them whenever it scores.
 
@@ -77,8 +78,15 @@ def conformal(model, data: Any, alpha: float = 0.1, method: str = "lac", *, rand
         The label column of ``data`` (default: the model's).
     con : duckdb connection, optional
         Where the queries run (a new in-memory DuckDB by default).
+    missing_class : {"pooled", "every", "exclude", "error"}, optional
+        ``method="mondrian"`` only: a class with too few held-out rows for a threshold of
+        its own (fewer than ``1/alpha − 1``; none, most often) takes the threshold of all
+        the held-out rows (``pooled``, the default: :data:`~sqlnb.models.conformal.
+        MISSING_CLASS_DEFAULT` says why), is in every set (``every``), in none
+        (``exclude``), or the fit is refused in one line (``error``). Stored with the
+        sets, whose thresholds carry it into scoring and exported SQL.
     """
-    cp.check_method(method, alpha, randomized)
+    cp.check_method(method, alpha, randomized, missing_class)
     con = con if con is not None else new_connection()
     label = label if label is not None else model.label
     source = resolve(read_with(data, model.read_types()), con)
@@ -108,17 +116,54 @@ def conformal(model, data: Any, alpha: float = 0.1, method: str = "lac", *, rand
     if sum(n for n, _ in groups) == 0:
         raise SqlnbError(f"{source.description} has no row with a label and probabilities to fit conformal sets on; "
                          "give held-out labelled rows")
+    missing = (missing_class or cp.MISSING_CLASS_DEFAULT) if method == "mondrian" else None
     thresholds = tuple(math.inf if q is None else float(q) for _, q in groups)
-    for (n, q), c in zip(groups, model.classes if method == "mondrian" else [None]):
-        if q is None:
-            need = math.ceil(1 / alpha) - 1
-            what = f"class {label_text(c)!r} has" if c is not None else "there are"
-            warnings.warn(f"{what} {n:,} held-out rows, fewer than the {need:,} that alpha = {alpha:g} needs "
-                          f"(rank ceil((n + 1)(1 - alpha)) > n): its threshold is infinite and every set holds "
-                          f"{'that class' if c is not None else 'every class'}", ScreeningWarning, stacklevel=2)
+    need = math.ceil(1 / alpha) - 1
+    if method != "mondrian":
+        if thresholds[0] == math.inf:
+            warnings.warn(f"there are {groups[0][0]:,} held-out rows, fewer than the {need:,} that alpha = {alpha:g} "
+                          "needs (rank ceil((n + 1)(1 - alpha)) > n): its threshold is infinite and every set holds "
+                          "every class", ScreeningWarning, stacklevel=2)
+    else:
+        thresholds = _few_rows(thresholds, groups, model.classes, missing, alpha, need, source.description,
+                               lambda: con.execute(sql.render(cp.threshold_query(scores, alpha, []))).fetchall())
     sets = cp.ConformalSets(method, float(alpha), thresholds, tuple(n for n, _ in groups), bool(randomized),
-                            int(seed), source.description)
+                            int(seed), source.description, missing)
     return cp.with_sets(model, sets)
+
+
+def _few_rows(thresholds: tuple, groups: list, classes, missing: str, alpha: float, need: int, where: str,
+              pooled_rows) -> tuple:
+    """Mondrian thresholds with ``missing`` applied to the classes of too few held-out rows
+    (an infinite threshold of their own): each named in a note, or all in the one error
+    line. ``pooled_rows()`` runs the threshold query over every held-out row (only for
+    ``pooled``: one more read of them)."""
+    short = [k for k, t in enumerate(thresholds) if t == math.inf]
+    if not short:
+        return thresholds
+    rank = f"that alpha = {alpha:g} needs (rank ceil((n + 1)(1 - alpha)) > n)"
+    if missing == "error":
+        named = ", ".join(f"{label_text(classes[k])!r} ({groups[k][0]:,})" for k in short)
+        raise SqlnbError(f"{'classes' if len(short) > 1 else 'class'} {named} of {where} {'have' if len(short) > 1 else 'has'}"
+                         f" fewer held-out rows than the {need:,} {rank} for a threshold of "
+                         f"{'their' if len(short) > 1 else 'its'} own; give held-out rows of every class, or choose "
+                         "what such a class gets with --missing-class pooled, every or exclude (missing_class= in Python)")
+    if missing == "pooled":
+        got = pooled_rows()
+        q = got[0][1] if got else None
+        value = math.inf if q is None else float(q)
+        what = ("the threshold of all held-out rows, infinite too: every set holds that class" if q is None else
+                f"the threshold of all held-out rows ({value:.6g}, lac's)")
+    elif missing == "every":
+        value, what = math.inf, "its threshold is infinite and every set holds that class"
+    else:
+        value, what = -math.inf, "it has no threshold and no set holds that class"
+    others = ", ".join(c for c in cp.MISSING_CLASS if c != missing)
+    for k in short:
+        warnings.warn(f"class {label_text(classes[k])!r} has {groups[k][0]:,} held-out rows, fewer than the {need:,} "
+                      f"{rank}: {'it takes ' if missing == 'pooled' else ''}{what} (--missing-class {missing}; or "
+                      f"{others})", ScreeningWarning, stacklevel=3)
+    return tuple(value if k in short else t for k, t in enumerate(thresholds))
 
 
 def covered(label: str, classes, label_type, form: str = "flags") -> exp.Expression:

@@ -145,7 +145,7 @@ def scored_once(model, data: Any, con: Any, label: str | None = None) -> Iterato
 
     Why: DuckDB plans and runs the SELECT of a big model once per statement and keeps what
     that took; AODE's on adult's 10,000 rows (~1 MB of SQL) then held ~60 MiB more for the
-    curves' run, and ``sqlnb report`` peaked past 300 MB (issue 27, point 3)."""
+    curves' run, and ``sqlnb report`` peaked past 300 MB."""
     engine, label, scoring = scoring_for_metrics(model, data, con, label)
     table = sql.table(f"sqlnb_scored_{uuid.uuid4().hex}")
     engine.execute(exp.Create(this=table, kind="TABLE", expression=scoring,

@@ -77,14 +77,16 @@ from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
 from sqlnb.workflows import fold_bins
 from sqlnb.source import Source, read_with
+from sqlnb.workflows import fold_weights
 from sqlnb.workflows.folds import (FOLD_PRIME, _unused_name, assign_folds, drop_copy,  # noqa: F401
                                    fold_constants, fold_source, is_integer_type, materialize, portable_hash)
 
 #: Model kinds cross-validation knows (as :data:`sqlnb.api.MODELS`).
-MODELS = ("naive_bayes", "lda", "qda", "logistic")
+MODELS = ("naive_bayes", "weighted", "lda", "qda", "logistic")
 #: Parameters each model kind takes in a grid (naive Bayes: any Hyperparameters field).
 GRID_PARAMETERS = {
     "naive_bayes": tuple(Hyperparameters.__dataclass_fields__),
+    "weighted": (*Hyperparameters.__dataclass_fields__, "l2"),
     "lda": ("shrinkage", "priors"),
     "qda": ("reg_param", "priors"),
     "logistic": ("C", "standardize"),
@@ -601,7 +603,7 @@ def cross_validate(
         if name not in allowed:
             raise SqlnbError(f"{name!r} is not a parameter of model {model!r}{suggest(name, allowed)}; "
                              f"choose from: {', '.join(allowed)}")
-    if model != "naive_bayes":
+    if model not in ("naive_bayes", "weighted"):
         check_naive_bayes_only(model, kind=kind, feature_kinds=feature_kinds, weight=weight, binarize=binarize,
                                text=text, bins=bins, select_k=select_k)
     elif weight is not None:
@@ -621,14 +623,15 @@ def cross_validate(
     # Checked against the columns the user gave (not the fold column assign_folds adds).
     source.require(list(features or ()), "feature column")
     source.require(list(exclude or ()), "excluded column")  # checked here: the copy leaves them out
-    text_is_categorical = model == "naive_bayes" and kind in ("auto", "categorical")
+    text_is_categorical = model in ("naive_bayes", "weighted") and kind in ("auto", "categorical")
 
     def screened(src: Source, skip: Sequence[str] | None) -> list[str]:
         # The columns a fit would leave out (sqlnb.models.screening), read from ``src``.
         # Naive Bayes: a constant is left out only where no grid point's model counts it.
         found = screen_plan(con, src, label, None, features, skip, keep_columns, screen,
                             numeric_only=not text_is_categorical, asked=list(feature_kinds or {}),
-                            naive_bayes=[{**options, **p} for p in points] if model == "naive_bayes" else None)
+                            naive_bayes=([{**options, **p} for p in points] if model in ("naive_bayes", "weighted")
+                                         else None))
         return [s.column for s in found]
 
     if not materialize_source:
@@ -656,6 +659,9 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
         structures = {p.get("structure", options.get("structure", "naive")) for p in points}
         plan = _naive_bayes_plan(*args, pairs=any(tan.needs_pairs(s) for s in structures),
                                  orders=sorted({k for k in map(mixture.joint_order, structures) if k}))
+    elif model == "weighted":  # naive Bayes's fold models, then their weights (sqlnb.workflows.fold_weights)
+        plan = _Plan(*fold_weights.plan(con, source, label, fold, features, exclude, dict(options), lambda opts:
+                                        _naive_bayes_plan(con, source, label, fold, folds, features, exclude, opts)))
     elif model == "logistic":
         plan = _logistic_plan(*args)
     else:

@@ -126,6 +126,7 @@ def top_features(model, n: int = 5) -> dict[str, list[dict]]:
     module docstring), best first; empty for other model kinds."""
     if not hasattr(model, "log_parameters"):
         return {}
+    model = model.naive_bayes() if hasattr(model, "naive_bayes") else model  # a weighted model: its counts'
     params = model.log_parameters()
     log_prior = np.asarray(params["prior"], dtype=float)
     ranked: dict[str, list[dict]] = {}
@@ -262,7 +263,7 @@ def top_features_per_class(model, n: int = 5) -> dict[Any, list[dict]]:
     most typical of the class (categorical, Bernoulli), or whether the class's values are
     higher or lower than the rest (numeric)."""
     if hasattr(model, "log_parameters"):
-        return _per_class_naive_bayes(model, n)
+        return _per_class_naive_bayes(model.naive_bayes() if hasattr(model, "naive_bayes") else model, n)
     if model.kind in ("lda", "qda", "logistic"):
         return _per_class_dense(model, n)
     return {}

@@ -68,7 +68,12 @@ def _nums(a: Any) -> Any:
 def parameters(model) -> dict:
     """The model's parameters as plain data (see the module docstring)."""
     out: dict[str, Any] = {"kind": model.kind, "classes": list(model.classes)}
-    if hasattr(model, "log_parameters"):
+    if hasattr(model, "weights"):  # learnt weights over naive Bayes (sqlnb.models.naive_bayes.weighted)
+        out.update(_naive_bayes(model.naive_bayes()))
+        out["l2"] = model.l2
+        out["weights"] = {"prior": _nums(model.prior_weights),
+                          **{name: _nums(w) for name, w in model.weights.items()}}  # (classes, values)
+    elif hasattr(model, "log_parameters"):
         out.update(_naive_bayes(model))
     elif model.kind in ("lda", "qda"):
         out["features"] = list(model.feature_names)
@@ -247,6 +252,13 @@ def parameter_tables(d: dict) -> list[Table]:
                   f"{c} <- {p if isinstance(p, str) else ', '.join(p)}" for c, p in m.get("parents", {}).items())
                   or ("every feature in turn, of all others" if m["structure"] == "aode" else "none")]
                   for m in a["members"]], [])
+    if "weights" in d:  # the learnt weights: each multiplies the log-probability above it
+        w = d["weights"]
+        rows = [["(class prior)", "", *w["prior"]]]
+        for f in d["features"]:
+            rows += [[f["name"], label_text(v), *(row[j] for row in w[f["name"]])] for j, v in enumerate(f["values"])]
+        table(f"weights learnt with l2 = {d['l2']:g}: a class scores Σ weight × ln p (the probabilities above "
+              "are naive Bayes's, from the counts)", ["feature", "value"], rows)
     for f in by_kind.get("bags", []):
         tables.append((f"token bag {f['name']} ({f['kind']}): {f['terms']:,} terms; "
                        "sqlnb show --top-terms N lists the most telling", [], [], ""))

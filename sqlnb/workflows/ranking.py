@@ -279,7 +279,7 @@ def reliability_text(table: Sequence[dict], f, count) -> str:
 # --- The figures of ``evaluate`` on DuckDB: per-row sums from numpy (no group per score) ---
 #
 # ``evaluate`` on DuckDB does not group the rows by score (a group per class and distinct
-# score held ~1.2 GB for 10M rows, issue 27) nor sort them in SQL (windows over the sorted
+# score held ~1.2 GB for 10M rows) nor sort them in SQL (windows over the sorted
 # rows cost 2–3x ``score``'s time): its statement streams each ranked row's class and
 # scores, and :mod:`sqlnb.workflows.ranksort` counts, per row of class c scored s::
 #

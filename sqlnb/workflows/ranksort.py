@@ -40,6 +40,7 @@ import tempfile
 
 import numpy as np
 
+from sqlnb.engines.duckdb import stream_errors
 from sqlnb.store import arrow
 
 #: Positives per binary-search step (bounds the int64 temporaries to a few MB each).
@@ -142,7 +143,7 @@ def _ties(neg: np.ndarray, v: np.ndarray, lt: np.ndarray) -> int:
     """``Σ (le − lt)``: how many rows of ``neg`` equal each of ``v`` (``lt`` its left
     insertion points in ``neg``, sorted ascending), summed. A value of ``v`` has a tie
     only where ``neg[lt]`` equals it; the right insertion points are searched for those
-    alone (the search for every row was a third of the ranking's time, issue 27: scores
+    alone (the search for every row was a third of the ranking's time; scores
     of distinct rows rarely tie)."""
     if not len(neg):
         return 0
@@ -175,7 +176,8 @@ def read_stream(reader, K: int, directory: str | None = None) -> tuple:
 
     cells, bins = Groups(CELL_KEYS), Groups(("bin",))
     first = f"s{streamed_classes(K)[0]}"
-    with RankSums(K, directory) as sums:
+    # Out of memory past the first batch comes as pyarrow's OSError: raised as before it.
+    with RankSums(K, directory) as sums, stream_errors():
         for batch in reader:
             terms = _terms(batch)
             cells.add(batch, terms)
@@ -206,7 +208,7 @@ class Groups:
 
     Grouped in numpy (``bincount`` over one code per key combination): pyarrow's
     ``group_by`` imports pandas (~40 MiB, ~0.25 CPU s, through ``pyarrow.acero``) and
-    cost ~0.5 CPU s per 10M rows, beside DuckDB's threads (issue 27)."""
+    cost ~0.5 CPU s per 10M rows, beside DuckDB's threads."""
 
     def __init__(self, keys: tuple[str, ...]):
         self.keys = keys

@@ -84,8 +84,8 @@ def _classes(model, tables: dict) -> list[dict]:
 
 def _hyperparameters(model) -> dict:
     meta = model.metadata()
-    if "hyperparameters" in meta:
-        return dict(meta["hyperparameters"])
+    if "hyperparameters" in meta:  # naive Bayes's, and the weights' penalty of a weighted model
+        return {**meta["hyperparameters"], **({"l2": meta["l2"]} if "l2" in meta else {})}
     skip = {"label", "label_type", "features", "report", "weight", "kind", "classes"}
     return {k: v for k, v in meta.items() if k not in skip}
 
@@ -185,6 +185,12 @@ def show_text(d: dict, provenance: bool = True) -> str:
         lines.append(f"conformal    {set_summary(d['conformal'])}")
     lines.append("parameters   " + (", ".join(f"{k}={_value(v)}" for k, v in d["hyperparameters"].items()
                                              if v not in ({}, None)) or "defaults"))
+    if "l2" in d["hyperparameters"]:  # learnt weights (sqlnb.models.naive_bayes.weighted)
+        tried = d["trained"].get("l2_cv")
+        lines.append(f"weights      learnt with l2 = {_value(d['hyperparameters'].get('l2'))}"
+                     + (", chosen by cross-validation (mean held-out log loss: "
+                        + ", ".join(f"{t['l2']:g} {t['cv_log_loss']:.4f}" for t in tried) + ")" if tried
+                        else ", given"))
     if d.get("likelihood"):
         from sqlnb.models.naive_bayes.likelihood import summary_text
         lines.append(f"likelihood   {summary_text(d['likelihood'])}")
@@ -225,9 +231,17 @@ def show_text(d: dict, provenance: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _blank(value: Any) -> Any:
+    """A listing's cell: a value unknown (a damaged model's) as blank."""
+    return "" if value is None else value
+
+
 def models_text(models: list[dict]) -> str:
-    """The ``sqlnb models`` listing."""
-    return format_table(["name", "kind", "label", "features", "rows", "created"],
-                        [[m["name"], m["kind"], m.get("label", ""), m.get("features", ""),
-                          fmt_count(m.get("rows")), m.get("created", "")] for m in models],
-                        align="lllrrl")
+    """The ``sqlnb models`` listing; with a damaged model among them, a ``status`` column
+    (``ok`` or ``damaged: <what>``, :func:`sqlnb.store.list_models`)."""
+    status = any(m.get("status", "ok") != "ok" for m in models)
+    return format_table(["name", "kind", "label", "features", "rows", "created"] + ["status"] * status,
+                        [[m["name"], m["kind"], _blank(m.get("label")), _blank(m.get("features")),
+                          fmt_count(m.get("rows")), m.get("created", "")] + [m.get("status", "ok")] * status
+                         for m in models],
+                        align="lllrrl" + "l" * status)

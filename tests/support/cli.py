@@ -4,7 +4,9 @@ nothing on disk."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import os
 import subprocess
 import sys
@@ -59,6 +61,29 @@ def run_process(*args: str, module: bool = False, env: dict | None = None, cwd: 
     full_env = dict(os.environ, **(env or {}))
     return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, env=full_env,
                           cwd=cwd, timeout=120, **kwargs)
+
+
+def run_in(directory, *args: str, process: bool = False):
+    """``sqlnb ARGS`` run in ``directory``: a real process when ``process``, else in-process
+    through click (the same command, without a Python start-up per call)."""
+    if process:
+        return run_process(*args, module=True, cwd=str(directory))
+    old = os.getcwd()
+    os.chdir(directory)
+    try:
+        return invoke(*args)
+    finally:
+        os.chdir(old)
+
+
+def csv_rows(text: str) -> list[dict]:
+    """The rows of a CSV text (``sqlnb score --out -``'s output), as dicts of strings."""
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def exit_code(result) -> int:
+    """The exit code of an in-process (click) or a real process's result."""
+    return getattr(result, "exit_code", getattr(result, "returncode", None))
 
 
 def assert_error(result, *fragments: str, code: int = EXIT_USAGE) -> str:

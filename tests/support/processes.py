@@ -3,6 +3,7 @@ whether it imported pandas."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -32,9 +33,23 @@ def run_cli_saying_pandas(*args: str) -> subprocess.CompletedProcess:
     return done
 
 
-def peak_mib(args: list[str], timeout: float = 180.0) -> float:
-    """Peak RSS (MiB) of ``python -m sqlnb args`` as a whole process; fails on a non-zero exit."""
-    done = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m", "sqlnb", *args],
+#: Runs the sqlnb command line after setting attributes of :mod:`sqlnb.io.output` (its memory
+#: limits) to the values of the JSON object in ``sys.argv[1]``.
+RUN_OVERRIDDEN = ("import json, sys\n"
+                  "import sqlnb.io.output as output\n"
+                  "for name, value in json.loads(sys.argv.pop(1)).items():\n"
+                  "    setattr(output, name, value)\n"
+                  "sys.argv[0] = 'sqlnb'\n"
+                  "from sqlnb.cli import main\n"
+                  "main()\n")
+
+
+def peak_mib(args: list[str], timeout: float = 180.0, overrides: dict | None = None) -> float:
+    """Peak RSS (MiB) of ``python -m sqlnb args`` as a whole process; fails on a non-zero exit.
+    ``overrides``: attributes of :mod:`sqlnb.io.output` set first (e.g. a memory limit scaled
+    down with the data)."""
+    sqlnb = ["-c", RUN_OVERRIDDEN, json.dumps(overrides)] if overrides else ["-m", "sqlnb"]
+    done = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, *sqlnb, *args],
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-2000:]
     return int(done.stdout.split()[-1]) / 1024

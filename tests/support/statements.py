@@ -1,5 +1,6 @@
 """What a fit reads (the fit-at-the-floor tests): Parquet files written by a DuckDB
-SELECT, and the statements :class:`sqlnb.engines.DuckDBEngine` runs on one of them."""
+SELECT, the statements :class:`sqlnb.engines.DuckDBEngine` runs on one of them, and a view
+that counts the rows every scan of it reads."""
 
 from __future__ import annotations
 
@@ -41,4 +42,25 @@ def executed(monkeypatch) -> list[str]:
         return execute(self, tree, *args, **kwargs)
 
     monkeypatch.setattr(DuckDBEngine, "execute", run)
+    return seen
+
+
+def counting_view(con, raw, columns: list[str], counted: str) -> dict:
+    """Register ``raw`` (an Arrow table) and a view ``data`` of its ``columns`` in that
+    order, ``counted`` passed through a side-effecting UDF ``tick``: every scan of the view
+    adds its rows to the returned ``{"rows": n}``."""
+    try:
+        from duckdb import sqltypes as T
+    except ImportError:  # pragma: no cover - older DuckDB
+        from duckdb import typing as T
+    seen = {"rows": 0}
+
+    def tick(x):
+        seen["rows"] += len(x)
+        return x
+
+    con.create_function("tick", tick, [T.DOUBLE], T.DOUBLE, type="arrow", side_effects=True)
+    con.register("raw", raw)
+    select = ", ".join(f"tick({c}) AS {c}" if c == counted else c for c in columns)
+    con.execute(f"CREATE VIEW data AS SELECT {select} FROM raw")
     return seen

@@ -104,3 +104,66 @@ def assert_cv_accuracy_is_fold_fits(con, structures: list[str], discrete: dict, 
             accuracy = sum(a == b for a, b in rows) / len(rows)
             assert r.results[g]["params"] == {"structure": structure}
             assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
+
+
+# -- the rows of the TAN, KDB and averaged-structure tests -----------------------------------
+CLASSES = ["k0", "k1", "k2"]
+
+
+def tan_table(n: int, seed: int, unseen: bool = False) -> pa.Table:
+    """Correlated discrete features (so the tree is not trivial) with NULLs: ``a`` follows
+    the class, ``b`` mostly copies ``a``, ``e`` follows ``b``, ``flag`` follows ``e``;
+    ``noise`` is independent; ``g`` is Gaussian. With ``unseen``, some values never seen
+    in training."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    a = np.where(rng.random(n) < 0.6, y, rng.integers(0, 4, n))
+    b = np.where(rng.random(n) < 0.7, a, rng.integers(0, 4, n))
+    e = np.where(rng.random(n) < 0.75, (b + 1) % 3, rng.integers(0, 3, n))
+    flag = rng.random(n) < np.where(e == 0, 0.85, 0.2)
+    noise = rng.integers(0, 3, n)
+    g = rng.normal(y * 0.7, 1.0)
+
+    def nulls(p=0.1):
+        return rng.random(n) < p
+
+    a_txt = np.array([f"a{v}" for v in a], dtype=object)
+    b_int = b.astype(np.int64) * 10
+    if unseen:
+        a_txt[rng.random(n) < 0.15] = "a_new"
+        b_int[rng.random(n) < 0.15] = 999
+    return pa.table({
+        "rid": pa.array(np.arange(n), pa.int64()),
+        "a": pa.array(a_txt.tolist(), pa.string(), mask=nulls()),
+        "b": pa.array(b_int, pa.int64(), mask=nulls()),
+        "e": pa.array([f"e{v}" for v in e], pa.string(), mask=nulls()),
+        "flag": pa.array(flag, pa.bool_(), mask=nulls()),
+        "noise": pa.array([f"n{v}" for v in noise], pa.string(), mask=nulls(0.2)),
+        "g": pa.array(g, pa.float64(), mask=nulls()),
+        "y": pa.array([CLASSES[v] for v in y], pa.string(), mask=nulls(0.03)),
+    })
+
+
+DISCRETE = {"a": "categorical", "b": "categorical", "e": "categorical", "flag": "bernoulli",
+            "noise": "categorical"}
+
+
+def kdb_table(n: int, seed: int, unseen: bool = False) -> pa.Table:
+    """TAN's generated table (correlated discrete features, NULLs, a Gaussian ``g``) with
+    rare values: ``a`` takes ``a_rare`` in two rows, ``e`` takes ``e9`` in one."""
+    t = tan_table(n, seed, unseen)
+    a, e = t["a"].to_pylist(), t["e"].to_pylist()
+    a[5] = a[17] = "a_rare"
+    e[11] = "e9"
+    t = t.set_column(t.column_names.index("a"), "a", pa.array(a, pa.string()))
+    return t.set_column(t.column_names.index("e"), "e", pa.array(e, pa.string()))
+
+
+def tan_data() -> tuple[duckdb.DuckDBPyConnection, pa.Table, pa.Table]:
+    """TAN's training rows (800) and test rows with unseen values (300), registered."""
+    return registered(tan_table(800, 1), tan_table(300, 2, unseen=True))
+
+
+def probabilities(model, data, con) -> np.ndarray:
+    """The ``proba`` class columns of ``model`` scoring ``data`` (:func:`class_scores`)."""
+    return class_scores(model, data, con, "proba")

@@ -346,7 +346,7 @@ def cut_counts_from_table(table: pa.Table | None, names: Sequence[str], n_classe
     if table is None:
         return {}
     # Read from the buffers (sqlnb.store.arrow): ChunkedArray.to_numpy imports pandas, ~40 MiB
-    # of a binned model's load (issue 27: `report` of an AODE model on 10,000 rows peaked past 300 MB).
+    # of a binned model's load (`report` of an AODE model on 10,000 rows peaked past 300 MB).
     at = pc.index_in(table.column("feature"), value_set=arrow.array(list(names), table.column("feature").type))
     at = arrow.numbers(arrow.filled(at, -1))
     k, value, rows, n = (arrow.floats(table.column(c)) for c in ("class_index", "value", "rows", "n"))

@@ -36,7 +36,7 @@ from sqlnb.source import Source
 SPARK_GROUPING_COLUMNS = 64
 #: DuckDB plans a statement of many ``histogram()`` aggregates in time and memory that grow
 #: much faster than their number (planning alone, 12 rows x 2 classes: 100 columns 0.9 s and
-#: 0.4 GB, 200 columns 10-12 s and 1.4 GB; session 41, benchmarks/README.md): past this many
+#: 0.4 GB, 200 columns 10-12 s and 1.4 GB; benchmarks/README.md): past this many
 #: categorical columns a DuckDB fit counts them by GROUPING SETS instead (:func:`uses_histogram`) ...
 DUCKDB_HISTOGRAMS = 48
 #: ... in blocks of this many columns a statement (200 columns, 1M rows: 2.2 s and 1.5 GB in

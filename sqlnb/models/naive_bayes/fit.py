@@ -248,7 +248,7 @@ def round_shift(mean: Any, sd: Any) -> float:
     exact as VAR_POP; and K stays within sd/8 of ``mean``, which costs no digits.
 
     K = 0 makes the scan sum ``x`` and ``x·x``: no subtraction per value, and no
-    projection of ``x − K`` that DuckDB materialises for the two sums (issue 32: at 10M
+    projection of ``x − K`` that DuckDB materialises for the two sums (at 10M
     rows × 20 columns × 3 classes the statistics query took 1.325 s of CPU against 1.228 s
     unshifted; ``benchmarks/fit_floor.py --audit --audit-data wide``). It costs digits only
     as far as ``S2/M2 = 1 + mean²/sd²`` grows: at most 5 (0.7 of a digit) for the first

@@ -105,14 +105,19 @@ def _tables(net, child: str, naive: np.ndarray) -> tuple[tuple, dict]:
     return ps, tables
 
 
-def plan(nets: Sequence[tuple[str, Any]], names: Sequence[str], features: Sequence[Feature], stats,
-         params: Mapping[str, Any], difference: bool) -> Plan:
-    """The :class:`Plan` of the tree members ``nets`` (``(structure, network)``; AODE and
-    naive members take no table here) over the discrete features ``names``: each
-    member's children's padded tables (``difference``: minus their naive rows, an
-    average's D_{s,c}), then the naive row of every discrete feature with a naive term
-    to read (categorical and binned ones: not a child of a single tree). An AODE member's
-    prelude gives the positions (:func:`aode.slot_positions`)."""
+def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[Feature], stats,
+         params: Mapping[str, Any]) -> Plan | None:
+    """The :class:`Plan` of a single ``tree`` (TAN, KDB) of ``structure``, or of the
+    average ``mix``; None for neither (naive Bayes, AODE). Over the discrete features (the
+    pair counts'): each tree member's children's padded tables (under an average minus
+    their naive rows, its D_{s,c}; AODE and naive members take no table here), then the
+    naive row of every discrete feature with a naive term to read (categorical and binned
+    ones: not a child of a single tree). An AODE member's prelude gives the positions
+    (:func:`aode.slot_positions`)."""
+    if tree is None and mix is None:
+        return None
+    nets, difference = (mix.nets, True) if mix is not None else ([(structure, tree)], False)
+    names = stats.pairs.features
     by_name = {f.name: f for f in features}
     net = dict(nets).get("aode")
     out = Plan(list(names), {n: len(tan.feature_values(by_name[n], stats.features)) for n in names},

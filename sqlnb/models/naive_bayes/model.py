@@ -75,6 +75,8 @@ class NaiveBayes(Model):
     """
 
     kind = "naive_bayes"
+    #: Its scores are joint log-probabilities ln p(x, class): what sampling and novelty need.
+    generative = True
 
     def __init__(self, label: str, label_type: str, features: Sequence[Feature], stats: Statistics,
                  hyper: Hyperparameters | None = None, report: dict | None = None, weight: str | None = None):
@@ -134,6 +136,15 @@ class NaiveBayes(Model):
                 f"rows={self.stats.n_rows}, estimator={self.hyper.estimator!r}, alpha={self.hyper.alpha!r})")
 
     # -- estimation -------------------------------------------------------------------
+    def rebuilt(self, features: Sequence[Feature] | None = None, stats: Statistics | None = None,
+                report: dict | None = None) -> "NaiveBayes":
+        """A model of this kind and hyperparameters over other ``features`` (an update's new
+        cut points), ``stats`` or ``report`` (each default: this model's), what a workflow
+        that changes the statistics returns (update, EM, a novelty threshold)."""
+        return NaiveBayes(self.label, self.label_type, self.features if features is None else features,
+                          self.stats if stats is None else stats, self.hyper,
+                          self.report if report is None else report, self.weight)
+
     def with_params(self, **changes) -> "NaiveBayes":
         """The same statistics under other hyperparameters (no data is read).
 
@@ -348,26 +359,19 @@ class NaiveBayes(Model):
         return wide.wide_features(features, params, "gaussian"), wide.wide_features(features, params, "bernoulli")
 
     def _listed(self) -> listed.Plan | None:
-        """Where DuckDB's scoring reads a tree's or an average's tables from
-        (:mod:`~sqlnb.models.naive_bayes.listed`); None for naive Bayes and AODE."""
-        self.log_parameters()
-        if self._plan is None and (self._tree is not None or self._mix is not None):
-            nets = self._mix.nets if self._mix is not None else [(self.hyper.structure, self._tree)]
-            self._plan = listed.plan(nets, self.stats.pairs.features, self.features, self.stats, self._params,
-                                     difference=self._mix is not None)
+        """Where DuckDB reads a tree's or an average's tables from (:func:`listed.plan`); None for NB, AODE."""
+        self._plan = self._plan or listed.plan(self._tree, self._mix, self.hyper.structure, self.features,
+                                               self.stats, self.log_parameters())
         return self._plan
 
     def score_prelude(self, input_types=None, dialect=None, dot: bool | None = None):
         features = self._scoring_features(input_types)
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
-        if dialect == "duckdb" and self._listed() is not None:
-            # a tree or an average: each discrete feature's position once per row, per class its tables once
-            out += listed.prelude(self._listed(), features, self.stats, input_types)
-        net = self._aode or (dict(self._mix.nets).get("aode") if self._mix is not None else None)
-        if net is not None and dialect == "duckdb":
-            # AODE (or an average's): per discrete feature its slot and row (once per row), per class its tables
-            out += aode.prelude(net, features, self.stats, dialect, input_types)
+        if dialect == "duckdb":  # structures: each position once per row, per class the tables once
+            out += listed.prelude(self._listed(), features, self.stats, input_types) if self._listed() else []
+            net = self._aode or (dict(self._mix.nets).get("aode") if self._mix is not None else None)
+            out += aode.prelude(net, features, self.stats, dialect, input_types) if net is not None else []
         if dotted:
             # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
             values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
@@ -391,19 +395,17 @@ class NaiveBayes(Model):
         params = self.log_parameters()
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
-        K = len(self.classes)
         prelude = tree_positions is None and dialect == "duckdb"  # read from score_prelude's columns
         tree = {} if self._tree is None or prelude else self._terms_module().child_terms(
             self._tree, features, self.stats, params, tree_dialect or dialect, input_types, tree_positions)
         if prelude and self._listed() is not None:  # a tree's or an average's terms read from the lists
-            tree, averaged = listed.terms(self._listed(), self._mix, K)
+            tree, averaged = listed.terms(self._listed(), self._mix, len(self.classes))
         elif self._mix is not None:  # an average of structures: one term, each member's read positions its own
             averaged = mixture.terms(self._mix, features, self.stats, params, tree_dialect or dialect, input_types)
         elif self._aode is not None and prelude:
             averaged = aode.padded_terms(self._aode)
-            # a categorical or binned column's naive term read at the same position (no second ENUM
-            # cast or bin count); not with unseen="bucket" (refused for AODE at fit), whose unseen
-            # values have a term
+            # a categorical or binned column's naive term read at its slot (no second ENUM cast or bin
+            # count); not with unseen="bucket" (refused for AODE at fit), whose unseen values have a term
             tree = {f.name: aode.padded_naive(self._aode, f.name, params[f.name][1])
                     for f in self._aode.features if f.kind in ("categorical", "binned") and f.bag is None
                     and params[f.name][2] is None}

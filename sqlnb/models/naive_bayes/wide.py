@@ -4,7 +4,7 @@ A class score is a sum of one term per feature. Written term by term, a model of
 thousands of columns makes a SELECT whose size, and DuckDB's time to bind and optimise
 it, grow faster than the number of columns: 1,000 Gaussian columns x 2 classes took 9 s to
 score 2,000 rows, 2,000 columns took four times that, and 10,000 would take most of an
-hour (issue 16). From :data:`WIDE_MIN` columns of a family on, DuckDB's scoring SELECT
+hour. From :data:`WIDE_MIN` columns of a family on, DuckDB's scoring SELECT
 writes that family's terms as a few ``list_dot_product`` per class over lists built once per
 row in the prelude (:meth:`NaiveBayes.score_prelude`), so the query grows linearly.
 

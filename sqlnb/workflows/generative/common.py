@@ -18,6 +18,16 @@ def _require_naive_bayes(model: Any, what: str) -> NaiveBayes:
     return model
 
 
+def _require_joint(model: NaiveBayes, what: str) -> None:
+    """Naive Bayes with learnt weights (:mod:`sqlnb.models.naive_bayes.weighted`) scores
+    classes, not a joint probability of the row: nothing to sample from, no likelihood
+    to threshold."""
+    if not model.generative:
+        raise SqlnbError(f"{what} needs the joint probability p(x, class) of a generative model; the learnt weights of "
+                         f"model {model.kind!r} make its scores class scores, not a likelihood: use the naive Bayes "
+                         "model of the same data (fit without --kind weighted)")
+
+
 def _require_likelihood(features: Sequence[Feature], what: str) -> None:
     """Complement naive Bayes scores are weights, not log-likelihoods: ``log_evidence``
     and an EM objective are meaningless for them."""
@@ -30,8 +40,7 @@ def _require_likelihood(features: Sequence[Feature], what: str) -> None:
 
 
 def _with_report(model: NaiveBayes, report: dict, stats: Statistics | None = None) -> NaiveBayes:
-    out = NaiveBayes(model.label, model.label_type, model.features, stats if stats is not None else model.stats,
-                     model.hyper, report, model.weight)
+    out = model.rebuilt(stats=stats, report=report)  # of the model's kind (weights kept, :mod:`~sqlnb.models.naive_bayes.weighted`)
     if stats is None:  # the same scores (a novelty threshold): a calibrator still applies
         out.calibration = model.calibration
         out.conformal = model.conformal

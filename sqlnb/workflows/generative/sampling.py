@@ -11,7 +11,7 @@ from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.stats import Statistics
-from sqlnb.workflows.generative.common import _require_naive_bayes
+from sqlnb.workflows.generative.common import _require_joint, _require_naive_bayes
 
 
 # -- sampling -------------------------------------------------------------------------------
@@ -90,6 +90,7 @@ def sample(model: NaiveBayes, n: int, *, classes: Any = None, seed: int | None =
     import pyarrow as pa
 
     model = _require_naive_bayes(model, "sampling")
+    _require_joint(model, "sampling")
     bags = [f.name for f in model.features if f.bag is not None]
     if bags:
         raise SqlnbError(f"sampling token bags is not supported ({bags[0]!r} is one); "

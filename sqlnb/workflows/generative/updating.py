@@ -183,7 +183,7 @@ def update(
     # Binned columns: the cut points of all rows, and their counts per bin, from the merged
     # value counts (the batch was binned with the old cut points, right only where they stay).
     feats, stats, _ = recut(con, model.features, merged.stats)
-    updated = NaiveBayes(model.label, model.label_type, feats, stats, model.hyper, merged.report, model.weight)
+    updated = merged.rebuilt(feats, stats, merged.report)
     report = dict(updated.report)
     report.pop(NOVELTY, None)
     report["updates"] = int(model.report.get("updates", 0)) + 1

@@ -43,7 +43,7 @@ def floor_lifter(features, stats, var_smoothing: float) -> tuple[str, float, flo
     The floor ``ε = var_smoothing · max_j VAR_POP(x_j)`` is added to every class variance
     of every Gaussian column. When one column's variance is more than 1/var_smoothing
     times another's (an identifier in the hundreds of thousands beside measurements in
-    units: issue 27 measured 5.3e11, ε ≈ 527), ε exceeds that other column's variance
+    units: 5.3e11 measured on one such table, ε ≈ 527), ε exceeds that other column's variance
     over all training rows, so its class densities are flattened towards one and the
     column barely counts. That is scikit-learn's definition, so the model keeps it; fit
     says so (:func:`sqlnb.api.fit`).
@@ -258,7 +258,7 @@ class Gaussian(Family):
           a finite mean and variance the term is NaN exactly when x is, so this is the
           guarded term in one copy. (DuckDB's query writes the term twice, unguarded and
           guarded, and chooses per row; that tripled Spark's SQL, and parsing, analysing
-          and compiling it was most of the time of scoring 1M rows there, issue 20.)
+          and compiling it was most of the time of scoring 1M rows there.)
         """
         mean, var = params
         const = -0.5 * math.log(2.0 * math.pi * float(var[k]))

@@ -1,0 +1,608 @@
+"""Naive Bayes with discriminatively learnt weights (WANBIA-C, Zaidi, Cerquides, Carman
+and Webb, JMLR 14, 2013, in its fine form: one weight per attribute value and class).
+
+The class score is naive Bayes's, each log-probability times a weight::
+
+    s_k(x) = a_k · ln π_k + Σ_j w_{j,k,x_j} · ln θ_{j,k,x_j}        a missing x_j adds no term
+
+``ln π`` and ``ln θ`` are naive Bayes's, derived from the counts under the hyperparameters
+(α, the estimator, the class prior) as for :class:`~sqlnb.models.naive_bayes.model.NaiveBayes`;
+the weights minimise the mean conditional log loss over the training rows plus an L2
+penalty that pulls every weight towards 1::
+
+    L(a, w) = (1/N) Σ_i n_i [ln Σ_k e^{s_k(x_i)} − s_{y_i}(x_i)]
+              + (λ/2) [Σ_k (a_k − 1)² + Σ_{j,k,v} (w_{j,k,v} − 1)²]
+
+(``n_i`` the row's weight, ``N = Σ n_i``). As λ → ∞ the model is naive Bayes exactly; as
+λ → 0 it is the unpenalised conditional fit, which is multinomial logistic regression on
+the one-hot indicators of (value, class) in coordinates scaled by ``ln θ`` — the scaling
+Zaidi et al. show makes the optimiser converge in far fewer iterations than logistic
+regression's own. The objective is strictly convex for λ > 0, so the optimum is unique and
+an independent solver reaches the same probabilities (tests/test_weighted.py).
+
+**Features** are discrete: categorical columns, and numeric columns binned (MDL cut points
+unless ``bins`` says otherwise), the setting of the papers. A value never seen in training,
+or NULL, adds no term, at fit and at score, as in naive Bayes.
+
+**Fitting reads the data where it lives.** One aggregate scan groups the labelled rows by
+(label, each feature's value position) and returns the distinct patterns with their counts
+(:func:`read_patterns`); the optimiser (Newton's method with conjugate-gradient steps on
+Hessian-vector products, :func:`sqlnb.models.newton.newton`) runs on those patterns in
+numpy. Many rows share a pattern (10M rows of 8 columns of a few values each are at most a
+few thousand patterns), and no row is read individually.
+
+**λ** is chosen, unless given, by stratified 5-fold cross-validation on the training rows
+(fewer folds when a class has fewer than 5 rows; with a class of one row, the strongest λ of
+the grid, said in a note)
+(the rows dealt to folds as :mod:`sqlnb.workflows.folds` deals them, from the patterns
+themselves, :meth:`Patterns.dealt`: no other scan): each fold's
+naive Bayes log-probabilities come from its training folds' counts, weights are fitted
+along the grid :data:`L2_GRID` from the strongest penalty down (each fit starting from the
+previous one's weights) and the λ with the lowest mean held-out log loss wins (the
+stronger on a tie). The cut points of binned columns are those of all training rows.
+
+**Scoring** folds the weights into the log-probability tables (``w ⊙ ln θ``, ``a ⊙ ln π``)
+when they are derived, so the scoring SELECT, the exported SQL in every dialect and the
+dbt package are naive Bayes's own, with other numbers.
+
+**Updating** merges the counts exactly (:meth:`WeightedNaiveBayes.merge`); the weights were
+learnt on the rows of the fit and are kept (a value first seen in the update gets weight 1),
+which the command says on stderr: refit to learn them on all rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.engines.duckdb import DuckDBEngine
+from sqlnb.errors import ScreeningWarning, SqlnbError, UpdateWarning
+from sqlnb.models.newton import newton
+from sqlnb.models.naive_bayes.families import REGISTRY, Feature
+from sqlnb.models.naive_bayes.model import NaiveBayes
+from sqlnb.models.naive_bayes.tan import _fit_position
+from sqlnb.stats import Counts
+from sqlnb.store import register_kind
+
+#: The L2 strengths cross-validation tries, strongest first (the fit warm-starts down the path).
+L2_GRID = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
+#: Folds of the cross-validation that chooses λ.
+CV_FOLDS = 5
+#: The feature kinds whose log-probabilities are weighted (a table per class and value).
+DISCRETE = ("categorical", "binned")
+
+
+class UpdateKeepsWeights(UpdateWarning):
+    """An update merged the counts but kept the weights learnt on the fit's rows (the
+    command line prints it on stderr)."""
+
+
+def check_features(features: Sequence[Feature], structure: str) -> None:
+    """Refuse, at fit, what the weighted model cannot hold: a structure other than naive
+    Bayes, or a feature that is not discrete (a Gaussian, Bernoulli, count or text column)."""
+    if structure != "naive":
+        raise SqlnbError(f"model 'weighted' weights naive Bayes's terms; structure {structure!r} is not supported "
+                         "with it: leave structure at 'naive'")
+    for f in features:
+        if f.kind not in DISCRETE or f.bag is not None:
+            raise SqlnbError(f"model 'weighted' needs discrete features, and column {f.name!r} is modelled as "
+                             f"{f.kind}: bin numeric columns (bins='mdl', --bins mdl, the default for this model) or "
+                             f"leave the column out (exclude=[{f.name!r}], --exclude {f.name})")
+
+
+def discrete_plan(features: Sequence[Feature], feature_kinds: Mapping[str, str] | None) -> list[Feature]:
+    """The planned features with each column that was given the Bernoulli family by its
+    type (a boolean, under ``kind="auto"``), not by ``feature_kinds``, modelled as a
+    category of its two values instead: the same counts, a weight per value."""
+    given = dict(feature_kinds or {})
+    return [dataclasses.replace(f, kind="categorical") if f.kind == "bernoulli" and f.bag is None
+            and f.name not in given else f for f in features]
+
+
+# -- the data: distinct (fold, label, value positions) patterns and their counts ---------------------
+
+@dataclasses.dataclass
+class Patterns:
+    """The labelled rows as distinct patterns: ``y[p]`` the class index, ``codes[p, j]``
+    feature ``j``'s value position (``V_j`` when missing), ``n[p]`` the rows' weight and
+    ``fold[p]`` the fold (0 without folds)."""
+
+    y: np.ndarray
+    codes: np.ndarray
+    n: np.ndarray
+    fold: np.ndarray
+    rows: np.ndarray | None = None
+
+    def where(self, mask: np.ndarray) -> "Patterns":
+        """The patterns where ``mask`` holds."""
+        return Patterns(self.y[mask], self.codes[mask], self.n[mask], self.fold[mask],
+                        None if self.rows is None else self.rows[mask])
+
+    def dealt(self, folds: int, seed: int = 0) -> "Patterns":
+        """The rows dealt to ``folds`` stratified folds, as :mod:`sqlnb.workflows.folds` and
+        scikit-learn's ``StratifiedKFold`` deal them: in label order, shuffled within each
+        label, the i-th row of a label to fold ``i mod folds``. The rows of one pattern are
+        identical (their weight included: :func:`read_patterns` groups by it), so only how
+        many of them each fold gets matters: the pattern's rows take consecutive places,
+        its patterns in an order drawn from ``seed``, and each fold's share of a run of
+        places is counted, not drawn. Returns one entry per (pattern, fold) with rows."""
+        rows = self.rows if self.rows is not None else self.n
+        order = np.lexsort((np.random.default_rng(seed).permutation(len(self.y)), self.y))
+        counts = rows[order].astype(np.int64)
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        first = np.searchsorted(self.y[order], self.y[order], side="left")  # each label's first pattern
+        starts = starts - starts[first]  # places within the label
+        per_row = np.where(counts > 0, self.n[order] / np.maximum(counts, 1), 0.0)
+        pieces = []
+        for f in range(folds):  # places p in [s, s + m) with p mod folds == f
+            taken = (starts + counts - 1 - f) // folds - (starts - 1 - f) // folds
+            keep = taken > 0
+            idx = order[keep]
+            pieces.append(Patterns(self.y[idx], self.codes[idx], taken[keep] * per_row[keep],
+                                   np.full(int(keep.sum()), f, dtype=np.int64), taken[keep].astype(float)))
+        return Patterns(*(np.concatenate([getattr(p, name) for p in pieces])
+                          for name in ("y", "codes", "n", "fold", "rows")))
+
+
+def read_patterns(engine, source, label: str, weight: str | None, features: Sequence[Feature], stats,
+                  fold: exp.Expression | None = None) -> Patterns:
+    """One aggregate scan: ``SELECT label, pos_0, …, SUM(weight) FROM src WHERE label IS
+    NOT NULL GROUP BY ALL`` (and the fold, when given), each ``pos_j`` the 0-based position
+    of the row's value among the feature's training values: a bin number, and a category's
+    place by an ENUM cast in DuckDB (:meth:`Categorical.position`) or one equality per value
+    elsewhere (:func:`~sqlnb.models.naive_bayes.tan._fit_position`). Only the distinct
+    patterns leave the engine, as Arrow columns from DuckDB."""
+    classes = list(stats.classes)
+    cols: list[exp.Expression] = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
+    for j, f in enumerate(features):
+        values = list(stats.features[f.name].values)
+        if engine.dialect == "duckdb" and f.kind == "categorical":
+            # a hash lookup (an ENUM cast) instead of one equality per value: at 1M rows x 8
+            # columns of 3-50 values the scan took 26 s with the equalities (machine loaded)
+            position = REGISTRY["categorical"].position(f, values, source.columns.get(f.name))
+        else:
+            position = _fit_position(f, values)
+        cols.append(exp.alias_(position, f"x{j}", quoted=True))
+    if fold is not None:
+        cols.append(exp.alias_(fold.copy(), "fold", quoted=True))
+    if weight is not None:  # rows of one group are then identical, their weight included (Patterns.dealt)
+        cols.append(exp.alias_(exp.Cast(this=sql.col(weight, "src"), to=exp.DataType.build("DOUBLE")), "w",
+                               quoted=True))
+    keys = [sql.col(c.alias) for c in cols]
+    count = exp.Count(this=exp.Star())
+    total = exp.Sum(this=sql.col("w")) if weight is not None else count.copy()
+    inner = exp.select(*cols, exp.alias_(total, "n", quoted=True), exp.alias_(count, "rows", quoted=True)).from_(
+        source.from_("src")).where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
+    inner = inner.group_by(*keys)
+    names = ["k", *(f"x{j}" for j in range(len(features))), *(["fold"] if fold is not None else []),
+             *(["w"] if weight is not None else []), "n", "rows"]
+    if isinstance(engine, DuckDBEngine):  # Arrow columns, no Python object per value
+        table = engine.relation(inner).to_arrow_table().rename_columns(names)
+    else:  # PostgreSQL / Spark: the patterns come back once, as tuples
+        rows = engine.execute(inner)
+        table = pa.table({name: pa.array([r[i] for r in rows]) for i, name in enumerate(names)})
+    # labels to class indices: every label is a class of the model, whose counts this scan repeats
+    index = pc.index_in(table.column("k"), value_set=pa.array(classes, type=table.column("k").type))
+    if index.null_count:
+        raise SqlnbError(f"the rows of {source.description} changed between the scans of the fit (a label the "
+                         "statistics did not count); fit again on data that does not change meanwhile")
+    y = index.to_numpy().astype(np.int64)
+    sizes = [len(stats.features[f.name].values) for f in features]
+    codes = np.empty((len(table), len(features)), dtype=np.int64)
+    for j, V in enumerate(sizes):  # a missing value (NULL, NaN) at position V: no term
+        codes[:, j] = pc.fill_null(table.column(f"x{j}").cast(pa.int64()), V).to_numpy()
+    n = pc.fill_null(table.column("n").cast(pa.float64()), 0.0).to_numpy().copy()
+    folds = (table.column("fold").cast(pa.int64()).to_numpy() if fold is not None
+             else np.zeros(len(table), dtype=np.int64))
+    rows = table.column("rows").cast(pa.float64()).to_numpy()
+    keep = n > 0
+    return Patterns(y[keep], codes[keep], n[keep], np.asarray(folds)[keep], rows[keep])
+
+
+def fold_counts(patterns: Patterns, features: Sequence[Feature], stats) -> tuple[np.ndarray, dict]:
+    """Class weights and per-feature (class, value) counts of ``patterns``: what naive Bayes
+    counts on those rows."""
+    K = len(stats.classes)
+    class_n = np.bincount(patterns.y, weights=patterns.n, minlength=K).astype(float)
+    counts = {}
+    for j, f in enumerate(features):
+        V = len(stats.features[f.name].values)
+        flat = np.bincount(patterns.y * (V + 1) + patterns.codes[:, j], weights=patterns.n, minlength=K * (V + 1))
+        counts[f.name] = flat.reshape(K, V + 1)[:, :V]
+    return class_n, counts
+
+
+def naive_bayes_on(nb: NaiveBayes, patterns: Patterns) -> NaiveBayes:
+    """The naive Bayes model of ``nb``'s features, hyperparameters and vocabularies fitted on
+    the rows of ``patterns`` (a fold's training rows): its counts, from the patterns."""
+    class_n, counts = fold_counts(patterns, nb.features, nb.stats)
+    feats = {f.name: Counts(list(nb.stats.features[f.name].values), counts[f.name]) for f in nb.features}
+    stats = dataclasses.replace(nb.stats, class_n=class_n, class_rows=class_n, features=feats, pairs=None, cuts={})
+    return NaiveBayes(nb.label, nb.label_type, nb.features, stats, nb.hyper, nb.report, nb.weight)
+
+
+# -- the objective --------------------------------------------------------------------------------
+
+class Objective:
+    """:math:`L(a, w)` (module docstring) over patterns, for :func:`~sqlnb.models.newton.newton`.
+
+    The parameters are one flat vector ``[a (K), w_0 (K × V_0), w_1 (K × V_1), …]``. Each
+    feature's log-probability table is padded with a column of zeros at position ``V_j``
+    (missing: no term), which no weight multiplies.
+    """
+
+    def __init__(self, prior: np.ndarray, tables: Sequence[np.ndarray], patterns: Patterns, l2: float):
+        self.prior = np.asarray(prior, dtype=float)
+        self.K = len(self.prior)
+        self.tables = [np.hstack([t, np.zeros((self.K, 1))]) for t in tables]
+        self.shapes = [t.shape[1] for t in tables]
+        self.codes = [patterns.codes[:, j] for j in range(len(tables))]
+        self.y = patterns.y
+        self.w = patterns.n / patterns.n.sum()        # each pattern's share of the rows
+        self.l2 = float(l2)
+        self.Y = np.zeros((len(self.y), self.K))
+        self.Y[np.arange(len(self.y)), self.y] = 1.0
+
+    def size(self) -> int:
+        return self.K * (1 + sum(self.shapes))
+
+    def hessian(self, P: np.ndarray) -> np.ndarray:
+        """The dense Hessian ``Σ_p n_p/N Σ_{k,l} P_k (δ_kl − P_l) x_k x_lᵀ + λ I``.
+
+        Class ``k``'s design ``x_k`` of a pattern holds ``ln π_k`` and, per feature, ``ln
+        θ_{j,k,v}`` at its value ``v``: a function of the value alone. So the block of
+        features ``(i, j)`` and classes ``(k, l)`` is ``ln θ_{i,k,·}ᵀ ⊙ C ⊙ ln θ_{j,l,·}``,
+        ``C[u, v]`` the patterns' summed coefficients where feature ``i`` is ``u`` and ``j``
+        is ``v``: one ``bincount`` of the pair's joint position per block, over the patterns.
+        """
+        n, K, F = self.size(), self.K, len(self.tables)
+        if not hasattr(self, "_pairs"):  # each pair of features' joint position, once
+            self._pairs = {(i, j): self.codes[i] * (self.shapes[j] + 1) + self.codes[j]
+                           for i in range(F) for j in range(i, F)}
+        starts = np.cumsum([K] + [K * V for V in self.shapes])
+
+        def rows(k: int, i: int) -> slice:
+            return slice(starts[i] + k * self.shapes[i], starts[i] + (k + 1) * self.shapes[i])
+
+        H = np.zeros((n, n))
+        # Two classes: P_0 (1 − P_0) = P_1 (1 − P_1) = −(−P_0 P_1), so every class pair's
+        # coefficients are ± one vector and its pair counts C are counted once, then signed.
+        shared = self.w * P[:, 0] * P[:, 1] if K == 2 else None
+        counted: dict = {}
+        for k in range(K):
+            for l in range(k, K):  # the blocks of (l, k) are the transposes, filled at the end
+                sign = 1.0 if k == l else -1.0
+                coef = sign * shared if K == 2 else self.w * P[:, k] * ((k == l) - P[:, l])
+                H[k, l] = coef.sum() * self.prior[k] * self.prior[l]
+                for i, (ti, ci, Vi) in enumerate(zip(self.tables, self.codes, self.shapes)):
+                    one = np.bincount(ci, weights=coef, minlength=Vi + 1)[:Vi]
+                    H[rows(k, i), l] = one * ti[k, :Vi] * self.prior[l]
+                    H[k, rows(l, i)] = one * ti[l, :Vi] * self.prior[k]
+                    for j in range(i, F):
+                        tj, Vj = self.tables[j], self.shapes[j]
+                        if K == 2:
+                            if (i, j) not in counted:
+                                counted[i, j] = np.bincount(self._pairs[i, j], weights=shared, minlength=(Vi + 1) * (
+                                    Vj + 1)).reshape(Vi + 1, Vj + 1)[:Vi, :Vj]
+                            C = sign * counted[i, j]
+                        else:
+                            C = np.bincount(self._pairs[i, j], weights=coef,
+                                            minlength=(Vi + 1) * (Vj + 1)).reshape(Vi + 1, Vj + 1)[:Vi, :Vj]
+                        H[rows(k, i), rows(l, j)] = ti[k, :Vi, None] * C * tj[l, None, :Vj]
+                        if j != i:
+                            H[rows(k, j), rows(l, i)] = (ti[l, :Vi, None] * C * tj[k, None, :Vj]).T
+        klass = np.concatenate([np.arange(K)] + [np.repeat(np.arange(K), V) for V in self.shapes])
+        lower = klass[:, None] > klass[None, :]  # class of the row above the column's: a (l, k) block
+        H[lower] = H.T[lower]
+        H[np.diag_indices(n)] += self.l2
+        return H
+
+    def unpack(self, beta: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        a, rest, out = beta[:self.K], self.K, []
+        for V in self.shapes:
+            out.append(beta[rest:rest + self.K * V].reshape(self.K, V))
+            rest += self.K * V
+        return a, out
+
+    def scores(self, a: np.ndarray, ws: Sequence[np.ndarray]) -> np.ndarray:
+        """(patterns, K): ``a_k ln π_k + Σ_j w ⊙ ln θ`` read at each pattern's positions."""
+        S = np.broadcast_to(a * self.prior, (len(self.y), self.K)).copy()
+        for w, t, c in zip(ws, self.tables, self.codes):
+            folded = t.copy()
+            folded[:, :-1] *= w
+            S += folded[:, c].T
+        return S
+
+    def back(self, R: np.ndarray) -> np.ndarray:
+        """The gradient of ``Σ_p Σ_k R[p, k] · s_k(x_p)`` with respect to the parameters."""
+        out = [R.sum(axis=0) * self.prior]
+        for t, c, V in zip(self.tables, self.codes, self.shapes):
+            per = np.stack([np.bincount(c, weights=R[:, k], minlength=V + 1)[:V] for k in range(self.K)])
+            out.append((per * t[:, :-1]).ravel())
+        return np.concatenate(out)
+
+    def value_grad(self, beta: np.ndarray) -> tuple[float, np.ndarray, Any]:
+        a, ws = self.unpack(beta)
+        S = self.scores(a, ws)
+        top = S.max(axis=1, keepdims=True)
+        logz = top[:, 0] + np.log(np.exp(S - top).sum(axis=1))
+        loss = float(self.w @ (logz - S[np.arange(len(self.y)), self.y]))
+        P = np.exp(S - logz[:, None])
+        d = beta - 1.0
+        f = loss + 0.5 * self.l2 * float(d @ d)
+        g = self.back(self.w[:, None] * (P - self.Y)) + self.l2 * d
+        return f, g, P
+
+    def hess_vec(self, P: np.ndarray, v: np.ndarray) -> np.ndarray:
+        a, ws = self.unpack(v)
+        r = self.scores(a, ws)
+        T = P * (r - np.sum(P * r, axis=1, keepdims=True))
+        return self.back(self.w[:, None] * T) + self.l2 * v
+
+    def log_loss(self, beta: np.ndarray) -> float:
+        """The mean log loss (no penalty) of these patterns under the weights ``beta``."""
+        a, ws = self.unpack(beta)
+        S = self.scores(a, ws)
+        top = S.max(axis=1, keepdims=True)
+        logz = top[:, 0] + np.log(np.exp(S - top).sum(axis=1))
+        return float(self.w @ (logz - S[np.arange(len(self.y)), self.y]))
+
+
+def _tables(nb: NaiveBayes) -> tuple[np.ndarray, list[np.ndarray]]:
+    params = nb.log_parameters()
+    prior = np.asarray(params["prior"], dtype=float)
+    if not np.all(np.isfinite(prior)):
+        k = int(np.argmin(np.isfinite(prior)))
+        raise SqlnbError(f"model 'weighted': class {nb.classes[k]!r} has no training rows (or a zero prior), so its "
+                         "log-prior is −inf and no weight can be learnt for it; give it rows or leave it out")
+    tables = [np.asarray(params[f.name][1], dtype=float) for f in nb.features]
+    for f, t in zip(nb.features, tables):
+        if not np.all(np.isfinite(t)):
+            raise SqlnbError(f"model 'weighted': column {f.name!r} has a zero probability for some value and class "
+                             "(estimator 'mle' or alpha 0); weights need finite log-probabilities: use alpha > 0")
+    return prior, tables
+
+
+#: Relative step at which the fits of the cross-validation that ranks λ stop: far below any
+#: difference between the grid's held-out losses (the model's own fit runs to 1e-12).
+RANKING_TOL = 1e-7
+
+
+def fit_weights(nb: NaiveBayes, patterns: Patterns, l2: float, start: np.ndarray | None = None,
+                tol: float | None = None) -> np.ndarray:
+    """The weights minimising :class:`Objective` for ``nb``'s log-probabilities on ``patterns``
+    (from ``start``, default all 1; ``tol``: :func:`~sqlnb.models.newton.newton`'s)."""
+    prior, tables = _tables(nb)
+    obj = Objective(prior, tables, patterns, l2)
+    beta0 = np.ones(obj.size()) if start is None else start
+    beta, _ = newton(obj, beta0, failure="the weights of model 'weighted' did not converge in {steps} Newton steps; "
+                                          "try a larger l2", **({} if tol is None else {"tol": tol}))
+    return beta
+
+
+def choose_l2(nb: NaiveBayes, patterns: Patterns, grid: Sequence[float] = L2_GRID) -> list[dict]:
+    """Cross-validated mean held-out log loss and error rate of each λ of ``grid`` (the
+    patterns carry their fold; module docstring). One dict per λ, in grid order."""
+    folds = sorted(set(patterns.fold.tolist()))
+    losses = np.zeros((len(grid), len(folds)))
+    errors = np.zeros((len(grid), len(folds)))
+    shares = np.zeros(len(folds))
+    K = len(nb.classes)
+    for i, f in enumerate(folds):
+        train, test = patterns.where(patterns.fold != f), patterns.where(patterns.fold == f)
+        if np.any(np.bincount(train.y, weights=train.n, minlength=K) <= 0):
+            continue  # a class without weight in the training folds (rows of weight 0): no prior, no model
+        model = naive_bayes_on(nb, train)
+        prior, tables = _tables(model)
+        held = Objective(prior, tables, test, 1.0)
+        shares[i] = test.n.sum()
+        beta = None
+        for g, l2 in enumerate(grid):
+            beta = fit_weights(model, train, l2, beta, RANKING_TOL)
+            losses[g, i] = held.log_loss(beta)
+            a, ws = held.unpack(beta)
+            S = held.scores(a, ws)
+            errors[g, i] = float(held.w @ (np.argmax(S, axis=1) != test.y))
+    if not shares.any():
+        raise SqlnbError("model 'weighted': every cross-validation fold leaves a class without training weight, so "
+                         "l2 cannot be chosen; give l2= (--l2)")
+    shares /= shares.sum()
+    return [{"l2": float(l2), "cv_log_loss": float(losses[g] @ shares), "cv_error": float(errors[g] @ shares)}
+            for g, l2 in enumerate(grid)]
+
+
+# -- the model ------------------------------------------------------------------------------------
+
+class WeightedNaiveBayes(NaiveBayes):
+    """Naive Bayes whose log-probabilities carry discriminatively learnt weights.
+
+    Build one with ``sqlnb.fit(..., model="weighted")`` (``sqlnb fit --kind weighted``).
+
+    Attributes
+    ----------
+    l2 : float
+        The penalty λ the weights were fitted with.
+    prior_weights : ndarray (K,)
+        ``a_k``, the weight of each class's log-prior.
+    weights : dict
+        Feature name -> (K, V) weights of its log-probabilities, in the order of its values.
+    """
+
+    kind = "weighted_naive_bayes"
+    generative = False  # weighted log-probabilities: class scores, not ln p(x, class)
+
+    def __init__(self, *args, l2: float = 1e-3, prior_weights=None, weights=None, **kwargs):
+        self.weights = None  # naive Bayes's checks at construction derive the unweighted parameters
+        super().__init__(*args, **kwargs)
+        check_features(self.features, self.hyper.structure)
+        self._params = None
+        self.l2 = float(l2)
+        K = len(self.classes)
+        self.prior_weights = np.ones(K) if prior_weights is None else np.array(prior_weights, dtype=float)
+        self.weights = {f.name: (np.array(weights[f.name], dtype=float) if weights and f.name in weights
+                                 else np.ones((K, len(self.stats.features[f.name].values))))
+                        for f in self.features}
+
+    @classmethod
+    def from_naive_bayes(cls, nb: NaiveBayes, l2: float, beta: np.ndarray | None = None,
+                         report: dict | None = None) -> "WeightedNaiveBayes":
+        model = cls(nb.label, nb.label_type, nb.features, nb.stats, nb.hyper, dict(report or nb.report), nb.weight,
+                    l2=l2)
+        if beta is not None:
+            K, rest = len(model.classes), len(model.classes)
+            model.prior_weights = np.array(beta[:K])
+            for f in model.features:
+                V = len(model.stats.features[f.name].values)
+                model.weights[f.name] = np.array(beta[rest:rest + K * V]).reshape(K, V)
+                rest += K * V
+        return model
+
+    def _rewrap(self, nb: NaiveBayes, weights: dict | None = None) -> "WeightedNaiveBayes":
+        return WeightedNaiveBayes(nb.label, nb.label_type, nb.features, nb.stats, nb.hyper, nb.report, nb.weight,
+                                  l2=self.l2, prior_weights=self.prior_weights,
+                                  weights=self.weights if weights is None else weights)
+
+    def naive_bayes(self) -> NaiveBayes:
+        """The naive Bayes model of the same counts and hyperparameters, without the weights
+        (what ``show`` describes the features by: their probabilities and information)."""
+        return NaiveBayes(self.label, self.label_type, self.features, self.stats, self.hyper, self.report,
+                          self.weight)
+
+    def __repr__(self) -> str:
+        return (f"WeightedNaiveBayes(label={self.label!r}, classes={self.classes!r}, "
+                f"features={len(self.features)}, l2={self.l2:g})")
+
+    def log_parameters(self) -> dict:
+        """Naive Bayes's log-parameters with the weights folded in: ``a ⊙ ln π`` and, per
+        feature, ``w ⊙ ln θ`` (what every scoring path reads)."""
+        if self.weights is None:
+            return super().log_parameters()
+        if self._params is None:
+            params = dict(super().log_parameters())
+            params["prior"] = self.prior_weights * np.asarray(params["prior"], dtype=float)
+            for f in self.features:
+                values, flp, unseen = params[f.name]
+                params[f.name] = (values, self.weights[f.name] * flp, unseen)
+            self._params = params
+        return self._params
+
+    def with_params(self, **changes) -> "WeightedNaiveBayes":
+        """The weights were learnt for these log-probabilities: changing the hyperparameters
+        they are derived under needs a refit."""
+        if changes:
+            raise SqlnbError(f"model 'weighted' learnt its weights for these hyperparameters; to change "
+                             f"{', '.join(changes)} refit it (sqlnb.fit(..., model='weighted', ...))")
+        return self
+
+    def select(self, names: Sequence[str]) -> "WeightedNaiveBayes":
+        raise SqlnbError("model 'weighted' learnt its weights with every feature; refit it on the features you want")
+
+    def rebuilt(self, features: Sequence[Feature] | None = None, stats=None,
+                report: dict | None = None) -> "WeightedNaiveBayes":
+        """:meth:`NaiveBayes.rebuilt` keeping the weights, mapped by value (a value new to the
+        model weighs 1). A binned column whose cut points move is refused: its weights were
+        learnt per bin of the old cut points."""
+        nb = NaiveBayes.rebuilt(self, features, stats, report)
+        old_edges = {f.name: f.edges for f in self.features}
+        weights = {}
+        for f in nb.features:
+            if f.kind == "binned" and f.edges != old_edges.get(f.name):
+                raise SqlnbError(f"the update moves the cut points of binned column {f.name!r} ({old_edges.get(f.name)} "
+                                 f"-> {f.edges}), whose weights were learnt per bin; refit the model on all rows "
+                                 "(sqlnb fit --kind weighted)")
+            at = {v: i for i, v in enumerate(self.stats.features[f.name].values)}
+            old = self.weights[f.name]
+            weights[f.name] = np.array([old[:, at[v]] if v in at else np.ones(len(self.classes))
+                                        for v in nb.stats.features[f.name].values]).reshape(
+                len(nb.stats.features[f.name].values), len(self.classes)).T
+        return self._rewrap(nb, weights)
+
+    def merge(self, other, decay: float | None = None) -> "WeightedNaiveBayes":
+        """The counts merged exactly (:meth:`NaiveBayes.merge`); the weights kept
+        (:meth:`rebuilt`), with a note: they were learnt on the rows of the fit."""
+        merged = NaiveBayes.merge(self, other, decay)
+        warnings.warn("note: the update merged the counts exactly; the weights of model 'weighted' were learnt on the "
+                      "rows of its fit and are kept (values new to the model weigh 1): refit to learn them on all rows",
+                      UpdateKeepsWeights, stacklevel=2)
+        return self.rebuilt(stats=merged.stats, report=merged.report)
+
+    # -- storage ----------------------------------------------------------------------------
+    def metadata(self) -> dict:
+        return {**super().metadata(), "l2": self.l2}
+
+    def parameter_tables(self) -> dict:
+        """Naive Bayes's parts, and ``weights``: (feature, class_index, value_index, weight),
+        the class log-prior's weights under the feature NULL."""
+        parts = super().parameter_tables()
+        K = len(self.classes)
+        feature, klass, value, weight = [None] * K, list(range(K)), [None] * K, list(self.prior_weights)
+        for f in self.features:
+            w = self.weights[f.name]
+            ks, vs = np.indices(w.shape)
+            feature += [f.name] * w.size
+            klass += ks.ravel().tolist()
+            value += vs.ravel().tolist()
+            weight += w.ravel().tolist()
+        parts["weights"] = (pa.table({"feature": pa.array(feature, pa.string()),
+                                      "class_index": pa.array(klass, pa.int32()),
+                                      "value_index": pa.array(value, pa.int32()),
+                                      "weight": pa.array(weight, pa.float64())}), {})
+        return parts
+
+    @classmethod
+    def from_tables(cls, meta: dict, tables: dict) -> "WeightedNaiveBayes":
+        nb = NaiveBayes.from_tables(meta, tables)
+        K = len(nb.classes)
+        prior = np.ones(K)
+        weights = {f.name: np.ones((K, len(nb.stats.features[f.name].values))) for f in nb.features}
+        for r in tables["weights"].to_pylist():
+            if r["feature"] is None:
+                prior[r["class_index"]] = r["weight"]
+            else:
+                weights[r["feature"]][r["class_index"], r["value_index"]] = r["weight"]
+        return cls(nb.label, nb.label_type, nb.features, nb.stats, nb.hyper, nb.report, nb.weight,
+                   l2=float(meta["l2"]), prior_weights=prior, weights=weights)
+
+
+register_kind(WeightedNaiveBayes.kind, WeightedNaiveBayes)
+
+
+def fit(nb: NaiveBayes, engine, source, l2: float | None = None, folds: int = CV_FOLDS,
+        seed: int = 0) -> WeightedNaiveBayes:
+    """The weighted model over the naive Bayes model ``nb`` fitted on ``source``: one
+    aggregate scan for the patterns (dealt to folds in numpy when λ is chosen by cross-validation),
+    then the weights (module docstring)."""
+    check_features(nb.features, nb.hyper.structure)
+    if l2 is not None and (isinstance(l2, bool) or not isinstance(l2, (int, float))
+                           or not (math.isfinite(l2) and l2 > 0)):
+        raise SqlnbError(f"l2 must be a positive finite number (the L2 penalty of the weights), not {l2!r}")
+    report = dict(nb.report)
+    smallest = int(np.min(nb.stats.class_rows))
+    if l2 is None and smallest < 2:
+        l2 = L2_GRID[0]
+        warnings.warn(f"note: class {nb.classes[int(np.argmin(nb.stats.class_rows))]!r} has {smallest} training "
+                      f"row, too few to choose l2 by cross-validation; l2 = {l2:g}, the strongest penalty of the "
+                      "grid (the closest to naive Bayes); give l2= (--l2) to choose another", ScreeningWarning,
+                      stacklevel=3)
+    patterns = read_patterns(engine, source, nb.label, nb.weight, nb.features, nb.stats)
+    if l2 is None:
+        # stratified folds: a class needs a row in every fold, or a fold model has no prior for it
+        tried = choose_l2(nb, patterns.dealt(min(folds, smallest), seed))
+        l2 = min(tried, key=lambda t: (round(t["cv_log_loss"], 12), -t["l2"]))["l2"]
+        report["l2_cv"] = tried
+    class_n, counts = fold_counts(patterns, nb.features, nb.stats)
+    for f in nb.features:  # the scan saw the rows the counts came from
+        if not np.allclose(counts[f.name], nb.stats.features[f.name].counts, rtol=1e-9, atol=1e-9):
+            raise SqlnbError(f"the rows of {source.description} changed between the scans of the fit (column "
+                             f"{f.name!r} counts differ); fit again on data that does not change meanwhile")
+    report["patterns"] = int(len(patterns.y))
+    return WeightedNaiveBayes.from_naive_bayes(nb, l2, fit_weights(nb, patterns, l2), report)
