@@ -561,32 +561,50 @@ def spambase():
     return con, model
 
 
-def test_spambase_select_is_smaller_and_writes_each_table_once(spambase):
-    """6a739ab: 2.43 MB and 6,840 ``string_split`` literals (one per read); now 1.81 MB,
-    of which 1.17 MB are the two classes' tables (each cell's shortest exact text), and
-    the two lists alone."""
+def test_spambase_select_is_smaller_and_writes_each_table_once(spambase, monkeypatch):
+    """6a739ab: 2.43 MB and 6,840 ``string_split`` literals (one per read); in the form of
+    one read per pair (``aode.READ_MAX`` set past 57) 1.81 MB, of which 1.17 MB are the
+    two classes' tables (each cell's shortest exact text), and the two lists alone, with
+    the eligibility list and each binned column's naive row per class (its naive term read
+    at its slot). By default, past READ_MAX features, a super-parent's sum is one
+    ``list_sum`` per class: the SELECT without its literals is under a seventh of that."""
     con, model = spambase
+    monkeypatch.setattr(aode, "READ_MAX", 10**6)
     text = model.to_sql("duckdb", source="test", con=con, pretty=False)
     assert len(text) < 2_000_000, len(text)
-    assert len(re.findall(r"STRING_SPLIT\(", text, flags=re.I)) == len(model.classes)
+    assert len(re.findall(r"STRING_SPLIT\(", text, flags=re.I)) == len(model.classes) + 1 + 57 * 2
     reads = len(re.findall(r"LIST_EXTRACT\(", text, flags=re.I))
-    assert reads == 2 * 57 * 56 + 57 * 4 * 2  # per class every (i, j), and ok_i in |S| (written 3 times) and part i
+    # per class every (i, j), ok_i in |S| (written 3 times) and part i, and each naive term
+    assert reads == 2 * 57 * 56 + 57 * 4 * 2 + 57 * 2
     assert len(re.sub(r"'[^']*'", "''", text)) < 700_000  # the SELECT without its literals (6a739ab: 0.92 MB)
+    monkeypatch.undo()
+    listed = model.to_sql("duckdb", source="test", con=con, pretty=False)
+    assert len(listed) < 2_000_000, len(listed)
+    assert len(re.findall(r"LIST_SUM\(", listed, flags=re.I)) == 2 * 57
+    assert len(re.sub(r"'[^']*'", "''", listed)) < 100_000  # 77 kB when written
 
 
 def test_spambase_scores_are_6a739abs_bit_for_bit(spambase, before, monkeypatch):
     """On the first 28 columns: 6a739ab's form takes ~4 s of CPU to plan at all 57 (whose
-    4,601 rows' jll and proba were compared bit for bit when the prelude was measured)."""
+    4,601 rows' jll and proba were compared bit for bit when the prelude was measured). The
+    form of one read per pair (``aode.READ_MAX`` set past 28) bit for bit; the default one,
+    a ``list_sum`` per super-parent (summed left to right, not as a balanced tree), within
+    1e-12 and with the same predictions."""
     con, _ = spambase
     model = sqlnb.fit("train", label="spam", con=con, bins="mdl", structure="aode",
                       features=[f"x{i:02d}" for i in range(28)])
     assert len(model._aode.features) == 28
+    listed = scores(model, "test", con)
+    monkeypatch.setattr(aode, "READ_MAX", 10**6)
     got = scores(model, "test", con)
     as_before(monkeypatch, before)
     want = scores(model, "test", con)
     monkeypatch.undo()
     assert_bit_identical(got, want)
     assert [r[0] for r in got] == list(range(0, 4601, 5))
+    assert [r[0] for r in listed] == [r[0] for r in want] and [r[-1] for r in listed] == [r[-1] for r in want]
+    np.testing.assert_allclose(np.array([r[1:-1] for r in listed], dtype=float),
+                               np.array([r[1:-1] for r in want], dtype=float), rtol=0, atol=1e-12)
 
 
 # --------------------------------------------------------------------------------------------

@@ -50,7 +50,8 @@ so a missing parent is marginalised by conditioning on the parents that are pres
 only. In SQL a two-parent term is ``COALESCE`` of the joint pick, the two one-parent
 picks and the naive pick (a pick is NULL when any position it reads is), each a CASE
 (:func:`sqlnb.models.naive_bayes.tan._pick`); in DuckDB one read of one table holding all
-of them, padded with a missing slot per axis (:func:`sqlnb.models.naive_bayes.tan.padded_read`).
+of them, padded with a missing slot per axis (:func:`sqlnb.models.naive_bayes.tan.padded_cells`),
+from the scoring prelude's list of every table (:mod:`sqlnb.models.naive_bayes.listed`).
 """
 
 from __future__ import annotations

@@ -196,7 +196,13 @@ def terms(mix: Mixture, features: Sequence[Feature], stats, params: Mapping[str,
           input_types: Mapping[str, str] | None) -> list[exp.Expression]:
     """Per class, the term the average adds to the naive Bayes class score:
     ``s_c + LN(Σ_s EXP(D_{s,c} − s_c)) − LN(S)``."""
-    ratios = _ratios(mix, features, stats, params, dialect, input_types)
+    return combine(mix, _ratios(mix, features, stats, params, dialect, input_types))
+
+
+def combine(mix: Mixture, ratios: Sequence[Sequence[exp.Expression]]) -> list[exp.Expression]:
+    """Per class, ``s_c + LN(Σ_s EXP(D_{s,c} − s_c)) − LN(S)`` of the members' D_{s,c}
+    (``ratios[s][c]``): :func:`terms`, and DuckDB's form of the D read from prelude lists
+    (:mod:`sqlnb.models.naive_bayes.listed`)."""
     S = len(ratios)
     out = []
     for k, s in enumerate(mix.shift):

@@ -37,7 +37,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import class_alphas, given_prior, own_prior
-from sqlnb.models.naive_bayes import aode, kdb, mixture, tan, text, wide
+from sqlnb.models.naive_bayes import aode, kdb, listed, mixture, tan, text, wide
 from sqlnb.models.naive_bayes.binning import cut_counts_from_table, cut_counts_table
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
@@ -91,6 +91,7 @@ class NaiveBayes(Model):
         self._tree: tan.Tree | kdb.Network | None = None
         self._aode: aode.Aode | None = None
         self._mix: mixture.Mixture | None = None  # an average of structures
+        self._plan: listed.Plan | None = None  # DuckDB's tables of the tree structures
         # Derive the log-parameters now: a setting these statistics cannot take (a zero
         # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
         # not at first use.
@@ -357,13 +358,20 @@ class NaiveBayes(Model):
             features = [f for f in features if f.name not in self._tree.parent]
         return wide.wide_features(features, params, "gaussian"), wide.wide_features(features, params, "bernoulli")
 
+    def _listed(self) -> listed.Plan | None:
+        """Where DuckDB reads a tree's or an average's tables from (:func:`listed.plan`); None for NB, AODE."""
+        self._plan = self._plan or listed.plan(self._tree, self._mix, self.hyper.structure, self.features,
+                                               self.stats, self.log_parameters())
+        return self._plan
+
     def score_prelude(self, input_types=None, dialect=None, dot: bool | None = None):
         features = self._scoring_features(input_types)
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
-        if self._aode is not None and dialect == "duckdb":
-            # AODE: per discrete feature its slot and row (once per row), per class its tables (once)
-            out += aode.prelude(self._aode, features, self.stats, dialect, input_types)
+        if dialect == "duckdb":  # structures: each position once per row, per class the tables once
+            out += listed.prelude(self._listed(), features, self.stats, input_types) if self._listed() else []
+            net = self._aode or (dict(self._mix.nets).get("aode") if self._mix is not None else None)
+            out += aode.prelude(net, features, self.stats, dialect, input_types) if net is not None else []
         if dotted:
             # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
             values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
@@ -387,17 +395,19 @@ class NaiveBayes(Model):
         params = self.log_parameters()
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
-        self.log_parameters()
-        tree = {} if self._tree is None else self._terms_module().child_terms(self._tree, features, self.stats, params,
-                                                               tree_dialect or dialect, input_types, tree_positions)
-        if self._mix is not None:  # an average of structures: one term, each member's read positions its own
+        prelude = tree_positions is None and dialect == "duckdb"  # read from score_prelude's columns
+        tree = {} if self._tree is None or prelude else self._terms_module().child_terms(
+            self._tree, features, self.stats, params, tree_dialect or dialect, input_types, tree_positions)
+        if prelude and self._listed() is not None:  # a tree's or an average's terms read from the lists
+            tree, averaged = listed.terms(self._listed(), self._mix, len(self.classes))
+        elif self._mix is not None:  # an average of structures: one term, each member's read positions its own
             averaged = mixture.terms(self._mix, features, self.stats, params, tree_dialect or dialect, input_types)
-        elif self._aode is not None and tree_positions is None and dialect == "duckdb":  # read from the prelude
+        elif self._aode is not None and prelude:
             averaged = aode.padded_terms(self._aode)
-            # a categorical column's naive term read at the same position (no second ENUM cast);
-            # not with unseen="bucket" (refused for AODE at fit), whose unseen values have a term
+            # a categorical or binned column's naive term read at its slot (no second ENUM cast or bin
+            # count); not with unseen="bucket" (refused for AODE at fit), whose unseen values have a term
             tree = {f.name: aode.padded_naive(self._aode, f.name, params[f.name][1])
-                    for f in self._aode.features if f.kind == "categorical" and f.bag is None
+                    for f in self._aode.features if f.kind in ("categorical", "binned") and f.bag is None
                     and params[f.name][2] is None}
         else:
             averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats,

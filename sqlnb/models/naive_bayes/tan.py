@@ -53,8 +53,8 @@ Scoring (one term per child and class, no join)::
 The root's term is its naive Bayes term. ``unseen="bucket"`` is refused for tree models.
 In DuckDB a term is one read of one list padded with a missing slot per axis (the naive
 row, a 0 column), ``list_extract(w_k, COALESCE(p_parent, n_parent)·(n_child + 1) +
-COALESCE(p_child, n_child) + 1)`` (:func:`padded_read`), positions from ENUM codes or, for
-binned columns, sums of comparisons; elsewhere the positions and the picks are CASEs.
+COALESCE(p_child, n_child) + 1)`` (:func:`padded_read`; scoring reads every table from one
+list per class, each position from a prelude column: :mod:`.listed`); elsewhere CASEs.
 
 Cost and limit: the pair scan does F(F−1)/2 pair updates per row for F tree features, so
 it grows as F² (and the SQL, in DuckDB, as F: each feature is named once, the pairs are two
@@ -588,6 +588,19 @@ def _pick(index: exp.Expression, weights: np.ndarray, dialect: str | None) -> ex
                                                  for i, w in enumerate(weights)])
 
 
+def padded_cells(tables: Mapping[tuple, np.ndarray], parents: Sequence[str]) -> np.ndarray:
+    """The cells :func:`padded_read` reads, every class: (K, n_parent + 1…, n_child + 1),
+    each axis's last slot a missing value's (a missing child 0, missing parents the table
+    of the parents present)."""
+    full = tables[tuple(parents)]
+    K, *sizes, n_child = full.shape
+    padded = np.zeros((K, *(n + 1 for n in sizes), n_child + 1))
+    for present, t in tables.items():
+        at = (*(slice(0, n) if p in present else n for p, n in zip(parents, sizes)), slice(0, n_child))
+        padded[(slice(None), *at)] = t
+    return padded
+
+
 def padded_read(tables: Mapping[tuple, np.ndarray], parents: Sequence[str],
                 positions: Mapping[str, exp.Expression], child: str, k: int) -> exp.Expression:
     """DuckDB: class ``k``'s term of ``child`` as one read of one list, for ``COALESCE`` of
@@ -596,11 +609,8 @@ def padded_read(tables: Mapping[tuple, np.ndarray], parents: Sequence[str],
     ``COALESCE(p, n)``; a missing child reads 0, missing parents the table of the parents
     present. The same cells, so the same doubles, for a third of the SQL (a pick per table
     and class repeated every position; spambase's 57 binned columns, benchmarks/README.md)."""
-    full = tables[tuple(parents)]
-    *sizes, n_child = full.shape[1:]
-    padded = np.zeros((*(n + 1 for n in sizes), n_child + 1))
-    for present, t in tables.items():
-        padded[(*(slice(0, n) if p in present else n for p, n in zip(parents, sizes)), slice(0, n_child))] = t[k]
+    padded = padded_cells(tables, parents)[k]
+    *sizes, n_child = (n - 1 for n in padded.shape)
     index: exp.Expression | None = None
     for name, n in zip([*parents, child], [*sizes, n_child]):
         q = exp.Coalesce(this=positions[name].copy(), expressions=[exp.Literal.number(n)])

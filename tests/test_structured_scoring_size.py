@@ -1,0 +1,182 @@
+"""DuckDB's scoring SELECT of the structures over discrete features (TAN, KDB, AODE and
+averages of them) grows as the number of features: each discrete feature's value position
+is a prelude column computed once per row, every table a model reads sits in one list per
+class written once (:mod:`sqlnb.models.naive_bayes.listed`; AODE's in its own prelude,
+:func:`sqlnb.models.naive_bayes.aode.prelude`), and each term is one read of fixed size
+(past :data:`~sqlnb.models.naive_bayes.aode.READ_MAX` features, AODE's sum over a
+super-parent's children one ``list_sum`` over a list). Before, a TAN or KDB term repeated
+its positions' expressions and held a literal of its own table, AODE's class score held
+K·F(F−1) reads, and an average re-wrote every member's terms with one literal per AODE
+pair table (scikit-learn's breast cancer, 30 MDL-binned columns: 3.6 MB and 22 s for one
+row, ``benchmarks/structured_scoring.py``).
+
+The sizes are measured, not timed. The probabilities are the exported literal form's (a
+CASE per table, run in SQLite) within 1e-12, on rows with NULL, NaN, ±inf and unseen
+values; the rows keep their count and order from a Parquet file of many row groups."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sqlglot
+from sqlglot import exp
+
+import sqlnb
+from sqlnb.models.naive_bayes import aode
+from support.structured import sqlite_input
+
+KINDS = ["tan", "kdb:1", "kdb:2", "aode", "tan+kdb:2", "naive+aode", "tan+kdb:2+aode"]
+CLASSES = ["k0", "k1"]
+
+
+def table(n: int, F: int, seed: int, test: bool = False) -> pa.Table:
+    """``rid``, label ``y`` (training rows) and ``F`` features: ``c<j>`` categorical
+    (values a, b, c) for even j, ``x<j>`` numeric for odd j, each a noisy copy of the label
+    or of the feature before it. Test rows hold NULLs, unseen categories (``z``), and
+    NaN, +inf and −inf in the numeric columns."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    cols: dict = {"rid": pa.array(np.arange(n))}
+    prev = y
+    for j in range(F):
+        src = y if j % 3 == 0 else prev
+        if j % 2 == 0:
+            code = np.floor(np.nan_to_num(src, posinf=0.0, neginf=0.0)).astype(int) % 3
+            v = np.where(rng.random(n) < 0.6, code, rng.integers(0, 3, n))
+            text = np.array(["a", "b", "c"], dtype=object)[v]
+            if test:
+                text[rng.random(n) < 0.05] = "z"
+            cols[f"c{j}"] = pa.array(text.tolist(), mask=rng.random(n) < (0.08 if test else 0.02))
+        else:
+            v = rng.normal(src, 1.0)
+            if test:
+                v[rng.random(n) < 0.04] = np.nan
+                v[rng.random(n) < 0.03] = np.inf
+                v[rng.random(n) < 0.03] = -np.inf
+            cols[f"x{j}"] = pa.array(v, mask=rng.random(n) < (0.08 if test else 0.02))
+        prev = v
+    if not test:
+        cols["y"] = pa.array([CLASSES[k] for k in y])
+    return pa.table(cols)
+
+
+def fitted(F: int, structure: str = "tan+kdb:2+aode", n: int = 300):
+    """A model of ``structure`` over ``F`` features (quantile bins of 3), every kind's counts
+    gathered, so that ``with_params(structure=...)`` gives each kind; and a connection
+    holding ``train`` and ``test`` (``n`` rows each)."""
+    con = duckdb.connect()
+    con.register("train", table(n, F, 1))
+    con.register("test", table(n, F, 2, test=True))
+    features = [c for c in con.table("train").columns if c not in ("rid", "y")]
+    kinds = {c: "categorical" if c.startswith("c") else "binned" for c in features}
+    model = sqlnb.fit("train", label="y", con=con, features=features, feature_kinds=kinds, bins="quantile:3",
+                      structure=structure)
+    assert len(model.stats.pairs.features) == F
+    return con, model
+
+
+@pytest.fixture(scope="module")
+def by_size():
+    return {F: fitted(F) for F in (10, 20, 40)}
+
+
+def select_text(model, con) -> str:
+    return model.to_sql("duckdb", source="test", con=con, pretty=False)
+
+
+def without_literals(text: str) -> str:
+    """The SELECT with every string literal emptied: the packed lists of parameters
+    (:func:`sqlnb.sql.packed_list`) hold each table's cells, which AODE has F(F−1) of."""
+    return re.sub(r"'[^']*'", "''", text)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_select_grows_linearly_with_the_features(by_size, kind):
+    """Doubling the features at most doubles the SELECT (with 10 % to spare): the whole
+    text for TAN and KDB (their tables grow as the features), the text but its packed
+    lists for AODE and the averages holding it (their cells grow as F²). Before: AODE
+    10 → 20 → 40 features 2.6x then 3.3x (K·F(F−1) reads), TAN and KDB held a literal per
+    child and class."""
+    sizes = {}
+    for F, (con, base) in by_size.items():
+        text = select_text(base.with_params(structure=kind), con)
+        sizes[F] = len(without_literals(text) if "aode" in kind else text)
+    assert sizes[20] <= 2.2 * sizes[10] and sizes[40] <= 2.2 * sizes[20], sizes
+
+
+@pytest.mark.parametrize("kind", ["tan", "kdb:1", "kdb:2", "tan+kdb:2", "tan+kdb:2+aode"])
+def test_each_class_reads_one_list_of_every_tree_table(by_size, kind):
+    """A tree's or an average's tables are one packed list per class (an AODE member's
+    ratio tables another, and its eligibility one more), and each discrete feature's
+    position is computed once: a categorical column is named by the kept columns and by
+    its ENUM cast in the prelude, nowhere else (before: one list per child and class, and
+    the positions repeated in every term that reads them)."""
+    con, base = by_size[40]
+    model = base.with_params(structure=kind)
+    text = select_text(model, con)
+    K = len(model.classes)
+    lists = K * (2 if "aode" in kind else 1) + (1 if "aode" in kind else 0)
+    assert len(re.findall(r"STRING_SPLIT\(", text, flags=re.I)) == lists
+    for name in ("c0", "c38"):  # with an AODE member, its slots give the tree members' positions
+        assert len(re.findall(rf'"src"\."{name}"', text)) == 2, name
+
+
+def test_aode_past_read_max_sums_each_super_parent_once_per_class(by_size):
+    """Past READ_MAX features a class's AODE term holds one ``list_sum`` per super-parent,
+    no read per pair, and each position is written once (in the list of slots); up to it,
+    the F(F−1) reads per class."""
+    con, base = by_size[40]
+    model = base.with_params(structure="aode")
+    assert len(model._aode.features) == 40 > aode.READ_MAX
+    text = select_text(model, con)
+    assert len(re.findall(r"LIST_SUM\(", text, flags=re.I)) == 2 * 40
+    assert len(re.findall(r'"src"\."c0"', text)) == 2  # kept, and its position in the list of slots
+    small = fitted(8, "aode")[1]
+    assert len(small._aode.features) == 8 <= aode.READ_MAX
+    text = select_text(small, con)
+    assert len(re.findall(r"LIST_SUM\(", text, flags=re.I)) == 0
+    assert len(re.findall(r"LIST_EXTRACT\(\"?sqlnb_aode_table", text, flags=re.I)) == 2 * 8 * 7
+
+
+@pytest.mark.parametrize("F", [8, 12])
+@pytest.mark.parametrize("kind", KINDS)
+def test_probabilities_equal_the_exported_literal_form(kind, F):
+    """DuckDB's scores against ``to_sql("sqlite")`` (each table a CASE over literals) run
+    in SQLite, row by row within 1e-12: NULL, NaN (SQLite holds NULL there), ±inf and
+    unseen values included, on 100 rows; 8 features (AODE's reads) and 12 (its list sums)."""
+    con, base = fitted(F)
+    con.register("test", table(100, F, 2, test=True))
+    model = base.with_params(structure=kind)
+    outputs = ("jll", "proba")
+    names = [f"{o}_{c}" for o in outputs for c in CLASSES]
+    got = model.score("test", con=con, outputs=outputs, keep=["rid"]).select("rid", *names).fetchall()
+    test = con.table("test").to_arrow_table()
+    nan_free = pa.table({c: pa.array([None if isinstance(v, float) and np.isnan(v) else v
+                                      for v in test[c].to_pylist()], type=test[c].type) for c in test.column_names})
+    lite = sqlite_input(nan_free)
+    cur = lite.execute(model.to_sql("sqlite", source="input", outputs=outputs, key="rid"))
+    at = [d[0] for d in cur.description]
+    want = [[r[at.index(c)] for c in ("rid", *names)] for r in cur.fetchall()]
+    assert [r[0] for r in got] == [r[0] for r in want] == list(range(test.num_rows))
+    np.testing.assert_allclose(np.array([r[1:] for r in got], dtype=float),
+                               np.array([r[1:] for r in want], dtype=float), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rows_keep_count_and_order_from_many_row_groups(tmp_path, kind):
+    """3,000 rows in row groups of 64 read by 4 threads: one row out per row in, in order,
+    and the scoring is one SELECT."""
+    con, base = fitted(12)
+    model = base.with_params(structure=kind)
+    path = tmp_path / "test.parquet"
+    pq.write_table(table(3000, 12, 5, test=True), path, row_group_size=64)
+    con.execute("SET threads = 4")
+    rows = model.score(str(path), con=con, outputs=("proba", "prediction"), keep=["rid"]).fetchall()
+    assert [r[0] for r in rows] == list(range(3000))
+    statements = sqlglot.parse(model.to_sql("duckdb", source=str(path), con=con, pretty=False), read="duckdb")
+    assert len(statements) == 1 and isinstance(statements[0], exp.Select)
