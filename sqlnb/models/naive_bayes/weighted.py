@@ -58,8 +58,6 @@ import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
 from sqlnb import sql
@@ -183,6 +181,9 @@ def read_patterns(engine, source, label: str, weight: str | None, features: Sequ
     inner = exp.select(*cols, exp.alias_(total, "n", quoted=True), exp.alias_(count, "rows", quoted=True)).from_(
         source.from_("src")).where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
     inner = inner.group_by(*keys)
+    import pyarrow as pa  # only here and in storage: a fit that saves nothing imports no pyarrow
+    import pyarrow.compute as pc
+
     names = ["k", *(f"x{j}" for j in range(len(features))), *(["fold"] if fold is not None else []),
              *(["w"] if weight is not None else []), "n", "rows"]
     if isinstance(engine, DuckDBEngine):  # Arrow columns, no Python object per value
@@ -542,6 +543,7 @@ class WeightedNaiveBayes(NaiveBayes):
     def parameter_tables(self) -> dict:
         """Naive Bayes's parts, and ``weights``: (feature, class_index, value_index, weight),
         the class log-prior's weights under the feature NULL."""
+        import pyarrow as pa
         parts = super().parameter_tables()
         K = len(self.classes)
         feature, klass, value, weight = [None] * K, list(range(K)), [None] * K, list(self.prior_weights)
