@@ -92,3 +92,20 @@ def test_the_votes_column_is_recomputed(acc):
 def test_an_unknown_model_is_one_error_line(acc):
     with pytest.raises(SystemExit, match=r"^Error: unknown model 'lightgbm'; models are: naive Bayes, "):
         acc.run(["votes"], ["lightgbm"])
+
+
+def test_the_cv_chosen_row_takes_each_folds_best_inner_cv_member(acc):
+    """Per outer fold, the member with the highest inner-CV accuracy (ties: lower log loss),
+    its test figures and choices; the seconds of every member, since all were fitted."""
+    def fold(error, cv_accuracy, cv_log_loss, seconds):
+        return {"error": error, "log_loss": 0.1, "rows": 10, "seconds": seconds, "chosen": {"alpha": 1.0},
+                "cv_accuracy": cv_accuracy, "cv_log_loss": cv_log_loss}
+
+    members = {"naive Bayes": [fold(0.3, 0.80, 0.4, 1.0), fold(0.2, 0.90, 0.3, 2.0)],
+               "TAN": [fold(0.1, 0.85, 0.5, 3.0), fold(0.4, 0.90, 0.2, 4.0)]}
+    chosen = acc.chosen_among(members)
+    assert [f["error"] for f in chosen] == [0.1, 0.4]
+    assert [f["chosen"]["structure"] for f in chosen] == ["TAN", "TAN"]
+    assert [f["seconds"] for f in chosen] == [4.0, 6.0]
+    assert acc.among("structure chosen by CV", "spambase") == ["naive Bayes", "TAN", "KDB(2)"]
+    assert acc.among("TAN", "votes") is None
