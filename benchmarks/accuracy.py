@@ -29,8 +29,11 @@ PYTHONPATH=. python benchmarks/accuracy.py --datasets votes --models "naive Baye
 
 ``--out`` writes the tables into the page between its markers, from the JSON of raw
 figures (``--json``, default ``docs/accuracy.json``) into which this run's figures are merged,
-so a partial run updates only its own cells. tests/test_accuracy_page.py reruns the votes
-column and compares it with the page.
+so a partial run updates only its own cells. ``--outer-folds`` runs some outer folds only
+and ``--merge`` joins the JSON files of runs made apart (side by side, one per data set,
+model or fold); a cell stays blank until every outer fold of its row is measured.
+tests/test_accuracy_page.py checks the page against the JSON and reruns part of the votes
+column.
 
 Adding a model
 --------------
@@ -118,10 +121,12 @@ ONLY = {"TAN+KDB(2)+AODE on TAN-selected features": ("adult-complete", "adult-al
 
 @dataclass
 class Split:
-    """One train/test pair of a data set: SELECTs of the features and the label."""
+    """One train/test pair of a data set: SELECTs of the features and the label, and the
+    outer fold's number (0 for adult's one split)."""
 
     train: str
     test: str
+    index: int = 0
 
 
 @dataclass
@@ -191,7 +196,7 @@ def load(name: str, con: duckdb.DuckDBPyConnection, data_dir: Path | None = None
                                expression=joined).sql(dialect="duckdb"))
         fold = exp.column(_ident("outer_fold"))
         splits = [Split(_select("acc_cv", (*features, label), exp.Not(this=fold.eq(exp.Literal.number(k)))),
-                        _select("acc_cv", (*features, label), fold.eq(exp.Literal.number(k))))
+                        _select("acc_cv", (*features, label), fold.eq(exp.Literal.number(k))), k)
                   for k in range(OUTER_FOLDS)]
     return DataSet(name, label, features, tuple(c for c in features if c in sd.NUMERIC_FEATURES[key]), splits, con)
 
@@ -241,7 +246,8 @@ def run_sqlnb(ds: DataSet, names: list[str], log=print) -> dict:
     grid point's inner-CV accuracy and log loss."""
     wanted = dict(sqlnb_candidates())
     rows: dict[str, list] = {}
-    for k, split in enumerate(ds.splits):
+    for split in ds.splits:
+        k = split.index
         for name in names:
             f = fit_sqlnb(ds, split, wanted[name])
             error, loss, n = score_sqlnb(ds, split, f["model"])
@@ -249,8 +255,8 @@ def run_sqlnb(ds: DataSet, names: list[str], log=print) -> dict:
             if "select" in wanted[name]:
                 choice["features"] = f["features"]
             best = _best(f["cv"])
-            rows.setdefault(name, []).append({"error": error, "log_loss": loss, "rows": n, "seconds": f["seconds"],
-                                              "chosen": choice, "cv_accuracy": best["mean_accuracy"],
+            rows.setdefault(name, []).append({"fold": k, "error": error, "log_loss": loss, "rows": n,
+                                              "seconds": f["seconds"], "chosen": choice, "cv_accuracy": best["mean_accuracy"],
                                               "cv_log_loss": best["mean_log_loss"]})
             log(f"{ds.name} fold {k}: {name}: error {100 * error:.2f} %, log loss {loss:.4f}, "
                 f"{f['seconds']:.1f} s, {choice}")
@@ -406,7 +412,8 @@ def run_peers(ds: DataSet, names: list[str], log=print) -> dict:
     from sklearn.metrics import log_loss
 
     rows: dict[str, list] = {}
-    for k, split in enumerate(ds.splits):
+    for split in ds.splits:
+        k = split.index
         train, test = ds.frame(split.train), ds.frame(split.test)
         x_train, x_test = _categorise(train, test, ds)
         classes = sorted(train[ds.label].unique())
@@ -420,7 +427,7 @@ def run_peers(ds: DataSet, names: list[str], log=print) -> dict:
             proba = model.predict_proba(x_test)
             error = float(np.mean(np.argmax(proba, axis=1) != y_test))
             loss = float(log_loss(y_test, proba, labels=list(range(len(classes)))))
-            rows.setdefault(name, []).append({"error": error, "log_loss": loss, "rows": len(y_test),
+            rows.setdefault(name, []).append({"fold": k, "error": error, "log_loss": loss, "rows": len(y_test),
                                               "seconds": seconds, "chosen": choice})
             log(f"{ds.name} fold {k}: {name}: error {100 * error:.2f} %, log loss {loss:.4f}, {seconds:.1f} s")
     return rows
@@ -441,8 +448,11 @@ def model_names() -> list[str]:
     return [n for n, _ in sqlnb_candidates()] + list(PEERS)
 
 
-def run(datasets: list[str], models: list[str], data_dir: Path | None = None, log=print) -> dict:
-    """Figures of ``models`` on ``datasets``: ``{data set: {model: pooled figures}}``."""
+def run(datasets: list[str], models: list[str], data_dir: Path | None = None, log=print,
+        outer_folds: list[int] | None = None) -> dict:
+    """Figures of ``models`` on ``datasets``: ``{data set: {model: pooled figures}}``
+    (of the outer folds ``outer_folds`` only, when given: runs made apart are merged by
+    :func:`merged`)."""
     unknown = [m for m in models if m not in model_names()]
     if unknown:
         raise SystemExit(f"Error: unknown model {unknown[0]!r}; models are: {', '.join(model_names())}")
@@ -452,6 +462,8 @@ def run(datasets: list[str], models: list[str], data_dir: Path | None = None, lo
     for name in datasets:
         con = duckdb.connect()
         ds = load(name, con, data_dir)
+        if outer_folds is not None:
+            ds.splits = [s for s in ds.splits if s.index in outer_folds]
         here = [m for m in ours if name in ONLY.get(m, (name,))]
         fitted = list(dict.fromkeys(n for m in here for n in (among(m, name) or [m])))
         rows = {**run_peers(ds, peers, log), **run_sqlnb(ds, fitted, log)}
@@ -492,26 +504,37 @@ def merged(parts: list[dict]) -> dict:
     data: dict = {"results": {}, "runs": []}
     for part in parts:
         for name, rows in part["results"].items():
-            data["results"].setdefault(name, {}).update(rows)
+            have = data["results"].setdefault(name, {})
+            for model, f in rows.items():
+                if model in have and "fold" in f["folds"][0] and "fold" in have[model]["folds"][0]:
+                    folds = {g["fold"]: g for g in have[model]["folds"]} | {g["fold"]: g for g in f["folds"]}
+                    f = dict(pooled([folds[k] for k in sorted(folds)]), run=max(f["run"], have[model]["run"]))
+                have[model] = f
         data["runs"] += [r for r in part["runs"] if r not in data["runs"]]
     for dataset, rows in data["results"].items():  # rows chosen among others, from their figures
         for name in model_names():
             members = among(name, dataset)
-            if members and all(m in rows and "cv_accuracy" in rows[m]["folds"][0] for m in members):
+            if members and all(m in rows and "cv_accuracy" in rows[m]["folds"][0] for m in members) \
+                    and len({len(rows[m]["folds"]) for m in members}) == 1:
                 derived = pooled(chosen_among({m: rows[m]["folds"] for m in members}))
                 rows[name] = dict(derived, run=max(rows[m]["run"] for m in members))
     used = {f["run"] for rows in data["results"].values() for f in rows.values()}
+    used |= {g["run"] for rows in data["results"].values() for f in rows.values() for g in f["folds"] if "run" in g}
     data["runs"] = [r for r in data["runs"] if r["started"] in used]
     return data
 
 
-def cell(f: dict | None) -> str:
-    """A table cell: error % and log loss."""
-    return "" if f is None else f"{100 * f['error']:.2f} % ({f['log_loss']:.4f})"
+def _complete(f: dict | None, dataset: str) -> bool:
+    return f is not None and len(f["folds"]) == (1 if dataset.startswith("adult") else OUTER_FOLDS)
 
 
-def seconds_cell(f: dict | None) -> str:
-    return "" if f is None else f"{f['seconds']:.1f}"
+def cell(f: dict | None, dataset: str = "votes") -> str:
+    """A table cell: error % and log loss (blank until every outer fold is measured)."""
+    return f"{100 * f['error']:.2f} % ({f['log_loss']:.4f})" if _complete(f, dataset) else ""
+
+
+def seconds_cell(f: dict | None, dataset: str) -> str:
+    return f"{f['seconds']:.1f}" if _complete(f, dataset) else ""
 
 
 def tables(results: dict) -> str:
@@ -519,19 +542,27 @@ def tables(results: dict) -> str:
     sets = [d for d in DATASETS if d in results]
     head = "| model | " + " | ".join(sets) + " |\n|---|" + "---:|" * len(sets)
     rows = [m for m in model_names() if any(m in results[d] for d in sets)]
-    accuracy = [f"| {m} | " + " | ".join(cell(results[d].get(m)) for d in sets) + " |" for m in rows]
-    times = [f"| {m} | " + " | ".join(seconds_cell(results[d].get(m)) for d in sets) + " |" for m in rows]
+    accuracy = [f"| {m} | " + " | ".join(cell(results[d].get(m), d) for d in sets) + " |" for m in rows]
+    times = [f"| {m} | " + " | ".join(seconds_cell(results[d].get(m), d) for d in sets) + " |" for m in rows]
     return ("Error on the test rows, log loss in brackets:\n\n" + head + "\n" + "\n".join(accuracy)
             + "\n\nFit seconds (everything done on the training rows, inner CV included; summed over the "
             "5 outer folds where the table is cross-validated):\n\n" + head + "\n" + "\n".join(times))
 
 
 def provenance(runs: list[dict]) -> str:
-    """Which run measured which data sets: when, the library versions and the machine."""
-    lines = ["Runs (data sets; start; versions; machine):", ""]
+    """When the figures were measured, with what and where: the runs' start times, the
+    library versions, the machine and its load average (1 minute) at each start."""
+    loads = [float(re.search(r"load average at the start ([0-9.]+)", r["machine"]).group(1)) for r in runs]
+    lines = [f"Measured in {len(runs)} runs started between {min(r['started'] for r in runs)} and "
+             f"{max(r['started'] for r in runs)} (split by data set, model and outer fold to run side by side), "
+             f"load average {min(loads):.0f} to {max(loads):.0f} at their starts, on:", ""]
+    seen = []
     for r in runs:
         v = ", ".join(f"{k} {x}" for k, x in r["versions"].items() if x)
-        lines.append(f"* {', '.join(r['datasets'])}; {r['started']}; {v}; {r['machine']}")
+        where = r["machine"].split("; load average")[0]
+        if (v, where) not in seen:
+            seen.append((v, where))
+            lines.append(f"* {where}; {v}")
     return "\n".join(lines)
 
 
@@ -567,6 +598,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="the page whose marked block is rewritten (docs/accuracy.md)")
     ap.add_argument("--json", type=Path, default=JSON, help=f"raw figures, merged (default {JSON.relative_to(ROOT)})")
     ap.add_argument("--data-dir", type=Path, default=sd.DATA_DIR, help="the shared UCI data (../shared/data)")
+    ap.add_argument("--outer-folds", nargs="+", type=int, metavar="K",
+                    help="run these outer folds only (0-4; runs made apart are merged into --json)")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="JSON",
                     help="run nothing: merge these JSON files (runs made apart) into --json and write the page")
     args = ap.parse_args(argv)
@@ -575,10 +608,12 @@ def main(argv: list[str] | None = None) -> None:
     meta = {"datasets": args.datasets, "models": args.models, "machine": machine(), "versions": versions(),
             "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    found = run(args.datasets, args.models, args.data_dir, log)
+    found = run(args.datasets, args.models, args.data_dir, log, args.outer_folds)
     for rows in found.values():
         for f in rows.values():
             f["run"] = meta["started"]
+            for g in f["folds"]:
+                g["run"] = meta["started"]
     old = [json.loads(args.json.read_text())] if args.json.exists() else []
     write(merged([*old, {"results": found, "runs": [meta]}]), args.json, args.out)
 
