@@ -52,6 +52,7 @@ import platform
 import re
 import sys
 import time
+import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -520,7 +521,7 @@ def merged(parts: list[dict]) -> dict:
                 rows[name] = dict(derived, run=max(rows[m]["run"] for m in members))
     used = {f["run"] for rows in data["results"].values() for f in rows.values()}
     used |= {g["run"] for rows in data["results"].values() for f in rows.values() for g in f["folds"] if "run" in g}
-    data["runs"] = [r for r in data["runs"] if r["started"] in used]
+    data["runs"] = [r for r in data["runs"] if r["run"] in used]
     return data
 
 
@@ -550,11 +551,10 @@ def tables(results: dict) -> str:
 
 
 def provenance(runs: list[dict]) -> str:
-    """When the figures were measured, with what and where: the runs' start times, the
-    library versions, the machine and its load average (1 minute) at each start."""
+    """With what and where the figures were measured: the library versions, the machine
+    and its load average (1 minute) at each run's start."""
     loads = [float(re.search(r"load average at the start ([0-9.]+)", r["machine"]).group(1)) for r in runs]
-    lines = [f"Measured in {len(runs)} runs started between {min(r['started'] for r in runs)} and "
-             f"{max(r['started'] for r in runs)} (split by data set, model and outer fold to run side by side), "
+    lines = [f"Measured in {len(runs)} runs (split by data set, model and outer fold to run side by side), "
              f"load average {min(loads):.0f} to {max(loads):.0f} at their starts, on:", ""]
     seen = []
     for r in runs:
@@ -606,14 +606,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.merge:
         return write(merged([json.loads(p.read_text()) for p in args.merge]), args.json, args.out)
     meta = {"datasets": args.datasets, "models": args.models, "machine": machine(), "versions": versions(),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+            "run": uuid.uuid4().hex[:12]}  # names the run its figures come from
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     found = run(args.datasets, args.models, args.data_dir, log, args.outer_folds)
     for rows in found.values():
         for f in rows.values():
-            f["run"] = meta["started"]
+            f["run"] = meta["run"]
             for g in f["folds"]:
-                g["run"] = meta["started"]
+                g["run"] = meta["run"]
     old = [json.loads(args.json.read_text())] if args.json.exists() else []
     write(merged([*old, {"results": found, "runs": [meta]}]), args.json, args.out)
 
