@@ -9,14 +9,13 @@ The page's ``--all`` block (forward selections, mushroom) is written by the scri
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from support import shared_data as sd
+from support.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "docs" / "generative_figures.py"
 
@@ -24,11 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.shared_data]  # EM and TAN on adult:
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("generative_figures", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,8 @@ accepted structures, so the page must be regenerated when one lands.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import os
-import sys
 from pathlib import Path
 
 import duckdb
@@ -26,6 +24,7 @@ import numpy as np
 import pytest
 
 from support import shared_data as sd
+from support.scripts import load_script
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -33,11 +32,7 @@ pytestmark = [pytest.mark.shared_data]
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, DOCS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(DOCS / f"{name}.py")
 
 
 @pytest.fixture(scope="module")
