@@ -105,6 +105,10 @@ def sqlnb_candidates() -> list[tuple[str, dict]]:
         ("TAN+KDB(2)+AODE", {**mdl, "structure": "tan+kdb:2+aode"}),
         ("structure chosen by CV", {**mdl, "structure": {"among": ["naive Bayes", "TAN", "AODE", "KDB(2)",
                                                                     "TAN+KDB(2)+AODE"]}}),
+        # WANBIA-C (sqlnb.models.naive_bayes.weighted): alpha 1, the weights' penalty chosen
+        # by the inner CV (a grid, not the fit's own nested choice: one fit per point and fold)
+        ("naive Bayes with learnt weights", {**mdl, "model": "weighted", "alpha": [1.0],
+                                             "l2": [1e-1, 1e-2, 1e-3, 1e-4]}),
         ("TAN+KDB(2)+AODE on TAN-selected features",
          {**mdl, "structure": "tan+kdb:2+aode",
           "select": {"direction": "backward", "folds": 10, "structure": "tan", "bins": "mdl"}}),
@@ -252,7 +256,7 @@ def run_sqlnb(ds: DataSet, names: list[str], log=print) -> dict:
         for name in names:
             f = fit_sqlnb(ds, split, wanted[name])
             error, loss, n = score_sqlnb(ds, split, f["model"])
-            choice = {"alpha": f["cv"].best_params["alpha"]}
+            choice = dict(f["cv"].best_params)  # alpha, and l2 for the learnt weights
             if "select" in wanted[name]:
                 choice["features"] = f["features"]
             best = _best(f["cv"])
