@@ -227,6 +227,7 @@ def naive_bayes_on(nb: NaiveBayes, patterns: Patterns) -> NaiveBayes:
     the rows of ``patterns`` (a fold's training rows): its counts, from the patterns."""
     class_n, counts = fold_counts(patterns, nb.features, nb.stats)
     feats = {f.name: Counts(list(nb.stats.features[f.name].values), counts[f.name]) for f in nb.features}
+    # class_rows: the weights stand for the rows (read_patterns groups rows by their weight too)
     stats = dataclasses.replace(nb.stats, class_n=class_n, class_rows=class_n, features=feats, pairs=None, cuts={})
     return NaiveBayes(nb.label, nb.label_type, nb.features, stats, nb.hyper, nb.report, nb.weight)
 
@@ -252,6 +253,7 @@ class Objective:
         self.l2 = float(l2)
         self.Y = np.zeros((len(self.y), self.K))
         self.Y[np.arange(len(self.y)), self.y] = 1.0
+        self._pairs: dict | None = None  # each pair of features' joint position (hessian), made once
 
     def size(self) -> int:
         return self.K * (1 + sum(self.shapes))
@@ -266,7 +268,7 @@ class Objective:
         is ``v``: one ``bincount`` of the pair's joint position per block, over the patterns.
         """
         n, K, F = self.size(), self.K, len(self.tables)
-        if not hasattr(self, "_pairs"):  # each pair of features' joint position, once
+        if self._pairs is None:
             self._pairs = {(i, j): self.codes[i] * (self.shapes[j] + 1) + self.codes[j]
                            for i in range(F) for j in range(i, F)}
         starts = np.cumsum([K] + [K * V for V in self.shapes])
