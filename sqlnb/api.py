@@ -164,9 +164,10 @@ def fit(
                                      naive_bayes=[{"kind": kind, "feature_kinds": feature_kinds, "bins": bins,
                                                    "unseen": hyper.unseen, "structure": hyper.structure}])
     exclude = [*(exclude or ()), *(s.column for s in screened)] or None
+    if model == "weighted" and kind == "auto":  # booleans as categories of two values
+        feature_kinds = weighted.boolean_categories(source.columns, label, weight, features, exclude, feature_kinds)
     feats = plan_features(source, label, weight, kind, feature_kinds, features, exclude, binarize, text, bins)
-    if model == "weighted":  # boolean columns are categories of two values; the rest refused before any scan
-        feats = weighted.discrete_plan(feats, feature_kinds)
+    if model == "weighted":  # what the weights cannot take is refused before any scan
         weighted.check_features(feats, hyper.structure)
     # Binned columns: their per-(class, value) counts, then the cut points from them; the
     # model keeps the counts so that an update recomputes the cut points (fit.recut).

@@ -107,7 +107,6 @@ def auto_fit(data: Any, label: str, *, con=None, budget: float = BUDGET, folds: 
         raise SqlnbError(f"the time budget must be a positive number of seconds, not {budget!r}")
     start = time.perf_counter()
     result = AutoResult()
-    best_cv = None
     common = dict(con=con, folds=folds, seed=seed, features=features, exclude=exclude, keep_columns=keep_columns,
                   bins="mdl")
     for i, (stage, kind, structures) in enumerate(STAGES):
@@ -118,19 +117,15 @@ def auto_fit(data: Any, label: str, *, con=None, budget: float = BUDGET, folds: 
         grid = ({"structure": list(structures), "alpha": list(ALPHAS)} if structures is not None else None)
         cv = cross_validate(data, label, model=kind, grid=grid, **common)
         seconds = time.perf_counter() - begun
-        for r in cv.results:
-            row = {"stage": stage, "model": kind, "params": r["params"], "accuracy": r["mean_accuracy"],
-                   "log_loss": r["mean_log_loss"], "seconds": seconds}
-            result.tried.append(row)
-            if result.best is None or (row["accuracy"], -row["log_loss"]) > (result.best["accuracy"],
-                                                                             -result.best["log_loss"]):
-                result.best, best_cv = row, (cv, r["params"])
-    cv, params = best_cv
-    result.model = cv.best_model if cv.best_params == params else None
-    if result.model is None:  # pragma: no cover - cross_validate's own best is the row chosen within its grid
-        raise SqlnbError("the chosen candidate was not refitted")
-    result.model.report = {**result.model.report, "auto": {"tried": [{k: v for k, v in r.items()}
-                                                                      for r in result.tried],
-                                                            "skipped": result.skipped}}
+        rows = [{"stage": stage, "model": kind, "params": r["params"], "accuracy": r["mean_accuracy"],
+                 "log_loss": r["mean_log_loss"], "seconds": seconds} for r in cv.results]
+        result.tried += rows
+        # the stage's best is cross_validate's (the same rule: accuracy, then log loss, then order)
+        best = next(row for row in rows if row["params"] == cv.best_params)
+        if result.best is None or (best["accuracy"], -best["log_loss"]) > (result.best["accuracy"],
+                                                                           -result.best["log_loss"]):
+            result.best, result.model = best, cv.best_model
+    result.model.report = {**result.model.report,
+                           "auto": {"tried": [dict(r) for r in result.tried], "skipped": result.skipped}}
     result.seconds = time.perf_counter() - start
     return result

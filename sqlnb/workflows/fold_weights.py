@@ -17,6 +17,7 @@ from sqlglot import exp
 from sqlnb.engines import as_engine
 from sqlnb.models.naive_bayes import weighted
 from sqlnb.source import Source
+from sqlnb.workflows.folds import fold_source
 
 
 def plan(con, source: Source, label: str, fold: exp.Expression, features: Sequence[str] | None,
@@ -26,11 +27,9 @@ def plan(con, source: Source, label: str, fold: exp.Expression, features: Sequen
     l2_given = options.pop("l2", None)
     if options.get("bins") is None:
         options["bins"] = "mdl"
-    if options.get("kind", "auto") == "auto":  # booleans are categories of two values (weighted.discrete_plan)
-        candidates = features if features is not None else [c for c in source.columns if c not in (exclude or ())]
-        options["feature_kinds"] = {**{c: "categorical" for c in candidates if c != label
-                                       and source.columns.get(c, "").upper() == "BOOLEAN"},
-                                    **(options.get("feature_kinds") or {})}
+    if options.get("kind", "auto") == "auto":  # booleans as categories of two values
+        options["feature_kinds"] = weighted.boolean_categories(source.columns, label, None, features, exclude,
+                                                               options.get("feature_kinds"))
     base = naive_bayes_plan(options)
     engine = as_engine(con)
     patterns: dict = {}
@@ -41,10 +40,7 @@ def plan(con, source: Source, label: str, fold: exp.Expression, features: Sequen
         nb = base.full_model(p) if i is None else base.fold_model(i, p)
         weighted.check_features(nb.features, nb.hyper.structure)
         if i not in patterns:  # the rows of the model, with their outer fold (the inner folds)
-            rows = source if i is None else Source(
-                expr=exp.Subquery(this=exp.select(exp.Star()).from_(source.from_("src")).where(
-                    exp.NEQ(this=fold.copy(), expression=exp.Literal.number(i)))),
-                columns=source.columns, description=f"{source.description} (all but fold {i})")
+            rows = source if i is None else fold_source(source, fold, i, held_out=False, keep_fold=True)
             patterns[i] = weighted.read_patterns(engine, rows, label, None, nb.features, nb.stats, fold)
         report = dict(nb.report or {})
         if l2 is None:

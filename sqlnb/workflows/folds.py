@@ -155,11 +155,13 @@ def assign_folds(source: Source, label: str, folds: int, seed: int = 0, key: Seq
     return folded, sql.col(name, "src")
 
 
-def fold_source(source: Source, fold: exp.Expression, i: int, held_out: bool = True) -> Source:
+def fold_source(source: Source, fold: exp.Expression, i: int, held_out: bool = True,
+                keep_fold: bool = False) -> Source:
     """The rows of fold ``i`` (``held_out``) or of every other fold, as a source; without
-    the fold column (:func:`assign_folds`), so a fit on them sees the original columns."""
+    the fold column (:func:`assign_folds`), so a fit on them sees the original columns, unless
+    ``keep_fold`` (the training folds of a nested cross-validation, grouped by fold)."""
     cond = (exp.EQ if held_out else exp.NEQ)(this=fold.copy(), expression=exp.Literal.number(i))
-    drop = fold.name if isinstance(fold, exp.Column) else None
+    drop = fold.name if isinstance(fold, exp.Column) and not keep_fold else None
     columns = {c: t for c, t in source.columns.items() if c != drop}
     query = exp.select(*[exp.alias_(sql.col(c, "src"), c, quoted=True) for c in columns]
                        ).from_(source.from_("src")).where(cond)

@@ -96,13 +96,15 @@ def check_features(features: Sequence[Feature], structure: str) -> None:
                              f"leave the column out (exclude=[{f.name!r}], --exclude {f.name})")
 
 
-def discrete_plan(features: Sequence[Feature], feature_kinds: Mapping[str, str] | None) -> list[Feature]:
-    """The planned features with each column that was given the Bernoulli family by its
-    type (a boolean, under ``kind="auto"``), not by ``feature_kinds``, modelled as a
-    category of its two values instead: the same counts, a weight per value."""
-    given = dict(feature_kinds or {})
-    return [dataclasses.replace(f, kind="categorical") if f.kind == "bernoulli" and f.bag is None
-            and f.name not in given else f for f in features]
+def boolean_categories(columns: Mapping[str, str], label: str, weight: str | None, features: Sequence[str] | None,
+                       exclude: Sequence[str] | None, feature_kinds: Mapping[str, str] | None) -> dict[str, str]:
+    """``feature_kinds`` with every BOOLEAN feature column that has no kind of its own made
+    categorical: under ``kind="auto"`` a boolean would be Bernoulli, which the weights do not
+    take; as a category of its two values it has the same counts and a weight per value
+    (what :func:`sqlnb.fit` and :mod:`sqlnb.workflows.fold_weights` give the planner)."""
+    candidates = features if features is not None else [c for c in columns if c not in (exclude or ())]
+    return {**{c: "categorical" for c in candidates if c not in (label, weight)
+               and columns.get(c, "").upper() == "BOOLEAN"}, **(feature_kinds or {})}
 
 
 # -- the data: distinct (fold, label, value positions) patterns and their counts ---------------------
