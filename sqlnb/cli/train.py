@@ -91,7 +91,7 @@ def _auto(settings: Settings, spec, label: str, fitting: FitOptions, budget: flo
     """``--auto``: the candidates of :mod:`sqlnb.workflows.auto`, their table on stdout, the
     winner returned. Only the column options (--features, --exclude, --keep-columns) apply:
     the search chooses the rest."""
-    from sqlnb.workflows.auto import BUDGET, auto_fit
+    from sqlnb.workflows.auto import BUDGET, auto_fit  # here: a plain fit process imports no cross-validation
     given = {k for k, v in fitting.params.items() if k not in ("features", "exclude", "keep_columns", "text")
              and v not in (None, {}, (), "auto", 0.0)}
     if fitting.model != "naive_bayes" or given:
