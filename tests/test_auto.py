@@ -8,7 +8,7 @@ import pytest
 
 import sqlnb
 from sqlnb.errors import SqlnbError
-from sqlnb.workflows.auto import STAGES, auto_fit
+from sqlnb.workflows.auto import OTHER_BINS, REFINEMENTS, STAGES, auto_fit
 from support.cli import invoke, run_process
 from support.structured import class_scores, registered, tan_table
 
@@ -21,22 +21,27 @@ def data():
     return registered(tan_table(240, 4), tan_table(80, 5, unseen=True))
 
 
-def _refit(con, row):
+def _refit(con, row, model=None):
+    """``row``'s candidate fitted on every training row; a weighted one with the penalty the
+    winner's refit chose (cross_validate's nested choice, over its own folds)."""
     params = dict(row["params"])
-    return sqlnb.fit("train", "y", con=con, model=row["model"], features=FEATURES, bins="mdl", **params)
+    if row["model"] == "weighted" and model is not None:
+        params["l2"] = model.l2
+    return sqlnb.fit("train", "y", con=con, model=row["model"], features=row["features"] or FEATURES,
+                     bins=row["bins"], **params)
 
 
 def test_a_tight_budget_runs_the_first_stage_and_says_what_it_left_out(data):
     con, _, _ = data
     result = auto_fit("train", "y", con=con, budget=1e-6, features=FEATURES)
     assert {r["stage"] for r in result.tried} == {STAGES[0][0]}
-    assert result.skipped == [s[0] for s in STAGES[1:]]
+    assert result.skipped == [*(s[0] for s in STAGES[1:]), *REFINEMENTS]
     assert [r["params"]["alpha"] for r in result.tried] == [0.5, 1.0, 2.0]
     best = max(result.tried, key=lambda r: (r["accuracy"], -r["log_loss"]))
     assert result.best is best and result.table().splitlines()[1 + result.tried.index(best)].startswith("* ")
     # the winner is the fit with its parameters on every training row
     np.testing.assert_allclose(class_scores(result.model, "test", con, "proba"),
-                               class_scores(_refit(con, best), "test", con, "proba"), rtol=0, atol=1e-12)
+                               class_scores(_refit(con, best, result.model), "test", con, "proba"), rtol=0, atol=1e-12)
     assert result.model.report["auto"]["skipped"] == result.skipped
 
 
@@ -44,14 +49,23 @@ def test_a_tight_budget_runs_the_first_stage_and_says_what_it_left_out(data):
 def test_every_stage_within_the_default_budget(data):
     con, _, _ = data
     result = auto_fit("train", "y", con=con, features=FEATURES)
-    assert result.skipped == [] and {r["stage"] for r in result.tried} == {s[0] for s in STAGES}
+    assert result.skipped == []
+    assert {r["stage"] for r in result.tried} == {s[0] for s in STAGES} | {"bins"} | (
+        {"features"} if any(r["features"] for r in result.tried) else set())
     kinds = {(r["model"], r["params"].get("structure", "naive")) for r in result.tried}
     assert kinds == {("naive_bayes", s) for s in ("naive", "tan", "kdb:1", "aode", "kdb:2", "tan+kdb:2+aode")} \
         | {("weighted", "naive")}
     best = max(result.tried, key=lambda r: (r["accuracy"], -r["log_loss"]))
     assert result.best is best
+    # the bins stage: the best candidate of the structure stages, with each other discretisation
+    lead = max((r for r in result.tried if r["stage"] in {s[0] for s in STAGES}),
+               key=lambda r: (r["accuracy"], -r["log_loss"]))
+    binned = [r for r in result.tried if r["stage"] == "bins"]
+    assert [r["bins"] for r in binned] == list(OTHER_BINS)
+    assert all((r["model"], r["params"], r["features"]) == (lead["model"], lead["params"], None) for r in binned)
+    assert all(r["bins"] == "mdl" for r in result.tried if r["stage"] != "bins" and r["stage"] != "features")
     np.testing.assert_allclose(class_scores(result.model, "test", con, "proba"),
-                               class_scores(_refit(con, best), "test", con, "proba"), rtol=0, atol=1e-9)
+                               class_scores(_refit(con, best, result.model), "test", con, "proba"), rtol=0, atol=1e-9)
 
 
 def test_bad_budgets_are_refused(data):
@@ -79,3 +93,54 @@ def test_cli_auto_prints_the_table_and_saves_the_winner(tmp_path):
                           (["--budget", "5"], "--budget is the time budget of --auto")):
         result = invoke("fit", str(tmp_path / "train.csv"), "--label", "y", *args, "--model", store, "--replace")
         assert result.exit_code == 2 and message in result.stderr, (args, result.stderr)
+
+
+def test_the_features_stage_cross_validates_the_features_a_backward_selection_keeps(data, monkeypatch):
+    """The features stage: TAN's backward selection over the same folds, then the leading
+    candidate on the features it keeps; nothing when it keeps them all."""
+    con, _, _ = data
+    import sqlnb.workflows.auto as auto
+
+    monkeypatch.setattr(auto, "STAGES", STAGES[:1])  # naive Bayes only, then the refinements
+    result = auto_fit("train", "y", con=con, features=FEATURES)
+    lead = max((r for r in result.tried if r["stage"] == STAGES[0][0]), key=lambda r: (r["accuracy"], -r["log_loss"]))
+    chosen = sqlnb.select_features("train", "y", con=con, direction="backward", structure="tan",
+                                   bins=max((r for r in result.tried if r["stage"] != "features"),
+                                            key=lambda r: (r["accuracy"], -r["log_loss"]))["bins"],
+                                   features=FEATURES, folds=5, seed=0, refit=False).features
+    rows = [r for r in result.tried if r["stage"] == "features"]
+    if len(chosen) == len(FEATURES):
+        assert rows == []
+    else:
+        assert len(rows) == 1 and rows[0]["features"] == list(chosen) and rows[0]["model"] == lead["model"]
+        assert "noise" not in chosen
+    np.testing.assert_allclose(class_scores(result.model, "test", con, "proba"),
+                               class_scores(_refit(con, result.best, result.model), "test", con, "proba"),
+                               rtol=0, atol=1e-9)
+
+
+def test_the_estimator_is_auto_fit_on_the_rows_it_is_given(data):
+    """AutoNB: auto_fit on X, y (registered as a table), its search kept, the winner predicting."""
+    import pickle
+
+    import pandas as pd
+    from sklearn.base import clone
+
+    from sqlnb.estimators import AutoNB
+
+    con, _, _ = data
+    train = con.sql('SELECT a, b, e, noise, y FROM "train" WHERE y IS NOT NULL').df()
+    test = con.sql('SELECT a, b, e, noise FROM "test"').df()
+    X, y = train[FEATURES], train["y"]
+    clf = AutoNB(budget=1e-6).fit(X, y)
+    assert clone(clf).get_params() == {"budget": 1e-6, "folds": 5, "seed": 0}
+    assert [r["stage"] for r in clf.tried_] == [STAGES[0][0]] * 3 and clf.best_ is clf.search_.best
+    expected = auto_fit("train", "y", con=con, budget=1e-6, features=FEATURES)
+    assert expected.best["params"] == clf.best_["params"]
+    np.testing.assert_allclose(clf.predict_proba(test), class_scores(expected.model, "test", con, "proba"),
+                               rtol=0, atol=1e-12)
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict(test), clf.predict(test))
+    assert len(clf.predict(test)) == len(test) and isinstance(test, pd.DataFrame)
+    with pytest.raises(TypeError, match="sample_weight"):
+        AutoNB(budget=1e-6).fit(X, y, sample_weight=np.ones(len(y)))

@@ -9,7 +9,8 @@ searches, pickling, with the computation in an in-process DuckDB.
 Naive Bayes: :class:`GaussianNB`, :class:`MultinomialNB`, :class:`ComplementNB`,
 :class:`BernoulliNB`, :class:`CategoricalNB`, :class:`MixedNB` (a family per column),
 :class:`WeightedNB` (learnt weights), :class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`,
-:class:`AveragedStructuresNB`; dense:
+:class:`AveragedStructuresNB`; :class:`AutoNB` (the best of them, chosen by cross-validation:
+:func:`sqlnb.auto_fit`); dense:
 :class:`LinearDiscriminantAnalysis`, :class:`QuadraticDiscriminantAnalysis`, :class:`LogisticRegression`.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlnb.estimators.auto import AutoNB
 from sqlnb.estimators.base import SqlnbClassifier
 from sqlnb.estimators.data import EstimatorArgumentError, EstimatorInputError
 from sqlnb.estimators.dense import LinearDiscriminantAnalysis, LogisticRegression, QuadraticDiscriminantAnalysis
@@ -29,7 +31,7 @@ ESTIMATORS = (GaussianNB, MultinomialNB, ComplementNB, BernoulliNB, CategoricalN
               TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, AveragedStructuresNB, LinearDiscriminantAnalysis,
               QuadraticDiscriminantAnalysis, LogisticRegression)
 
-__all__ = ["SqlnbClassifier", "EstimatorInputError", "EstimatorArgumentError", "ESTIMATORS", "from_model", "load",
+__all__ = ["SqlnbClassifier", "AutoNB", "EstimatorInputError", "EstimatorArgumentError", "ESTIMATORS", "from_model", "load",
            *(c.__name__ for c in ESTIMATORS)]
 
 _NB_KINDS = {"gaussian": GaussianNB, "multinomial": MultinomialNB, "complement": ComplementNB,

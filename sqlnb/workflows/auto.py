@@ -10,11 +10,21 @@ over the same stratified folds (seed 0) of the training rows, numeric columns in
 3. the one-dependence structures (TAN, KDB(1), AODE) × α, one pooled cross-validation;
 4. KDB(2) and the average of TAN, KDB(2) and AODE × α.
 
+Two more stages then vary the best candidate so far (its kind and parameters kept):
+
+5. bins: equal-frequency cut points (:data:`OTHER_BINS`) instead of MDL's;
+6. features: the features kept by a backward selection
+   (:func:`~sqlnb.workflows.select.select_features`, TAN over the same folds and the best
+   bins so far: the adult page's protocol), when it leaves any out.
+
 The winner has the highest mean cross-validated accuracy (ties: the lower mean log loss,
 then the earlier candidate), and is refitted on every training row. A stage starts only
 while the time budget lasts; the stages left out are listed, so the table says what was
 and was not tried. Nothing of the held-out folds decides a fold's model: structures,
-cut points and counts come from each fold's training rows (``cross_validate``).
+cut points and counts come from each fold's training rows (``cross_validate``). The
+features stage is the exception, said in its row: the selection sees every training row,
+so the CV figure of the features it keeps is optimistic by what the search over subsets
+adds (the other candidates' figures are maxima over small grids only).
 """
 
 from __future__ import annotations
@@ -35,6 +45,10 @@ STAGES = (
     ("one-dependence structures", "naive_bayes", ("tan", "kdb:1", "aode")),
     ("two-dependence structures", "naive_bayes", ("kdb:2", "tan+kdb:2+aode")),
 )
+#: The stages that vary the best candidate so far, in the order they run.
+REFINEMENTS = ("bins", "features")
+#: Equal-frequency discretisations the bins stage tries instead of MDL's cut points.
+OTHER_BINS = ("quantile:5", "quantile:10")
 #: Default time budget of :func:`auto_fit`, in seconds.
 BUDGET = 300.0
 
@@ -46,8 +60,9 @@ class AutoResult:
     Attributes
     ----------
     tried : list of dict
-        One row per candidate: ``stage``, ``model``, ``params``, ``accuracy`` and
-        ``log_loss`` (means over the folds), ``seconds`` (of its stage).
+        One row per candidate: ``stage``, ``model``, ``params``, ``bins``, ``features``
+        (None: every feature), ``accuracy`` and ``log_loss`` (means over the folds),
+        ``seconds`` (of its stage).
     skipped : list of str
         The stages the budget left out.
     best : dict
@@ -66,12 +81,15 @@ class AutoResult:
 
     def table(self) -> str:
         """The candidates as a text table, the chosen one marked ``*``, and the stages left out."""
-        lines = [f"  {'model':<36} {'accuracy':>9} {'log loss':>9} {'stage s':>8}"]
+        width = max([36, *(len(describe(row)) for row in self.tried)])
+        lines = [f"  {'model':<{width}} {'accuracy':>9} {'log loss':>9} {'stage s':>8}"]
         for row in self.tried:
             mark = "*" if row is self.best else " "
-            lines.append(f"{mark} {describe(row):<36} {row['accuracy']:>9.4f} {row['log_loss']:>9.4f} "
+            lines.append(f"{mark} {describe(row):<{width}} {row['accuracy']:>9.4f} {row['log_loss']:>9.4f} "
                          f"{row['seconds']:>8.1f}")
         lines += [f"  {stage}: not tried (time budget)" for stage in self.skipped]
+        if self.best is not None and self.best["model"] == "weighted":  # its penalty, chosen by the refit's CV
+            lines.append(f"  the chosen model's l2: {self.model.l2:g} (5-fold CV on every training row)")
         return "\n".join(lines)
 
 
@@ -81,8 +99,12 @@ def describe(row: dict) -> str:
     structure = p.pop("structure", "naive")
     kind = ("weighted naive Bayes" if row["model"] == "weighted" else
             "naive Bayes" if structure == "naive" else structure)
-    rest = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(p.items()))
-    return f"{kind} {rest}".strip()
+    parts = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(p.items())]
+    if row.get("bins", "mdl") != "mdl":
+        parts.append(f"bins={row['bins']}")
+    if row.get("features") is not None:
+        parts.append(f"{len(row['features'])} features")
+    return f"{kind} {', '.join(parts)}".strip()
 
 
 def auto_fit(data: Any, label: str, *, con=None, budget: float = BUDGET, folds: int = 5, seed: int = 0,
@@ -109,23 +131,53 @@ def auto_fit(data: Any, label: str, *, con=None, budget: float = BUDGET, folds: 
     result = AutoResult()
     common = dict(con=con, folds=folds, seed=seed, features=features, exclude=exclude, keep_columns=keep_columns,
                   bins="mdl")
-    for i, (stage, kind, structures) in enumerate(STAGES):
+    def run(stage: str, kind: str, grid: dict | None, begun: float, bins: str = "mdl",
+            chosen: Sequence[str] | None = None, **fixed: Any) -> None:
+        """One cross-validation; its rows join the table, its best may become the winner."""
+        options = {**common, "bins": bins, **({"features": list(chosen)} if chosen is not None else {})}
+        cv = cross_validate(data, label, model=kind, grid=grid, **options, **fixed)
+        seconds = time.perf_counter() - begun
+        rows = [{"stage": stage, "model": kind, "params": {**fixed, **r["params"]}, "bins": bins,
+                 "features": None if chosen is None else list(chosen), "accuracy": r["mean_accuracy"],
+                 "log_loss": r["mean_log_loss"], "seconds": seconds} for r in cv.results]
+        result.tried.extend(rows)
+        # the stage's best is cross_validate's (the same rule: accuracy, then log loss, then order)
+        best = next(row for row in rows if row["params"] == {**fixed, **cv.best_params})
+        if result.best is None or (best["accuracy"], -best["log_loss"]) > (result.best["accuracy"],
+                                                                           -result.best["log_loss"]):
+            result.best, result.model = best, cv.best_model
+
+    stages = [*(s[0] for s in STAGES), *REFINEMENTS]
+    for i, stage in enumerate(stages):
         if i > 0 and time.perf_counter() - start >= budget:
             result.skipped.append(stage)
             continue
         begun = time.perf_counter()
-        grid = ({"structure": list(structures), "alpha": list(ALPHAS)} if structures is not None else None)
-        cv = cross_validate(data, label, model=kind, grid=grid, **common)
-        seconds = time.perf_counter() - begun
-        rows = [{"stage": stage, "model": kind, "params": r["params"], "accuracy": r["mean_accuracy"],
-                 "log_loss": r["mean_log_loss"], "seconds": seconds} for r in cv.results]
-        result.tried += rows
-        # the stage's best is cross_validate's (the same rule: accuracy, then log loss, then order)
-        best = next(row for row in rows if row["params"] == cv.best_params)
-        if result.best is None or (best["accuracy"], -best["log_loss"]) > (result.best["accuracy"],
-                                                                           -result.best["log_loss"]):
-            result.best, result.model = best, cv.best_model
+        if i < len(STAGES):
+            _, kind, structures = STAGES[i]
+            grid = {"structure": list(structures), "alpha": list(ALPHAS)} if structures is not None else None
+            run(stage, kind, grid, begun)
+            continue
+        lead = result.best  # the refinements vary the best candidate so far, its parameters fixed
+        if stage == "bins":
+            for bins in OTHER_BINS:
+                run(stage, lead["model"], None, begun, bins, lead["features"], **lead["params"])
+        else:
+            kept = _selected_features(data, label, lead, common)
+            if kept is not None:
+                run(stage, lead["model"], None, begun, lead["bins"], kept, **lead["params"])
     result.model.report = {**result.model.report,
                            "auto": {"tried": [dict(r) for r in result.tried], "skipped": result.skipped}}
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _selected_features(data: Any, label: str, lead: dict, common: dict) -> list[str] | None:
+    """The features a backward selection with TAN keeps (over the same folds, with the
+    leading candidate's bins), or None when it keeps them all."""
+    from sqlnb.workflows.select import select_features  # only when the stage runs
+
+    options = {k: v for k, v in common.items() if k != "bins"}
+    chosen = select_features(data, label, direction="backward", structure="tan", bins=lead["bins"], refit=False,
+                             **options)
+    return None if len(chosen.features) == len(chosen.candidates) else list(chosen.features)
