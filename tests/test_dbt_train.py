@@ -21,6 +21,8 @@ DuckDB five ``dbt build`` runs, PostgreSQL three.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 
@@ -29,6 +31,7 @@ import numpy as np
 import pytest
 
 import sqlnb
+from support import doc_blocks as db
 from support.cli import invoke
 from support.dbt import dbt_executable as _dbt, results as _results, run as _run
 
@@ -300,3 +303,51 @@ def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_postgres(duck
             c.execute("INSERT INTO comp_batch SELECT * FROM b1")
         build("--full-refresh")
         check(["b1", "b2"], "full refresh")
+
+
+# -- docs/dbt.md's daily project, built by dbt -------------------------------------------------------
+
+DOC = db.REPO / "docs" / "dbt.md"
+#: dbt's run-dependent text: the clock at the start of a line, each node's seconds.
+DBT_NORMALISE = ((re.compile(r"^\d\d:\d\d:\d\d\s+"), ""), (re.compile(r" in \d+\.\d+s\]"), " in <SECONDS>s]"))
+
+
+def _normalise(lines: list[str], tmp: str) -> list[str]:
+    out = []
+    for line in db.normalise(lines, tmp):
+        for pattern, repl in DBT_NORMALISE:
+            line = pattern.sub(repl, line)
+        out.append(line)
+    return out
+
+
+@pytest.mark.slow
+def test_the_daily_project_of_the_docs_builds_and_trains_as_shown(tmp_path):
+    """docs/dbt.md's session ``dbt-train`` (tests/test_docs.py runs it too), then its block
+    that runs dbt: what each command prints is what the page shows (SQLNB_DOCS_UPDATE=1
+    writes it there; review the diff)."""
+    dbt = _dbt()
+    blocks = db.parse_markdown(DOC)
+    session = [b for b in blocks if b.session == "dbt-train" and b.is_session]
+    shown = [b for b in blocks if b.not_run and "tests/test_dbt_train.py" in b.not_run]
+    assert session and len(shown) == 1
+    block = shown[0]
+    dbt_commands = db.parse_commands(block.body, block.line + 1)  # a block not run is not parsed into commands
+    assert dbt_commands
+    commands = [c for b in session for c in b.commands] + dbt_commands
+    work, env = db.prepare(tmp_path)
+    env.update(PATH=f"{env['PATH'].split(os.pathsep)[0]}{os.pathsep}{os.path.dirname(dbt)}{os.pathsep}"
+               f"{env['PATH']}", DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1", DBT_USE_COLORS="false")
+    proc = subprocess.run(["bash", "-c", db.session_script(commands)], cwd=work, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+    outputs = db.split_output(proc.stdout, len(commands))[-len(dbt_commands):]
+    if os.environ.get("SQLNB_DOCS_UPDATE"):
+        lines = DOC.read_text().split("\n")
+        body = [x for c, out in zip(dbt_commands, outputs) for x in ["$ " + c.text, *out]]
+        start = block.line  # the fence's line (1-based): the body follows it
+        lines[start:start + len(block.body)] = body
+        DOC.write_text("\n".join(lines))
+        return
+    for c, out in zip(dbt_commands, outputs):
+        problem = db.mismatch(c, _normalise(c.output, str(work)), _normalise(out, str(work)), block)
+        assert problem is None, problem
