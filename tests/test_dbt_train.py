@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 import sqlnb
+from sqlnb.workflows import dbt_params, dbt_train
 from support import doc_blocks as db
 from support.cli import invoke
 from support.dbt import dbt_executable as _dbt, results as _results, run as _run
@@ -303,6 +304,78 @@ def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_postgres(duck
             c.execute("INSERT INTO comp_batch SELECT * FROM b1")
         build("--full-refresh")
         check(["b1", "b2"], "full refresh")
+
+
+# -- the package's SQL without dbt: every hyperparameter setting ----------------------------------------
+
+#: Hyperparameters the parameter model derives under (with FITS' columns of ``mixed``, or ``comp``'s).
+SETTINGS = [
+    ("mixed", dict(estimator="map", alpha=2.0)),
+    ("mixed", dict(estimator="mle")),
+    ("mixed", dict(class_prior="uniform", beta=(0.5, 2.0))),
+    ("mixed", dict(class_prior={"bronze": 0.5, "gold": 0.3, "silver": 0.2}, feature_alpha={"region": 3.0, "clicks": 0.2})),
+    ("mixed", dict(var_smoothing=0.5, unseen="bucket")),
+    ("comp", dict(norm=False, tied_variance=False, prior_alpha={"bronze": 1.0, "gold": 5.0, "silver": 0.5})),
+]
+
+
+def _rendered(text: str, **names) -> str:
+    """A macro body as dbt renders it, with the relations named by ``names``."""
+    import jinja2
+
+    class Adapter:
+        @staticmethod
+        def quote(c: str) -> str:
+            return '"' + c.replace('"', '""') + '"'
+
+    return jinja2.Environment().from_string(text).render(
+        source=lambda package, table: '"rows"', ref=lambda n: f'"{n}"', this=names.get("this"),
+        relation=names.get("relation"), columns=["id"], adapter=Adapter)
+
+
+def _train_in_duckdb(con, model, batches: list[str]) -> None:
+    """The training models' SQL run as dbt runs them (first the full branch over the first
+    batch, then the incremental branch over each later one, merged by delete+insert), and
+    the parameter tables built from them, in ``con``; the rows are the view ``rows``."""
+    for i, batch in enumerate(batches):
+        con.execute(f"CREATE OR REPLACE VIEW rows AS SELECT * FROM {batch}")
+        for part in dbt_train._parts(model):
+            table = f"m_{part}"
+            query = _rendered(dbt_train.statistics_sql(model, "m", part, "duckdb", None, i > 0), this=f'"{table}"')
+            if i == 0:
+                con.execute(f'CREATE TABLE "{table}" AS {query}')
+                continue
+            keys = ", ".join(f'"{k}"' for k in dbt_train._keys(part))
+            con.execute(f'CREATE TEMP TABLE merged AS {query}')
+            con.execute(f'DELETE FROM "{table}" WHERE ({keys}) IN (SELECT ({keys}) FROM merged)')
+            con.execute(f'INSERT INTO "{table}" SELECT * FROM merged')
+            con.execute("DROP TABLE merged")
+    con.execute(f'CREATE TABLE m_params AS {_rendered(dbt_params.params_sql(model, "m", "duckdb"))}')
+    for j, f in enumerate(model.features):
+        if f.kind == "categorical":
+            con.execute(f'CREATE TABLE m_params_{j} AS {_rendered(dbt_params.lookup_sql(model, "m", j, "duckdb"))}')
+
+
+@pytest.mark.parametrize("name,setting", SETTINGS, ids=[f"{n}-{'-'.join(s)}" for n, s in SETTINGS])
+def test_the_parameter_tables_score_as_sqlnb_under_each_setting(name, setting):
+    """Two batches through the training SQL (the second merged as an incremental run does),
+    the parameters derived in SQL, the trained macro's SELECT: sqlnb fit's probabilities on
+    both batches within 1e-9, and the model dbt-import reads from the tables scores alike."""
+    con = duckdb.connect()
+    _table(con, "b1", _batch(con, 240, 1, 0, 1))
+    _table(con, "b2", _batch(con, 160, 2, 1000, 2))
+    _table(con, "customers", _batch(con, 120, 3, 5000, 9))
+    fits = {**FITS[name], **setting}
+    model = sqlnb.fit("b1", "segment", con=con, **fits)
+    _train_in_duckdb(con, model, ["b1", "b2"])
+    refit = sqlnb.fit("SELECT * FROM b1 UNION ALL SELECT * FROM b2", "segment", con=con, **fits)
+    want = _probabilities(refit.score("customers", con, keep=["id"]).fetchall())
+    select = _rendered(dbt_params.scoring_sql(model, "m", "duckdb"), relation='"customers"')
+    got = _probabilities([(r[0], *r[1:1 + len(CLASSES)], r[-1]) for r in con.sql(select).fetchall()])
+    _close(got, want, f"score_m_trained under {setting}")
+    imported = dbt_train.import_model(model, con, "m")
+    _close(_probabilities(imported.score("customers", con, keep=["id"]).fetchall()), want, f"dbt-import under {setting}")
+    con.close()
 
 
 # -- docs/dbt.md's daily project, built by dbt -------------------------------------------------------
