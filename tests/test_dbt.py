@@ -14,7 +14,6 @@ in PostgreSQL's store (same fingerprint). sqlnb itself runs in-process.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import pytest
 
 import sqlnb
 from support.cli import invoke
-from support.dbt import dbt_executable as _dbt, results as _results, run as _run
+from support.dbt import dbt_executable as _dbt, postgres_profiles, results as _results, run as _run
 from support.engines import unavailable
 
 ROWS_TRAIN, ROWS_SCORE = 240, 120
@@ -148,12 +147,7 @@ def test_dbt_build_on_postgres_scores_every_row_as_sqlnb_score(project):
     with postgres_engine({"customers": customers}) as pg:
         model.save(pg, "churn")  # the same model in the warehouse's store: its fingerprint goes with it
         assert sqlnb.load(pg, "churn").fingerprint == model.fingerprint
-        dsn = dict(part.split("=", 1) for part in pg.dsn.split())
-        profiles = tmp / "pg_profiles"
-        profiles.mkdir(exist_ok=True)
-        (profiles / "profiles.yml").write_text(json.dumps({"sqlnb_churn_example": {"target": "pg", "outputs": {"pg": {
-            "type": "postgres", "host": dsn["host"], "port": int(dsn["port"]), "user": dsn["user"], "password": "",
-            "dbname": dsn["dbname"], "schema": "public", "threads": 1}}}}))
+        profiles = postgres_profiles(tmp / "pg_profiles", "sqlnb_churn_example", pg.dsn)
         _run([dbt, "build", "--profiles-dir", str(profiles)], out, "dbt build (postgres)")
         assert set(_results(out).values()) == {"success", "pass"}
         import psycopg

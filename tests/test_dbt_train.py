@@ -34,7 +34,7 @@ import sqlnb
 from sqlnb.workflows import dbt_params, dbt_train
 from support import doc_blocks as db
 from support.cli import invoke
-from support.dbt import dbt_executable as _dbt, results as _results, run as _run
+from support.dbt import dbt_executable as _dbt, postgres_profiles, results as _results, run as _run
 
 CLASSES = ["bronze", "gold", "silver"]
 FITS = {
@@ -258,12 +258,7 @@ def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_postgres(duck
     with postgres_engine({**tables, "train": tables["b1"], "comp_batch": tables["b1"]}) as pg:
         for name, model in models.items():
             model.save(pg, name)
-        dsn = dict(part.split("=", 1) for part in pg.dsn.split())
-        profiles = tmp / "pg_train_profiles"
-        profiles.mkdir(exist_ok=True)
-        (profiles / "profiles.yml").write_text(json.dumps({"sqlnb_mixed_example": {"target": "pg", "outputs": {"pg": {
-            "type": "postgres", "host": dsn["host"], "port": int(dsn["port"]), "user": dsn["user"], "password": "",
-            "dbname": dsn["dbname"], "schema": "public", "threads": 1}}}}))
+        profiles = postgres_profiles(tmp / "pg_train_profiles", "sqlnb_mixed_example", pg.dsn)
         pg_out = tmp / "pg_project"
         shutil.copytree(out, pg_out, ignore=shutil.ignore_patterns("target", "logs"))
         import psycopg

@@ -41,3 +41,14 @@ def results(project: Path) -> dict[str, str]:
     """Status of each node of dbt's last run, by its name."""
     runs = json.loads((project / "target" / "run_results.json").read_text())["results"]
     return {r["unique_id"].split(".")[-2 if r["unique_id"].startswith("test.") else -1]: r["status"] for r in runs}
+
+
+def postgres_profiles(directory: Path, profile: str, dsn: str) -> Path:
+    """``directory/profiles.yml``: the profile ``profile`` with one dbt-postgres target on
+    the server of ``dsn`` (schema ``public``, one thread); returns ``directory``."""
+    parts = dict(part.split("=", 1) for part in dsn.split())
+    directory.mkdir(exist_ok=True)
+    (directory / "profiles.yml").write_text(json.dumps({profile: {"target": "pg", "outputs": {"pg": {
+        "type": "postgres", "host": parts["host"], "port": int(parts["port"]), "user": parts["user"], "password": "",
+        "dbname": parts["dbname"], "schema": "public", "threads": 1}}}}))
+    return directory
