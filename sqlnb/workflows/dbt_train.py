@@ -231,11 +231,12 @@ def statistics_sql(model: NaiveBayes, name: str, part: str, dialect: str, loaded
 
 # -- the package's files ---------------------------------------------------------------------------
 
-def _kind_of_values(f) -> str:
-    """What the compile-time check accepts for feature ``f``'s column."""
-    if f.kind != "categorical":
+def _value_kind(sql_type: str, numeric: bool = False) -> str:
+    """What the compile-time check accepts for a column: a number (or a boolean) for a
+    numeric family (``numeric``); else the kind of value its categories (or classes) are."""
+    t = sql_type.upper()
+    if numeric:
         return "number"
-    t = f.sql_type.upper()
     if t in ("BOOLEAN", "BOOL"):
         return "boolean"
     return "text" if t.startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR")) else "number"
@@ -244,10 +245,10 @@ def _kind_of_values(f) -> str:
 def _checks(model: NaiveBayes, loaded_at: str | None) -> list[dict]:
     """The source columns the training models read, each with the kind of value it must
     hold and the fix to say when it does not."""
-    out = [{"column": model.label, "kind": _kind_of_values_label(model.label_type),
+    out = [{"column": model.label, "kind": _value_kind(model.label_type),
             "fix": f"it is the label, whose classes are {model.label_type} values: cast it to {model.label_type}"}]
     for f in model.features:
-        kind = _kind_of_values(f)
+        kind = _value_kind(f.sql_type, numeric=f.kind != "categorical")
         what = f"a {f.kind} feature of type {f.sql_type}"
         fix = (f"the model reads it as {what}: cast it to {f.sql_type} in the source query, or fit a new model "
                "and generate the package again")
@@ -255,13 +256,6 @@ def _checks(model: NaiveBayes, loaded_at: str | None) -> list[dict]:
     if loaded_at:
         out.append({"column": loaded_at, "kind": "any", "fix": "it is the loaded-at column (--loaded-at)"})
     return out
-
-
-def _kind_of_values_label(label_type: str) -> str:
-    t = label_type.upper()
-    if t in ("BOOLEAN", "BOOL"):
-        return "boolean"
-    return "text" if t.startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR")) else "number"
 
 
 def macros_file(model: NaiveBayes, name: str, loaded_at: str | None) -> str:
