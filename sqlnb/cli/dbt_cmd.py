@@ -52,7 +52,9 @@ def dbt_command(settings: Settings, model, out, name, project, table, evaluate_o
     in the warehouse's sqlnb.models, so that after a refit the test fails until the
     package is written again) and a docs block (what 'sqlnb show' knows). Writing again
     changes only the files whose content changed; each file is listed on stdout as
-    'wrote' or 'unchanged'. See docs/dbt.md.
+    'wrote' or 'unchanged'. With --train, also incremental models that count MODEL's
+    statistics from labelled rows, models deriving its log-parameters from them and
+    the macro score_NAME_trained that scores with those tables. See docs/dbt.md.
 
     \b
     Example:
