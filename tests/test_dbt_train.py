@@ -189,7 +189,7 @@ def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_duckdb(duck):
 
 @pytest.mark.slow
 def test_bad_batches_fail_the_packages_tests_and_leave_the_statistics(duck):
-    """A NULL label, a class the model lacks and a negative count each fail a source test,
+    """A NULL label, a class the model lacks and a negative count (or a NaN) fail source tests,
     so dbt skips the training models; a column of another type is a compile error naming
     the column and the cast. The statistics stay those of the rows before."""
     dbt, tmp, wh, out = duck
@@ -208,7 +208,7 @@ def test_bad_batches_fail_the_packages_tests_and_leave_the_statistics(duck):
         source = f"sqlnb_{name}_train_rows"
         assert status[f"source_not_null_{source}_segment"] == "fail", failed.stdout[-3000:]
         assert status[f"source_accepted_values_{source}_segment__bronze__gold__silver"] == "fail"
-        assert status[f"source_sqlnb_{name}_counts_{source}_"] == "fail"
+        assert status[f"source_sqlnb_{name}_values_{source}_"] == "fail"
         assert status[f"{name}_classes"] == "skipped"
     assert _statistics(wh) == before
 
@@ -370,6 +370,27 @@ def test_the_parameter_tables_score_as_sqlnb_under_each_setting(name, setting):
     _close(got, want, f"score_m_trained under {setting}")
     imported = dbt_train.import_model(model, con, "m")
     _close(_probabilities(imported.score("customers", con, keep=["id"]).fetchall()), want, f"dbt-import under {setting}")
+    con.close()
+
+
+def test_the_values_test_names_each_column_the_fit_would_refuse():
+    """The package's source test ``sqlnb_mixed_values`` (its SQL run in DuckDB): a NaN in a
+    Gaussian column, an infinity in a Bernoulli one and a negative count each give a row
+    naming the column and the fix; finite values and NULLs give none."""
+    con = duckdb.connect()
+    _table(con, "b1", _batch(con, 240, 1, 0, 1))
+    model = sqlnb.fit("b1", "segment", con=con, **FITS["mixed"])
+    _table(con, "rows", "SELECT * REPLACE (CASE WHEN id = 3 THEN 'nan'::DOUBLE ELSE age END AS age, "
+                        "CASE WHEN id = 5 THEN -1 ELSE clicks END AS clicks, "
+                        "CASE WHEN id = 8 THEN 'inf'::DOUBLE ELSE score END AS score) FROM b1")
+    body = dbt_train._values_test(model, "duckdb")
+    problems = sorted(r[0] for r in con.sql(body.replace("{{ model }}", '"rows"')).fetchall())
+    assert problems == ["column age holds NaN or an infinite value; replace them with NULL in the source to count "
+                        "them as missing",
+                        "column clicks has a negative count; kind multinomial needs counts >= 0: fix the rows, or fit "
+                        "the model with --feature-kind clicks=gaussian",
+                        "column score holds NaN or an infinite value; replace them with NULL in the source to count "
+                        "them as missing"], problems
     con.close()
 
 
