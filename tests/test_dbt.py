@@ -14,11 +14,7 @@ in PostgreSQL's store (same fingerprint). sqlnb itself runs in-process.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -29,23 +25,12 @@ import pytest
 
 import sqlnb
 from support.cli import invoke
+from support.dbt import dbt_executable as _dbt, postgres_profiles, results as _results, run as _run
 from support.engines import unavailable
 
 ROWS_TRAIN, ROWS_SCORE = 240, 120
 CLASSES = ["bronze", "gold", "silver"]
 PACKAGE = "dbt_packages/sqlnb_churn"
-
-
-def _dbt() -> str:
-    exe = Path(sys.executable).with_name("dbt")
-    try:
-        import dbt.adapters.duckdb  # noqa: F401
-        import dbt.adapters.postgres  # noqa: F401
-    except ImportError as e:
-        unavailable("dbt (pip install 'sqlnb[dbt]')", e)
-    if not exe.exists():
-        unavailable("dbt", FileNotFoundError(exe))
-    return str(exe)
 
 
 def _rows(n: int, seed: int) -> pa.Table:
@@ -71,21 +56,6 @@ def _fit(wh: Path, table: str, replace: bool = False) -> None:
     con = duckdb.connect(str(wh))
     sqlnb.fit(table, "segment", con=con, exclude=["id"]).save(con, "churn", replace=replace)
     con.close()
-
-
-def _run(args, cwd, what: str, ok: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1", DBT_USE_COLORS="false",
-               DBT_PARTIAL_PARSE="true")
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
-    if ok and proc.returncode != 0:
-        pytest.fail(f"{what} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    return proc
-
-
-def _results(project: Path) -> dict[str, str]:
-    """Status of each node of dbt's last run, by its name."""
-    runs = json.loads((project / "target" / "run_results.json").read_text())["results"]
-    return {r["unique_id"].split(".")[-2 if r["unique_id"].startswith("test.") else -1]: r["status"] for r in runs}
 
 
 def _files(root: Path) -> dict[str, str]:
@@ -177,12 +147,7 @@ def test_dbt_build_on_postgres_scores_every_row_as_sqlnb_score(project):
     with postgres_engine({"customers": customers}) as pg:
         model.save(pg, "churn")  # the same model in the warehouse's store: its fingerprint goes with it
         assert sqlnb.load(pg, "churn").fingerprint == model.fingerprint
-        dsn = dict(part.split("=", 1) for part in pg.dsn.split())
-        profiles = tmp / "pg_profiles"
-        profiles.mkdir(exist_ok=True)
-        (profiles / "profiles.yml").write_text(json.dumps({"sqlnb_churn_example": {"target": "pg", "outputs": {"pg": {
-            "type": "postgres", "host": dsn["host"], "port": int(dsn["port"]), "user": dsn["user"], "password": "",
-            "dbname": dsn["dbname"], "schema": "public", "threads": 1}}}}))
+        profiles = postgres_profiles(tmp / "pg_profiles", "sqlnb_churn_example", pg.dsn)
         _run([dbt, "build", "--profiles-dir", str(profiles)], out, "dbt build (postgres)")
         assert set(_results(out).values()) == {"success", "pass"}
         import psycopg

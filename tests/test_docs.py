@@ -40,7 +40,7 @@ from support import doc_blocks as db
 REPO = db.REPO
 MAX_UNMARKED = 0           # every block shown is run or says why not (a skipped check is a defect)
 #: Blocks marked not run today: a ratchet, so that marking another block is a visible change here.
-MAX_NOT_RUN = 23
+MAX_NOT_RUN = 24
 SESSION_TIMEOUT = 600
 #: The tests that run the blocks marked ``<!-- doc-test: engine NAME -->`` (not sessions here).
 ENGINE_DOC_TESTS = {"postgres": "tests/test_docs_postgres.py"}

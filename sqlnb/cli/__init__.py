@@ -24,7 +24,7 @@ module per group of commands and are added to it here:
   sample, novelty, fit-em), :mod:`sqlnb.cli.tuning` (cv, compare), :mod:`sqlnb.cli.select_cmd`
   (select), :mod:`sqlnb.cli.text` (fit-long, score-long), :mod:`sqlnb.cli.demo` (demo),
   :mod:`sqlnb.cli.decide` (decide), :mod:`sqlnb.cli.report_cmd` (report), :mod:`sqlnb.cli.calibrate`
-  (calibrate), :mod:`sqlnb.cli.dbt_cmd` (dbt).
+  (calibrate), :mod:`sqlnb.cli.dbt_cmd` (dbt, dbt-import).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ COMMANDS = {
     "report": "report_cmd:report",
     "mi": "information:mi",
     "calibrate": "calibrate:calibrate",
-    "dbt": "dbt_cmd:dbt_command",
+    "dbt": "dbt_cmd:dbt_command", "dbt-import": "dbt_cmd:dbt_import",
     "conformal": "conformal_cmd:conformal",
 }
 

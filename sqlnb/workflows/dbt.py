@@ -83,7 +83,12 @@ def scoring_sql(model: Any, dialect: str) -> str:
     """The scoring SELECT of ``model`` for ``dialect``, over ``{{ relation }}`` aliased
     ``src``, passing through the columns named by the Jinja list ``columns``."""
     src = exp.Table(this=_jinja("{{ relation }}"), alias=exp.TableAlias(this=sql.ident("src")))
-    tree = model.scoring_query(None, OUTPUTS, keep=[_KEEP], source_from=src, dialect=dialect)
+    return passed_through(model.scoring_query(None, OUTPUTS, keep=[_KEEP], source_from=src, dialect=dialect), dialect)
+
+
+def passed_through(tree: exp.Select, dialect: str) -> str:
+    """``tree`` (a scoring SELECT keeping the one column ``_KEEP``) rendered for
+    ``dialect`` with that column replaced by a Jinja loop over the list ``columns``."""
 
     def fill(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and node.name == _KEEP:

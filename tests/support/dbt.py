@@ -1,0 +1,54 @@
+"""Running dbt as a user runs it, for the tests of the packages ``sqlnb dbt`` writes:
+the ``dbt`` executable beside this Python (skipped, or failed in CI, without dbt-duckdb
+and dbt-postgres), one process per command, and the status of each node of its last run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.engines import unavailable
+
+
+def dbt_executable() -> str:
+    exe = Path(sys.executable).with_name("dbt")
+    try:
+        import dbt.adapters.duckdb  # noqa: F401
+        import dbt.adapters.postgres  # noqa: F401
+    except ImportError as e:
+        unavailable("dbt (pip install 'sqlnb[dbt]')", e)
+    if not exe.exists():
+        unavailable("dbt", FileNotFoundError(exe))
+    return str(exe)
+
+
+def run(args, cwd, what: str, ok: bool = True) -> subprocess.CompletedProcess:
+    """Run dbt ``args`` in ``cwd``; fail the test with dbt's output when it fails and ``ok``."""
+    env = dict(os.environ, DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1", DBT_USE_COLORS="false",
+               DBT_PARTIAL_PARSE="true")
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    if ok and proc.returncode != 0:
+        pytest.fail(f"{what} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
+def results(project: Path) -> dict[str, str]:
+    """Status of each node of dbt's last run, by its name."""
+    runs = json.loads((project / "target" / "run_results.json").read_text())["results"]
+    return {r["unique_id"].split(".")[-2 if r["unique_id"].startswith("test.") else -1]: r["status"] for r in runs}
+
+
+def postgres_profiles(directory: Path, profile: str, dsn: str) -> Path:
+    """``directory/profiles.yml``: the profile ``profile`` with one dbt-postgres target on
+    the server of ``dsn`` (schema ``public``, one thread); returns ``directory``."""
+    parts = dict(part.split("=", 1) for part in dsn.split())
+    directory.mkdir(exist_ok=True)
+    (directory / "profiles.yml").write_text(json.dumps({profile: {"target": "pg", "outputs": {"pg": {
+        "type": "postgres", "host": parts["host"], "port": int(parts["port"]), "user": parts["user"], "password": "",
+        "dbname": parts["dbname"], "schema": "public", "threads": 1}}}}))
+    return directory
