@@ -42,27 +42,24 @@ def main(argv=None) -> int:
     ap.add_argument("--data", help="directory for the generated data (kept between runs)")
     ap.add_argument("--write-readme", action="store_true")
     args = ap.parse_args(argv)
-    data = Path(args.data or tempfile.mkdtemp()) / f"mixed_{args.rows}"
-    if not (data / "meta.json").exists():
-        generate.main(["--shape", "mixed", "--rows", str(args.rows), "--features", "8", "--classes", "3",
-                       "--out", str(data)])
-    glob = str(data / "part-*.parquet")
+    out = Path(args.data or tempfile.mkdtemp()) / f"mixed_{args.rows}"
+    glob = generate.load_or_generate("mixed", args.rows, 8, 3, out)["globs"]["data"]
     con = duckdb.connect()
     rows = f"SELECT * FROM read_parquet('{glob}') LIMIT {{}} OFFSET {{}}"
     model = sqlnb.fit(con.sql(rows.format(200_000, args.held_out)).to_arrow_table(), "label")
     calibrated = sqlnb.calibrate(model, con.sql(rows.format(args.held_out, 0)).to_arrow_table(), "venn-abers", con=con)
     models = {"uncalibrated": model, "venn-abers": calibrated}
-    out = Path(tempfile.mkdtemp()) / "scored.parquet"
+    scored = Path(tempfile.mkdtemp()) / "scored.parquet"
     load0 = os.getloadavg()[0]
     times: dict[str, list[float]] = {k: [] for k in models}
     cpu: dict[str, list[float]] = {k: [] for k in models}
     for _ in range(args.repeat):
         for name, m in models.items():
             t, c = time.perf_counter(), time.process_time()
-            m.score(glob, con).write_parquet(str(out))
+            m.score(glob, con).write_parquet(str(scored))
             times[name].append(time.perf_counter() - t)
             cpu[name].append(time.process_time() - c)
-            os.remove(out)
+            os.remove(scored)
     base, base_cpu = statistics.median(times["uncalibrated"]), statistics.median(cpu["uncalibrated"])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
