@@ -82,7 +82,7 @@ def test_isotonic_on_scores_that_do_not_vary_is_scikit_learns_constant(binary):
     assert np.all(pos == pytest.approx(y.count("pos") / len(y), abs=1e-12))
 
 
-@pytest.mark.parametrize("method", ["temperature", "platt", "isotonic"])
+@pytest.mark.parametrize("method", ["temperature", "platt", "isotonic", "venn-abers"])
 def test_rows_of_one_class_are_refused_by_every_method(binary, method):
     r = run_in(binary, "calibrate", "one_class.parquet", "--model", "m.duckdb:nb", "--method", method)
     assert_error(r, "every held-out row of 'one_class.parquet' is of class 'neg'",

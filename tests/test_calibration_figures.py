@@ -100,6 +100,7 @@ def figures() -> tuple[str, dict]:
             loss, ece, err, n, c = found[(name, kind, method)]
             fitted = ("" if c is None else f"T = {c.temperature:.4f}" if method == "temperature"
                       else f"A = {c.slope:.4f}, B = {c.intercept:.4f}" if method == "platt"
+                      else f"{len(c.venn_abers.steps[0].thresholds):,} distinct scores" if method == "venn-abers"
                       else f"{len(c.thresholds)} thresholds")
             lines.append(f"| {name} | {kind} | {n_cal:,} / {n:,} | {method or 'none'} | {fitted} | {loss:.4f} | "
                          f"{ece:.4f} | {100 * err:.2f} % |")

@@ -20,6 +20,7 @@ The layers, lowest first (the README's "How it works" draws the same map)::
     store | io                          models as tables | where data and results live
     models.finish | models.priors | models.newton
                                         the log-sum-exp finish | class priors | Newton's method
+    models.venn_abers                   Venn–Abers step functions (a calibrator's part)
     models.decision | models.explain | models.calibration | models.conformal
                                         decision rules | explanations (stages after the finish) |
                                         calibrators of the class scores (before it) | conformal sets
@@ -58,6 +59,7 @@ LAYERS: list[list[str]] = [
     ["sqlnb.engines"],
     ["sqlnb.store", "sqlnb.io"],
     ["sqlnb.models.finish", "sqlnb.models.priors", "sqlnb.models.newton"],
+    ["sqlnb.models.venn_abers"],
     ["sqlnb.models.decision", "sqlnb.models.explain", "sqlnb.models.calibration", "sqlnb.models.conformal"],
     ["sqlnb.models.base"],
     ["sqlnb.models.naive_bayes", "sqlnb.models.dense"],

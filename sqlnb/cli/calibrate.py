@@ -17,7 +17,8 @@ from sqlnb.models.calibration import METHODS, calibrate as fit_calibration, with
 @model_option()
 @click.option("--method", type=click.Choice(METHODS), default="temperature", show_default=True,
               help="temperature (one T, any number of classes), platt (sigmoid of the log-odds, two "
-                   "classes) or isotonic (pool-adjacent-violators on the log-odds, two classes).")
+                   "classes), isotonic (pool-adjacent-violators on the log-odds, two classes) or venn-abers "
+                   "(an interval [p0, p1] per class and their merged probability; more classes one-vs-rest).")
 @click.option("--label", "-y", metavar="COL", help="DATA's label column [default: the model's label].")
 @click.option("--clear", is_flag=True, help="Remove the model's calibrator instead (no DATA).")
 @format_option
@@ -33,6 +34,7 @@ def calibrate(settings: Settings, data, model, method, label, clear, fmt, readin
     Example:
       sqlnb calibrate holdout.parquet --model models.duckdb:churn --method temperature
       sqlnb calibrate holdout.parquet --model models.duckdb:churn --method isotonic --label churned
+      sqlnb calibrate holdout.parquet --model models.duckdb:churn --method venn-abers
       sqlnb calibrate --model models.duckdb:churn --clear
     """
     done = _held_out_or_clear(settings, "calibrate", data, model, reading, clear, "the calibrator", "the calibrator",

@@ -12,6 +12,9 @@ log-sum-exp, probabilities and argmax stay the same code for every kind and dial
                   thresholds and constant outside them (scikit-learn's
                   IsotonicRegression(out_of_bounds="clip"))
                   b'_1 = ln p,  b'_0 = ln(1 − p)          ln 0 written as −inf
+    venn-abers    the inductive Venn–Abers predictor (:mod:`sqlnb.models.venn_abers`):
+                  an interval [p0, p1] per class, b'_c = ln p1 − ln(1 − p0 + p1)
+                  (two classes, on s; more, one-vs-rest on b_c − max_{k≠c} b_k)
 
 The calibrated scores are what the scoring SELECT then calls ``jll_<class>`` (and
 ``log_evidence`` is their log-sum-exp, no longer ln p(x)). Temperature scaling keeps every
@@ -29,7 +32,9 @@ SELECT, uncalibrated, in DuckDB, and aggregates there:
   t₊ = (N₊ + 1)/(N₊ + 2) and t₋ = 1/(N₋ + 2) — the objective of scikit-learn's
   ``CalibratedClassifierCV(method="sigmoid")``, here on the log-odds ``s``;
 * isotonic: one ``GROUP BY s`` (rows and positives per distinct score, so at most one row
-  per distinct score reaches Python), then pool-adjacent-violators on those groups.
+  per distinct score reaches Python), then pool-adjacent-violators on those groups;
+* venn-abers: the same ``GROUP BY`` per calibrated class, then the step functions p0 and p1
+  by the fast algorithm (:meth:`sqlnb.models.venn_abers.Steps.fit`).
 
 Rows with a NULL label are skipped; so are rows whose scores are not all finite (NULL for an
 incomplete row of LDA, QDA or logistic regression; −inf for a class ruled out by the MLE
@@ -61,12 +66,13 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, UpdateWarning, suggest
 from sqlnb.models.finish import class_columns
+from sqlnb.models.venn_abers import PART as VENN_ABERS_PART, VennAbers, fit as fit_venn_abers, scores as ovr_scores
 from sqlnb.source import read_with, resolve
 from sqlnb.engines.duckdb import new_connection
 from sqlnb.store.catalog import PROVENANCE_COLUMN
 
 #: Calibration methods.
-METHODS = ("temperature", "platt", "isotonic")
+METHODS = ("temperature", "platt", "isotonic", "venn-abers")
 #: The methods that need exactly two classes.
 BINARY = ("platt", "isotonic")
 #: Helper columns of the calibration stages (besides ``uncalibrated_<class>``).
@@ -90,6 +96,8 @@ class Calibration:
         Platt's A and B (on the log-odds ``s = b_1 − b_0``).
     thresholds, probas : tuple of float
         Isotonic: the fitted function's breakpoints ``s_j`` (increasing) and its values there.
+    venn_abers : VennAbers, optional
+        Venn–Abers: the step functions p0 and p1 of each calibrated class.
     rows : int
         Held-out rows it was fitted on.
     source : str
@@ -104,6 +112,7 @@ class Calibration:
     probas: tuple[float, ...] = field(default=())
     rows: int = 0
     source: str = ""
+    venn_abers: VennAbers | None = None
 
     # -- scoring -----------------------------------------------------------------------
     @staticmethod
@@ -113,13 +122,21 @@ class Calibration:
 
     def helper_columns(self, classes: Sequence[Any]) -> list[str]:
         """Every column the calibration stages add besides ``jll_<class>``."""
+        if self.venn_abers is not None:
+            return self.raw_columns(classes) + self.venn_abers.helper_columns(classes)
         extra = {"temperature": [], "platt": [LOGIT_COLUMN], "isotonic": [LOGIT_COLUMN, PROBA_COLUMN]}
         return self.raw_columns(classes) + extra[self.method]
+
+    def output_columns(self, classes: Sequence[Any]) -> list[str]:
+        """Columns the calibrator adds beside the probabilities: Venn–Abers's intervals."""
+        return self.venn_abers.output_columns(classes) if self.venn_abers is not None else []
 
     def stages(self, classes: Sequence[Any]) -> list[list[tuple[str, exp.Expression]]]:
         """SELECT lists, each over the previous one's columns (the first over the raw scores
         ``uncalibrated_<class>``); the last defines ``jll_<class>``."""
         raw = [sql.col(n) for n in self.raw_columns(classes)]
+        if self.venn_abers is not None:
+            return self.venn_abers.stages(raw, classes)
         jll = class_columns("jll_", classes)
         if self.method == "temperature":
             return [[(n, exp.Div(this=b, expression=sql.dbl(self.temperature))) for n, b in zip(jll, raw)]]
@@ -179,7 +196,8 @@ class Calibration:
     # -- storage ------------------------------------------------------------------------
     def tables(self) -> dict[str, tuple[Any, dict]]:
         """``calibration`` (method, temperature, slope, intercept, rows, source: one row) and,
-        for isotonic, ``calibration_steps`` (position, threshold, proba)."""
+        for isotonic, ``calibration_steps`` (position, threshold, proba); for Venn–Abers
+        ``calibration_venn_abers`` (:meth:`~sqlnb.models.venn_abers.VennAbers.table`)."""
         import pyarrow as pa
         parts = {PART: (pa.table({
             "method": pa.array([self.method], pa.string()),
@@ -195,6 +213,8 @@ class Calibration:
                 "threshold": pa.array(self.thresholds, pa.float64()),
                 "proba": pa.array(self.probas, pa.float64()),
             }), {})
+        if self.venn_abers is not None:
+            parts[VENN_ABERS_PART] = (self.venn_abers.table(), {})
         return parts
 
     @classmethod
@@ -206,7 +226,8 @@ class Calibration:
         steps = sorted(tables[STEPS_PART].to_pylist(), key=lambda r: r["position"]) if STEPS_PART in tables else []
         return cls(row["method"], row["temperature"], row["slope"], row["intercept"],
                    tuple(r["threshold"] for r in steps), tuple(r["proba"] for r in steps),
-                   int(row["rows"]), row[PROVENANCE_COLUMN])
+                   int(row["rows"]), row[PROVENANCE_COLUMN],
+                   VennAbers.from_table(tables[VENN_ABERS_PART]) if VENN_ABERS_PART in tables else None)
 
     def describe(self) -> dict:
         """JSON-ready: the method, its numbers and the held-out rows."""
@@ -215,6 +236,8 @@ class Calibration:
             d["temperature"] = self.temperature
         elif self.method == "platt":
             d.update(slope=self.slope, intercept=self.intercept)
+        elif self.venn_abers is not None:
+            d.update(self.venn_abers.describe())
         else:
             d["thresholds"] = len(self.thresholds)
         return d | {"rows": self.rows, "source": self.source}
@@ -229,7 +252,9 @@ def summary(described: dict) -> str:
     d = described
     what = {"temperature": lambda: f"T = {d['temperature']:.6g}",
             "platt": lambda: f"A = {d['slope']:.6g}, B = {d['intercept']:.6g}",
-            "isotonic": lambda: f"{d['thresholds']} thresholds"}[d["method"]]()
+            "isotonic": lambda: f"{d['thresholds']} thresholds",
+            "venn-abers": lambda: ("one-vs-rest, " if len(d["scores"]) > 1 else "")
+            + f"{'/'.join(f'{n:,}' for n in d['scores'])} distinct scores"}[d["method"]]()
     return f"{d['method']} ({what}) on {d['rows']:,} rows of {d['source']}"
 
 
@@ -257,7 +282,7 @@ def calibrate(model, data: Any, method: str = "temperature", *, label: str | Non
         the uncalibrated scores).
     data : path, table, query, relation or Source
         Labelled rows not used for fitting the model.
-    method : {"temperature", "platt", "isotonic"}
+    method : {"temperature", "platt", "isotonic", "venn-abers"}
         See the module docstring; ``platt`` and ``isotonic`` need a binary model.
     label : str, optional
         The label column of ``data`` (default: the model's).
@@ -291,10 +316,12 @@ def calibrate(model, data: Any, method: str = "temperature", *, label: str | Non
                                  true=exp.Literal.number(k)) for k, c in enumerate(model.classes)])
     finite = exp.and_(*[exp.func("isfinite", x.copy()) for x in b])  # NULL for NULL scores: dropped
     # Temperature works on d_c = b_c − max b (≤ 0, the largest exactly 0): exp(β d) never
-    # overflows. Platt and isotonic on s = b_1 − b_0.
+    # overflows. Platt and isotonic on s = b_1 − b_0; Venn–Abers on its one-vs-rest scores.
     if method == "temperature":
         top = sql.greatest([x.copy() for x in b])
         cols = [exp.alias_(exp.Sub(this=x.copy(), expression=top.copy()), f"d{k}") for k, x in enumerate(b)]
+    elif method == "venn-abers":
+        cols = [exp.alias_(e, f"s{j}") for j, e in enumerate(ovr_scores(b))]
     else:
         cols = [exp.alias_(exp.Sub(this=b[1].copy(), expression=b[0].copy()), "s")]
     rows = (exp.select(exp.alias_(index, "y"), *cols).from_(scored)
@@ -316,7 +343,8 @@ def calibrate(model, data: Any, method: str = "temperature", *, label: str | Non
             need = "rows of both classes" if K == 2 else "rows of at least two classes"
             raise SqlnbError(f"every held-out row of {source.description} is of class {only!r}; {method} "
                              f"calibration needs {need}; calibrate on held-out rows of every class")
-        fit = {"temperature": _fit_temperature, "platt": _fit_platt, "isotonic": _fit_isotonic}[method]
+        fit = {"temperature": _fit_temperature, "platt": _fit_platt, "isotonic": _fit_isotonic,
+               "venn-abers": lambda *a: {"venn_abers": fit_venn_abers(con, work, K)}}[method]
         cal = fit(con, work, K, counts, source.description)
     finally:
         con.execute(sql.render(exp.Drop(tables=[sql.table(work)], kind="TABLE", exists=True)))

@@ -309,7 +309,8 @@ def scoring_select(
     calibration : Calibration, optional
         A calibrator (:mod:`sqlnb.models.calibration`): the scores are computed as
         ``uncalibrated_<class>`` and its stages turn them into the ``jll_<class>`` the finish
-        reads. A calibrated model keeps the plain shape on every engine.
+        reads. A calibrated model keeps the plain shape on every engine. Columns the
+        calibrator outputs (Venn–Abers's intervals) follow the probabilities.
     conformal : ConformalSets, optional
         Conformal prediction sets (:mod:`sqlnb.models.conformal`), with ``prediction``:
         their stages go after the probabilities, before a decision rule's, and the set
@@ -465,6 +466,8 @@ def scoring_select(
     if "proba" in outputs:
         final += [_as(unless_undefined(exp.Div(this=sql.col(e), expression=total.copy())), n)
                   for e, n in zip(shifted, class_columns("proba_", classes))]
+        if passthrough is not None and calibration is not None:  # (with * they pass through)
+            final += [sql.col(n) for n in calibration.output_columns(classes)]
     if "prediction" in outputs:
         argmax = [exp.If(this=exp.EQ(this=x.copy(), expression=big_b.copy()), true=sql.value(v, label_type))
                   for x, v in zip(b, classes)]

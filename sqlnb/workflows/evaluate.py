@@ -21,6 +21,8 @@ NULL; unlabelled rows are counted and left out)::
                defined (:mod:`sqlnb.workflows.ranking`)
     ECE        Σ_b (n_b/n)·|accuracy_b − mean confidence_b| over 15 equal-width bins of the
                top-class probability max_c p_c (bin min(floor(15·conf), 14))
+    width      a Venn–Abers model's mean interval width p1 − p0 (one-vs-rest: also over
+               the classes; :func:`sqlnb.models.venn_abers.width`), over the rows above
 
 **Which labels the averages are over** (``labels``), as scikit-learn's
 ``precision_recall_fscore_support``: by default (``"present"``) the labels present in the
@@ -69,12 +71,13 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import as_engine
-from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.decision import DecisionMetrics, decision_metrics, report_lines
 from sqlnb.models.finish import class_columns, label_text
+from sqlnb.models.venn_abers import width_query
 from sqlnb.source import read_with
 from sqlnb.stats import _sort_key
 from sqlnb.workflows import ranking, ranksort
+from sqlnb.workflows.label_averages import LABELS, check_labels, label_averages  # noqa: F401 (re-exported)
 
 #: Probabilities are clipped to [EPS, 1 − EPS] in the log loss (scikit-learn's rule).
 EPS = float(np.finfo(np.float64).eps)
@@ -138,6 +141,7 @@ class Evaluation:
     micro_recall: float | None = None
     micro_f1: float | None = None
     balanced_accuracy: float | None = None
+    interval_width: float | None = None  # a Venn–Abers calibrator's mean p1 − p0
 
     @property
     def unknown_labels(self) -> list:
@@ -483,58 +487,6 @@ def scoring_for_metrics(model, data: Any, con: Any, label: str | None,
     return engine, label, scored
 
 
-#: What the label averages may be over (module docstring; scikit-learn's ``labels``).
-LABELS = ("present", "model")
-
-
-def check_labels(labels: str) -> str:
-    """``labels`` if it is one of :data:`LABELS`, else a one-line error naming the choices."""
-    if labels not in LABELS:
-        raise SqlnbError(f"unknown labels {labels!r}{suggest(str(labels), LABELS)}; choose 'present' (the labels "
-                         "in the rows or their predictions, as scikit-learn) or 'model' (the model's classes)")
-    return labels
-
-
-def label_averages(classes: Sequence, true_labels: Sequence, predicted: Sequence, matrix: Sequence[Sequence[int]],
-                   labels: str = "present") -> dict:
-    """Macro, weighted and micro precision, recall and F1 and the balanced accuracy, from
-    the confusion counts (``matrix[i][j]``: rows labelled ``true_labels[i]`` predicted
-    ``predicted[j]``; ``predicted`` holds the classes and maybe None, no prediction), over
-    the labels ``labels`` names (module docstring). scikit-learn's
-    ``precision_recall_fscore_support(..., zero_division=0)`` and
-    ``balanced_accuracy_score``, from the same integer counts: the divisions and means are
-    the only rounding. None for every figure when no row is labelled."""
-    col = {p: j for j, p in enumerate(predicted)}
-    support = {y: sum(r) for y, r in zip(true_labels, matrix)}
-    hits = {y: (r[col[y]] if y in col else 0) for y, r in zip(true_labels, matrix)}
-    chosen = {y: sum(r[col[y]] for r in matrix) if y in col else 0 for y in true_labels}
-    if labels == "model":
-        over = list(classes)
-    else:
-        over = [y for y in true_labels if support[y] or chosen[y]]
-    out: dict[str, Any] = {"averaged_labels": over}
-    names = ("macro_precision", "macro_recall", "macro_f1", "weighted_precision", "weighted_recall", "weighted_f1",
-             "micro_precision", "micro_recall", "micro_f1", "balanced_accuracy")
-    if not sum(support.values()):
-        return out | dict.fromkeys(names)
-
-    def ratio(a: float, b: float) -> float:
-        return a / b if b else 0.0  # zero_division=0
-
-    figures = {"precision": [ratio(hits[y], chosen[y]) for y in over],
-               "recall": [ratio(hits[y], support[y]) for y in over],
-               "f1": [ratio(2 * hits[y], support[y] + chosen[y]) for y in over]}
-    weights = [support[y] for y in over]
-    for name, values in figures.items():
-        out[f"macro_{name}"] = float(np.mean(values)) if values else 0.0
-        out[f"weighted_{name}"] = float(np.average(values, weights=weights)) if sum(weights) else 0.0
-    tp, pred, true = (sum(d[y] for y in over) for d in (hits, chosen, support))
-    out |= {"micro_precision": ratio(tp, pred), "micro_recall": ratio(tp, true), "micro_f1": ratio(2 * tp, pred + true)}
-    recalls = [hits[y] / support[y] for y in true_labels if support[y]]
-    out["balanced_accuracy"] = float(np.mean(recalls))
-    return out
-
-
 @sql.trees_collected_by_refcount
 def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels: str = "present",
              scored: exp.Select | None = None) -> Evaluation:
@@ -601,6 +553,8 @@ def evaluate(model, data: Any, con: Any = None, label: str | None = None, labels
     for y, p, n in counts:
         matrix[ti[y]][pi[p]] += int(n)
     averages = label_averages(classes, true_labels, predicted, matrix, labels)
+    if getattr(getattr(model, "calibration", None), "venn_abers", None) is not None:
+        averages["interval_width"] = _num(engine.execute(width_query(scored, label, classes))[0][0])
     return Evaluation(
         label=label, classes=classes, rows=int(row["rows"]), labelled_rows=int(row["labelled"]),
         unlabelled_rows=int(row["rows"]) - int(row["labelled"]), no_proba_rows=int(row["no_proba"]),
@@ -664,6 +618,8 @@ def text_report(ev: Evaluation, digits: int = 4) -> str:
         lines.append(f"ROC AUC     {f(ev.macro_roc_auc)} macro, {f(ev.weighted_roc_auc)} weighted (one-vs-rest)")
     lines.append(f"avg prec.   {f(ev.macro_average_precision)} macro, {f(ev.weighted_average_precision)} weighted")
     lines.append(f"ECE         {f(ev.ece)}  ({ranking.BINS} equal-width bins of the top-class probability)")
+    if ev.interval_width is not None:
+        lines.append(f"VA width    {f(ev.interval_width)}  (mean p1 − p0 of the Venn–Abers intervals)")
     over = ev.averaged_labels
     if ev.labels == "present" and over != list(ev.classes):
         # Only said where it matters: the averages are then not over the model's classes.

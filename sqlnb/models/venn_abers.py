@@ -1,0 +1,284 @@
+"""Inductive Venn–Abers predictors (Vovk & Petej 2014): a calibrator of the class scores
+that gives, beside one probability per class, an interval ``[p0, p1]`` that holds it.
+
+For two classes the calibrator works on the log-odds ``s = b_1 − b_0`` (``b_c`` the class
+scores, :mod:`sqlnb.models.finish`; class 1 is the second in sorted order). Given the
+held-out (calibration) rows' scores and labels, a test row of score ``s`` gets::
+
+    p0 = f0(s),  f0 = isotonic regression of calibration ∪ {(s, 0)}
+    p1 = f1(s),  f1 = isotonic regression of calibration ∪ {(s, 1)}
+    p  = p1 / (1 − p0 + p1)                  the merged probability of class 1
+
+(0 < p1 and p0 < 1 always: the test row's own label moves the fit at its score). With
+more classes each class c is calibrated one-vs-rest, on its margin over the best other
+class ``s_c = b_c − max_{k≠c} b_k`` (for two classes the log-odds again) with labels
+``[y = c]``; the merged probabilities ``p_c`` are then normalised to sum to 1.
+
+**Fitting** (:meth:`Steps.fit`): ``p0`` and ``p1`` depend on ``s`` only through its place
+among the k sorted distinct calibration scores ``t_1 < … < t_k``, so they are step functions
+of ``s``, precomputed once as the fast algorithm of Vovk, Petej and Fedorova (2015, "Large-scale
+probabilistic predictors with and without guarantees of validity", algorithms 1-4) does:
+on the cumulative sum diagram ``P_0 = (0, 0)``, ``P_j = (rows with score ≤ t_j, positives
+among them)``, a Graham scan gives the greatest convex minorant, and one sweep over the
+scores (left to right for p1, right to left for p0) keeps it up to date as the test point
+moves, reading each step's value off as a slope. O(k) after the ``GROUP BY score``, in
+exact integer arithmetic (each slope is one correctly rounded division). A test score equal
+to a calibration score ``t_j`` is pooled with it: ``p0`` takes the step to its right
+(``t_j ≤ s < t_{j+1}``), ``p1`` the step to its left (``t_{j−1} < s ≤ t_j``). Cell ``j``
+(``0..k``) lies below threshold ``t_{j+1}``; ``p0`` is 0 below ``t_1``, ``p1`` 1 above ``t_k``.
+
+**Stored** as one table of steps per calibrated class (:data:`PART`: class, position,
+threshold, p0, p1; the last cell's threshold NULL), and **scored** inside the scoring
+SELECT (:meth:`VennAbers.stages`): the score, then each step function as a balanced tree of
+``CASE WHEN s < t`` comparisons (``≤`` for p1; runs of equal values merged), then the class
+scores ``jll_c = ln p1_c − ln(1 − p0_c + p1_c)`` (for two classes ``ln(1 − p0)`` for the
+first class) whose softmax in the shared finish is the merged (and normalised)
+probability. The interval columns ``va_p0_<class>`` and ``va_p1_<class>`` come out beside
+the probabilities (for two classes the first class's interval is ``[1 − p1, 1 − p0]``).
+The score is written with subtraction and GREATEST only, so every engine computes it to the
+same bit and a row scored exactly at a calibration score finds the same step everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.models.finish import class_columns
+
+#: Stored part: one row per step of each calibrated class.
+PART = "calibration_venn_abers"
+#: Column prefixes: the interval per class, and the one-vs-rest score (a helper).
+P0_PREFIX, P1_PREFIX, SCORE_PREFIX = "va_p0_", "va_p1_", "va_score_"
+
+
+def _cross(o: tuple[int, int], a: tuple[int, int], b: tuple[int, int]) -> int:
+    """z of (a − o) × (b − o): > 0 for a left turn o → a → b."""
+    return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+
+def _slope(a: tuple[int, int], b: tuple[int, int]) -> float:
+    return (b[1] - a[1]) / (b[0] - a[0]) + 0.0  # Python ints: one correctly rounded division (+ 0.0: never −0.0)
+
+
+def _not_below(t: tuple[int, int], a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether ``t`` is on or above the line through ``a`` and ``b``."""
+    if a[0] > b[0]:
+        a, b = b, a
+    return _cross(a, b, t) >= 0
+
+
+def _hull(points: dict[int, tuple[int, int]], scan: Sequence[int], turn: int) -> list[tuple[int, int]]:
+    """Graham scan over ``points`` in the order ``scan``: the greatest convex minorant
+    (``turn`` = 1, scanning left to right; −1 right to left), as a stack whose top is the
+    last point scanned, returned reversed (its top the first point)."""
+    stack = [points[scan[0]], points[scan[1]]]
+    for i in scan[2:]:
+        while len(stack) > 1 and turn * _cross(stack[-2], stack[-1], points[i]) <= 0:
+            stack.pop()
+        stack.append(points[i])
+    return stack[::-1]
+
+
+def _sweep(points: dict[int, tuple[int, int]], stack: list, order: Sequence[int], moved: int,
+           turn: int) -> dict[int, float]:
+    """Along ``order``: the slope of the minorant's edge at the test point, then the test
+    point's segment moved past one more calibration group (``P_j = P_{j−1} + P_{j+1} − P_j``,
+    ``j = i + moved``) and the minorant mended at its near end."""
+    out = {}
+    for i in order:
+        out[i] = _slope(stack[-1], stack[-2])
+        j = i + moved
+        points[j] = (points[j - 1][0] + points[j + 1][0] - points[j][0],
+                     points[j - 1][1] + points[j + 1][1] - points[j][1])
+        if _not_below(points[j], stack[-1], stack[-2]):
+            continue
+        stack.pop()
+        while len(stack) > 1 and turn * _cross(points[j], stack[-1], stack[-2]) <= 0:
+            stack.pop()
+        stack.append(points[j])
+    return out
+
+
+@dataclass(frozen=True)
+class Steps:
+    """``p0`` and ``p1`` of one (one-vs-rest) class as step functions of its score.
+
+    Attributes
+    ----------
+    thresholds : tuple of float
+        The sorted distinct calibration scores ``t_1 < … < t_k``.
+    p0, p1 : tuple of float
+        ``k + 1`` values each: cell ``j`` holds the scores below ``t_{j+1}`` (``p0``:
+        ``t_j ≤ s < t_{j+1}``; ``p1``: ``t_j < s ≤ t_{j+1}``), the last cell those above ``t_k``.
+    """
+
+    thresholds: tuple[float, ...]
+    p0: tuple[float, ...]
+    p1: tuple[float, ...]
+
+    @classmethod
+    def fit(cls, groups: Sequence[tuple[float, int, int]]) -> "Steps":
+        """From ``(score, rows, positives)`` per distinct calibration score, in increasing
+        score (the module docstring's fast algorithm)."""
+        points = {0: (0, 0)}
+        for j, (_, n, pos) in enumerate(groups, start=1):
+            points[j] = (points[j - 1][0] + int(n), points[j - 1][1] + int(pos))
+        k = len(groups)
+        # p1 (algorithms 1-2): the test point's segment (1, 1) first, from P_{-1} = (−1, −1);
+        # the slope at step i is cell i − 1's.
+        up = dict(points) | {-1: (-1, -1)}
+        f1 = _sweep(up, _hull(up, range(-1, k + 1), 1), range(1, k + 1), -1, 1)
+        # p0 (algorithms 3-4): the segment (1, 0) last, to P_{k+1} = P_k + (1, 0); step i is cell i's.
+        down = dict(points) | {k + 1: (points[k][0] + 1, points[k][1])}
+        f0 = _sweep(down, _hull(down, range(k + 1, -1, -1), -1), range(k, 0, -1), 0, -1)
+        return cls(tuple(float(g[0]) for g in groups), (0.0, *(f0[i] for i in range(1, k + 1))),
+                   (*(f1[i] for i in range(1, k + 1)), 1.0))
+
+    def lookup(self, s: exp.Expression, upper: bool) -> exp.Expression:
+        """``p1`` (``upper``) or ``p0`` at ``s`` as a CASE: a balanced tree of comparisons
+        with the thresholds where the value changes (~log₂ of their number per row);
+        NULL for a NULL or NaN ``s``."""
+        values = self.p1 if upper else self.p0
+        cuts = [j for j in range(len(self.thresholds)) if values[j] != values[j + 1]]
+        cells = [values[j] for j in cuts] + [values[-1]]
+        compare = exp.LTE if upper else exp.LT
+
+        def tree(lo: int, hi: int) -> exp.Expression:  # cells lo..hi; cell i lies below threshold cuts[i]
+            if lo == hi:
+                return sql.dbl(cells[lo])
+            mid = (lo + hi + 1) // 2
+            below = compare(this=s.copy(), expression=sql.dbl(self.thresholds[cuts[mid - 1]]))
+            return exp.Case(ifs=[exp.If(this=below, true=tree(lo, mid - 1))], default=tree(mid, hi))
+
+        return exp.Case(ifs=[exp.If(this=sql.missing(s.copy()), true=exp.null())], default=tree(0, len(cells) - 1))
+
+
+def scores(raw: Sequence[exp.Expression]) -> list[exp.Expression]:
+    """The one-vs-rest score of each calibrated class: ``b_1 − b_0`` for two classes, else
+    ``b_c − max_{k≠c} b_k`` per class (module docstring)."""
+    if len(raw) == 2:
+        return [exp.Sub(this=raw[1].copy(), expression=raw[0].copy())]
+    return [exp.Sub(this=b.copy(), expression=sql.paren(sql.greatest([o.copy() for o in raw if o is not b])))
+            for b in raw]
+
+
+@dataclass(frozen=True)
+class VennAbers:
+    """A fitted Venn–Abers calibrator: the steps of the second class (two classes) or of
+    every class (one-vs-rest)."""
+
+    steps: tuple[Steps, ...]
+
+    @staticmethod
+    def calibrated(n_classes: int) -> list[int]:
+        """The classes with steps of their own, by position."""
+        return [1] if n_classes == 2 else list(range(n_classes))
+
+    @staticmethod
+    def output_columns(classes: Sequence[Any]) -> list[str]:
+        """``va_p0_<class>`` for every class, then ``va_p1_<class>``."""
+        return class_columns(P0_PREFIX, classes) + class_columns(P1_PREFIX, classes)
+
+    def helper_columns(self, classes: Sequence[Any]) -> list[str]:
+        """The scores and the interval columns."""
+        names = class_columns(SCORE_PREFIX, classes)
+        return [names[c] for c in self.calibrated(len(classes))] + self.output_columns(classes)
+
+    def stages(self, raw: Sequence[exp.Expression], classes: Sequence[Any]) -> list[list[tuple[str, exp.Expression]]]:
+        """The scores; each calibrated class's p0 and p1; the intervals of a binary model's
+        first class and the class scores ``jll_<class>`` (module docstring)."""
+        K = len(classes)
+        own = self.calibrated(K)
+        score, p0, p1 = (class_columns(p, classes) for p in (SCORE_PREFIX, P0_PREFIX, P1_PREFIX))
+        jll = class_columns("jll_", classes)
+        first = [(score[c], e) for c, e in zip(own, scores(raw))]
+        second = [item for c, st in zip(own, self.steps)
+                  for item in ((p0[c], st.lookup(sql.col(score[c]), False)), (p1[c], st.lookup(sql.col(score[c]), True)))]
+        one = sql.dbl(1.0)
+
+        def ln_merged_denominator(c: int) -> exp.Expression:  # ln(1 − p0 + p1)
+            return exp.Ln(this=exp.Add(this=exp.Sub(this=one.copy(), expression=sql.col(p0[c])),
+                                       expression=sql.col(p1[c])))
+
+        def merged(numerator: exp.Expression, c: int) -> exp.Expression:
+            return exp.Sub(this=exp.Ln(this=numerator), expression=ln_merged_denominator(c))
+
+        if K == 2:
+            third = [(p0[0], exp.Sub(this=one.copy(), expression=sql.col(p1[1]))),
+                     (p1[0], exp.Sub(this=one.copy(), expression=sql.col(p0[1]))),
+                     (jll[0], merged(exp.Sub(this=one.copy(), expression=sql.col(p0[1])), 1)),
+                     (jll[1], merged(sql.col(p1[1]), 1))]
+        else:
+            third = [(jll[c], merged(sql.col(p1[c]), c)) for c in own]
+        return [first, second, third]
+
+    # -- storage ------------------------------------------------------------------------
+    def table(self):
+        """:data:`PART`: ``class`` (position among the classes), ``position``,
+        ``threshold`` (NULL for the last cell), ``p0``, ``p1``."""
+        import pyarrow as pa
+        rows: dict[str, list] = {"class": [], "position": [], "threshold": [], "p0": [], "p1": []}
+        for c, st in zip([1] if len(self.steps) == 1 else range(len(self.steps)), self.steps):
+            n = len(st.p0)
+            rows["class"] += [c] * n
+            rows["position"] += list(range(n))
+            rows["threshold"] += [*st.thresholds, None]
+            rows["p0"] += list(st.p0)
+            rows["p1"] += list(st.p1)
+        types = {"class": pa.int32(), "position": pa.int32(), "threshold": pa.float64(), "p0": pa.float64(),
+                 "p1": pa.float64()}
+        return pa.table({k: pa.array(v, types[k]) for k, v in rows.items()})
+
+    @classmethod
+    def from_table(cls, table) -> "VennAbers":
+        """The calibrator :meth:`table` stored."""
+        by_class: dict[int, list[dict]] = {}
+        for r in table.to_pylist():
+            by_class.setdefault(int(r["class"]), []).append(r)
+        steps = []
+        for c in sorted(by_class):
+            rows = sorted(by_class[c], key=lambda r: r["position"])
+            steps.append(Steps(tuple(float(r["threshold"]) for r in rows[:-1]), tuple(float(r["p0"]) for r in rows),
+                               tuple(float(r["p1"]) for r in rows)))
+        return cls(tuple(steps))
+
+    def describe(self) -> dict:
+        """JSON-ready: the distinct calibration scores per calibrated class."""
+        return {"scores": [len(st.thresholds) for st in self.steps]}
+
+
+def fit(con, work: str, K: int) -> VennAbers:
+    """The steps of each calibrated class from the held-out rows in table ``work`` (its
+    class index ``y`` and one-vs-rest scores ``s0``, ``s1``, …, as :func:`scores` orders
+    them): one ``GROUP BY`` score per class, then :meth:`Steps.fit`."""
+    steps = []
+    for j, c in enumerate(VennAbers.calibrated(K)):
+        s = sql.col(f"s{j}")
+        positive = exp.Case(ifs=[exp.If(this=exp.EQ(this=sql.col("y"), expression=exp.Literal.number(c)),
+                                        true=exp.Literal.number(1))], default=exp.Literal.number(0))
+        q = (exp.select(s, exp.Count(this=exp.Star()), exp.Sum(this=positive)).from_(sql.table(work))
+             .group_by(s.copy()).order_by(s.copy()))
+        steps.append(Steps.fit(con.execute(sql.render(q)).fetchall()))
+    return VennAbers(tuple(steps))
+
+
+def width(classes: Sequence[Any]) -> exp.Expression:
+    """A row's interval width: ``p1 − p0`` of the second class (two classes; the first
+    class's is the same), else the mean over the classes."""
+    p0, p1 = class_columns(P0_PREFIX, classes), class_columns(P1_PREFIX, classes)
+    own = VennAbers.calibrated(len(classes))
+    total = sql.add([sql.paren(exp.Sub(this=sql.col(p1[c]), expression=sql.col(p0[c]))) for c in own])
+    return total if len(own) == 1 else exp.Div(this=sql.paren(total), expression=sql.dbl(float(len(own))))
+
+
+def width_query(scored: exp.Select, label: str, classes: Sequence[Any]) -> exp.Select:
+    """The mean interval :func:`width` over the rows of ``scored`` (a scoring SELECT with
+    the probabilities and ``label``) that have a label and probabilities."""
+    rows = exp.Subquery(this=scored, alias=exp.TableAlias(this=sql.ident("scored")))
+    present = [exp.Not(this=exp.Is(this=sql.col(c), expression=exp.null()))
+               for c in (label, class_columns("proba_", classes)[0])]
+    return exp.select(exp.Avg(this=width(classes))).from_(rows).where(exp.and_(*present))
