@@ -112,6 +112,8 @@ def sqlnb_candidates() -> list[tuple[str, dict]]:
         ("TAN+KDB(2)+AODE on TAN-selected features",
          {**mdl, "structure": "tan+kdb:2+aode",
           "select": {"direction": "backward", "folds": 10, "structure": "tan", "bins": "mdl"}}),
+        # sqlnb fit --auto (sqlnb.auto_fit), its default budget, on each training set
+        ("sqlnb fit --auto", {"auto": True}),
     ]
 
 
@@ -225,6 +227,10 @@ def fit_sqlnb(ds: DataSet, split: Split, kwargs: dict) -> dict:
     features = list(ds.features)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # notes that repeat on every fold
+        if kwargs.get("auto"):  # the search's own CV (5 folds, seed 0) on the training rows
+            found = sqlnb.auto_fit(train, ds.label, con=ds.con, folds=INNER_FOLDS, seed=SEED, features=features)
+            return {"auto": found, "model": found.model, "features": features,
+                    "seconds": time.perf_counter() - start}
         if "select" in kwargs:
             chosen = sqlnb.select_features(train, ds.label, con=ds.con, seed=SEED, features=features,
                                            **kwargs["select"])
@@ -256,12 +262,21 @@ def run_sqlnb(ds: DataSet, names: list[str], log=print) -> dict:
         for name in names:
             f = fit_sqlnb(ds, split, wanted[name])
             error, loss, n = score_sqlnb(ds, split, f["model"])
-            choice = dict(f["cv"].best_params)  # alpha, and l2 for the learnt weights
+            if "auto" in f:  # the search's winner, as its table names it, and its CV figures
+                from sqlnb.workflows.auto import describe
+
+                best = {"mean_accuracy": f["auto"].best["accuracy"], "mean_log_loss": f["auto"].best["log_loss"]}
+                choice = {"model": describe(f["auto"].best), "skipped": f["auto"].skipped}
+                if f["auto"].best["model"] == "weighted":
+                    choice["l2"] = f["model"].l2
+            else:
+                choice = dict(f["cv"].best_params)  # alpha, and l2 for the learnt weights
+                best = _best(f["cv"])
             if "select" in wanted[name]:
                 choice["features"] = f["features"]
-            best = _best(f["cv"])
             rows.setdefault(name, []).append({"fold": k, "error": error, "log_loss": loss, "rows": n,
-                                              "seconds": f["seconds"], "chosen": choice, "cv_accuracy": best["mean_accuracy"],
+                                              "seconds": f["seconds"], "chosen": choice,
+                                              "cv_accuracy": best["mean_accuracy"],
                                               "cv_log_loss": best["mean_log_loss"]})
             log(f"{ds.name} fold {k}: {name}: error {100 * error:.2f} %, log loss {loss:.4f}, "
                 f"{f['seconds']:.1f} s, {choice}")
