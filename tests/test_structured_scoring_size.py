@@ -10,6 +10,12 @@ K·F(F−1) reads, and an average re-wrote every member's terms with one literal
 pair table (scikit-learn's breast cancer, 30 MDL-binned columns: 3.6 MB and 22 s for one
 row, ``benchmarks/structured_scoring.py``).
 
+The statement DuckDB is given when a model scores in place (``model.score``) holds none
+of the tables' numbers: they are bound parameters (:func:`sqlnb.sql.bound_list`), so its
+whole text grows as F, AODE's F² cells included; before, their literals made AODE's text
+and the averages holding it grow as F² (10 → 20 → 40 features: 2.9x then 3.8x). The
+exported SELECT (``to_sql``) keeps them as literals, self-contained.
+
 The sizes are measured, not timed. The probabilities are the exported literal form's (a
 CASE per table, run in SQLite) within 1e-12, on rows with NULL, NaN, ±inf and unseen
 values; the rows keep their count and order from a Parquet file of many row groups."""
@@ -109,6 +115,59 @@ def test_the_select_grows_linearly_with_the_features(by_size, kind):
     assert sizes[20] <= 2.2 * sizes[10] and sizes[40] <= 2.2 * sizes[20], sizes
 
 
+def scoring_text(model, con, monkeypatch) -> str:
+    """The SELECT text DuckDB is given when ``model.score`` runs on ``con`` (the longest
+    statement: the others read the source's columns)."""
+    given = []
+    run = duckdb.DuckDBPyConnection.sql
+
+    def recorded(self, query, *args, **kwargs):
+        given.append(query)
+        return run(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb.DuckDBPyConnection, "sql", recorded)
+    rows = model.score("test", con=con, outputs=("proba",), keep=["rid"]).fetchall()
+    monkeypatch.undo()
+    assert len(rows) == con.table("test").shape[0]
+    return max(given, key=len)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_statement_duckdb_scores_with_grows_linearly_whole(by_size, kind, monkeypatch):
+    """The whole text DuckDB scores with, tables included, at most doubles when the
+    features double (with 10 % to spare), and holds no list literal (one
+    ``string_split``). Before, every table was a literal in it, and AODE's F² cells made
+    it 10 → 20 → 40 features 66 → 193 → 724 kB (ratios 2.9 and 3.8), ``tan+kdb:2+aode``'s
+    90 → 248 → 839 kB; now 25 → 5.6 → 8.9 kB and 26 → 12 → 21 kB (at 10 features
+    AODE's F(F−1) reads per class, :data:`~sqlnb.models.naive_bayes.aode.READ_MAX`)."""
+    sizes = {}
+    for F, (con, base) in by_size.items():
+        text = scoring_text(base.with_params(structure=kind), con, monkeypatch)
+        assert len(re.findall(r"STRING_SPLIT\(", text, flags=re.I)) == 0, F
+        sizes[F] = len(text)
+    assert sizes[20] <= 2.2 * sizes[10] and sizes[40] <= 2.2 * sizes[20], sizes
+
+
+def test_models_scored_in_place_combine_and_keep_their_own_tables(by_size):
+    """Two models' scored relations bind their tables under names of their own: one joins
+    or unions the other, each with its own probabilities (the structure's and the
+    smoothing's), equal to its exported literal form's on DuckDB within 1e-12."""
+    con, base = by_size[20]
+    one, two = base.with_params(structure="aode"), base.with_params(structure="tan+kdb:2+aode", alpha=4.0)
+    names = [f"proba_{c}" for c in CLASSES]
+    a, b = (m.score("test", con=con, outputs=("proba",), keep=["rid"]).project(f"{i} AS side, *")
+            for i, m in enumerate((one, two)))
+    both = a.union(b).order("side, rid").fetchall()
+    assert [(r[0], r[1]) for r in both] == [(i, r) for i in range(2) for r in range(300)]
+    got = [np.array([r[2:] for r in rows], dtype=float) for rows in (both[:300], both[300:])]
+    assert np.abs(got[0] - got[1]).max() > 1e-3  # not the one model's tables twice
+    for m, g in zip((one, two), got):
+        export = con.sql(m.to_sql("duckdb", source="test", con=con, outputs=("proba",), pretty=False))
+        want = np.array(export.select("rid", *names).fetchall(), dtype=float)
+        assert [int(r) for r in want[:, 0]] == list(range(300))
+        np.testing.assert_allclose(g, want[:, 1:], rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["tan", "kdb:1", "kdb:2", "tan+kdb:2", "tan+kdb:2+aode"])
 def test_each_class_reads_one_list_of_every_tree_table(by_size, kind):
     """A tree's or an average's tables are one packed list per class (an AODE member's
@@ -126,15 +185,17 @@ def test_each_class_reads_one_list_of_every_tree_table(by_size, kind):
         assert len(re.findall(rf'"src"\."{name}"', text)) == 2, name
 
 
-def test_aode_past_read_max_sums_each_super_parent_once_per_class(by_size):
-    """Past READ_MAX features a class's AODE term holds one ``list_sum`` per super-parent,
-    no read per pair, and each position is written once (in the list of slots); up to it,
-    the F(F−1) reads per class."""
+def test_aode_past_read_max_sums_over_the_super_parents_once_per_class(by_size):
+    """Past READ_MAX features a class's AODE term is one expression of fixed size: a
+    ``list_sum`` over the slots inside a lambda over the super-parents' rows, and one over
+    the naive rows read at the slots, with |S| one ``list_sum`` in the prelude (before: a
+    ``list_sum`` per super-parent and class, 2 · 40); no read per pair, and each position
+    is written once (in the list of slots); up to it, the F(F−1) reads per class."""
     con, base = by_size[40]
     model = base.with_params(structure="aode")
     assert len(model._aode.features) == 40 > aode.READ_MAX
     text = select_text(model, con)
-    assert len(re.findall(r"LIST_SUM\(", text, flags=re.I)) == 2 * 40
+    assert len(re.findall(r"LIST_SUM\(", text, flags=re.I)) == 2 * 2 + 1
     assert len(re.findall(r'"src"\."c0"', text)) == 2  # kept, and its position in the list of slots
     small = fitted(8, "aode")[1]
     assert len(small._aode.features) == 8 <= aode.READ_MAX

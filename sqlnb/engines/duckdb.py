@@ -82,7 +82,10 @@ class DuckDBEngine(ColumnsFromResolve):
                                                                   expression=exp.Literal.string(value)))]))
 
     def relation(self, tree) -> duckdb.DuckDBPyRelation:
-        return self.con.sql(sql.render(tree, self.dialect))
+        """The lazy relation of a SELECT ``tree``, its bound lists (a structured model's
+        tables, :func:`sqlnb.sql.bound_list`) passed as parameters, not as text."""
+        text, params = sql.render_bound(tree, self.dialect)
+        return self.con.sql(text, params=params or None)
 
 
 def new_connection(database: str = ":memory:", read_only: bool = False,

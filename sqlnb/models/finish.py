@@ -299,9 +299,10 @@ def scoring_select(
         Where the SELECT will run: decides its shape (:func:`shares_subexpressions`).
     prelude : list of (name, expression), optional
         Helper columns computed once per row in a SELECT around the source (still aliased
-        ``src``), which ``scores`` read as ``src.name``. They are never outputs: with
-        the source's columns unknown, stage 1 passes ``src.* EXCLUDE (name, ...)``
-        (DuckDB, the only dialect given a prelude).
+        ``src``), which ``scores`` read as ``src.name``. A helper that reads another by
+        its bare name goes in a SELECT around the one defining it (:func:`_layers`). They
+        are never outputs: with the source's columns unknown, stage 1 passes
+        ``src.* EXCLUDE (name, ...)`` (DuckDB, the only dialect given a prelude).
     decision : sqlnb.models.decision.DecisionRule, optional
         How ``prediction`` is chosen from the probabilities, when not the argmax
         (:mod:`sqlnb.models.decision`): its stages go between stage 4 and the outputs,
@@ -348,8 +349,8 @@ def scoring_select(
     src_cols = [exp.Column(this=exp.Star(except_=helpers or None), table=sql.ident("src"))]
     if passthrough is not None and source_columns is not None:
         src_cols = [sql.col(c, "src") for c in passthrough]
-    if prelude:
-        pre = exp.select(exp.Star(), *[_as(e, name) for name, e in prelude]).from_(source_from, copy=False)
+    for layer in _layers(prelude):
+        pre = exp.select(exp.Star(), *[_as(e, name) for name, e in layer]).from_(source_from, copy=False)
         source_from = exp.Subquery(this=pre, alias=exp.TableAlias(this=sql.ident("src")))
     if keep_order:
         numbered = exp.select(_as(exp.Window(this=exp.RowNumber()), ROW_COLUMN),
@@ -484,6 +485,27 @@ def scoring_select(
     if order_key is not None:
         return out.order_by(sql.col(order_key, "s4"), copy=False)
     return out.order_by(sql.col(ROW_COLUMN, "s4"), copy=False) if keep_order else out
+
+
+def _layers(prelude: Sequence[tuple[str, exp.Expression]]) -> list[list[tuple[str, exp.Expression]]]:
+    """The prelude's helpers by SELECT, innermost first: a helper goes one SELECT out from
+    the last one defining a helper it reads by its bare (unqualified) name, so that a
+    per-row value (a feature's value position) is computed once and read by the helpers
+    built on it (the lists of places a structure's tables are read at)."""
+    names = {name for name, _ in prelude}
+    reads = {name: {c.name for c in e.find_all(exp.Column) if not c.table and c.name in names} - {name}
+             for name, e in prelude}
+    depth: dict[str, int] = {}
+
+    def level(name: str) -> int:
+        if name not in depth:
+            depth[name] = 1 + max((level(n) for n in reads[name]), default=-1)
+        return depth[name]
+
+    layers: list[list[tuple[str, exp.Expression]]] = [[] for _ in range(1 + max(map(level, names), default=-1))]
+    for name, e in prelude:
+        layers[depth[name]].append((name, e))
+    return layers
 
 
 def _as(e: exp.Expression, name: str) -> exp.Alias:

@@ -272,6 +272,34 @@ def packed_list(numbers: Sequence[Any], sql_type: str) -> exp.Expression:
                     to=_list_type(sql_type).copy())
 
 
+#: The meta key of a list :func:`bound_list` marks: its numbers (:class:`BoundValues`).
+BOUND = "sqlnb_bound"
+
+
+class BoundValues:
+    """The numbers of a :func:`bound_list` (a float64 numpy array, not to be changed). A
+    copy of the tree shares them: sqlglot deep-copies a node's meta, and copying 30,000
+    floats at every copy of a scoring tree would cost more than the list saves."""
+
+    def __init__(self, array: Any):
+        self.array = array
+
+    def __deepcopy__(self, memo: Any) -> "BoundValues":
+        return self
+
+
+def bound_list(numbers: Any) -> exp.Expression:
+    """A DOUBLE list that DuckDB reads as a bound parameter where the tree is run in place
+    (:func:`sqlnb.sql.dialects.render_bound`), so that the statement's text holds no
+    number of it; rendered for export (:func:`sqlnb.sql.dialects.render`) it is the
+    self-contained :func:`packed_list` literal. A model's tables of F² cells (AODE's
+    ratios) thus leave a scoring SELECT that grows as F. ``numbers``: a float64 numpy
+    array, kept as it is (DuckDB takes it without a Python float per cell)."""
+    node = packed_list(numbers.tolist(), "DOUBLE")
+    node.meta[BOUND] = BoundValues(numbers)
+    return node
+
+
 @functools.lru_cache(maxsize=None)
 def _list_type(sql_type: str) -> exp.DataType:
     """``<type>[]`` parsed once (callers copy it): AODE at 57 columns writes 6,400 lists,

@@ -8,13 +8,14 @@ raises instead of producing SQL that fails later on a server.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import sqlglot
 from sqlglot import exp
 
 from sqlnb.errors import SqlnbError
-from sqlnb.sql.build import EXP_UNDERFLOW, _DOUBLE, dbl
+from sqlnb.sql.build import BOUND, EXP_UNDERFLOW, _DOUBLE, dbl
 
 #: Dialects whose rendering sqlnb supports (see the README's dialect table for which of
 #: them are execution-tested).
@@ -206,10 +207,15 @@ _ONLY_IN = {"HISTOGRAM": ("duckdb",), "LOG1P": ("spark",), "NANVL": ("spark",), 
 
 
 def _check_runs(tree: exp.Expression, dialect: str) -> None:
+    """Raise when ``dialect`` cannot run a node of :data:`_CANNOT_RUN` in the tree."""
     for cls, (name, dialects) in _CANNOT_RUN.items():
         if dialect in dialects and tree.find(cls) is not None:
             raise SqlnbError(f"{dialect} has no {name}; sqlnb cannot render this statement for it")
-    for node in tree.find_all(exp.Anonymous):
+
+
+def _check_function(node: exp.Expression, dialect: str) -> None:
+    """Raise when ``node`` is a function of :data:`_ONLY_IN` that ``dialect`` lacks."""
+    if isinstance(node, exp.Anonymous):
         name = str(node.this).upper()
         if name in _ONLY_IN and dialect not in _ONLY_IN[name]:
             raise SqlnbError(f"{dialect} has no {name} function; sqlnb cannot render this statement for it")
@@ -221,6 +227,27 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
     Dialect gaps that can be expressed as tree rewrites are applied here; anything the
     target cannot express raises instead of producing SQL that fails later on a server.
     """
+    return _render(expression, dialect, pretty, None)
+
+
+#: The numbers of :func:`render_bound`'s parameter names, unique in the process: DuckDB
+#: refuses to join or union two relations that bind one name.
+_BOUND_NAMES = itertools.count()
+
+
+def render_bound(expression: exp.Expression, dialect: str = "duckdb") -> tuple[str, dict[str, object]]:
+    """``(text, parameters)``: :func:`render`'s text with every list of
+    :func:`~sqlnb.sql.build.bound_list` written ``CAST($sqlnb_list_<n> AS DOUBLE[])`` and
+    its numbers in ``parameters`` (a float64 array per name), for the engine that runs the
+    statement here and now (:meth:`sqlnb.engines.duckdb.DuckDBEngine.relation`). The text
+    holds none of those numbers; one list object (copies of a tree share it) is one
+    parameter however often it is read, and no two calls give a parameter the same name."""
+    bound: dict[str, object] = {}
+    return _render(expression, dialect, False, bound), bound
+
+
+def _render(expression: exp.Expression, dialect: str, pretty: bool, bound: dict | None) -> str:
+    """:func:`render`; with ``bound`` (a dict to fill) :func:`render_bound`."""
     if dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {dialect!r}")
     _check_runs(expression, dialect)
@@ -239,17 +266,42 @@ def render(expression: exp.Expression, dialect: str = "duckdb", pretty: bool = F
         (dialect in _NO_MATERIALIZED_CTE,
          lambda n: isinstance(n, exp.CTE) and n.args.get("materialized") is not None, _cte_unhinted),
     ) if wanted]
-    tree = expression
-    # The caller's tree is never changed. It is copied only when a rewrite applies, and then
-    # once, rewritten in place: each transform() would copy the whole tree, and a scoring
-    # tree of many classes x features is large (digits, 64 features x 10 classes: copying
-    # was most of its 0.5 s render).
-    if any(applies(node) for node in tree.walk() for applies, _ in rewrites):
-        tree = tree.copy()
-        for _, fn in rewrites:
-            tree = tree.transform(fn, copy=False)
-    return tree.sql(
-        dialect=_sqlglot_dialect(dialect),
-        pretty=pretty,
-        unsupported_level=sqlglot.ErrorLevel.RAISE,
-    )
+    # One walk checks the functions, finds whether a rewrite applies and (render_bound)
+    # the bound lists: a walk of the scoring tree of 30 binned columns under an average of
+    # structures took ~15 ms, and there were two.
+    rewrite, lists = False, []
+    for node in expression.walk():
+        _check_function(node, dialect)
+        rewrite = rewrite or any(applies(node) for applies, _ in rewrites)
+        if bound is not None and node.meta_get(BOUND) is not None:
+            lists.append(node)
+    # The bound lists are swapped for their parameters in the caller's tree and put back
+    # once rendered: copying the whole tree would cost more than the lists save.
+    names: dict[int, str] = {}
+    swapped = []
+    for node in lists:
+        values = node.meta[BOUND]
+        if id(values) not in names:
+            names[id(values)] = f"sqlnb_list_{next(_BOUND_NAMES)}"
+            bound[names[id(values)]] = values.array
+        holder = exp.Cast(this=exp.Placeholder(this=names[id(values)]), to=node.args["to"].copy())
+        node.replace(holder)
+        swapped.append((node, holder))
+    try:
+        tree = expression
+        # The caller's tree is never changed. It is copied only when a rewrite applies, and
+        # then once, rewritten in place: each transform() would copy the whole tree, and a
+        # scoring tree of many classes x features is large (digits, 64 features x 10
+        # classes: copying was most of its 0.5 s render).
+        if rewrite:
+            tree = tree.copy()
+            for _, fn in rewrites:
+                tree = tree.transform(fn, copy=False)
+        return tree.sql(
+            dialect=_sqlglot_dialect(dialect),
+            pretty=pretty,
+            unsupported_level=sqlglot.ErrorLevel.RAISE,
+        )
+    finally:
+        for node, holder in reversed(swapped):
+            holder.replace(node)

@@ -102,6 +102,7 @@ class Aode:
     log_shifted: bool  # some cell is −inf: the sum can be 0 (ln 0 written as −inf)
     #: :func:`prelude`'s constant lists, built once (each cell's text: ~15 ms a class at 30 columns)
     lists: list = field(default_factory=list, init=False, repr=False, compare=False)
+    naive_lists: list = field(default_factory=list, init=False, repr=False, compare=False)
 
 
 def value_counts(f: Feature, stats) -> np.ndarray:
@@ -162,15 +163,22 @@ def positions(model: Aode, features: Sequence[Feature], stats, dialect: str | No
 
 #: DuckDB's scoring prelude columns (:func:`prelude`): per discrete feature its slot and
 #: its row, per class the ratio table of every super-parent (one list); the eligibility of
-#: every slot (one list); past :data:`READ_MAX` features, every feature's slot (one list).
+#: every slot (one list); past :data:`READ_MAX` features, every feature's slot (one list),
+#: then, over it, every super-parent's row and eligibility (one list each) and |S|, and per
+#: class the naive Bayes rows of the features read at their slots (one list).
 SLOT_PREFIX = "sqlnb_aode_slot"
 ROW_PREFIX = "sqlnb_aode_row"
 TABLE_PREFIX = "sqlnb_aode_table"
 OK_COLUMN = "sqlnb_aode_ok"
 SLOTS_COLUMN = "sqlnb_aode_slots"
+ROWS_COLUMN = "sqlnb_aode_rows"
+OKS_COLUMN = "sqlnb_aode_oks"
+SIZE_COLUMN = "sqlnb_aode_size"
+NAIVE_PREFIX = "sqlnb_aode_naive"
 #: Up to this many discrete features, DuckDB's T_{c,i} is a sum of F − 1 reads
-#: ``list_extract(table_c, row_i + slot_j)``; past it, one ``list_sum(list_select(table_c,
-#: list_transform(slots, s -> s + row_i)))`` (:func:`padded_terms`), so that the SELECT
+#: ``list_extract(table_c, row_i + slot_j)``; past it, class c's whole sum over the
+#: super-parents is one expression of fixed size, a lambda over the rows of the
+#: super-parents with one over the slots inside (:func:`padded_terms`), so that the SELECT
 #: grows as F, not F². The reads run faster (2 classes, 8 features, 1M rows: 1.0 s against
 #: 4.5 s; 12 features, 200,000 rows: 0.9 against 2.2 s), but DuckDB plans their K·F(F−1)
 #: terms in time growing faster than their number (one row: 0.07 s at 8 features, 0.18 s
@@ -217,14 +225,20 @@ def prelude(model: Aode, features: Sequence[Feature], stats, dialect: str | None
             input_types: Mapping[str, str] | None) -> list[tuple[str, exp.Expression]]:
     """DuckDB's prelude columns for :func:`padded_terms`: per discrete feature i its slot
     ``G_i + q_i + 1`` (1-based, never NULL: ``q_i`` is its :func:`positions`, n_i when
-    missing or unseen) and its row ``slot_i · W`` (past :data:`READ_MAX` features, one
-    list of every slot instead, each position written once); then per class the constant
-    list :func:`ratio_list`, and the constant list :func:`ok_list`.
+    missing or unseen) and its row ``slot_i · W``; then per class the constant list
+    :func:`ratio_list`, and the constant list :func:`ok_list`.
 
-    The tables are written once, and each read is ``list_extract(table_c, row_i + slot_j)``
-    (on 6a739ab each of the K·F(F−1) reads held a literal of its own (i, j) table, which
-    DuckDB bound and folded one by one: at spambase's 57 binned columns a 2.4 MB SELECT
-    that took ~4.5 s of CPU to plan, benchmarks/README.md)."""
+    Past :data:`READ_MAX` features, one list of every slot instead, each position written
+    once, and over it (:func:`sqlnb.models.finish.scoring_select` puts a column that
+    reads another in a SELECT around it) the list of the rows ``list_transform(slots,
+    s -> s · W)``, of the eligibilities ``list_select(ok, slots)`` and their sum |S|.
+
+    The tables are written once, as :func:`sqlnb.sql.bound_list`: DuckDB's scoring passes
+    them as parameters, an export holds them as literals. Each read is
+    ``list_extract(table_c, row_i + slot_j)`` (on 6a739ab each of the K·F(F−1) reads held a
+    literal of its own (i, j) table, which DuckDB bound and folded one by one: at
+    spambase's 57 binned columns a 2.4 MB SELECT that took ~4.5 s of CPU to plan,
+    benchmarks/README.md)."""
     start, width = layout(model)
     out = []
     for a, (name, e) in enumerate(positions(model, features, stats, dialect, input_types).items()):
@@ -233,13 +247,51 @@ def prelude(model: Aode, features: Sequence[Feature], stats, dialect: str | None
         slot = exp.Add(this=q, expression=exp.Literal.number(start[name] + 1))
         row = exp.Mul(this=sql.paren(slot.copy()), expression=exp.Literal.number(width))
         out += [(f"{SLOT_PREFIX}{a}", slot), (f"{ROW_PREFIX}{a}", row)]
+    K = len(model.shift)
     if len(model.features) > READ_MAX:
-        out = [(SLOTS_COLUMN, exp.Array(expressions=[e for _, e in out[::2]]))]
+        s = sql.ident("sqlnb_slot")
+        rows = exp.Lambda(this=exp.Mul(this=exp.Column(this=s), expression=exp.Literal.number(width)),
+                          expressions=[s.copy()])
+        out = [(SLOTS_COLUMN, exp.Array(expressions=[e for _, e in out[::2]])),
+               (ROWS_COLUMN, exp.Anonymous(this="list_transform", expressions=[sql.col(SLOTS_COLUMN), rows])),
+               (OKS_COLUMN, exp.Anonymous(this="list_select", expressions=[sql.col(OK_COLUMN), sql.col(SLOTS_COLUMN)])),
+               (SIZE_COLUMN, exp.Anonymous(this="list_sum", expressions=[sql.col(OKS_COLUMN)]))]
     if not model.lists:
-        model.lists[:] = [(f"{TABLE_PREFIX}{k}", sql.packed_list([float(w) for w in ratio_list(model, k)], "DOUBLE"))
-                          for k in range(len(model.shift))]
-        model.lists.append((OK_COLUMN, sql.packed_list([float(w) for w in ok_list(model)], "DOUBLE")))
+        model.lists[:] = [(f"{TABLE_PREFIX}{k}", sql.bound_list(ratio_list(model, k))) for k in range(K)]
+        model.lists.append((OK_COLUMN, sql.bound_list(ok_list(model))))
     return out + [(name, e.copy()) for name, e in model.lists]
+
+
+def naive_rows(model: Aode, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The categorical and binned features whose naive term DuckDB reads at their slot (no
+    second ENUM cast or bin count), with their (K, n) log-probabilities; not with
+    unseen="bucket" (refused for AODE at fit), whose unseen values have a term."""
+    return {f.name: np.asarray(params[f.name][1], dtype=float) for f in model.features
+            if f.kind in ("categorical", "binned") and f.bag is None and params[f.name][2] is None}
+
+
+def naive_prelude(model: Aode, params: Mapping[str, Any]) -> list[tuple[str, exp.Expression]]:
+    """Past :data:`READ_MAX` features, the prelude's per-class lists :func:`naive_list` of
+    :func:`naive_rows` (read by :func:`naive_read`'s sums); none up to it."""
+    naive = naive_rows(model, params)
+    if len(model.features) <= READ_MAX or not naive:
+        return []
+    if not model.naive_lists:
+        model.naive_lists[:] = [(f"{NAIVE_PREFIX}{k}", sql.bound_list(naive_list(model, naive, k)))
+                                for k in range(len(model.shift))]
+    return [(name, e.copy()) for name, e in model.naive_lists]
+
+
+def naive_list(model: Aode, naive: Mapping[str, np.ndarray], k: int) -> np.ndarray:
+    """Class ``k``'s naive Bayes log-probabilities of the features in ``naive`` laid out
+    by slot, W cells: ln p(v | c) of feature i at G_i + v, 0 in its missing slot and for
+    every feature not in ``naive`` (1-based index ``slot_i``, as :func:`ok_list`)."""
+    start, width = layout(model)
+    out = np.zeros(width)
+    for name, row in naive.items():
+        row = np.asarray(row, dtype=float)[k]
+        out[start[name]:start[name] + row.size] = row
+    return out
 
 
 def slot(model: Aode, a: int) -> exp.Expression:
@@ -297,25 +349,25 @@ def padded_terms(model: Aode) -> list[exp.Expression]:
     which is LN(Σ) − LN(|S|) exactly when |S| > 0 (adding 0.0 changes no double) and
     LN(1) − LN(1) = 0 when |S| = 0 (every ok_i is 0, so Σ is 0).
 
-    Past :data:`READ_MAX` features T_{c,i} is one sum over a list instead,
-    ``list_sum(list_select(table_c, list_transform(slots, s -> s + row_i)))`` (the (i, i)
-    block holds 0s), so that the SELECT holds K·F of them, not K·F(F−1) reads; the same
-    cells, summed left to right (the last bits can differ from the balanced sum)."""
+    Past :data:`READ_MAX` features class c's sum over the super-parents is one expression
+    of fixed size over the prelude's lists of rows, slots and eligibilities::
+
+        list_dot_product(oks, list_transform(rows, r -> EXP(list_sum(list_select(table_c,
+                         list_transform(slots, s -> r + s))) − s_c)))
+
+    (the (i, i) blocks hold 0s; |S| is the prelude's ``list_sum(oks)``), so that the
+    SELECT holds no term per super-parent, let alone per pair: the same cells, T_{c,i}
+    summed left to right and the products ok_i · EXP(…) as DuckDB's dot product sums them
+    (the last bits can differ from the balanced sums). One row of breast cancer's 30 binned columns: the
+    per-class form took DuckDB half the CPU of a ``list_sum`` per super-parent, and 100,000
+    rows the same time (benchmarks/README.md)."""
     index = {f.name: a for a, f in enumerate(model.features)}
     names = list(index)
+    if len(names) > READ_MAX:
+        return _listed_terms(model)
 
     def pair(i: str, j: str, k: int) -> exp.Expression:
         return _read(f"{TABLE_PREFIX}{k}", f"{ROW_PREFIX}{index[i]}", f"{SLOT_PREFIX}{index[j]}")
-
-    def reads(i: str, k: int) -> list[exp.Expression]:
-        if len(names) <= READ_MAX:
-            return [pair(i, j, k) for j in names if j != i]
-        s = sql.ident("sqlnb_slot")
-        row = exp.Mul(this=slot(model, index[i]), expression=exp.Literal.number(layout(model)[1]))
-        moved = exp.Lambda(this=exp.Add(this=exp.Column(this=s), expression=row), expressions=[s.copy()])
-        slots = exp.Anonymous(this="list_transform", expressions=[sql.col(SLOTS_COLUMN), moved])
-        return [exp.Anonymous(this="list_sum", expressions=[
-            exp.Anonymous(this="list_select", expressions=[sql.col(f"{TABLE_PREFIX}{k}"), slots])])]
 
     ok = {i: exp.Anonymous(this="list_extract", expressions=[sql.col(OK_COLUMN), slot(model, index[i])])
           for i in index}
@@ -330,7 +382,49 @@ def padded_terms(model: Aode) -> list[exp.Expression]:
         return exp.Sub(this=exp.Ln(this=sql.paren(exp.Add(this=total, expression=empty.copy()))),
                        expression=exp.Ln(this=sql.paren(exp.Add(this=size.copy(), expression=empty.copy()))))
 
-    return _averaged(model, reads, part, pairwise_sum, size, plain)
+    return _averaged(model, lambda i, k: [pair(i, j, k) for j in names if j != i], part, pairwise_sum, size, plain)
+
+
+def _listed_terms(model: Aode) -> list[exp.Expression]:
+    """:func:`padded_terms` past :data:`READ_MAX` features: per class one dot product of the
+    eligibilities with the EXP of every super-parent's T_{c,i} − s_c (its docstring)."""
+    size = sql.col(SIZE_COLUMN)
+    empty = exp.Cast(this=exp.EQ(this=size.copy(), expression=sql.dbl(0.0)), to=exp.DataType.build("DOUBLE"))
+    r, s = sql.ident("sqlnb_row"), sql.ident("sqlnb_slot")
+    cells = exp.Anonymous(this="list_transform", expressions=[
+        sql.col(SLOTS_COLUMN), exp.Lambda(this=exp.Add(this=exp.Column(this=r.copy()), expression=exp.Column(this=s)),
+                                          expressions=[s.copy()])])
+
+    def total(k: int, shift: float) -> exp.Expression:
+        t = exp.Anonymous(this="list_sum", expressions=[
+            exp.Anonymous(this="list_select", expressions=[sql.col(f"{TABLE_PREFIX}{k}"), cells.copy()])])
+        e = exp.Exp(this=t if shift == 0.0 else exp.Sub(this=t, expression=sql.dbl(shift)))
+        each = exp.Anonymous(this="list_transform", expressions=[sql.col(ROWS_COLUMN),
+                                                                  exp.Lambda(this=e, expressions=[r.copy()])])
+        return exp.Anonymous(this="list_dot_product", expressions=[sql.col(OKS_COLUMN), each])
+
+    out = []
+    for k, shift in enumerate(float(v) for v in model.shift):
+        if shift == 0.0 and not model.log_shifted:
+            out.append(exp.Sub(this=exp.Ln(this=sql.paren(exp.Add(this=total(k, shift), expression=empty.copy()))),
+                               expression=exp.Ln(this=sql.paren(exp.Add(this=size.copy(), expression=empty.copy())))))
+        else:
+            out.append(_logged(model, shift, sql.paren(total(k, shift)), sql.paren(size.copy())))
+    return out
+
+
+def naive_read(model: Aode, params: Mapping[str, Any], K: int) -> tuple[dict[str, list], set, list]:
+    """``(per feature its terms per class, the features summed instead, per class their
+    sum)`` of :func:`naive_rows` in DuckDB: up to :data:`READ_MAX` features each read at
+    its slot (:func:`padded_naive`); past it, one sum per class ``list_sum(list_select(
+    naive_c, slots))`` over :func:`naive_prelude`'s lists, the same cells added left to
+    right."""
+    naive = naive_rows(model, params)
+    if len(model.features) <= READ_MAX:
+        return {name: padded_naive(model, name, row) for name, row in naive.items()}, set(), []
+    sums = [exp.Anonymous(this="list_sum", expressions=[exp.Anonymous(this="list_select", expressions=[
+        sql.col(f"{NAIVE_PREFIX}{k}"), sql.col(SLOTS_COLUMN)])]) for k in range(K)] if naive else []
+    return {}, set(naive), sums
 
 
 def _averaged(model: Aode, reads, part, total_of, size: exp.Expression, plain=None) -> list[exp.Expression]:
@@ -348,15 +442,21 @@ def _averaged(model: Aode, reads, part, total_of, size: exp.Expression, plain=No
         if plain is not None and s == 0.0 and not model.log_shifted:
             out.append(plain(total))
             continue
-        log_total = exp.Ln(this=total)
-        if model.log_shifted:  # every super-parent's product 0: ln 0 = −inf (an error in DuckDB and PostgreSQL)
-            log_total = exp.Case(ifs=[exp.If(this=exp.GT(this=total.copy(), expression=sql.dbl(0.0)),
-                                             true=log_total)], default=sql.dbl(-math.inf))
-        value = exp.Sub(this=sql.add([sql.dbl(s), log_total] if s != 0.0 else [log_total]),
-                        expression=exp.Ln(this=size.copy()))
-        out.append(exp.Case(ifs=[exp.If(this=exp.GT(this=size.copy(), expression=sql.dbl(0.0)), true=value)],
-                            default=sql.dbl(0.0)))
+        out.append(_logged(model, s, total, size))
     return out
+
+
+def _logged(model: Aode, s: float, total: exp.Expression, size: exp.Expression) -> exp.Expression:
+    """``CASE WHEN |S| > 0 THEN s_c + LN(total) − LN(|S|) ELSE 0 END`` (``total`` and
+    ``size`` parenthesised), ``LN(total)`` −inf where ``total`` is 0 and a cell is −inf."""
+    log_total = exp.Ln(this=total)
+    if model.log_shifted:  # every super-parent's product 0: ln 0 = −inf (an error in DuckDB and PostgreSQL)
+        log_total = exp.Case(ifs=[exp.If(this=exp.GT(this=total.copy(), expression=sql.dbl(0.0)),
+                                         true=log_total)], default=sql.dbl(-math.inf))
+    value = exp.Sub(this=sql.add([sql.dbl(s), log_total] if s != 0.0 else [log_total]),
+                    expression=exp.Ln(this=size.copy()))
+    return exp.Case(ifs=[exp.If(this=exp.GT(this=size.copy(), expression=sql.dbl(0.0)), true=value)],
+                    default=sql.dbl(0.0))
 
 
 def padded_naive(model: Aode, name: str, log_prob: Any) -> list[exp.Expression]:
@@ -366,9 +466,8 @@ def padded_naive(model: Aode, name: str, log_prob: Any) -> list[exp.Expression]:
     start, _ = layout(model)
     at = slot(model, [f.name for f in model.features].index(name))
     index = at if start[name] == 0 else exp.Sub(this=at, expression=exp.Literal.number(start[name]))
-    return [exp.Anonymous(this="list_extract", expressions=[
-        sql.packed_list([float(w) for w in np.append(row, 0.0)], "DOUBLE"), index.copy()])
-        for row in np.asarray(log_prob, dtype=float)]
+    return [exp.Anonymous(this="list_extract", expressions=[sql.bound_list(np.append(row, 0.0)), index.copy()])
+            for row in np.asarray(log_prob, dtype=float)]
 
 
 def terms(model: Aode, features: Sequence[Feature], stats, dialect: str | None,

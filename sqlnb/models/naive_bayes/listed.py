@@ -3,34 +3,44 @@ structures such as ``tan+kdb:2+aode``) from prelude columns: each discrete featu
 position computed once per row, and every table the SELECT reads held in one list per
 class, written once.
 
-Prelude (:func:`prelude`, columns of the SELECT around the source)::
+Prelude (:func:`prelude`, columns of the SELECTs around the source)::
 
     sqlnb_position<a>   COALESCE(q_a, n_a)      the a-th discrete feature's 0-based value
                                                 position q_a (:func:`tan._position`); n_a,
                                                 its missing slot, when NULL, NaN or unseen
     sqlnb_tables<c>     [cells…]                class c's cells of every table below, one
-                                                packed literal (:func:`sqlnb.sql.packed_list`)
+                                                list (:func:`sqlnb.sql.bound_list`)
+    sqlnb_reads<m>      [start + index + 1, …]  over the positions, the places of the cells
+                                                summed into one term (:meth:`Plan.reads`)
 
-Each term is then one read ``list_extract(sqlnb_tables<c>, start + index + 1)``, ``index``
-the row-major position in a table padded with a missing slot per axis
-(:func:`tan.padded_cells`) and ``start`` the table's first cell in the list:
+A cell's place is ``start + index + 1``, ``index`` the row-major position in a table
+padded with a missing slot per axis (:func:`tan.padded_cells`) and ``start`` the table's
+first cell in the list. The cells read are:
 
-* a tree child (TAN, KDB): its padded table, parents first (a missing child reads 0,
+* a tree child's (TAN, KDB): its padded table, parents first (a missing child reads 0,
   missing parents the table of the parents present: :func:`tan.padded_read`'s cells);
-* a discrete feature that is no child (a root, or any under an average): its naive Bayes
-  row ln p(x | c) and 0 in the missing slot;
-* under an average, a tree member's log-ratio D_{s,c} (:mod:`.mixture`): per child one
-  read of its padded table minus its padded naive row, cell by cell, summed in the
-  children's order (the same doubles as ``Σ (t − n)`` of the portable form).
+* a discrete feature's that is no child (a root, or any under an average): its naive
+  Bayes row ln p(x | c) and 0 in the missing slot;
+* under an average, a tree member's, whose sum is its log-ratio D_{s,c}
+  (:mod:`.mixture`): per child its padded table minus its padded naive row, cell by cell
+  (the same doubles as ``Σ (t − n)`` of the portable form).
+
+Each term is then ``list_sum(list_select(sqlnb_tables<c>, sqlnb_reads<m>))``: the
+children and naive rows of a single tree one term per class (``explain``, which weighs
+one term per feature, reads each cell: ``list_extract``), under an average the naive rows
+one and each tree member's D one. The places are written once for all the classes and
+members that read them, and each term has a fixed size.
 
 An AODE member reads its own prelude (:func:`aode.prelude`, :func:`aode.padded_terms`),
 whose slots then give every position (``slot − G − 1``, :func:`aode.slot_positions`), so
 that no position is written twice.
-So the SELECT grows as the number of features (each term one read of fixed size) and the
-tables as their cells; on 6a739ab each TAN or KDB term repeated its positions' expressions
-and held a literal of its own table, and an average re-wrote every member's terms with
-one literal per AODE pair table (breast cancer's 30 binned columns: 3.6 MB and 22 s for
-one row, ``benchmarks/structured_scoring.py``).
+So the SELECT grows as the number of features, and the tables, bound as parameters where
+DuckDB scores in place (literals in an export), as their cells. On 6a739ab each TAN or
+KDB term repeated its positions' expressions and held a literal of its own table, and an
+average re-wrote every member's terms with one literal per AODE pair table (breast
+cancer's 30 binned columns: 3.6 MB and 22 s for one row, ``benchmarks/structured_scoring.py``);
+with a read per cell and class instead of the lists of places, the average took 0.41 s
+(benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ from sqlnb.models.naive_bayes.families import Feature
 
 POSITION_PREFIX = "sqlnb_position"
 TABLE_PREFIX = "sqlnb_tables"
+READS_PREFIX = "sqlnb_reads"
 
 
 @dataclass
@@ -79,15 +90,31 @@ class Plan:
         self.width += flat.shape[1]
         return start
 
-    def read(self, start: int, axes: Sequence[str], k: int) -> exp.Expression:
-        """``list_extract(sqlnb_tables<k>, start + 1 + row-major index of the axes' positions)``."""
+    def index(self, start: int, axes: Sequence[str]) -> exp.Expression:
+        """``start + 1 + row-major index of the axes' positions``: a cell's 1-based place in
+        the per-class lists."""
         index: exp.Expression | None = None
         for name in axes:
             q = sql.col(f"{POSITION_PREFIX}{self.names.index(name)}") if self.at is None else self.at[name].copy()
             index = q if index is None else exp.Add(
                 this=exp.Mul(this=sql.paren(index), expression=exp.Literal.number(self.sizes[name] + 1)), expression=q)
-        index = exp.Add(this=index, expression=exp.Literal.number(start + 1))
-        return exp.Anonymous(this="list_extract", expressions=[sql.col(f"{TABLE_PREFIX}{k}"), index])
+        return exp.Add(this=index, expression=exp.Literal.number(start + 1))
+
+    def read(self, start: int, axes: Sequence[str], k: int) -> exp.Expression:
+        """``list_extract(sqlnb_tables<k>, index)``: one cell (:meth:`index`)."""
+        return exp.Anonymous(this="list_extract", expressions=[sql.col(f"{TABLE_PREFIX}{k}"), self.index(start, axes)])
+
+    def reads(self, mix: mixture.Mixture | None) -> list[tuple[str, list[exp.Expression]]]:
+        """The lists of cells :func:`terms` sums, by prelude column: ``sqlnb_reads0`` the
+        cells that go straight into the class score (a single tree's children and the
+        naive rows), ``sqlnb_reads<m + 1>`` under an average tree member m's children
+        (its D_{s,c}); empty lists left out."""
+        direct = [self.index(start, (name,)) for name, start in self.naive.items()]
+        if mix is None:
+            direct = [self.index(start, axes) for start, axes in self.children[0].values()] + direct
+        members = [] if mix is None else [[self.index(start, axes) for start, axes in mine.values()]
+                                          for mine in self.children]
+        return [(f"{READS_PREFIX}{m}", e) for m, e in enumerate([direct, *members]) if e]
 
 
 def _naive_padded(row: np.ndarray) -> np.ndarray:
@@ -140,9 +167,11 @@ def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[F
     return out
 
 
-def prelude(p: Plan, features: Sequence[Feature], stats, input_types: Mapping[str, str] | None
-            ) -> list[tuple[str, exp.Expression]]:
-    """The prelude columns :class:`Plan` reads (module docstring); ``features`` as scored."""
+def prelude(p: Plan, mix: mixture.Mixture | None, features: Sequence[Feature], stats,
+            input_types: Mapping[str, str] | None) -> list[tuple[str, exp.Expression]]:
+    """The prelude columns :class:`Plan` reads (module docstring); ``features`` as scored.
+    The lists of cell places (:meth:`Plan.reads`) read the positions by name, so they go
+    in a SELECT around them (:func:`sqlnb.models.finish.scoring_select`)."""
     by_name = {f.name: f for f in features}
     types = input_types or {}
     out = []
@@ -153,27 +182,48 @@ def prelude(p: Plan, features: Sequence[Feature], stats, input_types: Mapping[st
             this=exp.Coalesce(this=q, expressions=[exp.Literal.number(p.sizes[name])]),
             to=exp.DataType.build("BIGINT"))))
     if p.cells and not p.lists:
-        p.lists[:] = [(f"{TABLE_PREFIX}{k}", sql.packed_list([float(w) for w in row], "DOUBLE"))
+        p.lists[:] = [(f"{TABLE_PREFIX}{k}", sql.bound_list(row))
                       for k, row in enumerate(np.concatenate(p.cells, axis=1))]
-    return out + [(name, e.copy()) for name, e in p.lists]
+    reads = [(name, exp.Array(expressions=e)) for name, e in p.reads(mix)]
+    return out + [(name, e.copy()) for name, e in p.lists] + reads
 
 
-def terms(p: Plan, mix: mixture.Mixture | None, K: int) -> tuple[dict[str, list], list]:
-    """``(per feature its terms per class, per class the average's term)``: a single tree's
-    children (their padded tables) and other discrete features (their naive rows) one read
-    per class, and no average; under an average ``mix``, every discrete feature's naive
-    read and ``s_c + LN(Σ_s EXP(D_{s,c} − s_c)) − LN(S)`` (:func:`mixture.combine`), a tree
-    member's D its children's reads summed in order, AODE's its own prelude's
-    (:func:`aode.padded_terms`)."""
-    out = {name: [p.read(start, (name,), k) for k in range(K)] for name, start in p.naive.items()}
+def _sum(name: str, k: int) -> exp.Expression:
+    """``list_sum(list_select(sqlnb_tables<k>, name))``: class k's cells at the places the
+    prelude list ``name`` holds, added left to right."""
+    return exp.Anonymous(this="list_sum", expressions=[
+        exp.Anonymous(this="list_select", expressions=[sql.col(f"{TABLE_PREFIX}{k}"), sql.col(name)])])
+
+
+def terms(p: Plan, mix: mixture.Mixture | None, K: int, per_feature: bool = False
+          ) -> tuple[dict[str, list], set, list, list]:
+    """``(per feature its terms per class, the features whose terms are summed instead,
+    per class their sum, per class the average's term)``. With ``per_feature`` (what
+    ``explain`` weighs) a single tree's children and other discrete features each read
+    their cell per class. Otherwise a single tree's children (their padded tables) and other discrete
+    features (their naive rows) are one sum per class over one prelude list of places
+    (:meth:`Plan.reads`), and there is no average; under an average ``mix`` the naive
+    rows of every discrete feature are that sum, and the average's term is
+    ``s_c + LN(Σ_s EXP(D_{s,c} − s_c)) − LN(S)`` (:func:`mixture.combine`), a tree
+    member's D one sum per class over its own list (each child's padded table minus its
+    padded naive row, cell by cell), AODE's its own prelude's (:func:`aode.padded_terms`).
+    Each list's places are written once for every class, and each per-class term has a
+    fixed size: the SELECT grows as the features, not as features × classes × members."""
+    if per_feature and mix is None:
+        reads = {**p.children[0], **{name: (start, (name,)) for name, start in p.naive.items()}}
+        each = {name: [p.read(start, axes, k) for k in range(K)] for name, (start, axes) in reads.items()}
+        return each, set(), [], []
+    lists = dict(p.reads(mix))
+    first = f"{READS_PREFIX}0"
+    covered = set(p.naive) | (set(p.children[0]) if mix is None and p.children else set())
+    direct = [_sum(first, k) for k in range(K)] if first in lists else []
     if mix is None:
-        return {**{child: [p.read(start, axes, k) for k in range(K)]
-                   for child, (start, axes) in p.children[0].items()}, **out}, []
+        return {}, covered, direct, []
     ratios = []
-    for (m, net), reads in zip(mix.nets, p.children):
-        if m == "aode":
+    for m, ((name, net), reads) in enumerate(zip(mix.nets, p.children)):
+        column = f"{READS_PREFIX}{m + 1}"
+        if name == "aode":
             ratios.append(aode.padded_terms(net))
         else:
-            ratios.append([sql.add([p.read(start, axes, k) for start, axes in reads.values()]) if reads
-                           else sql.dbl(0.0) for k in range(K)])
-    return out, mixture.combine(mix, ratios)
+            ratios.append([_sum(column, k) if column in lists else sql.dbl(0.0) for k in range(K)])
+    return {}, covered, direct, mixture.combine(mix, ratios)

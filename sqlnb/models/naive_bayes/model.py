@@ -369,9 +369,11 @@ class NaiveBayes(Model):
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
         if dialect == "duckdb":  # structures: each position once per row, per class the tables once
-            out += listed.prelude(self._listed(), features, self.stats, input_types) if self._listed() else []
+            plan = self._listed()
+            out += listed.prelude(plan, self._mix, features, self.stats, input_types) if plan else []
             net = self._aode or (dict(self._mix.nets).get("aode") if self._mix is not None else None)
             out += aode.prelude(net, features, self.stats, dialect, input_types) if net is not None else []
+            out += aode.naive_prelude(self._aode, self.log_parameters()) if self._aode is not None else []
         if dotted:
             # A missing (NULL or NaN) count contributes nothing: 0 in the list, as COALESCE(x·w, 0).
             values = [exp.Coalesce(this=text.family_for(f).value(f, scoring=True), expressions=[sql.dbl(0.0)])
@@ -391,24 +393,21 @@ class NaiveBayes(Model):
         :meth:`score_joins` the same): every categorical column is looked up through
         :meth:`Categorical.packed_join <sqlnb.models.naive_bayes.families.categorical.Categorical.packed_join>`
         whatever the size of its vocabulary, so that fold models of differing vocabularies
-        join alike in the pooled cross-validation query."""
+        join alike in the pooled cross-validation query. ``dot`` False: one term per feature."""
         params = self.log_parameters()
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
         prelude = tree_positions is None and dialect == "duckdb"  # read from score_prelude's columns
         tree = {} if self._tree is None or prelude else self._terms_module().child_terms(
             self._tree, features, self.stats, params, tree_dialect or dialect, input_types, tree_positions)
+        covered, direct = set(), []  # features whose terms are summed in one term per class, that term
         if prelude and self._listed() is not None:  # a tree's or an average's terms read from the lists
-            tree, averaged = listed.terms(self._listed(), self._mix, len(self.classes))
+            tree, covered, direct, averaged = listed.terms(self._listed(), self._mix, len(self.classes), dot is False)
         elif self._mix is not None:  # an average of structures: one term, each member's read positions its own
             averaged = mixture.terms(self._mix, features, self.stats, params, tree_dialect or dialect, input_types)
         elif self._aode is not None and prelude:
             averaged = aode.padded_terms(self._aode)
-            # a categorical or binned column's naive term read at its slot (no second ENUM cast or bin
-            # count); not with unseen="bucket" (refused for AODE at fit), whose unseen values have a term
-            tree = {f.name: aode.padded_naive(self._aode, f.name, params[f.name][1])
-                    for f in self._aode.features if f.kind in ("categorical", "binned") and f.bag is None
-                    and params[f.name][2] is None}
+            tree, covered, direct = aode.naive_read(self._aode, params, len(self.classes))
         else:
             averaged = [] if self._aode is None else aode.terms(self._aode, features, self.stats,
                                                                  tree_dialect or dialect, input_types, tree_positions)
@@ -422,10 +421,11 @@ class NaiveBayes(Model):
                 weights = exp.Array(expressions=[sql.dbl(float(params[f.name][k])) for f in dotted])
                 terms.append(exp.Anonymous(this="list_dot_product",
                                            expressions=[sql.col(COUNTS_COLUMN, "src"), weights]))
-            # a tree child (tree-augmented) is conditioned on its parent too
+            # a tree child (tree-augmented) is conditioned on its parent too; the covered features' terms are one sum
             terms += [tree[f.name][k] if f.name in tree else self._term(f, params[f.name], k, input_types, dialect,
                                                                         nan_guard, lookups.get(f.name))
-                      for f in features if f.name not in skip]
+                      for f in features if f.name not in skip | covered]
+            terms += [direct[k]] if direct else []
             if averaged:  # AODE: the naive Bayes score plus its average over super-parents
                 terms.append(averaged[k])
             if self.uses_prior():
