@@ -53,9 +53,11 @@ ratio is kept at 0. Every T_{c,i} reads each table by position, one list read in
 prelude holds each class's tables as one list, written once, and each feature's slot in
 it, never NULL (:func:`prelude`): a read is ``list_extract(table_c, row_i + slot_j)``, no
 COALESCE, balanced sums; its F(F−1) reads per class still cost about 4× TAN's scoring
-CPU at 8 columns (benchmarks/README.md). Past :data:`READ_MAX` features a super-parent's
-sum is one ``list_sum`` over a list of its reads instead, so that the SELECT grows as F
-(its tables as F², their cells).
+CPU at 8 columns (benchmarks/README.md). Past :data:`READ_MAX` features a class's sum over
+the super-parents is one expression of fixed size instead (a lambda over the super-parents
+with one over the slots inside), so that the SELECT grows as F; the tables, F² cells, are
+bound parameters where DuckDB scores in place (:func:`sqlnb.sql.bound_list`), so the text
+it is given grows as F too, and literals in an export.
 
 Statistics. Only the counts TAN gathers (class, per-feature and pair counts), so
 ``update`` merges them exactly (an updated model is the refit), cross-validation counts

@@ -69,10 +69,11 @@ the process's); F = 57 on 100,000 rows 13.9 s against 15.1 s (the same N·F² wo
 scan of the source instead of 134), but with few pairs on many rows GROUPING SETS are
 faster (:data:`LONG_AFTER_STATEMENTS`). The limit is 100 features (4,950 pairs), set by what
 follows the scan rather than by it: at F = 100 on those 4,601 rows a TAN fit took 15 s
-(statistics, Chow–Liu in Python, O(F³)) and its scoring 3.6 s, peak 0.28 GB; AODE's and
-KDB(2)'s scoring SQL grows as F² per class. Earlier, on ~325,000 rows of adult and mushroom
-(``benchmarks/tan_adult.py cost``, GROUPING SETS): 28 pairs 1.3 s, 231 pairs 7.0 s against
-0.25 and 0.44 s for the per-column counts.
+(statistics, Chow–Liu in Python, O(F³)) and its scoring 3.6 s, peak 0.28 GB; AODE's
+tables hold F² cells per class (bound as parameters in DuckDB's scoring, literals in an
+export), KDB(2)'s F tables of about n³ cells (n values a feature). Earlier, on ~325,000
+rows of adult and mushroom (``benchmarks/tan_adult.py cost``, GROUPING SETS): 28 pairs
+1.3 s, 231 pairs 7.0 s against 0.25 and 0.44 s for the per-column counts.
 
 Cross-validation counts every fold's pairs in the same one scan, grouped by fold too
 (:func:`with_fold_pairs`), so a grid over ``structure`` costs one more scan. Sampling and
