@@ -133,9 +133,9 @@ def scoring_text(model, con, monkeypatch) -> str:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_statement_duckdb_scores_with_grows_linearly_whole(by_size, kind, monkeypatch):
+def test_the_whole_text_duckdb_scores_with_grows_linearly(by_size, kind, monkeypatch):
     """The whole text DuckDB scores with, tables included, at most doubles when the
-    features double (with 10 % to spare), and holds no list literal (one
+    features double (with 10 % to spare), and holds no list literal (no
     ``string_split``). Before, every table was a literal in it, and AODE's F² cells made
     it 10 → 20 → 40 features 66 → 193 → 724 kB (ratios 2.9 and 3.8), ``tan+kdb:2+aode``'s
     90 → 248 → 839 kB; now 25 → 5.6 → 8.9 kB and 26 → 12 → 21 kB (at 10 features
@@ -150,10 +150,12 @@ def test_the_statement_duckdb_scores_with_grows_linearly_whole(by_size, kind, mo
 
 def test_models_scored_in_place_combine_and_keep_their_own_tables(by_size):
     """Two models' scored relations bind their tables under names of their own: one joins
-    or unions the other, each with its own probabilities (the structure's and the
-    smoothing's), equal to its exported literal form's on DuckDB within 1e-12."""
+    or unions the other, each with its own probabilities, equal to its exported literal
+    form's on DuckDB within 1e-12. The two are one structure with another smoothing: a
+    model whose parameters changed reads its own tables, not lists built for the other."""
     con, base = by_size[20]
-    one, two = base.with_params(structure="aode"), base.with_params(structure="tan+kdb:2+aode", alpha=4.0)
+    one = base.with_params(structure="tan+kdb:2+aode")
+    two = one.with_params(alpha=4.0)
     names = [f"proba_{c}" for c in CLASSES]
     a, b = (m.score("test", con=con, outputs=("proba",), keep=["rid"]).project(f"{i} AS side, *")
             for i, m in enumerate((one, two)))
