@@ -35,6 +35,7 @@ per-value figures.
 from __future__ import annotations
 
 import math
+import uuid
 import warnings
 from typing import Any
 
@@ -197,8 +198,25 @@ def conformal(model, data: Any, alpha: float = 0.1, method: str = "lac", *, rand
                              "text, integer or boolean column (values that compare exactly on every engine)")
     bare = cp.with_sets(model, None)
     keep = [label] + ([by] if by is not None and by != label else [])
-    scored = exp.Subquery(this=bare.scoring_query(source, ("proba",), keep=keep),
-                          alias=exp.TableAlias(this=sql.ident("s")))
+    # The held-out rows scored once into a temporary table that every query below reads
+    # (RAPS's choice of k_reg and lambda reads them three times more): on digits (64
+    # Gaussian columns, 10 classes) each scoring of 600 rows took seconds to plan.
+    held = f"sqlnb_held_out_{uuid.uuid4().hex}"
+    con.execute(sql.render(exp.Create(this=sql.table(held), kind="TABLE", expression=bare.scoring_query(
+        source, ("proba",), keep=keep), properties=exp.Properties(expressions=[exp.TemporaryProperty()]))))
+    try:
+        return cp.with_sets(model, _fit_held_out(con, _aliased(exp.select(exp.Star()).from_(sql.table(held)), "s"),
+                                                 model, label, alpha, method, randomized, seed, missing_class, lam,
+                                                 k_reg, by, source))
+    finally:
+        con.execute(sql.render(exp.Drop(tables=[sql.table(held)], kind="TABLE", exists=True)))
+
+
+def _fit_held_out(con, scored: exp.Subquery, model, label: str, alpha: float, method: str, randomized: bool,
+                  seed: int, missing_class: str | None, lam: float | None, k_reg: int | None, by: str | None,
+                  source) -> "cp.ConformalSets":
+    """:func:`conformal`'s sets from its held-out rows scored (``scored``, aliased ``s``):
+    a label that is not a class is refused, naming it."""
     y = sql.col(label, "s")
     unknown = (exp.select(exp.Cast(this=y.copy(), to=exp.DataType.build("VARCHAR"))).from_(scored.copy())
                .where(exp.and_(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null())),
@@ -208,9 +226,9 @@ def conformal(model, data: Any, alpha: float = 0.1, method: str = "lac", *, rand
     if bad:
         raise SqlnbError(f"label {bad[0][0]!r} in column {label!r} of {source.description} is not a class of the "
                          f"model ({', '.join(map(label_text, model.classes))}); fit the sets on rows of its classes")
-    return cp.with_sets(model, fit_scored(con, scored, model.classes, model.label_type, label, alpha, method,
-                                          randomized=randomized, seed=seed, missing_class=missing_class, lam=lam,
-                                          k_reg=k_reg, by=by, by_type=source.columns.get(by), where=source.description))
+    return fit_scored(con, scored, model.classes, model.label_type, label, alpha, method, randomized=randomized,
+                      seed=seed, missing_class=missing_class, lam=lam, k_reg=k_reg, by=by,
+                      by_type=source.columns.get(by), where=source.description)
 
 
 def fit_scored(con, scored: exp.Subquery, classes, label_type, label: str, alpha: float, method: str, *,
@@ -251,7 +269,7 @@ def fit_scored(con, scored: exp.Subquery, classes, label_type, label: str, alpha
         if thresholds[0] == math.inf:
             warnings.warn(f"there are {groups[0][0]:,} held-out rows, fewer than the {need:,} that alpha = {alpha:g} "
                           "needs (rank ceil((n + 1)(1 - alpha)) > n): its threshold is infinite and every set holds "
-                          "every class", ScreeningWarning, stacklevel=3)
+                          "every class", ScreeningWarning, stacklevel=4)
     else:
         thresholds = _few_rows(thresholds, groups, classes, missing, alpha, need, where,
                                lambda: con.execute(sql.render(cp.threshold_query(scores, alpha, []))).fetchall())
@@ -262,7 +280,7 @@ def fit_scored(con, scored: exp.Subquery, classes, label_type, label: str, alpha
             f"{f'{lam:g}' if chose[1] else k_reg} given)"
         warnings.warn(f"RAPS's {chosen} chosen on {tuned:,} tuning rows (a fifth of each class's held-out rows, seed "
                       f"{seed}){given}, the threshold on the other {groups[0][0]:,}; give --lambda and --k-reg to fit "
-                      "it on all of them", ScreeningWarning, stacklevel=3)
+                      "it on all of them", ScreeningWarning, stacklevel=4)
     raps = method == "raps"
     return cp.ConformalSets(method, float(alpha), thresholds, tuple(n for n, _ in groups), bool(randomized),
                             int(seed), where, missing, float(lam) if raps else None, int(k_reg) if raps else None)
@@ -282,7 +300,7 @@ def _group_sets(con, scored: exp.Subquery, classes, label_type, label: str, alph
     rank = f"that alpha = {alpha:g} needs (rank ceil((n + 1)(1 - alpha)) > n)"
     if q_all is None:
         warnings.warn(f"there are {n_all:,} held-out rows, fewer than the {need:,} {rank}: the threshold of all of them "
-                      "is infinite and every set holds every class", ScreeningWarning, stacklevel=4)
+                      "is infinite and every set holds every class", ScreeningWarning, stacklevel=5)
     kind = cp.group_kind(by_type)
     got = sorted(((int(v) if kind == "integer" else v, int(n), q) for v, n, q in
                   con.execute(sql.render(cp.threshold_query(scores, alpha, [by]))).fetchall() if v is not None),
@@ -295,7 +313,7 @@ def _group_sets(con, scored: exp.Subquery, classes, label_type, label: str, alph
                       f"({named}{more}) {'have' if len(small) > 1 else 'has'} fewer held-out rows than the {need:,} {rank}: "
                       f"{'they take' if len(small) > 1 else 'it takes'} the threshold of all held-out rows "
                       f"({'inf' if q_all is None else f'{pooled:.6g}'}), as do NULL and any value not among them",
-                      ScreeningWarning, stacklevel=4)
+                      ScreeningWarning, stacklevel=5)
     return cp.ConformalSets("mondrian", float(alpha), tuple(pooled if q is None else float(q) for _, _, q in got) +
                             (pooled,), tuple(n for _, n, _ in got) + (int(n_all),), source=where,
                             by=by, by_type=by_type, groups=tuple(v for v, _, _ in got))
@@ -331,7 +349,7 @@ def _few_rows(thresholds: tuple, groups: list, classes, missing: str, alpha: flo
     for k in short:
         warnings.warn(f"class {label_text(classes[k])!r} has {groups[k][0]:,} held-out rows, fewer than the {need:,} "
                       f"{rank}: {'it takes ' if missing == 'pooled' else ''}{what} (--missing-class {missing}; or "
-                      f"{others})", ScreeningWarning, stacklevel=3)
+                      f"{others})", ScreeningWarning, stacklevel=5)
     return tuple(value if k in short else t for k, t in enumerate(thresholds))
 
 
@@ -389,6 +407,8 @@ def coverage(model, data: Any, con: Any = None, label: str | None = None, by: st
 
     out = figures(with_set) | {"alpha": model.conformal.alpha, "method": model.conformal.method,
                                "no_set_rows": no_set}
+    if model.conformal.by is not None:
+        out["sets_by"] = model.conformal.by
     labels = sorted({r[0] for r in with_set}, key=lambda v: (v not in model.classes, label_text(v)))
     out["per_class"] = {label_text(y): figures([r for r in with_set if r[0] == y]) for y in labels}
     out["by_set_size"] = {str(k): {key: v for key, v in figures([r for r in with_set if r[1] == k]).items()
@@ -404,7 +424,8 @@ def coverage_lines(cov: dict, digits: int = 4) -> list[str]:
     """``evaluate``'s text lines for :func:`coverage`'s figures."""
     def f(x):
         return "n/a" if x is None else f"{x:.{digits}f}"
-    lines = [f"conformal   {cov['method']} sets at alpha = {cov['alpha']:g}: coverage {f(cov['coverage'])} "
+    what = cov["method"] + (f" sets by {cov['sets_by']}" if "sets_by" in cov else " sets")
+    lines = [f"conformal   {what} at alpha = {cov['alpha']:g}: coverage {f(cov['coverage'])} "
              f"(target >= {1 - cov['alpha']:g}), mean set size {f(cov['mean_set_size'])} on {cov['rows']:,} rows"
              + (f" ({cov['no_set_rows']:,} without probabilities, no set)" if cov["no_set_rows"] else "")]
     width = max([len(k) for k in cov["per_class"]] + [5])
