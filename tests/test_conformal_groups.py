@@ -20,7 +20,8 @@ from sqlnb.errors import SqlnbError
 from sqlnb.workflows.conformal import conformal, coverage
 from support.cli import assert_error, invoke
 from support.sqlite import sqlite_connection, sqlite_table
-from test_conformal_engines import same
+from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, same,
+                                     spark_gives_duckdbs_sets_and_stores_one)
 from test_conformal_engines import table as engine_table
 from test_conformal_oracles import CLASSES, Lookup, data, probabilities
 
@@ -192,38 +193,20 @@ def test_integer_and_boolean_groups_on_sqlite_give_duckdbs_sets(models):
 
 @pytest.mark.postgres
 def test_postgres_gives_duckdbs_group_sets_and_figures(models):
-    import psycopg
-    from support.engines import postgres_engine
     t = scored_rows()
-    with postgres_engine({"t": t}) as pg:
-        for name, model in models.items():
-            with psycopg.connect(pg.dsn) as c, c.cursor() as cur:
-                cur.execute(model.to_sql(dialect="postgres", source="t"))
-                names = [d.name for d in cur.description]
-                rows = cur.fetchall()
-            same({n: [r[i] for r in rows] for i, n in enumerate(names)}, model, t, f"postgres {name}")
-            assert coverage(model, "t", pg, by="k") == coverage(model, t, duckdb.connect(), by="k")
-            model.save(pg, name)
-            loaded = sqlnb.load(pg, name)
-            assert loaded.conformal == model.conformal, name
-            same(loaded.score("t", pg, keep=["id"]).to_pydict(), model, t, f"postgres engine {name}")
+
+    def figures(pg, model):
+        assert coverage(model, "t", pg, by="k") == coverage(model, t, duckdb.connect(), by="k")
+    postgres_gives_duckdbs_sets_and_stores_them(models, t, figures)
 
 
 @pytest.mark.spark
 def test_spark_gives_duckdbs_group_sets_and_figures(models):
-    from support.engines import spark_engine
     t = scored_rows()
-    with spark_engine({"t": t}) as spark:
-        for name, model in models.items():
-            rows = [r.asDict() for r in spark.spark.sql(model.to_sql(dialect="spark", source="t")).collect()]
-            same({n: [r[n] for r in rows] for n in rows[0]}, model, t, f"spark {name}")
-        model = models["by_integer"]  # each save is a few catalog writes: one model keeps it short
-        model.save(spark, "sets", replace=True)
-        loaded = sqlnb.load(spark, "sets")
-        assert loaded.conformal == model.conformal
-        rows = [r.asDict() for r in loaded.score("t", con=spark, keep=["id"]).collect()]
-        same({n: [r[n] for r in rows] for n in rows[0]}, model, t, "spark engine by_integer")
+
+    def figures(spark, model):
         assert coverage(model, "t", spark, by="flag") == coverage(model, t, duckdb.connect(), by="flag")
+    spark_gives_duckdbs_sets_and_stores_one(models, "by_integer", t, figures)
 
 
 def test_the_group_threshold_is_one_case_per_row(models):

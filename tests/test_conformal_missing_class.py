@@ -22,7 +22,8 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.conformal import conformal
 from support.cli import assert_error, invoke
-from test_conformal_engines import postgres_gives_duckdbs_sets_and_stores_them, same, table
+from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, same,
+                                     spark_gives_duckdbs_sets_and_stores_one, table)
 from support.sqlite import sqlite_connection, sqlite_table
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -144,15 +145,4 @@ def test_postgres_gives_duckdbs_sets_for_every_choice_and_stores_it(choices):
 
 @pytest.mark.spark
 def test_spark_gives_duckdbs_sets_for_every_choice_and_stores_it(choices):
-    from support.engines import spark_engine
-    t = table(300, 2)
-    with spark_engine({"t": t}) as spark:
-        for name, model in choices.items():
-            rows = [r.asDict() for r in spark.spark.sql(model.to_sql(dialect="spark", source="t")).collect()]
-            same({n: [r[n] for r in rows] for n in rows[0]}, model, t, f"spark {name}")
-        model = choices["exclude"]  # each save is a few catalog writes: one model keeps it short
-        model.save(spark, "sets", replace=True)
-        loaded = sqlnb.load(spark, "sets")
-        assert loaded.conformal == model.conformal
-        rows = [r.asDict() for r in loaded.score("t", con=spark, keep=["id"]).collect()]
-        same({n: [r[n] for r in rows] for n in rows[0]}, model, t, "spark engine exclude")
+    spark_gives_duckdbs_sets_and_stores_one(choices, "exclude")

@@ -6,10 +6,7 @@ RAPS against APS on digits is tests/test_conformal_digits.py."""
 
 from __future__ import annotations
 
-import gzip
 import math
-import shutil
-from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -22,12 +19,12 @@ from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.workflows.conformal import conformal
 from support.cli import assert_error, invoke
 from support.sqlite import sqlite_connection, sqlite_table
-from support.stored import assert_scores_as_stored
-from test_conformal_engines import postgres_gives_duckdbs_sets_and_stores_them, same, table
+from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, same,
+                                     spark_gives_duckdbs_sets_and_stores_one, table)
+from test_conformal import fixture_scores_as_stored
 from test_conformal_oracles import CLASSES, Lookup, NoDraw, data, probabilities
 
 ALPHA = 0.1
-FIXTURES = Path(__file__).parent / "fixtures"
 LAMBDAS = (0.001, 0.01, 0.1, 0.2, 0.5)  # the paper's grid
 
 
@@ -210,18 +207,11 @@ def test_bad_raps_input_is_one_line(files):
 
 
 def test_the_format3_fixture_scores_as_when_it_was_stored(tmp_path):
-    path = tmp_path / "f3.duckdb"
-    with gzip.open(FIXTURES / "format3_models.duckdb.gz", "rb") as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    con = duckdb.connect(str(path), read_only=True)
-    for name in ("sets_raps", "sets_raps_given", "sets_mondrian_by"):
-        model = sqlnb.load(con, name)
-        assert model.conformal is not None
-        got = model.score("fixture_input", con, keep=["id"]).to_arrow_table().to_pydict()
-        want = con.sql(f'SELECT * FROM "expected_{name}" ORDER BY id').to_arrow_table().to_pydict()
-        assert_scores_as_stored(got, want)
+    con = fixture_scores_as_stored("format3_models.duckdb.gz", ("sets_raps", "sets_raps_given", "sets_mondrian_by"),
+                                   tmp_path)
     given = sqlnb.load(con, "sets_raps_given").conformal
     assert (given.lam, given.k_reg) == (0.2, 1) and not math.isinf(given.thresholds[0])
+    assert sqlnb.load(con, "sets_mondrian_by").conformal.groups == ("east", "north", "south", "west")
 
 
 @pytest.fixture(scope="module")
@@ -251,15 +241,4 @@ def test_postgres_gives_duckdbs_raps_sets_and_stores_them(models):
 
 @pytest.mark.spark
 def test_spark_gives_duckdbs_raps_sets_and_stores_them(models):
-    from support.engines import spark_engine
-    t = table(300, 2)
-    with spark_engine({"t": t}) as spark:
-        for name, model in models.items():
-            rows = [r.asDict() for r in spark.spark.sql(model.to_sql(dialect="spark", source="t")).collect()]
-            same({n: [r[n] for r in rows] for n in rows[0]}, model, t, f"spark {name}")
-        model = models["raps_given"]  # each save is a few catalog writes: one model keeps it short
-        model.save(spark, "sets", replace=True)
-        loaded = sqlnb.load(spark, "sets")
-        assert loaded.conformal == model.conformal
-        rows = [r.asDict() for r in loaded.score("t", con=spark, keep=["id"]).collect()]
-        same({n: [r[n] for r in rows] for n in rows[0]}, model, t, "spark engine raps")
+    spark_gives_duckdbs_sets_and_stores_one(models, "raps_given")
