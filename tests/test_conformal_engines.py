@@ -61,6 +61,20 @@ def test_exported_sql_carries_the_sets_and_sqlite_gives_duckdbs(models):
     assert '"prediction_set"' in models["lac"].to_sql(dialect="duckdb", source="t")
 
 
+def sqlite_gives_duckdbs_sets(models: dict, t: pa.Table | None = None) -> None:
+    """Each model's exported SQL run on SQLite over ``t`` (default: 300 rows of
+    :func:`table`): DuckDB's sets row for row (tests/test_conformal_missing_class.py,
+    _raps.py, _groups.py)."""
+    t = table(300, 2) if t is None else t
+    for name, model in models.items():
+        db = sqlite_connection()
+        sqlite_table(db, "t", t)
+        cur = db.execute(model.to_sql(dialect="sqlite", source="t"))
+        names = [c[0] for c in cur.description]
+        rows = cur.fetchall()
+        same({n: [r[i] for r in rows] for i, n in enumerate(names)}, model, t, f"sqlite {name}")
+
+
 @pytest.mark.postgres
 def test_postgres_gives_duckdbs_sets_and_stores_them(models):
     postgres_gives_duckdbs_sets_and_stores_them(models)

@@ -19,9 +19,8 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.conformal import conformal, coverage
 from support.cli import assert_error, invoke
-from support.sqlite import sqlite_connection, sqlite_table
-from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, same,
-                                     spark_gives_duckdbs_sets_and_stores_one)
+from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, spark_gives_duckdbs_sets_and_stores_one,
+                                     sqlite_gives_duckdbs_sets)
 from test_conformal_engines import table as engine_table
 from test_conformal_oracles import CLASSES, Lookup, data, probabilities
 
@@ -177,18 +176,11 @@ def scored_rows() -> pa.Table:
 def test_integer_and_boolean_groups_on_sqlite_give_duckdbs_sets(models):
     assert models["by_integer"].conformal.groups == (0, 1, 2)
     assert models["by_boolean"].conformal.groups == (False, True)
-    t = scored_rows()  # k = 3 was never seen: pooled
+    sqlite_gives_duckdbs_sets(models, scored_rows())  # k = 3 was never seen: pooled
+    con = duckdb.connect()
     for name, model in models.items():
-        db = sqlite_connection()
-        sqlite_table(db, "t", t)
-        cur = db.execute(model.to_sql(dialect="sqlite", source="t"))
-        names = [c[0] for c in cur.description]
-        rows = cur.fetchall()
-        same({n: [r[i] for r in rows] for i, n in enumerate(names)}, model, t, f"sqlite {name}")
-        con = duckdb.connect()
-        con.register("t", t)
-        stored = sqlnb.load(con, name) if model.save(con, name) is None else None
-        assert stored.conformal == model.conformal
+        model.save(con, name)
+        assert sqlnb.load(con, name).conformal == model.conformal
 
 
 @pytest.mark.postgres

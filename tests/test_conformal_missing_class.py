@@ -22,9 +22,8 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.conformal import conformal
 from support.cli import assert_error, invoke
-from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, same,
-                                     spark_gives_duckdbs_sets_and_stores_one, table)
-from support.sqlite import sqlite_connection, sqlite_table
+from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, spark_gives_duckdbs_sets_and_stores_one,
+                                     sqlite_gives_duckdbs_sets, table)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -128,14 +127,7 @@ def choices(fitted):
 
 
 def test_sqlite_gives_duckdbs_sets_for_every_choice(choices):
-    t = table(300, 2)
-    for name, model in choices.items():
-        db = sqlite_connection()
-        sqlite_table(db, "t", t)
-        cur = db.execute(model.to_sql(dialect="sqlite", source="t"))
-        names = [c[0] for c in cur.description]
-        rows = cur.fetchall()
-        same({n: [r[i] for r in rows] for i, n in enumerate(names)}, model, t, f"sqlite {name}")
+    sqlite_gives_duckdbs_sets(choices)
 
 
 @pytest.mark.postgres

@@ -18,9 +18,8 @@ import sqlnb
 from sqlnb.errors import SqlnbError, UpdateWarning
 from sqlnb.workflows.conformal import conformal
 from support.cli import assert_error, invoke
-from support.sqlite import sqlite_connection, sqlite_table
-from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, same,
-                                     spark_gives_duckdbs_sets_and_stores_one, table)
+from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, spark_gives_duckdbs_sets_and_stores_one,
+                                     sqlite_gives_duckdbs_sets, table)
 from test_conformal import fixture_scores_as_stored
 from test_conformal_oracles import CLASSES, Lookup, NoDraw, data, probabilities
 
@@ -224,14 +223,7 @@ def models():
 
 
 def test_sqlite_gives_duckdbs_raps_sets(models):
-    t = table(300, 2)
-    for name, model in models.items():
-        db = sqlite_connection()
-        sqlite_table(db, "t", t)
-        cur = db.execute(model.to_sql(dialect="sqlite", source="t"))
-        names = [c[0] for c in cur.description]
-        rows = cur.fetchall()
-        same({n: [r[i] for r in rows] for i, n in enumerate(names)}, model, t, f"sqlite {name}")
+    sqlite_gives_duckdbs_sets(models)
 
 
 @pytest.mark.postgres
