@@ -52,7 +52,9 @@ p-values, which is the same set as ``≤`` (tests/test_conformal_oracles.py).
 ``np.ceil((n + 1) * (1 - alpha))``.
 
 In the scoring SELECT two stages after the probabilities (before a decision rule's stages)
-add ``set_proba_<class>`` and ``set_member_<class>`` (BOOLEAN) per class (helper columns,
+add ``set_proba_<class>`` and ``set_member_<class>`` (BOOLEAN) per class (with sets by a
+column, the row's threshold ``set_threshold`` is one CASE on it beside the class scores,
+:meth:`ConformalSets.inputs`; these are helper columns,
 which stay in the output when the source's columns are unknown, like ``jll_*``); the output has ``prediction_set`` (the
 classes in the set, in class order, as a list: the mask-th of the 2^K constant lists for
 up to :data:`LOOKUP_CLASSES` classes, :func:`_set_list`) and ``set_size`` where the dialect has
