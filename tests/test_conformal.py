@@ -168,16 +168,26 @@ def test_a_model_with_sets_is_format_2_and_an_older_sqlnb_refuses_it(monkeypatch
 
 
 def test_the_format2_fixture_scores_as_when_it_was_stored(tmp_path):
-    path = tmp_path / "f2.duckdb"
-    with gzip.open(FIXTURES / "format2_models.duckdb.gz", "rb") as src, open(path, "wb") as dst:
+    fixture_scores_as_stored("format2_models.duckdb.gz", ("sets_lac", "sets_aps_randomized", "sets_mondrian_calibrated"),
+                             tmp_path, OUTPUTS)
+
+
+def fixture_scores_as_stored(fixture: str, names: tuple, tmp_path, outputs=None) -> duckdb.DuckDBPyConnection:
+    """Each model ``names`` of the gzipped store ``fixture`` (tests/fixtures) has sets and
+    scores its ``fixture_input`` as its ``expected_<name>`` (with ``outputs``; None:
+    score's default): sets exactly, numbers computed on another CPU within 1e-12. Returns
+    the store (read only)."""
+    path = tmp_path / fixture.removesuffix(".gz")
+    with gzip.open(FIXTURES / fixture, "rb") as src, open(path, "wb") as dst:
         shutil.copyfileobj(src, dst)
     con = duckdb.connect(str(path), read_only=True)
-    for name in ("sets_lac", "sets_aps_randomized", "sets_mondrian_calibrated"):
+    for name in names:
         model = sqlnb.load(con, name)
         assert model.conformal is not None
-        got = model.score("fixture_input", con, keep=["id"], outputs=OUTPUTS).to_arrow_table().to_pydict()
+        got = model.score("fixture_input", con, keep=["id"], **({} if outputs is None else {"outputs": outputs}))
         want = con.sql(f'SELECT * FROM "expected_{name}" ORDER BY id').to_arrow_table().to_pydict()
-        assert_scores_as_stored(got, want)  # sets exactly; numbers computed on another CPU within 1e-12
+        assert_scores_as_stored(got.to_arrow_table().to_pydict(), want)
+    return con
 
 
 def test_coverage_needs_sets():

@@ -61,17 +61,33 @@ def test_exported_sql_carries_the_sets_and_sqlite_gives_duckdbs(models):
     assert '"prediction_set"' in models["lac"].to_sql(dialect="duckdb", source="t")
 
 
+def sqlite_gives_duckdbs_sets(models: dict, t: pa.Table | None = None) -> None:
+    """Each model's exported SQL run on SQLite over ``t`` (default: 300 rows of
+    :func:`table`): DuckDB's sets row for row (tests/test_conformal_missing_class.py,
+    _raps.py, _groups.py)."""
+    t = table(300, 2) if t is None else t
+    for name, model in models.items():
+        db = sqlite_connection()
+        sqlite_table(db, "t", t)
+        cur = db.execute(model.to_sql(dialect="sqlite", source="t"))
+        names = [c[0] for c in cur.description]
+        rows = cur.fetchall()
+        same({n: [r[i] for r in rows] for i, n in enumerate(names)}, model, t, f"sqlite {name}")
+
+
 @pytest.mark.postgres
 def test_postgres_gives_duckdbs_sets_and_stores_them(models):
     postgres_gives_duckdbs_sets_and_stores_them(models)
 
 
-def postgres_gives_duckdbs_sets_and_stores_them(models: dict) -> None:
-    """Each model's exported SQL run on PostgreSQL, then each stored there, loaded and
-    scored there: DuckDB's sets row for row (also tests/test_conformal_missing_class.py)."""
+def postgres_gives_duckdbs_sets_and_stores_them(models: dict, t: pa.Table | None = None, also=None) -> None:
+    """Each model's exported SQL run on PostgreSQL over ``t`` (default: 300 rows of
+    :func:`table`), then each stored there, loaded and scored there: DuckDB's sets row for
+    row (also tests/test_conformal_missing_class.py, _raps.py, _groups.py). ``also(pg,
+    model)`` checks more on the engine, per model."""
     import psycopg
     from support.engines import postgres_engine
-    t = table(300, 2)
+    t = table(300, 2) if t is None else t
     with postgres_engine({"t": t}) as pg:
         for name, model in models.items():
             with psycopg.connect(pg.dsn) as c, c.cursor() as cur:
@@ -85,3 +101,26 @@ def postgres_gives_duckdbs_sets_and_stores_them(models: dict) -> None:
             assert loaded.conformal == model.conformal, name
             scored = loaded.score("t", pg, keep=["id"])  # scored on PostgreSQL (a pyarrow table)
             same(scored.to_pydict(), model, t, f"postgres engine {name}")
+            if also is not None:
+                also(pg, model)
+
+
+def spark_gives_duckdbs_sets_and_stores_one(models: dict, stored: str, t: pa.Table | None = None, also=None) -> None:
+    """Each model's exported SQL run on Spark over ``t`` (default: 300 rows of
+    :func:`table`), then model ``stored`` saved in Spark's catalog, loaded and scored
+    there (each save is a few catalog writes: one model keeps it short): DuckDB's sets row
+    for row. ``also(spark, model)`` checks more on the engine, for ``stored``."""
+    from support.engines import spark_engine
+    t = table(300, 2) if t is None else t
+    with spark_engine({"t": t}) as spark:
+        for name, model in models.items():
+            rows = [r.asDict() for r in spark.spark.sql(model.to_sql(dialect="spark", source="t")).collect()]
+            same({n: [r[n] for r in rows] for n in rows[0]}, model, t, f"spark {name}")
+        model = models[stored]
+        model.save(spark, "sets", replace=True)
+        loaded = sqlnb.load(spark, "sets")
+        assert loaded.conformal == model.conformal
+        rows = [r.asDict() for r in loaded.score("t", con=spark, keep=["id"]).collect()]
+        same({n: [r[n] for r in rows] for n in rows[0]}, model, t, f"spark engine {stored}")
+        if also is not None:
+            also(spark, model)

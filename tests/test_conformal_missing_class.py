@@ -22,8 +22,8 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.conformal import conformal
 from support.cli import assert_error, invoke
-from test_conformal_engines import postgres_gives_duckdbs_sets_and_stores_them, same, table
-from support.sqlite import sqlite_connection, sqlite_table
+from test_conformal_engines import (postgres_gives_duckdbs_sets_and_stores_them, spark_gives_duckdbs_sets_and_stores_one,
+                                     sqlite_gives_duckdbs_sets, table)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -127,14 +127,7 @@ def choices(fitted):
 
 
 def test_sqlite_gives_duckdbs_sets_for_every_choice(choices):
-    t = table(300, 2)
-    for name, model in choices.items():
-        db = sqlite_connection()
-        sqlite_table(db, "t", t)
-        cur = db.execute(model.to_sql(dialect="sqlite", source="t"))
-        names = [c[0] for c in cur.description]
-        rows = cur.fetchall()
-        same({n: [r[i] for r in rows] for i, n in enumerate(names)}, model, t, f"sqlite {name}")
+    sqlite_gives_duckdbs_sets(choices)
 
 
 @pytest.mark.postgres
@@ -144,15 +137,4 @@ def test_postgres_gives_duckdbs_sets_for_every_choice_and_stores_it(choices):
 
 @pytest.mark.spark
 def test_spark_gives_duckdbs_sets_for_every_choice_and_stores_it(choices):
-    from support.engines import spark_engine
-    t = table(300, 2)
-    with spark_engine({"t": t}) as spark:
-        for name, model in choices.items():
-            rows = [r.asDict() for r in spark.spark.sql(model.to_sql(dialect="spark", source="t")).collect()]
-            same({n: [r[n] for r in rows] for n in rows[0]}, model, t, f"spark {name}")
-        model = choices["exclude"]  # each save is a few catalog writes: one model keeps it short
-        model.save(spark, "sets", replace=True)
-        loaded = sqlnb.load(spark, "sets")
-        assert loaded.conformal == model.conformal
-        rows = [r.asDict() for r in loaded.score("t", con=spark, keep=["id"]).collect()]
-        same({n: [r[n] for r in rows] for n in rows[0]}, model, t, "spark engine exclude")
+    spark_gives_duckdbs_sets_and_stores_one(choices, "exclude")

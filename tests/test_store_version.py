@@ -30,7 +30,8 @@ from support.stored import assert_scores_as_stored
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: format -> the fixture files of that format (a new format adds its own).
-BY_FORMAT = {1: ["models_7313a04.duckdb.gz", "format1_models.duckdb.gz"], 2: ["format2_models.duckdb.gz"]}
+BY_FORMAT = {1: ["models_7313a04.duckdb.gz", "format1_models.duckdb.gz"], 2: ["format2_models.duckdb.gz"],
+             3: ["format3_models.duckdb.gz"]}
 FORMAT1 = ("nb_mixed", "nb_text", "tan", "binned_mdl", "binned_quantile_tan", "calibrated_isotonic",
            "calibrated_temperature_tan", "decided_costs", "decided_threshold", "updated", "lda", "qda", "logistic")
 
@@ -80,13 +81,16 @@ def test_a_format1_model_scores_as_when_it_was_stored(format1, name):
 
 def test_a_saved_model_records_the_lowest_format_that_holds_it(tmp_path):
     """Format 2 adds conformal sets: a model without them stays format 1 (any sqlnb reads
-    it), one with them is format 2, the current one (tests/test_conformal.py)."""
+    it), one with them is format 2 (tests/test_conformal.py); format 3, the current one,
+    adds RAPS's sets and sets by a column (tests/test_conformal_raps.py,
+    tests/test_conformal_groups.py), and only those are stored in it."""
     db = tmp_path / "m.duckdb"
     model = sqlnb.fit(mixed_table(60), "y", features=["x", "z"])
     model.save(db, "m")
     from sqlnb.workflows.conformal import conformal
     conformal(model, mixed_table(60, seed=1), 0.2).save(db, "sets")
-    assert _formats(db) == {"m": 1, "sets": FORMAT} and FORMAT == 2
+    conformal(model, mixed_table(60, seed=1), 0.2, "raps", lam=0.1, k_reg=1).save(db, "raps")
+    assert _formats(db) == {"m": 1, "sets": 2, "raps": FORMAT} and FORMAT == 3
 
 
 @pytest.fixture

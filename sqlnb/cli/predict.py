@@ -227,11 +227,13 @@ def plot_targets(directory: str, replace: bool) -> dict[str, str]:
                    "into DIR (created when missing).")
 @replace_option
 @labels_option
+@click.option("--by", metavar="COL", help="With conformal sets: also their coverage and mean size per value of "
+                                          "column COL of DATA.")
 @override_options
 @source_options
 @click.pass_obj
-def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_dir, replace, labels, costs, threshold,
-             reject, reading):
+def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_dir, replace, labels, by, costs,
+             threshold, reject, reading):
     """Measure MODEL on labelled DATA: accuracy, log loss, Brier, per-class
     precision/recall/F1, confusion matrix, and ROC AUC for two classes.
 
@@ -253,19 +255,23 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_di
     Example:
       sqlnb evaluate test.parquet --model models.duckdb:churn
       sqlnb evaluate test.parquet --model models.duckdb:churn --plots plots/
+      sqlnb evaluate test.parquet --model models.duckdb:churn --by region
       sqlnb evaluate db.duckdb:holdout --model db.duckdb:churn --format json --min-accuracy 0.8
       sqlnb --engine spark evaluate s3a://lake/holdout/ --model churn --min-accuracy 0.8
     """
     spec = data_spec(settings, data, reading)
     files = plot_targets(plots_dir, replace) if plots_dir is not None else None
     m = use_rule(load(settings, model), costs, threshold, reject)
+    if by is not None and m.conformal is None:
+        raise SqlnbError(f"--by {by} reports the coverage of conformal sets per value of the column, and the model has "
+                         "none; fit them with sqlnb conformal, or leave --by out")
     ev, unseen, points, _ = measure(settings, m, spec, label, curves=files is not None, labels=labels)
     if files:
         os.makedirs(plots_dir, exist_ok=True)
         for stem, svg in plots.evaluation_plots(ev, points).items():
             write_text_file(files[stem], svg)
         settings.summary(f"plots in {plots_dir}: {', '.join(os.path.basename(f) for f in files.values())}")
-    sets = set_coverage(settings, m, spec, label) if m.conformal is not None else None
+    sets = set_coverage(settings, m, spec, label, by) if m.conformal is not None else None
     if fmt == "json":
         click.echo(dump_json(ev.to_dict() | {"unseen_categories": unseen} | ({"conformal": sets} if sets else {})))
     else:
@@ -277,13 +283,14 @@ def evaluate(settings: Settings, data, model, label, fmt, min_accuracy, plots_di
         raise click.exceptions.Exit(EXIT_FAIL)
 
 
-def set_coverage(settings: Settings, m, spec, label: str | None) -> dict:
+def set_coverage(settings: Settings, m, spec, label: str | None, by: str | None = None) -> dict:
     """Coverage and size of ``m``'s conformal sets on DATA (a second pass over the rows,
-    :func:`sqlnb.workflows.conformal.coverage`)."""
+    :func:`sqlnb.workflows.conformal.coverage`), per value of column ``by`` too."""
     if settings.remote:
-        return coverage(m, settings.warehouse().resolve(read_with(spec, m.read_types())), settings.warehouse(), label)
+        return coverage(m, settings.warehouse().resolve(read_with(spec, m.read_types())), settings.warehouse(), label,
+                        by)
     with settings.working(), settings.connect() as con:
-        return coverage(m, data_source(con, spec, types=m.read_types()), con, label)
+        return coverage(m, data_source(con, spec, types=m.read_types()), con, label, by)
 
 
 def warn_unseen(m, source: Source, con) -> list[dict]:

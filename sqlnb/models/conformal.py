@@ -14,10 +14,24 @@ there is no such score and the threshold is ``q̂ = +∞``: every class is in ev
                                                     than c: ties are not ordered)
     aps, randomized
                E = m_y + u·p_y                      C(x) = {c : m_c + u·p_c ≤ q̂}
+    raps       E = m_y + p_y + λ·(o_y − k_reg)⁺     C(x) = {c : m_c + λ·(o_c − 1 − k_reg)⁺ < q̂}
+               o_c = 1 + #{j : p_j > p_c}           (the rank of c, ties sharing the best)
     mondrian   lac with one threshold per class, q̂_c from the held-out rows of class c
                (its own n_c and k_c), C(x) = {c : 1 − p_c ≤ q̂_c}; a class with too few
                rows for one (k_c > n_c) takes ``missing_class``'s: lac's q̂ of all the
                held-out rows (pooled, the default), +∞ (every), −∞ (exclude)
+    mondrian, by a column
+               lac with one threshold per value v of a column of the rows (``by``), q̂_v
+               from the held-out rows of that value; a value of too few rows, a value
+               not seen at fitting and NULL take q̂ of all the held-out rows (pooled)
+
+RAPS (Angelopoulos, Bates, Malik & Jordan 2021) is APS whose cumulative mass grows by λ
+for each class beyond the k_reg most probable ones: the non-randomised set is the most
+probable classes up to and including the first whose regularised cumulative mass
+``m_c + p_c + λ·(o_c − k_reg)⁺`` reaches q̂ (MAPIE's ``include_last_label=True``), written,
+like APS's, without sorting: class c is in it when the regularised mass of the classes
+more probable than it, ``m_c + λ·(o_c − 1 − k_reg)⁺``, is below q̂. λ = 0 is APS. How λ
+and k_reg are chosen when not given is :mod:`sqlnb.workflows.conformal`'s.
 
 APS (Romano, Sesia & Candès 2020) without randomisation is the set of the most probable
 classes up to and including the first whose cumulative probability reaches q̂ — MAPIE's
@@ -38,7 +52,9 @@ p-values, which is the same set as ``≤`` (tests/test_conformal_oracles.py).
 ``np.ceil((n + 1) * (1 - alpha))``.
 
 In the scoring SELECT two stages after the probabilities (before a decision rule's stages)
-add ``set_proba_<class>`` and ``set_member_<class>`` (BOOLEAN) per class (helper columns,
+add ``set_proba_<class>`` and ``set_member_<class>`` (BOOLEAN) per class (with sets by a
+column, the row's threshold ``set_threshold`` is one CASE on it beside the class scores,
+:meth:`ConformalSets.inputs`; these are helper columns,
 which stay in the output when the source's columns are unknown, like ``jll_*``); the output has ``prediction_set`` (the
 classes in the set, in class order, as a list: the mask-th of the 2^K constant lists for
 up to :data:`LOOKUP_CLASSES` classes, :func:`_set_list`) and ``set_size`` where the dialect has
@@ -66,7 +82,10 @@ from sqlnb.sql.build import ADD_RUN
 from sqlnb.store.catalog import PROVENANCE_COLUMN
 
 #: Methods of ``sqlnb conformal``.
-METHODS = ("lac", "aps", "mondrian")
+METHODS = ("lac", "aps", "raps", "mondrian")
+#: RAPS's λ when not given: the one of these with the smallest mean set size on the tuning
+#: rows (the values of the paper's experiments, and MAPIE's).
+RAPS_LAMBDAS = (0.001, 0.01, 0.1, 0.2, 0.5)
 #: What Mondrian sets do with a class of too few held-out rows for a threshold of its own
 #: (:func:`too_few`; a class without any, most often): the threshold of all held-out rows
 #: (the default), an infinite one (the class in every set), none (the class in no set),
@@ -89,6 +108,8 @@ SET_COLUMN, SIZE_COLUMN, IN_PREFIX = "prediction_set", "set_size", "in_set_"
 #: Helper columns: the probabilities the sets are made of, the row's random number, and
 #: whether each class is in the set (before rows without probabilities are made NULL).
 PROBA_PREFIX, UNIFORM_COLUMN, MEMBER_PREFIX = "set_proba_", "set_uniform", "set_member_"
+#: Helper column of Mondrian sets by a column: the row's threshold, that of its value.
+THRESHOLD_COLUMN = "set_threshold"
 #: Dialects whose output holds ``prediction_set`` as a list.
 LIST_DIALECTS = ("duckdb",)
 #: How the set comes out: ``list`` (``prediction_set``: where the dialect has lists, the
@@ -132,21 +153,46 @@ def mass_above(probas: Sequence[exp.Expression], p: exp.Expression, own: int | N
                                        default=zero.copy()) for j, q in enumerate(probas) if j != skip]))
 
 
+def count_above(probas: Sequence[exp.Expression], p: exp.Expression, own: int | None = None) -> exp.Expression:
+    """``Σ_j [p_j > p]`` as a DOUBLE: the number of classes more probable than ``p``
+    (``own`` as in :func:`mass_above`)."""
+    one, zero = sql.dbl(1.0), sql.dbl(0.0)
+    skip = own if own is not None and len(probas) <= ADD_RUN else None
+    return sql.paren(sql.add([exp.Case(ifs=[exp.If(this=exp.GT(this=q.copy(), expression=p.copy()), true=one.copy())],
+                                       default=zero.copy()) for j, q in enumerate(probas) if j != skip]))
+
+
+def penalty(lam: exp.Expression, count: exp.Expression, offset: float) -> exp.Expression:
+    """RAPS's ``λ·(count − offset)⁺`` (``count`` and ``offset`` whole numbers, exact in DOUBLE)."""
+    excess = sql.greatest([sql.dbl(0.0), exp.Sub(this=count, expression=sql.dbl(float(offset)))])
+    return exp.Mul(this=lam.copy(), expression=excess)
+
+
 def score(method: str, probas: Sequence[exp.Expression], p_y: exp.Expression,
-          u: exp.Expression | None = None) -> exp.Expression:
-    """The non-conformity score of a held-out row whose class has probability ``p_y``."""
+          u: exp.Expression | None = None, lam: exp.Expression | None = None,
+          k_reg: float | None = None) -> exp.Expression:
+    """The non-conformity score of a held-out row whose class has probability ``p_y``
+    (RAPS's with ``lam`` and ``k_reg``)."""
     if method in ("lac", "mondrian"):
         return exp.Sub(this=sql.dbl(1.0), expression=p_y.copy())
     own = p_y.copy() if u is None else exp.Mul(this=u.copy(), expression=p_y.copy())
-    return exp.Add(this=mass_above(probas, p_y), expression=own)
+    aps = exp.Add(this=mass_above(probas, p_y), expression=own)
+    if method != "raps":
+        return aps
+    # o_y − k_reg = #{more probable} + 1 − k_reg
+    return exp.Add(this=aps, expression=penalty(lam, count_above(probas, p_y), k_reg - 1))
 
 
 def member(method: str, probas: Sequence[exp.Expression], c: int, q: exp.Expression,
-           u: exp.Expression | None = None) -> exp.Expression:
+           u: exp.Expression | None = None, lam: exp.Expression | None = None,
+           k_reg: float | None = None) -> exp.Expression:
     """Whether class ``c`` is in the set under the threshold ``q`` (module docstring)."""
     p = probas[c]
     if method in ("lac", "mondrian"):
         return exp.LTE(this=exp.Sub(this=sql.dbl(1.0), expression=p.copy()), expression=q)
+    if method == "raps":  # o_c − 1 − k_reg = #{more probable} − k_reg
+        return exp.LT(this=exp.Add(this=mass_above(probas, p, c), expression=penalty(lam, count_above(probas, p, c),
+                                                                                    k_reg)), expression=q)
     if u is None:
         return exp.LT(this=mass_above(probas, p, c), expression=q)
     return exp.LTE(this=exp.Add(this=mass_above(probas, p, c), expression=exp.Mul(this=u.copy(), expression=p.copy())),
@@ -180,11 +226,12 @@ class ConformalSets:
 
     Attributes
     ----------
-    method : {"lac", "aps", "mondrian"}
+    method : {"lac", "aps", "raps", "mondrian"}
     alpha : float
         The miscoverage α: sets hold the class for at least 1 − α of the rows.
     thresholds : tuple of float
-        q̂ (one; one per class for Mondrian, in class order); ``inf`` where the rank
+        q̂ (one; one per class for Mondrian, in class order; for Mondrian by a column one
+        per value of :attr:`groups`, then the pooled one); ``inf`` where the rank
         ``⌈(n + 1)(1 − α)⌉`` exceeds the rows ``n``.
     counts : tuple of int
         The held-out rows behind each threshold.
@@ -197,6 +244,15 @@ class ConformalSets:
     missing_class : {"pooled", "every", "exclude", "error"} or None
         Mondrian: what a class of too few held-out rows got (:data:`MISSING_CLASS`; its
         threshold holds the choice, so scoring needs nothing else); None for the others.
+    lam, k_reg : float and int, or None
+        RAPS's size penalty λ and the number of classes free of it (None for the others).
+    by : str or None
+        Mondrian sets by a column: its name (a column of the rows scored), else None.
+    by_type : str or None
+        That column's SQL type (text, integer or boolean), for its values' literals.
+    groups : tuple
+        The column's values with a threshold of their own, in :attr:`thresholds`' order
+        (a value of too few held-out rows holds the pooled threshold).
     form : {"list", "flags"} or None
         How scoring writes the set (:data:`SET_FORMATS`; None: a list where the dialect
         has lists, else flags). Chosen per scoring (:meth:`formatted`), never stored.
@@ -210,6 +266,11 @@ class ConformalSets:
     seed: int = 0
     source: str = ""
     missing_class: str | None = None
+    lam: float | None = None
+    k_reg: int | None = None
+    by: str | None = None
+    by_type: str | None = None
+    groups: tuple = ()
     form: str | None = field(default=None, compare=False)
 
     # -- scoring -----------------------------------------------------------------------
@@ -233,7 +294,19 @@ class ConformalSets:
     def helper_columns(self, classes: Sequence[Any], dialect: str | None) -> list[str]:
         """Columns of the set stages that are not outputs (they stay in ``*`` output)."""
         out = class_columns(PROBA_PREFIX, classes) + ([UNIFORM_COLUMN] if self.randomized else [])
-        return out + class_columns(MEMBER_PREFIX, classes)
+        return [name for name, _ in self.inputs()] + out + class_columns(MEMBER_PREFIX, classes)
+
+    def inputs(self) -> list[tuple[str, exp.Expression]]:
+        """Helper columns computed from the source's row (aliased ``src``) beside the class
+        scores: for Mondrian sets by a column, the row's threshold (``set_threshold``:
+        its value's; the pooled one for any other value and NULL)."""
+        if self.by is None:
+            return []
+        value = sql.col(self.by, "src")
+        ifs = [exp.If(this=exp.EQ(this=value.copy(), expression=sql.value(v, self.by_type)), true=sql.dbl(q))
+               for v, q in zip(self.groups, self.thresholds)]
+        pooled = sql.dbl(self.thresholds[-1])
+        return [(THRESHOLD_COLUMN, exp.Case(ifs=ifs, default=pooled) if ifs else pooled)]
 
     def stages(self, inner: exp.Select, probas: Sequence[exp.Expression], classes: Sequence[Any],
                fence: bool = False) -> exp.Select:
@@ -255,8 +328,12 @@ class ConformalSets:
         first = _stage(cols, inner, "cp")
         if fence:
             first = first.offset(0, copy=False)
-        q = list(self.thresholds) * (len(classes) if self.method != "mondrian" else 1)
-        ins = [exp.Alias(this=member(self.method, p, c, sql.dbl(q[c]), u), alias=sql.ident(n))
+        if self.by is not None:
+            q = [sql.col(THRESHOLD_COLUMN)] * len(classes)
+        else:
+            q = [sql.dbl(t) for t in self.thresholds] * (len(classes) if self.method != "mondrian" else 1)
+        lam = sql.dbl(self.lam) if self.method == "raps" else None
+        ins = [exp.Alias(this=member(self.method, p, c, q[c].copy(), u, lam, self.k_reg), alias=sql.ident(n))
                for c, n in enumerate(class_columns(MEMBER_PREFIX, classes))]
         return _stage(ins, first, "cs")
 
@@ -290,11 +367,17 @@ class ConformalSets:
             # A column of its own (Mondrian sets only), read back by from_tables; a sqlnb
             # that does not know it ignores it and scores the same (the thresholds say it).
             settings["missing_class"] = pa.array([self.missing_class], pa.string())
+        if self.method == "raps":
+            settings |= {"lambda": pa.array([self.lam], pa.float64()), "k_reg": pa.array([self.k_reg], pa.int64())}
+        steps = {"position": pa.array(range(len(self.thresholds)), pa.int32()),
+                 "threshold": pa.array(self.thresholds, pa.float64()),
+                 "rows": pa.array(self.counts, pa.int64())}
+        if self.by is not None:  # each value as text (its type beside), the pooled threshold's NULL
+            settings |= {"by": pa.array([self.by], pa.string()), "by_type": pa.array([self.by_type], pa.string())}
+            steps["group"] = pa.array([group_text(v) for v in self.groups] + [None], pa.string())
         return {
             PART: (pa.table({**settings, PROVENANCE_COLUMN: pa.array([self.source], pa.string())}), {}),
-            THRESHOLDS_PART: (pa.table({"position": pa.array(range(len(self.thresholds)), pa.int32()),
-                                        "threshold": pa.array(self.thresholds, pa.float64()),
-                                        "rows": pa.array(self.counts, pa.int64())}), {}),
+            THRESHOLDS_PART: (pa.table(steps), {}),
         }
 
     @classmethod
@@ -304,10 +387,15 @@ class ConformalSets:
             return None
         (row,) = tables[PART].to_pylist()
         steps = sorted(tables[THRESHOLDS_PART].to_pylist(), key=lambda r: r["position"])
-        missing = row.get("missing_class") or (MISSING_CLASS_STORED if row["method"] == "mondrian" else None)
+        by = row.get("by")
+        missing = row.get("missing_class") or (MISSING_CLASS_STORED if row["method"] == "mondrian" and by is None
+                                               else None)
+        raps = row["method"] == "raps"
         return cls(row["method"], float(row["alpha"]), tuple(float(r["threshold"]) for r in steps),
                    tuple(int(r["rows"]) for r in steps), bool(row["randomized"]), int(row["seed"]), row[PROVENANCE_COLUMN],
-                   missing)
+                   missing, float(row["lambda"]) if raps else None, int(row["k_reg"]) if raps else None, by,
+                   row.get("by_type") if by is not None else None,
+                   tuple(group_value(r["group"], row["by_type"]) for r in steps[:-1]) if by is not None else ())
 
     def describe(self, classes: Sequence[Any] | None = None) -> dict:
         """JSON-ready: method, α, thresholds (per class for Mondrian) and rows."""
@@ -316,7 +404,14 @@ class ConformalSets:
             d["randomized"] = self.randomized
             if self.randomized:
                 d["seed"] = self.seed
-        if self.method == "mondrian" and classes is not None:
+        if self.method == "raps":
+            d["lambda"], d["k_reg"] = self.lam, self.k_reg
+        if self.by is not None:
+            d["by"] = self.by
+            d["thresholds"] = {group_text(v): q for v, q in zip(self.groups, self.thresholds)}
+            d["rows"] = {group_text(v): n for v, n in zip(self.groups, self.counts)}
+            d["pooled"] = {"threshold": self.thresholds[-1], "rows": self.counts[-1]}
+        elif self.method == "mondrian" and classes is not None:
             d["thresholds"] = {label_text(c): q for c, q in zip(classes, self.thresholds)}
             d["rows"] = {label_text(c): n for c, n in zip(classes, self.counts)}
             d["missing_class"] = self.missing_class
@@ -338,10 +433,41 @@ def summary(d: dict) -> str:
         pooled = d.get("missing_class") == "pooled" and too_few(n, d["alpha"])
         return f"{'pooled, ' if pooled else ''}on {n:,}"
     what = d["method"] + (" randomized" if d.get("randomized") else "")
+    if "lambda" in d:
+        what += f" (lambda = {d['lambda']:g}, k_reg = {d['k_reg']})"
+    if "by" in d:
+        pooled = d["pooled"]
+        per = "; ".join(f"{v}: {q(t)} {'pooled, ' if too_few(d['rows'][v], d['alpha']) else ''}on {d['rows'][v]:,}"
+                        for v, t in d["thresholds"].items())
+        return (f"{what} sets by {d['by']} at alpha = {d['alpha']:g} (thresholds {per}; any other value: "
+                f"{q(pooled['threshold'])} on {pooled['rows']:,} rows of {d['source']})")
     if isinstance(d.get("thresholds"), dict):
         per = "; ".join(f"{c}: {q(t)} {own(d['rows'][c])}" for c, t in d["thresholds"].items())
         return f"{what} sets at alpha = {d['alpha']:g} (thresholds {per} rows of {d['source']})"
     return f"{what} sets at alpha = {d['alpha']:g} (threshold {q(d['threshold'])} on {d['rows']:,} rows of {d['source']})"
+
+
+def group_text(v: Any) -> str:
+    """A group value as stored and shown (booleans as ``true``/``false``)."""
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def group_value(text: str, sql_type: str | None) -> Any:
+    """The group value :func:`group_text` wrote, of its column's type (:func:`group_kind`)."""
+    kind = group_kind(sql_type)
+    return int(text) if kind == "integer" else (text == "true") if kind == "boolean" else text
+
+
+def group_kind(sql_type: str | None) -> str | None:
+    """``text``, ``integer`` or ``boolean``: the kinds of column sets may be grouped by
+    (values that compare exactly on every engine); None for any other."""
+    t = (sql_type or "").upper()
+    if t.startswith(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR")):
+        return "text"
+    if t in ("TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+             "UBIGINT", "INT2", "INT4", "INT8"):
+        return "integer"
+    return "boolean" if t in ("BOOLEAN", "BOOL") else None
 
 
 def too_few(n: int, alpha: float) -> bool:
@@ -405,7 +531,8 @@ def dropped_warning(model, why: str) -> None:
                       "fit them again with sqlnb conformal", UpdateWarning, stacklevel=3)
 
 
-def check_method(method: str, alpha: float, randomized: bool, missing_class: str | None = None) -> None:
+def check_method(method: str, alpha: float, randomized: bool, missing_class: str | None = None,
+                 lam: float | None = None, k_reg: int | None = None, by: str | None = None) -> None:
     if method not in METHODS:
         raise SqlnbError(f"unknown conformal method {method!r}{suggest(method, METHODS)}; choose one of: "
                          f"{', '.join(METHODS)}")
@@ -419,3 +546,14 @@ def check_method(method: str, alpha: float, randomized: bool, missing_class: str
                          f"choose one of: {', '.join(MISSING_CLASS)}")
     if missing_class is not None and method != "mondrian":
         raise SqlnbError(f"--missing-class applies to --method mondrian only (a threshold per class), not {method}")
+    if (lam is not None or k_reg is not None) and method != "raps":
+        raise SqlnbError(f"--{'lambda' if lam is not None else 'k-reg'} applies to --method raps only, not {method}")
+    if lam is not None and not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam >= 0):
+        raise SqlnbError(f"--lambda must be a number >= 0 (RAPS's penalty per class beyond k_reg), not {lam!r}")
+    if k_reg is not None and not (isinstance(k_reg, int) and k_reg >= 0):
+        raise SqlnbError(f"--k-reg must be a whole number >= 0 (the classes free of RAPS's penalty), not {k_reg!r}")
+    if by is not None and method != "mondrian":
+        raise SqlnbError(f"--by applies to --method mondrian only (a threshold per value of the column), not {method}")
+    if by is not None and missing_class is not None:
+        raise SqlnbError("--missing-class applies to Mondrian sets per class; by a column, a value of too few "
+                         "held-out rows takes the threshold of all of them")

@@ -359,6 +359,12 @@ def scoring_select(
         if passthrough is not None and source_columns is not None:
             src_cols.append(sql.col(ROW_COLUMN, "src"))
     carried = [_as(e, name) for name, e in extension.inputs] if extension is not None else []
+    if conformal is not None and "prediction" in outputs:
+        if conformal.by is not None and source_columns is not None and conformal.by not in source_columns:
+            raise SqlnbError(f"the model's conformal sets have a threshold per value of column {conformal.by!r}, "
+                             f"which the rows scored lack; score rows with that column, or fit the sets again "
+                             f"without --by")
+        carried += [_as(e, name) for name, e in conformal.inputs()]
     b = [sql.col(n) for n in jll]
     big_b = sql.col(MAX_COLUMN)
     shifted = class_columns(SHIFTED_PREFIX, classes)

@@ -43,7 +43,11 @@ CATALOG = "models"
 #:    (decide, calibrate). A model is stored in the lowest format that holds it
 #:    (:func:`stored_format`): only a model with sets is of format 2, so a sqlnb of format
 #:    1 refuses just those, in one line, and still reads every other model.
-FORMAT = 2
+#: 3. Conformal sets may be RAPS's (``method`` ``raps``, with ``lambda`` and ``k_reg``) or
+#:    Mondrian sets by a column (``by``, ``by_type`` and a ``group`` per threshold). A
+#:    sqlnb of format 2 would score the first as APS's and read the second's thresholds
+#:    as per class; every other model with sets stays format 2.
+FORMAT = 3
 
 #: Metadata that says how and when a model was fitted, not what it is: left out of its
 #: :func:`fingerprint`, so that a model saved again as it was (copied to another store,
@@ -231,9 +235,12 @@ def already_exists(name: str, where: str) -> SqlnbError:
 
 
 def stored_format(model: Any) -> int:
-    """The lowest format that holds ``model`` (:data:`FORMAT`'s list): 2 with conformal
-    sets, else 1."""
-    return 2 if getattr(model, "conformal", None) is not None else 1
+    """The lowest format that holds ``model`` (:data:`FORMAT`'s list): 3 with RAPS's sets
+    or sets by a column, 2 with other conformal sets, else 1."""
+    sets = getattr(model, "conformal", None)
+    if sets is None:
+        return 1
+    return 3 if sets.method == "raps" or sets.by is not None else 2
 
 
 def readable_format(meta: dict) -> bool:
