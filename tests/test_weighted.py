@@ -154,6 +154,42 @@ def test_the_gradient_and_hessian_are_the_objectives_derivatives(K):
     np.testing.assert_allclose(obj.hess_vec(probabilities, v), obj.hessian(probabilities) @ v, rtol=0, atol=1e-12)
 
 
+def test_a_hessian_counts_each_pair_of_features_once_per_pair_of_distinct_classes(monkeypatch):
+    """The Hessian's cost: ``K(K − 1)/2 · F(F + 1)/2`` bincounts over the patterns (a class
+    with itself is minus its others, a feature with itself its own count), not one per
+    ordered pair of classes and features; the gradient and the Hessian equal their
+    derivatives (test above)."""
+    from sqlnb.models.naive_bayes.weighted import Objective, Patterns
+    rng = np.random.default_rng(0)
+    K, shapes, P = 4, [3, 4, 2], 50
+    codes = np.stack([rng.integers(0, V + 1, P) for V in shapes], axis=1)
+    patterns = Patterns(rng.integers(0, K, P), codes, np.ones(P), np.zeros(P, dtype=int))
+    obj = Objective(np.log(np.full(K, 1 / K)), [np.log(rng.dirichlet(np.ones(V), size=K)) for V in shapes],
+                    patterns, 0.01)
+    _, _, probabilities = obj.value_grad(np.ones(obj.size()))
+    calls, bincount = [], np.bincount
+    monkeypatch.setattr(np, "bincount", lambda *a, **kw: calls.append(1) or bincount(*a, **kw))
+    obj.hessian(probabilities)
+    assert len(calls) == K * (K - 1) // 2 * len(shapes) * (len(shapes) + 1) // 2
+
+
+def test_the_cross_validation_makes_each_folds_terms_once(data, monkeypatch):
+    """choose_l2 builds one objective per fold for the fits along the λ path and one for the
+    held-out rows (its λ path shares the fold's terms), not one per fold and λ."""
+    from sqlnb.models.naive_bayes import weighted
+    con, _, _ = data
+    nb = sqlnb.fit("train", "y", con=con, features=FEATURES, feature_kinds=KINDS)
+    made, init = [], weighted.Objective.__init__
+    monkeypatch.setattr(weighted.Objective, "__init__", lambda self, *a, **kw: made.append(1) or init(self, *a, **kw))
+    from sqlnb.engines import as_engine
+    from sqlnb.source import read_with
+    engine = as_engine(con)
+    source = engine.resolve(read_with("train", keep_text=("y",)))
+    patterns = weighted.read_patterns(engine, source, "y", None, nb.features, nb.stats)
+    tried = weighted.choose_l2(nb, patterns.dealt(5))
+    assert [t["l2"] for t in tried] == list(L2_GRID) and len(made) == 2 * 5
+
+
 def test_the_cross_validation_deals_each_patterns_rows_to_stratified_folds():
     """Patterns.dealt: every row in exactly one fold, each class's rows spread over the folds
     as evenly as StratifiedKFold spreads them (sizes differ by at most one), a pattern's
