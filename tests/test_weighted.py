@@ -190,6 +190,39 @@ def test_the_cross_validation_makes_each_folds_terms_once(data, monkeypatch):
     assert [t["l2"] for t in tried] == list(L2_GRID) and len(made) == 2 * 5
 
 
+def test_the_cross_validation_stops_its_fits_once_their_losses_are_exact_enough_to_rank(data, monkeypatch):
+    """The fits that rank λ stop after a Newton step of RANKING_TOL: the held-out losses and
+    errors equal those of fits run to 1e-12 within 1e-9, in fewer Newton steps than stopping
+    at a step of 1e-7 takes (quadratic convergence: the step before is already that close)."""
+    from sqlnb.engines import as_engine
+    from sqlnb.models import newton as newton_module
+    from sqlnb.models.naive_bayes import weighted
+    from sqlnb.source import read_with
+    con, _, _ = data
+    nb = sqlnb.fit("train", "y", con=con, features=FEATURES, feature_kinds=KINDS)
+    engine = as_engine(con)
+    patterns = weighted.read_patterns(engine, engine.resolve(read_with("train", keep_text=("y",))), "y", None,
+                                      nb.features, nb.stats).dealt(5)
+    steps = []
+
+    def counted(*args, **kwargs):
+        beta, it = newton_module.newton(*args, **kwargs)
+        steps.append(it)
+        return beta, it
+
+    monkeypatch.setattr(weighted, "newton", counted)
+    runs = []
+    for tol in (weighted.RANKING_TOL, 1e-7, 1e-12):
+        monkeypatch.setattr(weighted, "RANKING_TOL", tol)
+        steps.clear()
+        runs.append((weighted.choose_l2(nb, patterns), sum(steps)))
+    (ranked, fewer), (_, at_1e7), (exact, _) = runs
+    assert fewer < at_1e7
+    for a, b in zip(ranked, exact):
+        assert a["l2"] == b["l2"] and abs(a["cv_log_loss"] - b["cv_log_loss"]) < 1e-9
+        assert abs(a["cv_error"] - b["cv_error"]) < 1e-9
+
+
 def test_the_cross_validation_deals_each_patterns_rows_to_stratified_folds():
     """Patterns.dealt: every row in exactly one fold, each class's rows spread over the folds
     as evenly as StratifiedKFold spreads them (sizes differ by at most one), a pattern's
