@@ -226,7 +226,8 @@ def test_the_cross_validation_stops_its_fits_once_their_losses_are_exact_enough_
 def test_the_cross_validation_deals_each_patterns_rows_to_stratified_folds():
     """Patterns.dealt: every row in exactly one fold, each class's rows spread over the folds
     as evenly as StratifiedKFold spreads them (sizes differ by at most one), a pattern's
-    weight split in proportion to its rows, and the deal fixed by the seed."""
+    weight split in proportion to its rows, and the deal fixed by the seed and by the
+    patterns, not by the order an engine returned them in."""
     from sqlnb.models.naive_bayes.weighted import Patterns
     rng = np.random.default_rng(0)
     P = 60
@@ -241,6 +242,11 @@ def test_the_cross_validation_deals_each_patterns_rows_to_stratified_folds():
     again = patterns.dealt(5, seed=1)
     assert all(np.array_equal(getattr(again, a), getattr(dealt, a)) for a in ("y", "codes", "n", "fold"))
     assert not np.array_equal(patterns.dealt(5, seed=2).fold, dealt.fold)
+    # the deal is the patterns', whatever order the engine returned them in
+    shuffled = patterns.where(rng.permutation(P))
+    assert sorted(zip(*(getattr(shuffled.dealt(5, seed=1), a).tolist() for a in ("y", "n", "fold")),
+                      map(tuple, shuffled.dealt(5, seed=1).codes.tolist()))) == sorted(
+        zip(*(getattr(dealt, a).tolist() for a in ("y", "n", "fold")), map(tuple, dealt.codes.tolist())))
 
 
 def test_numeric_columns_are_binned_by_mdl_unless_told_otherwise(data):
