@@ -40,7 +40,8 @@ themselves, :meth:`Patterns.dealt`: no other scan): each fold's
 naive Bayes log-probabilities come from its training folds' counts, weights are fitted
 along the grid :data:`L2_GRID` from the strongest penalty down (each fit starting from the
 previous one's weights, on the fold's terms made once, and stopped at :data:`RANKING_TOL`)
-and the λ with the lowest mean held-out log loss wins (the stronger on a tie). The cut points of binned columns are those of all training rows.
+and the λ with the lowest mean held-out log loss wins (the stronger on a tie). The cut
+points of binned columns are those of all training rows.
 
 **Scoring** folds the weights into the log-probability tables (``w ⊙ ln θ``, ``a ⊙ ln π``)
 when they are derived, so the scoring SELECT, the exported SQL in every dialect and the
@@ -148,7 +149,8 @@ class Patterns:
         many of them each fold gets matters: the pattern's rows take consecutive places,
         its patterns in an order drawn from ``seed`` (a permutation of their own order,
         :meth:`_canonical`, so the deal does not depend on the order the engine returned
-        them in), and each fold's share of a run of places is counted, not drawn. Returns one entry per (pattern, fold) with rows."""
+        them in), and each fold's share of a run of places is counted, not drawn. Returns
+        one entry per (pattern, fold) with rows."""
         rows = self.rows if self.rows is not None else self.n
         # the patterns in an order of their own (the engine returns groups in any order: at
         # 1M patterns DuckDB's differed from one scan to the next), then drawn from seed
