@@ -147,4 +147,3 @@ def test_row_order_benchmark_runs_at_a_tiny_size():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith(("| bare", "| tight"))]
     assert len(rows) == 3 and all(line.rstrip().endswith("| True |") for line in rows), out.stdout
-
