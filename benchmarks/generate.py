@@ -19,7 +19,10 @@ mixed
 categorical
     ``c0 .. c{d-1}`` VARCHAR with ``n_j`` in 3..50 levels ``'v0' .. 'v{n_j-1}'``. The level is
     ``(floor(n_j * u ** p_cj) + s_cj) mod n_j``: a skewed distribution whose shape (``p_cj`` in
-    [1, 3]) and offset (``s_cj``) depend on the class.
+    [1, 3]) and offset (``s_cj``) depend on the class. ``--skew LO HI`` draws ``p_cj`` in
+    [LO, HI] instead: level ``m`` then has probability ``((m + 1)^{1/p} − m^{1/p}) / n^{1/p}``,
+    about ``m^{1/p − 1}``, a Zipf-like head (``--skew 6 12``: over half the rows of a column
+    at its first level), so rows repeat a few value combinations.
 text
     ``docs/`` holds (doc_id BIGINT, label); ``tokens/`` holds (doc_id BIGINT, token VARCHAR,
     n BIGINT), one row per distinct token of a document. ``--rows`` is the number of documents,
@@ -159,14 +162,15 @@ def range_table(lo: int, hi: int, alias: str = "g", column: str = "i") -> exp.Ta
 # --- generator parameters ---------------------------------------------------------------------
 
 
-def draw_params(shape: str, features: int, classes: int, seed: int) -> dict:
+def draw_params(shape: str, features: int, classes: int, seed: int, skew: tuple[float, float] = (1.0, 3.0)) -> dict:
     """Per-class distribution parameters, drawn with numpy from ``seed``.
 
     Returns
     -------
     dict
         ``numeric``: list of (name, mu[K], sigma[K]); ``categorical``: list of
-        (name, n_levels, p[K], s[K]); ``text``: vocabulary size and per-class shifts.
+        (name, n_levels, p[K], s[K]), ``p`` drawn in ``skew``; ``text``: vocabulary size and
+        per-class shifts.
     """
     rng = np.random.default_rng(seed)
     if shape == "text":
@@ -177,7 +181,7 @@ def draw_params(shape: str, features: int, classes: int, seed: int) -> dict:
     categorical = []
     for j in range(n_cat):
         n = int(rng.integers(3, 51))
-        categorical.append((f"c{j}", n, rng.uniform(1.0, 3.0, classes).tolist(), rng.integers(0, n, classes).astype(float).tolist()))
+        categorical.append((f"c{j}", n, rng.uniform(*skew, classes).tolist(), rng.integers(0, n, classes).astype(float).tolist()))
     return {"numeric": numeric, "categorical": categorical}
 
 
@@ -288,7 +292,8 @@ def _write(con, make_query, out: Path, ranges, dictionary_size_limit: int | None
     return names
 
 
-def generate(shape: str, rows: int, features: int, classes: int, out, seed: int = 0, files: int = 1, weights: bool = False, con=None) -> dict:
+def generate(shape: str, rows: int, features: int, classes: int, out, seed: int = 0, files: int = 1, weights: bool = False, con=None,
+             skew: tuple[float, float] = (1.0, 3.0)) -> dict:
     """Write one synthetic data set as Parquet and return its metadata.
 
     Parameters
@@ -308,6 +313,8 @@ def generate(shape: str, rows: int, features: int, classes: int, out, seed: int 
         Number of Parquet files per table.
     weights : bool
         Add a sample-weight column ``w`` (DOUBLE, uniform in (0.5, 1.5)); not for ``text``.
+    skew : (float, float)
+        The range of the categorical levels' exponents ``p_cj`` (module docstring).
     con : duckdb.DuckDBPyConnection, optional
         Connection to use; a private in-memory one by default.
 
@@ -329,10 +336,11 @@ def generate(shape: str, rows: int, features: int, classes: int, out, seed: int 
     if con is None:
         con = duckdb.connect()
         con.execute("SET enable_progress_bar = false")
-    params = draw_params(shape, features, classes, seed)
+    params = draw_params(shape, features, classes, seed, tuple(skew))
     ranges = _split(rows, files)
     t0 = time.perf_counter()
-    meta = {"shape": shape, "features": features, "classes": classes, "seed": seed, "files": files, "label": LABEL, "weight": WEIGHT if weights else None}
+    meta = {"shape": shape, "features": features, "classes": classes, "seed": seed, "files": files, "label": LABEL, "weight": WEIGHT if weights else None,
+            "skew": list(skew)}
     if shape == "text":
         _write(con, lambda lo, hi: docs_query(classes, seed, lo, hi), out / "docs", ranges)
         # DuckDB's writer would store the token column PLAIN (too many distinct values for its
@@ -378,9 +386,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--files", type=int, default=1, help="Parquet files per table")
     ap.add_argument("--weights", action="store_true", help="add a sample-weight column w (not for text)")
+    ap.add_argument("--skew", type=float, nargs=2, default=(1.0, 3.0), metavar=("LO", "HI"),
+                    help="range of the categorical levels' exponents (default 1 3; 6 12: a Zipf-like head)")
     a = ap.parse_args(argv)
     try:
-        meta = generate(a.shape, a.rows, a.features, a.classes, a.out, seed=a.seed, files=a.files, weights=a.weights)
+        meta = generate(a.shape, a.rows, a.features, a.classes, a.out, seed=a.seed, files=a.files, weights=a.weights, skew=tuple(a.skew))
     except (ValueError, duckdb.Error) as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1

@@ -65,6 +65,42 @@ def test_generated_features_are_independent_streams(tmp_path):
     assert worst < 0.07, worst
 
 
+def test_generated_categorical_columns_take_a_zipf_like_head_with_skew(tmp_path):
+    """generate.py --skew: a column's first level takes over half its class's rows, and rows
+    repeat value combinations (the default: nearly every row a combination of its own)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import duckdb
+    import generate
+
+    con = duckdb.connect()
+    combos = {}
+    for skew in ((1.0, 3.0), (16.0, 32.0)):
+        meta = generate.generate("categorical", 20000, 8, 3, tmp_path / str(skew[0]), con=con, skew=skew)
+        source = generate.parquet_table(meta["globs"]["data"]).sql("duckdb")
+        combos[skew] = con.execute(f"SELECT count(*) FROM (SELECT DISTINCT * FROM {source})").fetchone()[0]
+        head = con.execute(f"SELECT min(top) FROM (SELECT label, max(n) / sum(n) AS top FROM (SELECT label, c0, "
+                           f"count(*) AS n FROM {source} GROUP BY ALL) GROUP BY label)").fetchone()[0]
+        assert meta["skew"] == list(skew) and (head > 0.5) == (skew[0] > 3)
+    assert combos[1.0, 3.0] > 15000 and combos[16.0, 32.0] < 20000 / 2, combos
+
+
+def test_weighted_fit_benchmark_measures_both_designs_at_a_tiny_size(tmp_path):
+    """weighted_fit.py, every row: the scan-per-iteration optimiser's loss and gradient come
+    from SQL, and run long enough it reaches the weights Newton's method fits on the patterns."""
+    import json
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "weighted_fit.py"), "--rows", "3000",
+                          "--features", "3", "--repeat", "1", "--cv", "--scan-evals", "150", "--skew", "16", "32",
+                          "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.splitlines()[-1])
+    names = [r[0] for r in result["results"]]
+    assert names == ["naive Bayes fit", "weighted fit, l2 given", "weighted fit, l2 by CV", "pattern scan",
+                     "scan per iteration (L-BFGS)", "naive Bayes: one scoring scan", "naive Bayes scoring to a table",
+                     "weighted: one scoring scan", "weighted scoring to a table"], names
+    scan = result["results"][4][2]
+    assert float(scan.rsplit("= ", 1)[1]) < 1e-5, scan
+
+
 def test_small_data_latency_benchmark_runs(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "small_data.py"), "--repeat", "1",
                           "--datasets", "iris"], capture_output=True, text=True, timeout=600)

@@ -154,10 +154,80 @@ def test_the_gradient_and_hessian_are_the_objectives_derivatives(K):
     np.testing.assert_allclose(obj.hess_vec(probabilities, v), obj.hessian(probabilities) @ v, rtol=0, atol=1e-12)
 
 
+def test_a_hessian_counts_each_pair_of_features_once_per_pair_of_distinct_classes(monkeypatch):
+    """The Hessian's cost: ``K(K − 1)/2 · F(F + 1)/2`` bincounts over the patterns (a class
+    with itself is minus its others, a feature with itself its own count), not one per
+    ordered pair of classes and features; the gradient and the Hessian equal their
+    derivatives (test above)."""
+    from sqlnb.models.naive_bayes.weighted import Objective, Patterns
+    rng = np.random.default_rng(0)
+    K, shapes, P = 4, [3, 4, 2], 50
+    codes = np.stack([rng.integers(0, V + 1, P) for V in shapes], axis=1)
+    patterns = Patterns(rng.integers(0, K, P), codes, np.ones(P), np.zeros(P, dtype=int))
+    obj = Objective(np.log(np.full(K, 1 / K)), [np.log(rng.dirichlet(np.ones(V), size=K)) for V in shapes],
+                    patterns, 0.01)
+    _, _, probabilities = obj.value_grad(np.ones(obj.size()))
+    calls, bincount = [], np.bincount
+    monkeypatch.setattr(np, "bincount", lambda *a, **kw: calls.append(1) or bincount(*a, **kw))
+    obj.hessian(probabilities)
+    assert len(calls) == K * (K - 1) // 2 * len(shapes) * (len(shapes) + 1) // 2
+
+
+def test_the_cross_validation_makes_each_folds_terms_once(data, monkeypatch):
+    """choose_l2 builds one objective per fold for the fits along the λ path and one for the
+    held-out rows (its λ path shares the fold's terms), not one per fold and λ."""
+    from sqlnb.models.naive_bayes import weighted
+    con, _, _ = data
+    nb = sqlnb.fit("train", "y", con=con, features=FEATURES, feature_kinds=KINDS)
+    made, init = [], weighted.Objective.__init__
+    monkeypatch.setattr(weighted.Objective, "__init__", lambda self, *a, **kw: made.append(1) or init(self, *a, **kw))
+    from sqlnb.engines import as_engine
+    from sqlnb.source import read_with
+    engine = as_engine(con)
+    source = engine.resolve(read_with("train", keep_text=("y",)))
+    patterns = weighted.read_patterns(engine, source, "y", None, nb.features, nb.stats)
+    tried = weighted.choose_l2(nb, patterns.dealt(5))
+    assert [t["l2"] for t in tried] == list(L2_GRID) and len(made) == 2 * 5
+
+
+def test_the_cross_validation_stops_its_fits_once_their_losses_are_exact_enough_to_rank(data, monkeypatch):
+    """The fits that rank λ stop after a Newton step of RANKING_TOL: the held-out losses and
+    errors equal those of fits run to 1e-12 within 1e-9, in fewer Newton steps than stopping
+    at a step of 1e-7 takes (quadratic convergence: the step before is already that close)."""
+    from sqlnb.engines import as_engine
+    from sqlnb.models import newton as newton_module
+    from sqlnb.models.naive_bayes import weighted
+    from sqlnb.source import read_with
+    con, _, _ = data
+    nb = sqlnb.fit("train", "y", con=con, features=FEATURES, feature_kinds=KINDS)
+    engine = as_engine(con)
+    patterns = weighted.read_patterns(engine, engine.resolve(read_with("train", keep_text=("y",))), "y", None,
+                                      nb.features, nb.stats).dealt(5)
+    steps = []
+
+    def counted(*args, **kwargs):
+        beta, it = newton_module.newton(*args, **kwargs)
+        steps.append(it)
+        return beta, it
+
+    monkeypatch.setattr(weighted, "newton", counted)
+    runs = []
+    for tol in (weighted.RANKING_TOL, 1e-7, 1e-12):
+        monkeypatch.setattr(weighted, "RANKING_TOL", tol)
+        steps.clear()
+        runs.append((weighted.choose_l2(nb, patterns), sum(steps)))
+    (ranked, fewer), (_, at_1e7), (exact, _) = runs
+    assert fewer < at_1e7
+    for a, b in zip(ranked, exact):
+        assert a["l2"] == b["l2"] and abs(a["cv_log_loss"] - b["cv_log_loss"]) < 1e-9
+        assert abs(a["cv_error"] - b["cv_error"]) < 1e-9
+
+
 def test_the_cross_validation_deals_each_patterns_rows_to_stratified_folds():
     """Patterns.dealt: every row in exactly one fold, each class's rows spread over the folds
     as evenly as StratifiedKFold spreads them (sizes differ by at most one), a pattern's
-    weight split in proportion to its rows, and the deal fixed by the seed."""
+    weight split in proportion to its rows, and the deal fixed by the seed and by the
+    patterns, not by the order an engine returned them in."""
     from sqlnb.models.naive_bayes.weighted import Patterns
     rng = np.random.default_rng(0)
     P = 60
@@ -172,6 +242,11 @@ def test_the_cross_validation_deals_each_patterns_rows_to_stratified_folds():
     again = patterns.dealt(5, seed=1)
     assert all(np.array_equal(getattr(again, a), getattr(dealt, a)) for a in ("y", "codes", "n", "fold"))
     assert not np.array_equal(patterns.dealt(5, seed=2).fold, dealt.fold)
+    # the deal is the patterns', whatever order the engine returned them in
+    shuffled = patterns.where(rng.permutation(P))
+    assert sorted(zip(*(getattr(shuffled.dealt(5, seed=1), a).tolist() for a in ("y", "n", "fold")),
+                      map(tuple, shuffled.dealt(5, seed=1).codes.tolist()))) == sorted(
+        zip(*(getattr(dealt, a).tolist() for a in ("y", "n", "fold")), map(tuple, dealt.codes.tolist())))
 
 
 def test_numeric_columns_are_binned_by_mdl_unless_told_otherwise(data):
