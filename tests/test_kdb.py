@@ -8,8 +8,6 @@ the exported SELECT in SQLite, PostgreSQL and Spark; cross-validation; the comma
 
 from __future__ import annotations
 
-import math
-
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -18,7 +16,7 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
-from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
+from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, kdb_structure, pseudo_counts, softmax
 from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
                                 class_scores, cli_files, kdb_table, registered, sqlite_input)
 
@@ -64,22 +62,7 @@ def oracle(train: pa.Table, test: pa.Table, K: int, alpha=1.0, beta=None, estima
             else:
                 nb[f] = np.log((n + a_) / (n.sum(1, keepdims=True) + a_ * len(values[f])))
 
-    def mi(f):  # I(X; C) over the rows where X is present
-        n = counts([f])
-        N = n.sum()
-        return sum(n[c, u] / N * math.log(n[c, u] * N / (n[c].sum() * n[:, u].sum()))
-                   for c in range(C) for u in range(n.shape[1]) if n[c, u] > 0)
-
-    def cmi(f, g):  # I(X_f; X_g | C) over the rows where both are present
-        n = counts([f, g])
-        N = n.sum()
-        return sum(n[c, u, v] / N * math.log(n[c, u, v] * n[c].sum() / (n[c, u].sum() * n[c, :, v].sum()))
-                   for c in range(C) for u in range(n.shape[1]) for v in range(n.shape[2]) if n[c, u, v] > 0)
-
-    ranking = sorted(names, key=lambda f: (-mi(f), names.index(f)))
-    parents = {}
-    for r, f in enumerate(ranking):
-        parents[f] = sorted(ranking[:r], key=lambda g: (-cmi(f, g), ranking.index(g)))[:K]
+    ranking, parents = kdb_structure(names, counts, K)
     tables = {f: {tuple(ps[i] for i in sub): smooth(counts([*(ps[i] for i in sub), f]), f)
                   for sub in ([(0,), (1,), (0, 1)] if len(ps) == 2 else [(0,)] if ps else [])}
               for f, ps in parents.items()}
@@ -197,8 +180,8 @@ def test_ranking_ties_keep_the_model_order():
 
 def test_refusals(data):
     con, _, _ = data
-    with pytest.raises(SqlnbError, match=r"unknown structure 'kdb:3'.*kdb:K \(K = 1 to 2\)"):
-        fit(con, K=3)
+    with pytest.raises(SqlnbError, match=r"unknown structure 'kdb:6'.*kdb:K \(K = 1 to 5\)"):
+        fit(con, K=6)
     tan_model = sqlnb.fit("train", label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE,
                           structure="tan")
     assert tan_model.with_params(structure="kdb:1").tree()  # K = 1 needs the pair counts only

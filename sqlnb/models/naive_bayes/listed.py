@@ -42,7 +42,7 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.models.naive_bayes import aode, kdb, mixture, tan
+from sqlnb.models.naive_bayes import aode, kdb, mixture, skdb, tan
 from sqlnb.models.naive_bayes.families import Feature
 
 POSITION_PREFIX = "sqlnb_position"
@@ -114,7 +114,7 @@ def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[F
     naive row of every discrete feature with a naive term to read (categorical and binned
     ones: not a child of a single tree). An AODE member's prelude gives the positions
     (:func:`aode.slot_positions`)."""
-    if tree is None and mix is None:
+    if (tree is None or isinstance(tree, skdb.Deep)) and mix is None:  # skdb: its own sparse picks
         return None
     nets, difference = (mix.nets, True) if mix is not None else ([(structure, tree)], False)
     names = stats.pairs.features

@@ -1,0 +1,235 @@
+"""Deeper k-dependence structures (``structure="kdb:K"``, K = 3 to 5) and the selective KDB
+(``structure="skdb"``) against a direct numpy implementation of the formulas documented in
+:mod:`sqlnb.models.naive_bayes.skdb`: ranking and parents as KDB's, back-off smoothing over
+the prefixes of the ranked parents, a missing parent conditioning on the parents ranked
+before it, within 1e-9 with NULL and unseen values; the leave-one-out choice of (k, s)
+against refitting the counts without each row; storage, update, row order, export."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import sqlnb
+from sqlnb.errors import SqlnbError
+from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, kdb_structure, pseudo_counts, softmax
+from support.structured import CLASSES, DISCRETE, class_scores, kdb_table, registered, sqlite_input
+
+
+# -- the oracle --------------------------------------------------------------------------
+class Oracle:
+    """KDB(K) with back-off m over ``DISCRETE`` from the training rows of weight ``keep``
+    (1 each by default; 0 leaves a row out), its structure from every row."""
+
+    def __init__(self, train: pa.Table, K: int, m=1.0, alpha=1.0, beta=None, estimator="posterior-mean"):
+        self.a, self.b1, self.b0 = pseudo_counts(alpha, beta, estimator)
+        self.coded = Coded(train, DISCRETE, CLASSES)
+        self.m, self.C = m, len(CLASSES)
+        self.keep = np.ones(len(self.coded.lab))
+        self.ranking, self.parents = kdb_structure(list(DISCRETE), self.counts, K)
+
+    def counts(self, fs):
+        c = self.coded
+        n = np.zeros((self.C, *(len(c.values[f]) for f in fs)))
+        for r, k in enumerate(c.lab):
+            idx = tuple(c.X[f][r] for f in fs)
+            if min(idx) >= 0:
+                n[(k, *idx)] += self.keep[r]
+        return n
+
+    def naive(self, f):
+        n = self.counts([f])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if DISCRETE[f] == "bernoulli":
+                return np.stack([n[:, 0] + self.b0, n[:, 1] + self.b1], 1) / (n.sum(1, keepdims=True)
+                                                                             + self.b1 + self.b0)
+            return (n + self.a) / (n.sum(1, keepdims=True) + self.a * len(self.coded.values[f]))
+
+    def jll(self, T: dict, rows: int, k: int, s: int) -> np.ndarray:
+        """Per row (codes ``T``) and class the log prior plus each of the first ``s`` ranked
+        features' term under its first ``k`` parents."""
+        lab = self.coded.lab
+        class_n = np.bincount(lab, weights=self.keep, minlength=self.C)
+        out = np.tile(np.log(class_n / class_n.sum()), (rows, 1))
+        tables = {}
+        for f in self.ranking[:s]:
+            ps = self.parents[f][:k]
+            p0 = self.naive(f)
+            deep = [self.counts([*ps[:j], f]) for j in range(1, len(ps) + 1)]
+            for r in range(rows):
+                u = T[f][r]
+                if u < 0:
+                    continue
+                p = p0[:, u]
+                for j in range(1, len(ps) + 1):
+                    at = tuple(T[q][r] for q in ps[:j])
+                    if min(at) < 0:
+                        break  # the longest prefix of present parents
+                    n = deep[j - 1][(slice(None), *at)]
+                    tot = n.sum(-1)
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        p = np.where(tot == 0, p, (n[:, u] + self.m * p) / (tot + self.m))
+                with np.errstate(divide="ignore"):
+                    out[r] += np.log(p)
+            tables[f] = deep
+        return out
+
+    def scores(self, test: pa.Table, k: int, s: int | None = None):
+        jll = self.jll(self.coded.test_codes(test), test.num_rows, k, len(self.ranking) if s is None else s)
+        return softmax(jll), jll
+
+    def leave_one_out(self, K: int) -> np.ndarray:
+        """RMSE of the probability of the true class, each training row scored by the
+        counts without it, per (k, s), k = 0 … K, s = 1 … F."""
+        c = self.coded
+        F = len(self.ranking)
+        err = np.zeros((K + 1, F))
+        for i in range(len(c.lab)):
+            self.keep[:] = 1.0
+            self.keep[i] = 0.0
+            T = {f: c.X[f][i:i + 1] for f in DISCRETE}
+            for k in range(K + 1):
+                for s in range(1, F + 1):
+                    p = softmax(self.jll(T, 1, k, s))[0, c.lab[i]]
+                    err[k, s - 1] += (1 - p) ** 2
+        self.keep[:] = 1.0
+        return np.sqrt(err / len(c.lab))
+
+
+def fit(con, data="train", structure="kdb:3", **params):
+    return sqlnb.fit(data, label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE, structure=structure,
+                     **params)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return registered(kdb_table(800, 1), kdb_table(300, 2, unseen=True))
+
+
+# -- kdb:3 … kdb:5 ------------------------------------------------------------------------
+@pytest.mark.parametrize("K,params", [(3, {}), (5, {}), (4, {"backoff": 0.25, "alpha": 0.5, "beta": (2.0, 1.0)}),
+                                      (3, {"backoff": 5.0, "estimator": "map", "alpha": 2.0}), (3, {"backoff": 0.0})])
+def test_deep_kdb_equals_numpy_with_nulls_rare_and_unseen_values(data, K, params):
+    con, train, test = data
+    model = fit(con, structure=f"kdb:{K}", **params)
+    oracle = Oracle(train, K, m=params.get("backoff", 1.0), alpha=params.get("alpha", 1.0),
+                    beta=params.get("beta"), estimator=params.get("estimator", "posterior-mean"))
+    want, want_jll = oracle.scores(test, K)
+    assert model._tree.order == oracle.ranking
+    assert {c: [p] if isinstance(p, str) else list(p) for c, p in model.tree().items()} == \
+        {f: ps for f, ps in oracle.parents.items() if ps}
+    assert max(len(ps) for ps in oracle.parents.values()) == min(K, len(DISCRETE) - 1)
+    np.testing.assert_allclose(class_scores(model, "test", con, "proba"), want, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(class_scores(model, "test", con, "jll"), want_jll, rtol=0, atol=1e-9)
+
+
+def test_the_test_rows_reach_every_prefix(data):
+    """Rows whose ranked parents are present up to each depth, and whose deepest
+    configuration was never seen in training (the shorter prefix's table)."""
+    con, train, test = data
+    model = fit(con, structure="kdb:4")
+    te = test.to_pydict()
+    depths = set()
+    for child, par in model.tree().items():
+        ps = (par,) if isinstance(par, str) else par
+        for r in range(test.num_rows):
+            if te[child][r] is not None:
+                depths.add(next((j for j, p in enumerate(ps) if te[p][r] is None), len(ps)))
+    assert depths == {0, 1, 2, 3, 4}
+    deepest = model._tree.seen["noise"][-1]
+    assert 0 < deepest.sum() < deepest.size  # some configurations unseen
+
+
+def test_unseen_configuration_is_the_shorter_prefix_exactly(data):
+    """Where no training row holds a configuration the back-off table is the shorter
+    prefix's, bit for bit, whatever m."""
+    con, _, _ = data
+    for m in (0.0, 1.0, 7.5):
+        net = fit(con, structure="kdb:4", backoff=m)._tree
+        for child, tables in net.logp.items():
+            for j in range(1, len(tables)):
+                unseen = ~net.seen[child][j - 1]
+                shorter = np.broadcast_to(np.expand_dims(tables[j - 1], -2), tables[j].shape)
+                assert np.array_equal(tables[j][:, unseen], shorter[:, unseen])
+
+
+def test_refusals(data):
+    con, _, _ = data
+    with pytest.raises(SqlnbError, match=r"unknown structure 'skdb:6'"):
+        fit(con, structure="skdb:6")
+    with pytest.raises(SqlnbError, match="backoff"):
+        fit(con, backoff=-1.0)
+    with pytest.raises(SqlnbError, match="'g' is none"):
+        sqlnb.fit("train", label="y", con=con, features=[*DISCRETE, "g"], feature_kinds=DISCRETE, structure="skdb")
+    two = fit(con, structure="kdb:2")
+    with pytest.raises(SqlnbError, match=r"joint counts with it were never gathered.*--structure kdb:3"):
+        two.with_params(structure="kdb:3").log_parameters()
+    with pytest.raises(SqlnbError, match="leave-one-out over the training rows"):
+        fit(con, structure="kdb:5").with_params(structure="skdb").log_parameters()
+    # a kdb:5 model gives every shallower deep structure from the same counts
+    np.testing.assert_allclose(class_scores(fit(con, structure="kdb:5").with_params(structure="kdb:3"), "test", con,
+                                            "proba"),
+                               class_scores(fit(con), "test", con, "proba"), rtol=0, atol=1e-12)
+
+
+# -- skdb ---------------------------------------------------------------------------------
+def test_leave_one_out_equals_refitting_without_each_row():
+    """On a small table every (k, s)'s RMSE equals the numpy model of the counts without
+    each row in turn (the structure from all rows), and the choice is the smallest."""
+    con, train, test = registered(kdb_table(90, 7), kdb_table(40, 8, unseen=True))
+    model = fit(con, structure="skdb:3")
+    choice = model._tree.choice
+    oracle = Oracle(train, 3)
+    want = oracle.leave_one_out(3)
+    np.testing.assert_allclose(choice["rmse"], want, rtol=0, atol=1e-9)
+    k, s = np.unravel_index(np.argmin(np.round(want, 9)), want.shape)
+    assert (model._tree.k, model._tree.s) == (k, s + 1)
+    proba, _ = oracle.scores(test, k, s + 1)
+    np.testing.assert_allclose(class_scores(model, "test", con, "proba"), proba, rtol=0, atol=1e-9)
+    assert set(model._tree.dropped) == set(oracle.ranking[s + 1:])
+
+
+def test_skdb_keeps_the_chosen_features(data):
+    con, train, test = data
+    model = fit(con, structure="skdb")
+    net = model._tree
+    assert net.choice["rmse"].shape == (6, len(DISCRETE))
+    proba, jll = Oracle(train, 5).scores(test, net.k, net.s)
+    np.testing.assert_allclose(class_scores(model, "test", con, "jll"), jll, rtol=0, atol=1e-9)
+
+
+# -- update, storage, order, export ------------------------------------------------------
+@pytest.mark.parametrize("structure", ["kdb:4", "skdb"])
+def test_update_equals_refit_and_round_trips(data, tmp_path, structure):
+    con, train, test = data
+    con.register("first", train.slice(0, 500))
+    con.register("rest", train.slice(500))
+    updated = sqlnb.update(fit(con, "first", structure), "rest", con=con)
+    refit = fit(con, structure=structure)
+    assert updated.tree() == refit.tree() and (updated._tree.k, updated._tree.s) == (refit._tree.k, refit._tree.s)
+    np.testing.assert_allclose(class_scores(updated, "test", con, "proba"), class_scores(refit, "test", con, "proba"),
+                               rtol=0, atol=1e-9)
+    path = str(tmp_path / "m.duckdb")
+    updated.save(path, "deep")
+    loaded = sqlnb.load(path, "deep")
+    assert loaded.hyper.structure == structure and loaded.tree() == refit.tree()
+    np.testing.assert_allclose(class_scores(loaded, "test", con, "proba"), class_scores(refit, "test", con, "proba"),
+                               rtol=0, atol=1e-9)
+    if structure == "skdb":
+        np.testing.assert_allclose(loaded._tree.choice["rmse"], refit._tree.choice["rmse"], rtol=0, atol=1e-12)
+
+
+def test_rows_keep_count_and_order(data):
+    con, _, test = data
+    assert_rows_keep_count_and_order(fit(con, structure="kdb:5"), test, con)
+
+
+def test_export_runs_in_sqlite(data):
+    con, _, test = data
+    lite = sqlite_input(test)
+    for structure in ("kdb:3", "kdb:5", "skdb"):
+        model = fit(con, structure=structure)
+        query = model.to_sql("sqlite", source="input", outputs=("proba",), key="rid")
+        got = np.array([r[-3:] for r in lite.execute(query).fetchall()], dtype=float)
+        np.testing.assert_allclose(got, class_scores(model, "test", con, "proba"), rtol=0, atol=1e-12)
