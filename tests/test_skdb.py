@@ -14,7 +14,9 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, kdb_structure, pseudo_counts, softmax
-from support.structured import CLASSES, DISCRETE, class_scores, kdb_table, registered, sqlite_input
+from support.cli import invoke
+from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, class_scores, cli_files,
+                                kdb_table, registered, sqlite_input)
 
 
 # -- the oracle --------------------------------------------------------------------------
@@ -233,3 +235,51 @@ def test_export_runs_in_sqlite(data):
         query = model.to_sql("sqlite", source="input", outputs=("proba",), key="rid")
         got = np.array([r[-3:] for r in lite.execute(query).fetchall()], dtype=float)
         np.testing.assert_allclose(got, class_scores(model, "test", con, "proba"), rtol=0, atol=1e-12)
+
+
+def test_cross_validation_equals_fold_by_fold_fits(data):
+    """Each fold's kdb:4 and skdb model (the skdb choice by leave-one-out over its own
+    training folds' rows, read as patterns per fold in one more scan) scores the held-out
+    fold as a fit on the other folds does."""
+    con, _, _ = data
+    assert_cv_accuracy_is_fold_fits(con, ["kdb:4", "skdb", "skdb:2"], DISCRETE,
+                                    lambda source, structure: fit(con, source, structure))
+
+
+# -- command line ------------------------------------------------------------------------
+def test_cli_fit_show_params_score_sql_update(tmp_path):
+    import pyarrow.parquet as pq
+    train = kdb_table(400, 5)
+    db, args = cli_files(tmp_path, train, DISCRETE, split=300)
+    for data, name in (("a", "m"), ("all", "all")):
+        r = invoke("fit", str(tmp_path / f"{data}.parquet"), *args, "--structure", "skdb:3", "--backoff", "2",
+                   "--model", f"{db}:{name}")
+        assert r.exit_code == 0, r.stderr
+    full = sqlnb.load(db, "all")
+    assert full.hyper.backoff == 2.0 and full.hyper.structure == "skdb:3"
+    r = invoke("update", "--model", f"{db}:m", str(tmp_path / "b.parquet"))
+    assert r.exit_code == 0, r.stderr
+    np.testing.assert_allclose(sqlnb.load(db, "m").skdb_summary()["rmse"], full.skdb_summary()["rmse"],
+                               rtol=0, atol=1e-12)
+    choice = full.skdb_summary()
+    r = invoke("show", "--model", f"{db}:all")
+    assert r.exit_code == 0, r.stderr
+    assert f"skdb         k = {choice['k']} parents, the first {choice['s']} of 5 features" in r.stdout
+    for name in choice["order"][choice["s"]:]:
+        assert "no term (left out by skdb)" in next(line for line in r.stdout.splitlines()
+                                                    if line.startswith(name + " "))
+    r = invoke("show", "--params", "--model", f"{db}:all")
+    assert r.exit_code == 0, r.stderr
+    assert "skdb: leave-one-out RMSE of p(true class)" in r.stdout
+    out = tmp_path / "scored.parquet"
+    r = invoke("score", str(tmp_path / "all.parquet"), "--model", f"{db}:all", "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert pq.read_table(out)["rid"].to_pylist() == train["rid"].to_pylist()
+    r = invoke("sql", "--model", f"{db}:all", "--dialect", "sqlite", "--source", "input", "--key", "rid",
+               "--outputs", "proba")
+    assert r.exit_code == 0, r.stderr
+    con, _, _ = registered(train, train)
+    got = np.array([row[-3:] for row in sqlite_input(train).execute(r.stdout).fetchall()], dtype=float)
+    np.testing.assert_allclose(got, class_scores(full, "train", con, "proba"), rtol=0, atol=1e-12)
+    r = invoke("fit", str(tmp_path / "all.parquet"), "--label", "y", "--structure", "skdb", "--model", f"{db}:bad")
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "chooses among discrete" in r.stderr

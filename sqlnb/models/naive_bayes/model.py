@@ -88,13 +88,12 @@ class NaiveBayes(Model):
         self.report = dict(report or {})
         self.weight = weight
         self._params: dict | None = None
-        self._tree: tan.Tree | kdb.Network | None = None
+        self._tree: tan.Tree | kdb.Network | skdb.Deep | None = None
         self._aode: aode.Aode | None = None
         self._mix: mixture.Mixture | None = None  # an average of structures
         self._plan: listed.Plan | None = None  # DuckDB's tables of the tree structures
-        # Derive the log-parameters now: a setting these statistics cannot take (a zero
-        # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
-        # not at first use.
+        # Derive the log-parameters now: a setting these statistics cannot take (a zero variance with
+        # var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit, not at first use.
         self.log_parameters()
 
     def _bound(self, hyper: Hyperparameters) -> Hyperparameters:
@@ -216,17 +215,20 @@ class NaiveBayes(Model):
         return self._params
 
     def tree(self) -> dict[str, str]:
-        """Each tree feature's parent (tree-augmented models; ``{}`` for naive Bayes); under
-        ``kdb:2`` a feature with two parents maps to the tuple of both."""
+        """Each tree feature's parent, the tuple of them when several (``{}`` for naive Bayes)."""
         self.log_parameters()
         return dict(self._tree.parent) if self._tree is not None else {}
 
     def aode_summary(self) -> dict:
-        """AODE's super-parents: per discrete feature its number of values and how many of
-        them may be a super-parent at this ``aode_min_count``, and the per-class shift
-        (:func:`aode.describe`); ``{}`` for other structures."""
+        """AODE's super-parents: per discrete feature its number of values and how many of them may be a
+        super-parent at this ``aode_min_count``, and the per-class shift (:func:`aode.describe`); else ``{}``."""
         self.log_parameters()
         return {} if self._aode is None else aode.describe(self._aode, self.stats, self.hyper.aode_min_count)
+
+    def skdb_summary(self) -> dict:
+        """``skdb``'s leave-one-out table and choice (:func:`skdb.leave_one_out`); ``{}`` otherwise."""
+        self.log_parameters()
+        return dict(getattr(self._tree, "choice", None) or {})
 
     def average_summary(self) -> dict:
         """An average of structures: its members and each tree member's parents
@@ -499,8 +501,7 @@ class NaiveBayes(Model):
         if self._tree is None:
             return {}
         return self._terms_module().child_terms(self._tree, self._scoring_features(input_types), self.stats,
-                                                params, dialect,
-                               input_types, positions)
+                                                params, dialect, input_types, positions)
 
     def _terms_module(self):
         """The module whose ``child_terms`` writes this structure's terms (tan or kdb)."""

@@ -114,7 +114,9 @@ class Patterns:
         out = self.codes.copy()
         for a, (src, dst) in enumerate(zip(self.values, values)):
             pos = {v: i for i, v in enumerate(dst)}
-            remap = np.array([pos[v] for v in src] + [-1], dtype=np.int64)  # −1 stays missing
+            # −1 stays missing; a value ``dst`` lacks is one no pattern holds (a fold's rows
+            # coded over every fold's values), so it is never read
+            remap = np.array([pos.get(v, -1) for v in src] + [-1], dtype=np.int64)
             out[:, a] = remap[self.codes[:, a]]
         return out
 
@@ -399,13 +401,16 @@ def child_terms(net: Deep, features: Sequence[Feature], stats, params: Mapping[s
 
 def conditionals(net: Deep, stats) -> dict[str, dict]:
     """Each child's deepest table as :func:`sqlnb.models.naive_bayes.kdb.conditionals`
-    gives it (``parent`` a name or a tuple, ``log_proba`` (C, parent values…, values))."""
+    gives it (``parent`` a name or a tuple, ``log_proba`` (C, parent values…, values)),
+    with several parents ``configs``: the parents' value positions seen in training."""
     by_name = {f.name: f for f in net.features}
     out = {}
     for child, par in net.parent.items():
         pv = [tan.feature_values(by_name[p], stats.features) for p in _parents(par)]
         out[child] = {"parent": par, "parent_values": pv[0] if isinstance(par, str) else pv,
                       "values": tan.feature_values(by_name[child], stats.features), "log_proba": net.cpt[child]}
+        if not isinstance(par, str):  # the configurations seen in training (the others back off)
+            out[child]["configs"] = [tuple(int(i) for i in t) for t in np.argwhere(net.seen[child][-1])]
     return out
 
 
@@ -475,3 +480,27 @@ def with_patterns(stats, features: Sequence[Feature], read) -> Any:
     pairs = stats.pairs
     stats.pairs = kdb.KdbPairs(list(pairs.features), dict(pairs.cells), dict(getattr(pairs, "joints", {})), pats)
     return stats
+
+
+def with_fold_patterns(per_fold: Sequence[Any], features: Sequence[Feature], read) -> list:
+    """Per-fold statistics each keeping its own rows as :class:`Patterns` (so that a union
+    of folds merges to its rows'), from ``read(tree, shim)``: one scan grouped by fold
+    (:func:`sqlnb.models.naive_bayes.weighted.read_patterns` with ``fold``)."""
+    from dataclasses import replace
+    every = per_fold[0]
+    for s in per_fold[1:]:
+        every = every.merge(s)
+    found: dict = {}
+    with_patterns(every, features, lambda tree, shim: found.setdefault("all", read(tree, shim)))
+    rows, pats = found["all"], every.pairs.patterns
+    values = [tan.feature_values(f, every.features) for f in [{f.name: f for f in features}[n] for n in pats.names]]
+    codes = np.where(rows.codes >= np.array([len(v) for v in values]), -1, rows.codes)
+    out = []
+    for i, s in enumerate(per_fold):
+        mine = rows.fold == i
+        p = grouped(pats.names, values, rows.y[mine], codes[mine], rows.n[mine],
+                    (rows.rows if rows.rows is not None else rows.n)[mine])
+        pairs = s.pairs
+        out.append(replace(s, pairs=kdb.KdbPairs(list(pairs.features), dict(pairs.cells),
+                                                 dict(getattr(pairs, "joints", {})), p)))
+    return out
