@@ -47,6 +47,7 @@ from sqlnb.models.naive_bayes.families import Feature
 
 POSITION_PREFIX = "sqlnb_position"
 TABLE_PREFIX = "sqlnb_tables"
+STEPS = "sqlnb_trie"
 
 
 @dataclass
@@ -70,6 +71,11 @@ class Plan:
     children: list = field(default_factory=list)
     width: int = 0
     lists: list = field(default_factory=list, init=False)  # :func:`prelude`'s packed lists, built once
+    #: deep KDB (:mod:`.skdb`): each child's ``(start, n_child, [(step start, base, n_pa, parent)…])``,
+    #: and every child's trie steps in one integer list
+    deep: dict = field(default_factory=dict)
+    steps: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)  # skdb: the features past its s, no term
 
     def add(self, table: np.ndarray) -> int:
         """Append a (K, …) table's cells; returns its 0-based start in the list."""
@@ -78,6 +84,29 @@ class Plan:
         self.cells.append(flat)
         self.width += flat.shape[1]
         return start
+
+    def position(self, name: str) -> exp.Expression:
+        return sql.col(f"{POSITION_PREFIX}{self.names.index(name)}") if self.at is None else self.at[name].copy()
+
+    def deep_read(self, child: str, k: int) -> exp.Expression:
+        """A deep KDB child's term (:func:`skdb.trie`): node l_0 = 0, l_j = the trie step
+        from l_{j−1} by pa_j's position (NULL when unseen; NULL stays NULL), the row of the
+        deepest node reached, ``COALESCE(base_L + l_L, …, base_1 + l_1, 0)``, then the
+        child's slot in it."""
+        start, n_x, steps = self.deep[child]
+        node: exp.Expression = exp.Literal.number(0)
+        rows = []
+        for at, base, n_pa, parent in steps:
+            index = exp.Add(this=exp.Add(this=exp.Mul(this=sql.paren(node), expression=exp.Literal.number(n_pa + 1)),
+                                         expression=self.position(parent)), expression=exp.Literal.number(at + 1))
+            node = exp.Nullif(this=exp.Anonymous(this="list_extract", expressions=[sql.col(STEPS), index]),
+                              expression=exp.Literal.number(-1))
+            rows.insert(0, exp.Add(this=exp.Literal.number(base), expression=node.copy()))
+        row = exp.Coalesce(this=rows[0], expressions=[*rows[1:], exp.Literal.number(0)])
+        index = exp.Add(this=exp.Mul(this=sql.paren(row), expression=exp.Literal.number(n_x + 1)),
+                        expression=self.position(child))
+        return exp.Anonymous(this="list_extract", expressions=[
+            sql.col(f"{TABLE_PREFIX}{k}"), exp.Add(this=index, expression=exp.Literal.number(start + 1))])
 
     def read(self, start: int, axes: Sequence[str], k: int) -> exp.Expression:
         """``list_extract(sqlnb_tables<k>, start + 1 + row-major index of the axes' positions)``."""
@@ -114,7 +143,7 @@ def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[F
     naive row of every discrete feature with a naive term to read (categorical and binned
     ones: not a child of a single tree). An AODE member's prelude gives the positions
     (:func:`aode.slot_positions`)."""
-    if (tree is None or isinstance(tree, skdb.Deep)) and mix is None:  # skdb: its own sparse picks
+    if tree is None and mix is None:
         return None
     nets, difference = (mix.nets, True) if mix is not None else ([(structure, tree)], False)
     names = stats.pairs.features
@@ -122,6 +151,17 @@ def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[F
     net = dict(nets).get("aode")
     out = Plan(list(names), {n: len(tan.feature_values(by_name[n], stats.features)) for n in names},
                None if net is None else aode.slot_positions(net))
+    if isinstance(tree, skdb.Deep):  # deep KDB: each child's trie of seen configurations
+        out.dropped = list(tree.dropped)
+        for child, par in tree.parent.items():
+            steps, cells, bases = skdb.trie(tree, child)
+            ps = (par,) if isinstance(par, str) else tuple(par)
+            found = []
+            for j, (step, parent) in enumerate(zip(steps, ps)):
+                found.append((len(out.steps), bases[j + 1], out.sizes[parent], parent))
+                out.steps += step.tolist()
+            out.deep[child] = (out.add(cells.reshape(cells.shape[0], -1)), cells.shape[2] - 1, found)
+        nets = []
     for _, net in nets:
         mine = {}
         for child in (net.parent if isinstance(net, (tan.Tree, kdb.Network)) else {}):
@@ -132,10 +172,11 @@ def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[F
                 cells = cells - _naive_padded(naive).reshape(naive.shape[0], *([1] * len(ps)), -1)
             mine[child] = (out.add(cells), (*ps, child))
         out.children.append(mine)
-    single = out.children[0] if not difference and out.children else {}
+    single = out.children[0] if not difference and out.children else dict(out.deep)
     for name in names:
         f = by_name[name]
-        if f.kind in ("categorical", "binned") and f.bag is None and params[name][2] is None and name not in single:
+        if (f.kind in ("categorical", "binned") and f.bag is None and params[name][2] is None and name not in single
+                and name not in getattr(tree, "dropped", ())):  # skdb: no term past its s features
             out.naive[name] = out.add(_naive_padded(np.asarray(params[name][1], dtype=float)))
     return out
 
@@ -155,6 +196,7 @@ def prelude(p: Plan, features: Sequence[Feature], stats, input_types: Mapping[st
     if p.cells and not p.lists:
         p.lists[:] = [(f"{TABLE_PREFIX}{k}", sql.packed_list([float(w) for w in row], "DOUBLE"))
                       for k, row in enumerate(np.concatenate(p.cells, axis=1))]
+        p.lists += [(STEPS, sql.packed_list(p.steps, "BIGINT"))] if p.steps else []
     return out + [(name, e.copy()) for name, e in p.lists]
 
 
@@ -166,6 +208,10 @@ def terms(p: Plan, mix: mixture.Mixture | None, K: int) -> tuple[dict[str, list]
     member's D its children's reads summed in order, AODE's its own prelude's
     (:func:`aode.padded_terms`)."""
     out = {name: [p.read(start, (name,), k) for k in range(K)] for name, start in p.naive.items()}
+    out |= {child: [p.deep_read(child, k) for k in range(K)] for child in p.deep}
+    out |= {name: [sql.dbl(0.0) for _ in range(K)] for name in p.dropped}
+    if mix is None and not p.children:  # deep KDB (its reads above)
+        return out, []
     if mix is None:
         return {**{child: [p.read(start, axes, k) for k in range(K)]
                    for child, (start, axes) in p.children[0].items()}, **out}, []

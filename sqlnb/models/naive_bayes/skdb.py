@@ -399,6 +399,32 @@ def child_terms(net: Deep, features: Sequence[Feature], stats, params: Mapping[s
     return out
 
 
+def trie(net: Deep, child: str) -> tuple[list[np.ndarray], np.ndarray, list[int]]:
+    """DuckDB's form of a child's tables (:mod:`~sqlnb.models.naive_bayes.listed`): the
+    configurations seen at each depth as nodes of a trie. Returns ``(steps, cells,
+    bases)``: ``steps[j − 1]`` maps (node of depth j − 1, value position of pa_j, its
+    last slot missing) to the node of depth j, −1 when unseen (row-major, n_pa_j + 1 per
+    node); ``cells`` (C, nodes, n_child + 1) the ln p_j of every node, the root's the
+    naive row, a missing child's slot 0; ``bases[j]`` the first row of depth j's nodes."""
+    tables = net.logp[child]
+    C, n_x = tables[0].shape
+    nodes = [np.zeros((1, 0), dtype=np.int64)]
+    steps, rows, bases = [], [tables[0][:, None, :]], [0]
+    for j in range(1, len(tables)):
+        cur = np.argwhere(net.seen[child][j - 1])  # (m_j, j), row-major order
+        n_pa = net.seen[child][j - 1].shape[-1]
+        at = {tuple(t): i for i, t in enumerate(nodes[-1].tolist())}
+        step = np.full((len(nodes[-1]), n_pa + 1), -1, dtype=np.int64)
+        for i, t in enumerate(cur.tolist()):  # a seen configuration's prefix was seen one depth up
+            step[at[tuple(t[:-1])], t[-1]] = i
+        steps.append(step.ravel())
+        bases.append(bases[-1] + len(nodes[-1]))
+        nodes.append(cur)
+        rows.append(tables[j][(slice(None), *cur.T)])
+    cells = np.concatenate(rows, axis=1)
+    return steps, np.concatenate([cells, np.zeros((C, cells.shape[1], 1))], axis=2), bases
+
+
 def conditionals(net: Deep, stats) -> dict[str, dict]:
     """Each child's deepest table as :func:`sqlnb.models.naive_bayes.kdb.conditionals`
     gives it (``parent`` a name or a tuple, ``log_proba`` (C, parent values…, values)),
