@@ -15,8 +15,8 @@ import sqlnb
 from sqlnb.errors import SqlnbError
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, kdb_structure, pseudo_counts, softmax
 from support.cli import invoke
-from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, class_scores, cli_files,
-                                kdb_table, registered, sqlite_input)
+from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
+                                class_scores, cli_files, kdb_table, registered, sqlite_input)
 
 
 # -- the oracle --------------------------------------------------------------------------
@@ -283,3 +283,31 @@ def test_cli_fit_show_params_score_sql_update(tmp_path):
     np.testing.assert_allclose(got, class_scores(full, "train", con, "proba"), rtol=0, atol=1e-12)
     r = invoke("fit", str(tmp_path / "all.parquet"), "--label", "y", "--structure", "skdb", "--model", f"{db}:bad")
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "chooses among discrete" in r.stderr
+
+
+# -- other engines -------------------------------------------------------------------------
+def _engine_check(engine, con):
+    """kdb:4 and skdb fitted by the engine itself (its joint-count scan, its patterns scan)
+    choose what DuckDB's fit chooses and score as DuckDB does, within 1e-12."""
+    for structure in ("kdb:4", "skdb"):
+        model = fit(con, structure=structure)
+        fitted = fit(engine, structure=structure)
+        assert fitted.tree() == model.tree() and (fitted._tree.k, fitted._tree.s) == (model._tree.k, model._tree.s)
+        assert_engine_proba(fitted.score("test", con=engine, outputs=("proba",), key="rid"),
+                            class_scores(model, "test", con, "proba"), CLASSES, 1e-12)
+
+
+@pytest.mark.postgres
+def test_fit_and_score_in_postgres(data):
+    from support.engines import postgres_engine
+    con, train, test = data
+    with postgres_engine({"train": train, "test": test}) as engine:
+        _engine_check(engine, con)
+
+
+@pytest.mark.spark  # starts a Spark session
+def test_fit_and_score_in_spark(data):
+    from support.engines import spark_engine
+    con, train, test = data
+    with spark_engine({"train": train, "test": test}) as engine:
+        _engine_check(engine, con)
