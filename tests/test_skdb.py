@@ -7,6 +7,7 @@ against refitting the counts without each row; storage, update, row order, expor
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -311,3 +312,19 @@ def test_fit_and_score_in_spark(data):
     con, train, test = data
     with spark_engine({"train": train, "test": test}) as engine:
         _engine_check(engine, con)
+
+
+def test_dbt_macro_scores_as_sqlnb_score(data, tmp_path):
+    """The dbt package's DuckDB macro of a saved skdb model gives sqlnb score's rows."""
+    from sqlnb.workflows import dbt
+    from support.dbt_macro import macro_sql
+    con, _, test = data
+    path = str(tmp_path / "m.duckdb")
+    fit(con, structure="skdb").save(path, "s")
+    store = duckdb.connect(path)
+    store.register("fixture_input", test)
+    model = sqlnb.load(store, "s")
+    select = macro_sql(dbt.package_files(model, "s"), "s", '"fixture_input"', ["rid"])
+    got = store.sql(f'SELECT * FROM ({select}) ORDER BY "rid"').fetchall()
+    want = sorted(model.score("fixture_input", store, outputs=("proba", "prediction"), keep=["rid"]).fetchall())
+    assert len(got) == test.num_rows and got == want
