@@ -328,8 +328,9 @@ def _loo_terms(f: Feature, size: int, x: np.ndarray, pcodes: list, y: np.ndarray
             q = pcodes[j - 1]
             mask = mask & (q >= 0)
             keys = keys * (int(q.max(initial=0)) + 2) + np.where(q >= 0, q, 0)
-        n_x = _counts(np.c_[keys, x], mask, y, w, C)
-        n_pa = _counts(keys[:, None], mask, y, w, C)
+            keys = np.unique(keys, return_inverse=True)[1].ravel()  # dense again: no overflow at depth
+        n_x = _counts(keys * (int(x.max(initial=0)) + 2) + x, mask, y, w, C)
+        n_pa = _counts(keys, mask, y, w, C)
         rm = np.where(mask[:, None], delta, 0.0)
         if j == 0:
             lp = naive_probability(f, n_x - rm, n_pa - rm, x[:, None], hp, size)
@@ -344,7 +345,7 @@ def _counts(key: np.ndarray, mask: np.ndarray, y: np.ndarray, w: np.ndarray, C: 
     out = np.zeros((len(y), C))
     if not mask.any():
         return out
-    _, inv = np.unique(key[mask], axis=0, return_inverse=True)
+    _, inv = np.unique(key[mask], return_inverse=True)
     inv = inv.ravel()
     table = np.zeros((inv.max() + 1, C))
     np.add.at(table, (inv, y[mask]), w[mask])
