@@ -284,6 +284,12 @@ def test_cli_fit_show_params_score_sql_update(tmp_path):
     np.testing.assert_allclose(got, class_scores(full, "train", con, "proba"), rtol=0, atol=1e-12)
     r = invoke("fit", str(tmp_path / "all.parquet"), "--label", "y", "--structure", "skdb", "--model", f"{db}:bad")
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "chooses among discrete" in r.stderr
+    r = invoke("sql", "--fit", "-m", f"{db}:all")  # the scans the exported fitting SQL leaves out are said
+    assert r.exit_code == 0 and "skdb:3 model's counts of each feature with each prefix" in r.stderr, r.stderr
+    assert "training rows as patterns" in r.stderr
+    r = invoke("select", str(tmp_path / "all.parquet"), *args, "--structure", "skdb", "--folds", "3",
+               "--model", f"{db}:sel")
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "chooses its features itself" in r.stderr
 
 
 # -- other engines -------------------------------------------------------------------------
