@@ -18,7 +18,7 @@ from sqlnb.errors import SqlnbError
 from support.cli import invoke
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, kdb_structure, pseudo_counts, softmax
 from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
-                                class_scores, cli_files, kdb_table, registered, sqlite_input)
+                                class_scores, cli_files, kdb_table, moving_table, registered, sqlite_input)
 
 
 # -- the oracle --------------------------------------------------------------------------
@@ -219,26 +219,12 @@ def test_update_equals_refit_and_round_trips(data, tmp_path):
     np.testing.assert_allclose(scored(loaded, "test", con), scored(refit, "test", con), rtol=0, atol=1e-9)
 
 
-def _moving(n: int, seed: int, follows: str) -> pa.Table:
-    """``x``, ``u`` and ``v`` follow the class; ``w`` copies ``follows`` (u or v) in 40 %
-    of the rows and ``x`` in 30 %."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    x = np.where(rng.random(n) < 0.9, y, 1 - y)
-    u = np.where(rng.random(n) < 0.7, y, rng.integers(0, 3, n))
-    v = np.where(rng.random(n) < 0.7, y, rng.integers(0, 3, n))
-    r = rng.random(n)
-    w = np.where(r < 0.4, u if follows == "u" else v, np.where(r < 0.7, x, rng.integers(0, 3, n)))
-    return pa.table({"x": [f"x{i}" for i in x], "u": [f"u{i}" for i in u], "v": [f"v{i}" for i in v],
-                     "w": [f"w{i}" for i in w], "y": y.tolist()})
-
-
 def test_update_that_moves_the_structure_is_refused():
     """The new rows make ``w`` follow ``v`` instead of ``u``: its parents change, and the
     joint counts of (w, v, ·) over the old rows were never gathered."""
     con = duckdb.connect()
-    con.register("old", _moving(300, 1, "u"))
-    con.register("new", _moving(1200, 2, "v"))
+    con.register("old", moving_table(300, 1, "u"))
+    con.register("new", moving_table(1200, 2, "v"))
     model = sqlnb.fit("old", label="y", con=con, structure="kdb:2")
     assert model.tree()["w"] == ("u", "x")
     with pytest.raises(SqlnbError, match=r"feature 'w' the parents 'v' and 'x'.*refit the model on all rows") as e:
@@ -342,8 +328,8 @@ def test_cli_fit_score_show_report_update(tmp_path):
     assert sqlnb.load(db, "m").tree() == full.tree()
     np.testing.assert_allclose(scored(sqlnb.load(db, "m"), "t", con), scored(full, "t", con), rtol=0, atol=1e-9)
     # an update that moves the structure: one Error line naming the feature, the model unchanged
-    pq.write_table(_moving(1200, 2, "v"), tmp_path / "new.parquet")
-    pq.write_table(_moving(300, 1, "u"), tmp_path / "old.parquet")
+    pq.write_table(moving_table(1200, 2, "v"), tmp_path / "new.parquet")
+    pq.write_table(moving_table(300, 1, "u"), tmp_path / "old.parquet")
     r = invoke("fit", str(tmp_path / "old.parquet"), "--label", "y", "--structure", "kdb:2", "--model", f"{db}:mv")
     assert r.exit_code == 0, r.stderr
     r = invoke("update", "--model", f"{db}:mv", str(tmp_path / "new.parquet"))

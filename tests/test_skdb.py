@@ -17,7 +17,7 @@ from sqlnb.errors import SqlnbError
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, kdb_structure, pseudo_counts, softmax
 from support.cli import invoke
 from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
-                                class_scores, cli_files, kdb_table, registered, sqlite_input)
+                                class_scores, cli_files, kdb_table, moving_table, registered, sqlite_input)
 
 
 # -- the oracle --------------------------------------------------------------------------
@@ -221,6 +221,19 @@ def test_update_equals_refit_and_round_trips(data, tmp_path, structure):
                                rtol=0, atol=1e-9)
     if structure == "skdb":
         np.testing.assert_allclose(loaded._tree.choice["rmse"], refit._tree.choice["rmse"], rtol=0, atol=1e-12)
+
+
+def test_update_that_moves_the_parents_is_refused():
+    """The new rows make ``w``'s second parent ``v`` instead of ``u``: the joint counts of
+    (w, v, x) over the old rows were never gathered, so the update is refused, naming it."""
+    con = duckdb.connect()
+    con.register("old", moving_table(300, 1, "u"))
+    con.register("new", moving_table(1200, 2, "v"))
+    model = sqlnb.fit("old", label="y", con=con, structure="kdb:3")
+    assert model.tree()["w"] == ("u", "x", "v")
+    with pytest.raises(SqlnbError, match=r"feature 'w' the parents 'v', 'x'.*refit the model on all rows") as e:
+        sqlnb.update(model, "new", con=con)
+    assert "\n" not in str(e.value)
 
 
 def test_rows_keep_count_and_order(data):
