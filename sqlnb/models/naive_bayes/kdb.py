@@ -1,5 +1,8 @@
 """K-dependence Bayesian classifier (Sahami 1996, ``structure="kdb:K"``, K = 1 or 2):
 each discrete feature conditioned on the class and on up to K features ranked before it.
+K = 3 to 5 and the selective ``skdb`` share this module's structure and statistics (the
+joint counts of each child with every prefix of its ranked parents, :func:`needed_triples`)
+and are derived by :mod:`~sqlnb.models.naive_bayes.skdb`, with back-off smoothing.
 
 Tree features are TAN's (:func:`~sqlnb.models.naive_bayes.tan.eligible`: categorical
 columns of at most ``INLINE_MAX`` values, Bernoulli and binned columns); Gaussian, count
