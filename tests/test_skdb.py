@@ -236,6 +236,26 @@ def test_update_that_moves_the_parents_is_refused():
     assert "\n" not in str(e.value)
 
 
+def test_explain_identity_and_dropped_features_weigh_nothing(data):
+    """A deep KDB or SKDB score is the prior plus one term per feature: with every feature
+    as a reason the weights plus the prior difference are the log-odds of the prediction
+    against the runner-up; a feature SKDB leaves out weighs 0."""
+    con, _, _ = data
+    for model in (fit(con, structure="kdb:4"), fit(con, structure="skdb:3")):
+        F = len(model.feature_names)
+        d = model.score("test", con=con, outputs=("jll", "prediction"), keep=["rid"], explain=F).to_arrow_table()
+        d = d.to_pydict()
+        prior = model.log_parameters()["prior"]
+        for i in range(len(d["rid"])):
+            jll = np.array([d[f"jll_{c}"][i] for c in CLASSES])
+            p = int(np.argmax(jll))
+            r = int(np.argmax(np.where(np.arange(3) == p, -np.inf, jll)))
+            weights = {d[f"reason_{j}"][i]: d[f"reason_{j}_weight"][i] for j in range(1, F + 1)}
+            assert abs(sum(weights.values()) + prior[p] - prior[r] - (jll[p] - jll[r])) < 1e-9
+            assert all(weights[name] == 0 for name in model._tree.dropped)
+    assert model._tree.dropped  # skdb:3 leaves features out here
+
+
 def test_rows_keep_count_and_order(data):
     con, _, test = data
     assert_rows_keep_count_and_order(fit(con, structure="kdb:5"), test, con)
