@@ -82,22 +82,24 @@ class Oracle:
         jll = self.jll(self.coded.test_codes(test), test.num_rows, k, len(self.ranking) if s is None else s)
         return softmax(jll), jll
 
-    def leave_one_out(self, K: int) -> np.ndarray:
+    def leave_one_out(self, K: int, weights: np.ndarray | None = None) -> np.ndarray:
         """RMSE of the probability of the true class, each training row scored by the
-        counts without it, per (k, s), k = 0 … K, s = 1 … F."""
+        counts without it, per (k, s), k = 0 … K, s = 1 … F; rows of ``weights`` (1 each
+        by default) count with their weight, in the counts and in the mean."""
         c = self.coded
         F = len(self.ranking)
+        base = np.ones(len(c.lab)) if weights is None else np.asarray(weights, dtype=float)
         err = np.zeros((K + 1, F))
         for i in range(len(c.lab)):
-            self.keep[:] = 1.0
+            self.keep = base.copy()
             self.keep[i] = 0.0
             T = {f: c.X[f][i:i + 1] for f in DISCRETE}
             for k in range(K + 1):
                 for s in range(1, F + 1):
                     p = softmax(self.jll(T, 1, k, s))[0, c.lab[i]]
-                    err[k, s - 1] += (1 - p) ** 2
-        self.keep[:] = 1.0
-        return np.sqrt(err / len(c.lab))
+                    err[k, s - 1] += base[i] * (1 - p) ** 2
+        self.keep = base.copy()
+        return np.sqrt(err / base.sum())
 
 
 def fit(con, data="train", structure="kdb:3", **params):
@@ -191,6 +193,19 @@ def test_leave_one_out_equals_refitting_without_each_row():
     proba, _ = oracle.scores(test, k, s + 1)
     np.testing.assert_allclose(class_scores(model, "test", con, "proba"), proba, rtol=0, atol=1e-9)
     assert set(model._tree.dropped) == set(oracle.ranking[s + 1:])
+
+
+def test_weighted_rows_leave_out_their_own_weight():
+    """With a weight column each row's leave-one-out model lacks that row's weight (rows
+    of one pattern but other weights are kept apart), and the RMSE weighs the rows."""
+    train = kdb_table(90, 7)
+    w = np.random.default_rng(3).choice([0.5, 1.0, 2.0], train.num_rows)
+    train = train.append_column("w", pa.array(w))
+    con, _, _ = registered(train, kdb_table(40, 8))
+    model = fit(con, structure="skdb:2", weight="w")
+    oracle = Oracle(train, 2)  # its rows: those with a label
+    keep = np.array([v for v, y in zip(w, train["y"].to_pylist()) if y is not None])
+    np.testing.assert_allclose(model._tree.choice["rmse"], oracle.leave_one_out(2, keep), rtol=0, atol=1e-9)
 
 
 def test_skdb_keeps_the_chosen_features(data):

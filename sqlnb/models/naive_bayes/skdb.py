@@ -54,7 +54,8 @@ every candidate (:func:`leave_one_out`); the RMSE and 0-1 loss of each are kept
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -64,6 +65,7 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes import kdb, tan
 from sqlnb.models.naive_bayes.families import Feature
+from sqlnb.models.priors import given_prior
 from sqlnb.stats import Counts, sorted_values
 
 
@@ -132,13 +134,18 @@ class Patterns:
 
 
 def grouped(names, values, y, codes, w, rows) -> Patterns:
-    """Patterns with equal (class, codes) summed into one."""
+    """Patterns with equal (class, codes, weight of a row) summed into one: leave-one-out
+    takes one row's weight out, so rows of other weights stay apart (a weight column, or
+    the rows ``update`` decayed)."""
     y = np.asarray(y, dtype=np.int64)
     codes = np.asarray(codes, dtype=np.int64).reshape(len(y), len(names))
+    w, rows = np.asarray(w, dtype=float), np.asarray(rows, dtype=float)
     if not len(y):
         return Patterns(list(names), [list(v) for v in values], y, codes, np.zeros(0), np.zeros(0))
-    keys, inv = np.unique(np.c_[y, codes], axis=0, return_inverse=True)
+    each = np.where(rows > 0, w / np.maximum(rows, 1), 0.0)
+    keys, inv = np.unique(np.c_[y, codes, each], axis=0, return_inverse=True)
     inv = inv.ravel()
+    keys = keys[:, :-1].astype(np.int64)
     return Patterns(list(names), [list(v) for v in values], keys[:, 0].copy(), keys[:, 1:].copy(),
                     np.bincount(inv, weights=w, minlength=len(keys)),
                     np.bincount(inv, weights=rows, minlength=len(keys)))
@@ -309,7 +316,6 @@ def loo_prior(class_n: np.ndarray, delta: np.ndarray, hp, classes: list) -> np.n
         if hp.class_prior == "dirichlet":
             n = n + hp.class_pseudo(classes)[None, :]
             return np.log(n / n.sum(-1, keepdims=True))
-    from sqlnb.models.priors import given_prior
     prior = (np.full(len(classes), 1 / len(classes)) if hp.class_prior == "uniform"
              else given_prior(hp.class_prior, classes))
     return np.broadcast_to(np.log(prior), n.shape)
@@ -498,7 +504,6 @@ def with_patterns(stats, features: Sequence[Feature], read) -> Any:
     """``stats`` keeping the training rows over the tree features as :class:`Patterns`
     (``skdb``): ``read(features, shim)`` is :func:`sqlnb.models.naive_bayes.weighted.read_patterns`
     bound to the engine and source, ``shim`` the classes and each feature's values."""
-    from types import SimpleNamespace
     by_name = {f.name: f for f in features}
     tree = [by_name[n] for n in stats.pairs.features]
     shim = SimpleNamespace(classes=list(stats.classes), features={
@@ -513,7 +518,6 @@ def with_fold_patterns(per_fold: Sequence[Any], features: Sequence[Feature], rea
     """Per-fold statistics each keeping its own rows as :class:`Patterns` (so that a union
     of folds merges to its rows'), from ``read(tree, shim)``: one scan grouped by fold
     (:func:`sqlnb.models.naive_bayes.weighted.read_patterns` with ``fold``)."""
-    from dataclasses import replace
     every = per_fold[0]
     for s in per_fold[1:]:
         every = every.merge(s)
