@@ -17,7 +17,8 @@ from sqlnb.errors import SqlnbError
 from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, kdb_structure, pseudo_counts, softmax
 from support.cli import invoke
 from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
-                                class_scores, cli_files, kdb_table, moving_table, registered, sqlite_input)
+                                class_scores, cli_files, fold_views, kdb_table, moving_table, registered,
+                                sqlite_input)
 
 
 # -- the oracle --------------------------------------------------------------------------
@@ -382,3 +383,18 @@ def test_dbt_macro_scores_as_sqlnb_score(data, tmp_path):
     got = store.sql(f'SELECT * FROM ({select}) ORDER BY "rid"').fetchall()
     want = sorted(model.score("fixture_input", store, outputs=("proba", "prediction"), keep=["rid"]).fetchall())
     assert len(got) == test.num_rows and got == want
+
+
+def test_cross_validation_with_binned_columns_equals_fold_by_fold_fits(data):
+    """With binned columns each fold model cuts on its training folds (one scan per fold)
+    and reads their rows as patterns over its own bins: its skdb choice and accuracy are
+    those of a fit on the other folds."""
+    con, _, _ = data
+    kinds = {**DISCRETE, "g": "binned"}
+    r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid={"structure": ["skdb"]},
+                             features=list(kinds), feature_kinds=DISCRETE, bins="mdl")
+    for i, (fit_i, held_i) in enumerate(fold_views(con)):
+        model = sqlnb.fit(fit_i, label="y", con=con, features=list(kinds), feature_kinds=DISCRETE, bins="mdl",
+                          structure="skdb")
+        rows = model.score(held_i, con=con, outputs=("prediction",), keep=["y"]).fetchall()
+        assert abs(r.results[0]["accuracy"][i] - sum(a == b for a, b in rows) / len(rows)) < 1e-12

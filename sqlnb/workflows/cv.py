@@ -216,7 +216,7 @@ def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, option
     label_type = source.columns[label]
     if cut:
         fold_feats, fold_stats = fold_bins.fold_models_statistics(as_engine(con), source, label, feats, fold, per,
-                                                                  pairs, orders)
+                                                                  pairs, orders, patterns)
     else:
         fold_feats, fold_stats = [feats] * folds, [_merge_others(per, i) for i in range(folds)]
     every = _merge_all(per)  # token bags pruned by their rows (min_df, ...): recounted on each model's rows
