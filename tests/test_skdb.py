@@ -297,8 +297,10 @@ def test_cross_validation_equals_fold_by_fold_fits(data):
 
 
 # -- command line ------------------------------------------------------------------------
-def test_cli_fit_show_params_score_sql_update(tmp_path):
+def test_cli_fit_show_params_score_sql_update(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
+
+    import sqlnb.cli as cli_module
     train = kdb_table(400, 5)
     db, args = cli_files(tmp_path, train, DISCRETE, split=300)
     for data, name in (("a", "m"), ("all", "all")):
@@ -307,6 +309,13 @@ def test_cli_fit_show_params_score_sql_update(tmp_path):
         assert r.exit_code == 0, r.stderr
     full = sqlnb.load(db, "all")
     assert full.hyper.backoff == 2.0 and full.hyper.structure == "skdb:3"
+    monkeypatch.setattr(cli_module, "stderr_is_terminal", lambda: True)  # the fit's one-line summary says the choice
+    r = invoke("fit", str(tmp_path / "all.parquet"), *args, "--structure", "skdb:3", "--backoff", "2",
+               "--model", f"{db}:said")
+    c = full.skdb_summary()
+    assert r.exit_code == 0 and r.stderr.startswith("fitted 'said'"), r.stderr
+    assert f"skdb chose k = {c['k']} and the first {c['s']} of 5 features by leave-one-out" in r.stderr
+    monkeypatch.undo()
     r = invoke("update", "--model", f"{db}:m", str(tmp_path / "b.parquet"))
     assert r.exit_code == 0, r.stderr
     np.testing.assert_allclose(sqlnb.load(db, "m").skdb_summary()["rmse"], full.skdb_summary()["rmse"],
