@@ -7,6 +7,7 @@ against refitting the counts without each row; storage, update, row order, expor
 
 from __future__ import annotations
 
+import json
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -334,10 +335,15 @@ def test_cli_fit_show_params_score_sql_update(tmp_path, monkeypatch):
     r = invoke("score", str(tmp_path / "all.parquet"), "--model", f"{db}:all", "--out", str(out))
     assert r.exit_code == 0, r.stderr
     assert pq.read_table(out)["rid"].to_pylist() == train["rid"].to_pylist()
+    r = invoke("evaluate", str(tmp_path / "all.parquet"), "--model", f"{db}:all", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    con, _, _ = registered(train, train)
+    rows = full.score("train", con=con, outputs=("prediction",), keep=["y"]).fetchall()
+    labelled = [(a, b) for a, b in rows if a is not None]
+    assert abs(json.loads(r.stdout)["accuracy"] - sum(a == b for a, b in labelled) / len(labelled)) < 1e-12
     r = invoke("sql", "--model", f"{db}:all", "--dialect", "sqlite", "--source", "input", "--key", "rid",
                "--outputs", "proba")
     assert r.exit_code == 0, r.stderr
-    con, _, _ = registered(train, train)
     got = np.array([row[-3:] for row in sqlite_input(train).execute(r.stdout).fetchall()], dtype=float)
     np.testing.assert_allclose(got, class_scores(full, "train", con, "proba"), rtol=0, atol=1e-12)
     r = invoke("fit", str(tmp_path / "all.parquet"), "--label", "y", "--structure", "skdb", "--model", f"{db}:bad")
