@@ -38,8 +38,12 @@ Scoring, one term per kept feature and class::
 So a missing parent conditions on the parents ranked before it. The term is ``COALESCE``
 of one pick per depth, deepest first, each a CASE over the configurations seen in
 training only (a pick is NULL for an unseen configuration, whose table is the shorter
-prefix's), then the naive pick and 0: the SQL grows with the seen configurations, not
-with the product of the parents' values.
+prefix's), then the naive pick and 0 (:func:`child_terms`, every dialect but DuckDB's
+prelude form): it grows with the seen configurations, not with the product of the
+parents' values. In DuckDB the seen configurations are the nodes of a trie
+(:func:`trie`) and a term is one read of the scoring prelude's lists
+(:meth:`sqlnb.models.naive_bayes.listed.Plan.deep_read`): the SQL grows with the
+features and their depth only, the same doubles.
 
 Selection (``skdb``; ``skdb:K`` bounds k by K, ``skdb`` by :data:`~kdb.MAX_K`). For every
 training row and every candidate (k, s), k = 0 … K, s = 1 … F, the row is scored by the
