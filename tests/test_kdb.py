@@ -359,11 +359,12 @@ def test_cli_fit_score_show_report_update(tmp_path):
     assert "GROUPING SETS" in r.stdout and "kdb:2 model's counts of each feature with its two parents" in r.stderr
 
 
-@pytest.mark.parametrize("K", [1, 2])
+@pytest.mark.parametrize("K", [1, 2, 3])
 def test_wrapper_selection(data, K):
     """Wrapper selection around KDB(K): the chosen model equals the fit on the chosen
-    features, and its CV error is cross-validation's on those features (for K = 2 each
-    step gathers the joint counts its candidates' structures need, per fold)."""
+    features, and its CV error is cross-validation's on those features (for K ≥ 2 each
+    step gathers the joint counts its candidates' structures need, per fold; K = 3 backs
+    off, :mod:`sqlnb.models.naive_bayes.skdb`)."""
     con, _, _ = data
     s = sqlnb.select_features("train", "y", con=con, direction="backward", folds=3, features=list(DISCRETE),
                               feature_kinds=DISCRETE, structure=f"kdb:{K}")
