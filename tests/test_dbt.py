@@ -26,6 +26,7 @@ import pytest
 import sqlnb
 from support.cli import invoke
 from support.dbt import dbt_executable as _dbt, postgres_profiles, results as _results, run as _run
+from support.dbt_macro import macro_sql as _macro_sql
 from support.engines import unavailable
 
 ROWS_TRAIN, ROWS_SCORE = 240, 120
@@ -194,25 +195,6 @@ def kinds(tmp_path_factory):
         sqlnb.load(con, name).save(con, f"copy_{name}")
     con.close()
     return old
-
-
-def _macro_sql(files: dict, name: str, relation: str, columns: list[str]) -> str:
-    """``duckdb__score_<name>(relation, columns)`` rendered by Jinja as dbt renders it
-    (``adapter.quote`` quotes as dbt-duckdb does)."""
-    try:
-        import jinja2
-    except ImportError as e:
-        unavailable("jinja2 (pip install 'sqlnb[dbt]')", e)
-
-    class Adapter:
-        @staticmethod
-        def quote(c: str) -> str:
-            return '"' + c + '"'
-
-    env = jinja2.Environment(extensions=["jinja2.ext.do"])
-    env.globals["adapter"] = Adapter()
-    text = files[f"macros/score_{name}.sql"] + f"{{{{ duckdb__score_{name}(relation, columns) }}}}"
-    return env.from_string(text).render(relation=relation, columns=columns)
 
 
 @pytest.mark.parametrize("kind", FORMAT1)

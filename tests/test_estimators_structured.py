@@ -1,7 +1,7 @@
 """AODE and KDB as scikit-learn estimators (the structures built on pair counts).
 
-``AveragedOneDependenceNB`` and ``KDependenceNB`` are ``sqlnb.fit`` with
-``structure="aode"`` / ``"kdb:K"``: the same probabilities as the library's model on the
+``AveragedOneDependenceNB``, ``KDependenceNB`` and ``SelectiveKDependenceNB`` are ``sqlnb.fit`` with
+``structure="aode"`` / ``"kdb:K"`` / ``"skdb:K"``: the same probabilities as the library's model on the
 same rows; a saved AODE or KDB model comes back as its own estimator class with the
 structure's parameter (a MixedNB before, whose clone refitted naive Bayes); partial_fit
 is the exact update. scikit-learn's own checks run on both in test_estimators_checks.py.
@@ -41,7 +41,10 @@ CASES = [(est.AveragedOneDependenceNB, {}, "aode", {}),
          (est.AveragedStructuresNB, {"structures": "naive+kdb:1", "min_count": 5}, "naive+kdb:1", {"aode_min_count": 5}),
          (est.AveragedOneDependenceNB, {"min_count": 25}, "aode", {"aode_min_count": 25}),
          (est.KDependenceNB, {"k": 1}, "kdb:1", {}),
-         (est.KDependenceNB, {"k": 2}, "kdb:2", {})]
+         (est.KDependenceNB, {"k": 2}, "kdb:2", {}),
+         (est.KDependenceNB, {"k": 4, "backoff": 0.5}, "kdb:4", {"backoff": 0.5}),
+         (est.SelectiveKDependenceNB, {}, "skdb:5", {}),
+         (est.SelectiveKDependenceNB, {"k_max": 3, "backoff": 2.0}, "skdb:3", {"backoff": 2.0})]
 
 
 @pytest.mark.parametrize("cls, params, structure, hyper", CASES, ids=[c[2] + str(c[1] or "") for c in CASES])
@@ -61,7 +64,8 @@ def test_saved_models_come_back_as_their_own_estimator(tmp_path):
     """est.load / from_model of an AODE or KDB model: the structure's class, with k or
     min_count read from the model, so that clone + fit refits the same structure."""
     X, y = _data()
-    for clf in (est.KDependenceNB(k=2), est.AveragedOneDependenceNB(min_count=3), est.TreeAugmentedNB(),
+    for clf in (est.KDependenceNB(k=2), est.KDependenceNB(k=5, backoff=3.0), est.SelectiveKDependenceNB(k_max=3),
+                est.AveragedOneDependenceNB(min_count=3), est.TreeAugmentedNB(),
                 est.AveragedStructuresNB(structures="tan+aode", min_count=2)):
         clf.fit(X, y)
         path = str(tmp_path / "m.duckdb")
@@ -89,14 +93,26 @@ def test_kdb_parents():
         clf.tree_
 
 
-@pytest.mark.parametrize("k", [0, 3, True, "2"])
+@pytest.mark.parametrize("k", [0, 6, True, "2"])
 def test_kdb_k_out_of_range_is_one_clear_error(k):
     X, y = _data(60)
-    with pytest.raises(est.EstimatorInputError, match="k is the number of parents per feature, 1 to 2"):
+    with pytest.raises(est.EstimatorInputError, match="k is the number of parents per feature, 1 to 5"):
         est.KDependenceNB(k=k).fit(X, y)
+    with pytest.raises(est.EstimatorInputError, match="k_max is the most parents per feature tried, 1 to 5"):
+        est.SelectiveKDependenceNB(k_max=k).fit(X, y)
 
 
-@pytest.mark.parametrize("cls, params", [(est.AveragedOneDependenceNB, {}), (est.KDependenceNB, {"k": 1})])
+def test_selective_kdb_choice():
+    """choice_ is the model's leave-one-out choice; the features past s carry no term."""
+    X, y = _data()
+    clf = est.SelectiveKDependenceNB(k_max=3).fit(X, y)
+    choice = clf.choice_
+    assert choice["rmse"].shape == (4, X.shape[1]) and 1 <= choice["s"] <= X.shape[1]
+    assert set(clf.parents_) <= set(choice["order"][:choice["s"]])
+
+
+@pytest.mark.parametrize("cls, params", [(est.AveragedOneDependenceNB, {}), (est.KDependenceNB, {"k": 1}),
+                                         (est.SelectiveKDependenceNB, {"k_max": 1})])
 def test_partial_fit_in_batches_equals_fit(cls, params):
     """Categorical columns (no cut points to move; KDB(1)'s parents stay those of the whole
     data on these rows), class 2 first seen in batch 3."""

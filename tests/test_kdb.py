@@ -8,8 +8,6 @@ the exported SELECT in SQLite, PostgreSQL and Spark; cross-validation; the comma
 
 from __future__ import annotations
 
-import math
-
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -18,9 +16,9 @@ import pytest
 import sqlnb
 from sqlnb.errors import SqlnbError
 from support.cli import invoke
-from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, pseudo_counts, softmax
+from support.discrete_oracle import Coded, assert_rows_keep_count_and_order, kdb_structure, pseudo_counts, softmax
 from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fits, assert_engine_proba,
-                                class_scores, cli_files, kdb_table, registered, sqlite_input)
+                                class_scores, cli_files, kdb_table, moving_table, registered, sqlite_input)
 
 
 # -- the oracle --------------------------------------------------------------------------
@@ -64,22 +62,7 @@ def oracle(train: pa.Table, test: pa.Table, K: int, alpha=1.0, beta=None, estima
             else:
                 nb[f] = np.log((n + a_) / (n.sum(1, keepdims=True) + a_ * len(values[f])))
 
-    def mi(f):  # I(X; C) over the rows where X is present
-        n = counts([f])
-        N = n.sum()
-        return sum(n[c, u] / N * math.log(n[c, u] * N / (n[c].sum() * n[:, u].sum()))
-                   for c in range(C) for u in range(n.shape[1]) if n[c, u] > 0)
-
-    def cmi(f, g):  # I(X_f; X_g | C) over the rows where both are present
-        n = counts([f, g])
-        N = n.sum()
-        return sum(n[c, u, v] / N * math.log(n[c, u, v] * n[c].sum() / (n[c, u].sum() * n[c, :, v].sum()))
-                   for c in range(C) for u in range(n.shape[1]) for v in range(n.shape[2]) if n[c, u, v] > 0)
-
-    ranking = sorted(names, key=lambda f: (-mi(f), names.index(f)))
-    parents = {}
-    for r, f in enumerate(ranking):
-        parents[f] = sorted(ranking[:r], key=lambda g: (-cmi(f, g), ranking.index(g)))[:K]
+    ranking, parents = kdb_structure(names, counts, K)
     tables = {f: {tuple(ps[i] for i in sub): smooth(counts([*(ps[i] for i in sub), f]), f)
                   for sub in ([(0,), (1,), (0, 1)] if len(ps) == 2 else [(0,)] if ps else [])}
               for f, ps in parents.items()}
@@ -197,8 +180,8 @@ def test_ranking_ties_keep_the_model_order():
 
 def test_refusals(data):
     con, _, _ = data
-    with pytest.raises(SqlnbError, match=r"unknown structure 'kdb:3'.*kdb:K \(K = 1 to 2\)"):
-        fit(con, K=3)
+    with pytest.raises(SqlnbError, match=r"unknown structure 'kdb:6'.*kdb:K \(K = 1 to 5\)"):
+        fit(con, K=6)
     tan_model = sqlnb.fit("train", label="y", con=con, features=list(DISCRETE), feature_kinds=DISCRETE,
                           structure="tan")
     assert tan_model.with_params(structure="kdb:1").tree()  # K = 1 needs the pair counts only
@@ -236,26 +219,12 @@ def test_update_equals_refit_and_round_trips(data, tmp_path):
     np.testing.assert_allclose(scored(loaded, "test", con), scored(refit, "test", con), rtol=0, atol=1e-9)
 
 
-def _moving(n: int, seed: int, follows: str) -> pa.Table:
-    """``x``, ``u`` and ``v`` follow the class; ``w`` copies ``follows`` (u or v) in 40 %
-    of the rows and ``x`` in 30 %."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    x = np.where(rng.random(n) < 0.9, y, 1 - y)
-    u = np.where(rng.random(n) < 0.7, y, rng.integers(0, 3, n))
-    v = np.where(rng.random(n) < 0.7, y, rng.integers(0, 3, n))
-    r = rng.random(n)
-    w = np.where(r < 0.4, u if follows == "u" else v, np.where(r < 0.7, x, rng.integers(0, 3, n)))
-    return pa.table({"x": [f"x{i}" for i in x], "u": [f"u{i}" for i in u], "v": [f"v{i}" for i in v],
-                     "w": [f"w{i}" for i in w], "y": y.tolist()})
-
-
 def test_update_that_moves_the_structure_is_refused():
     """The new rows make ``w`` follow ``v`` instead of ``u``: its parents change, and the
     joint counts of (w, v, ·) over the old rows were never gathered."""
     con = duckdb.connect()
-    con.register("old", _moving(300, 1, "u"))
-    con.register("new", _moving(1200, 2, "v"))
+    con.register("old", moving_table(300, 1, "u"))
+    con.register("new", moving_table(1200, 2, "v"))
     model = sqlnb.fit("old", label="y", con=con, structure="kdb:2")
     assert model.tree()["w"] == ("u", "x")
     with pytest.raises(SqlnbError, match=r"feature 'w' the parents 'v' and 'x'.*refit the model on all rows") as e:
@@ -359,8 +328,8 @@ def test_cli_fit_score_show_report_update(tmp_path):
     assert sqlnb.load(db, "m").tree() == full.tree()
     np.testing.assert_allclose(scored(sqlnb.load(db, "m"), "t", con), scored(full, "t", con), rtol=0, atol=1e-9)
     # an update that moves the structure: one Error line naming the feature, the model unchanged
-    pq.write_table(_moving(1200, 2, "v"), tmp_path / "new.parquet")
-    pq.write_table(_moving(300, 1, "u"), tmp_path / "old.parquet")
+    pq.write_table(moving_table(1200, 2, "v"), tmp_path / "new.parquet")
+    pq.write_table(moving_table(300, 1, "u"), tmp_path / "old.parquet")
     r = invoke("fit", str(tmp_path / "old.parquet"), "--label", "y", "--structure", "kdb:2", "--model", f"{db}:mv")
     assert r.exit_code == 0, r.stderr
     r = invoke("update", "--model", f"{db}:mv", str(tmp_path / "new.parquet"))
@@ -390,11 +359,12 @@ def test_cli_fit_score_show_report_update(tmp_path):
     assert "GROUPING SETS" in r.stdout and "kdb:2 model's counts of each feature with its two parents" in r.stderr
 
 
-@pytest.mark.parametrize("K", [1, 2])
+@pytest.mark.parametrize("K", [1, 2, 3])
 def test_wrapper_selection(data, K):
     """Wrapper selection around KDB(K): the chosen model equals the fit on the chosen
-    features, and its CV error is cross-validation's on those features (for K = 2 each
-    step gathers the joint counts its candidates' structures need, per fold)."""
+    features, and its CV error is cross-validation's on those features (for K ≥ 2 each
+    step gathers the joint counts its candidates' structures need, per fold; K = 3 backs
+    off, :mod:`sqlnb.models.naive_bayes.skdb`)."""
     con, _, _ = data
     s = sqlnb.select_features("train", "y", con=con, direction="backward", folds=3, features=list(DISCRETE),
                               feature_kinds=DISCRETE, structure=f"kdb:{K}")

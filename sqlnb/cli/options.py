@@ -542,15 +542,20 @@ _fit_flags = _options(
     click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation."),
     click.option("--unseen", type=click.Choice(UNSEEN),
                  help="Unseen categories: missing (no evidence, default) or bucket."),
-    click.option("--structure", metavar="|".join(STRUCTURES) + "|kdb:K|A+B+…",
+    click.option("--structure", metavar="|".join(STRUCTURES) + "|kdb:K|skdb[:K]|A+B+…",
                  help="naive (default) or tan: tree-augmented naive Bayes (each discrete feature also conditioned "
-                      "on one other, a Chow-Liu tree; one more scan); kdb:K (K = 1, 2): each discrete feature "
+                      "on one other, a Chow-Liu tree; one more scan); kdb:K (K = 1 to 5): each discrete feature "
                       "conditioned on up to K features of higher mutual information with the class (Sahami's "
-                      "k-dependence classifier; kdb:2 one more scan); aode: averaged one-dependence estimators "
+                      "k-dependence classifier; K >= 2 one more scan; K >= 3 backs off to fewer parents, "
+                      "--backoff); skdb or skdb:K: kdb with k <= K (default 5) and the number of features chosen "
+                      "by leave-one-out from the counts (one more scan); aode: averaged one-dependence estimators "
                       "(every discrete feature in turn the parent of all others; the same counts); A+B+… (e.g. "
                       "tan+kdb:2+aode): the average of those structures' joint probabilities."),
     click.option("--aode-min-count", type=float, metavar="M",
                  help="AODE: a value is a super-parent only if seen in at least M training rows (default 1)."),
+    click.option("--backoff", type=float, metavar="M",
+                 help="kdb:3 to kdb:5 and skdb: pseudo-count M of the back-off of a table conditioned on j parents "
+                      "towards the one on j - 1 (default 1)."),
     click.option("--tied-variance", is_flag=True, default=None,
                  help="Gaussian features share one variance per feature across classes (the pooled within-class "
                       "variance): log-odds linear in x, e.g. --tied-variance."),
@@ -570,7 +575,7 @@ def fit_options(command: Callable) -> Callable:
     @functools.wraps(command)
     def with_fit(*args, kind, feature_kind, features, exclude, weight, binarize, keep_columns, bins, alpha,
                  feature_alpha, beta, estimator, var_smoothing, class_prior, prior_alpha, norm, unseen, structure,
-                 aode_min_count, tied_variance, shrinkage, reg_param, C, standardize, l2, token_pattern, no_lowercase, stop_words, min_df, max_df,
+                 aode_min_count, backoff, tied_variance, shrinkage, reg_param, C, standardize, l2, token_pattern, no_lowercase, stop_words, min_df, max_df,
                  max_features, select_k, **kwargs):
         # --select-k ranks every discrete feature and bag term together (sqlnb.fit(select_k=))
         text = text_args(token_pattern, no_lowercase, stop_words, min_df, max_df, max_features, None)
@@ -578,7 +583,7 @@ def fit_options(command: Callable) -> Callable:
                    "--feature-alpha": feature_alpha or None, "--beta": beta, "--estimator": estimator,
                    "--var-smoothing": var_smoothing, "--class-prior": class_prior, "--prior-alpha": prior_alpha,
                    "--norm": norm, "--unseen": unseen, "--structure": structure, "--tied-variance": tied_variance,
-                   "--aode-min-count": aode_min_count, "--feature-kind": feature_kind or None, "--weight": weight, "--binarize": binarize or None,
+                   "--aode-min-count": aode_min_count, "--backoff": backoff, "--feature-kind": feature_kind or None, "--weight": weight, "--binarize": binarize or None,
                    "text options": text}
         model_kind, params = model_kind_args(kind, {**nb_only, "--shrinkage": shrinkage, "--reg-param": reg_param,
                                                    "--C": C, "--standardize": standardize, "--l2": l2})
@@ -592,7 +597,7 @@ def fit_options(command: Callable) -> Callable:
                 "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
                 "class_prior": parse_class_prior(class_prior), "prior_alpha": parse_prior_alpha(prior_alpha),
                 "norm": norm, "unseen": unseen, "structure": structure, "tied_variance": tied_variance,
-                "aode_min_count": aode_min_count, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
+                "aode_min_count": aode_min_count, "backoff": backoff, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
             }.items() if v is not None}}
             family = "auto" if kind == WEIGHTED else kind
             params |= feature_plan_args(family, feature_kind, features, exclude, weight, binarize) | {"text": text}

@@ -26,6 +26,7 @@ from sqlnb.io import engine_output
 from sqlnb.io.locations import DbObject, DbQuery, FileOut, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
 from sqlnb.models.conformal import with_set_format
+from sqlnb.models.naive_bayes import skdb
 from sqlnb.models.explain import check_explain, reason_columns
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
@@ -488,8 +489,14 @@ def _training_sql(m, source: Source | None, node, label, dialect, pretty, plan: 
                        for s in export.fit_queries(source, label, feats, dialect, weight, pairs))
     for note in export.fit_notes(feats, weight):
         click.echo(note, err=True)
-    if m is not None and getattr(m.stats.pairs, "joints", None):  # kdb:2 (sqlnb.models.naive_bayes.kdb)
+    structure = m.hyper.structure if m is not None and m.kind == "naive_bayes" else None
+    if structure == "kdb:2" and getattr(m.stats.pairs, "joints", None):  # sqlnb.models.naive_bayes.kdb
         click.echo("note: a kdb:2 model's counts of each feature with its two parents come from one more scan over "
                    "the triples the pair counts' structure chooses, which this SQL leaves out (sqlnb fit runs it)",
                    err=True)
+    elif structure and skdb.deep(structure):  # kdb:3 to kdb:5, skdb (sqlnb.models.naive_bayes.skdb)
+        click.echo(f"note: the {structure} model's counts of each feature with each prefix of its parents come from "
+                   "one more scan over the feature sets the pair counts' structure chooses"
+                   + (", and its training rows as patterns from another" if skdb.selective(structure) else "")
+                   + ", which this SQL leaves out (sqlnb fit runs them)", err=True)
     return text

@@ -84,7 +84,15 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
                       f"{'were' if skipped > 1 else 'was'} left out of the fit", ScreeningWarning)
     settings.summary(f"fitted {model_str(target)}: {m.report.get('rows', 0):,} rows"
                      + (f" ({skipped:,} with a NULL label skipped)" if skipped else "")
-                     + f", {len(m.classes)} classes, {len(m.features)} features, {time.perf_counter() - start:.2f} s")
+                     + f", {len(m.classes)} classes, {len(m.features)} features, {time.perf_counter() - start:.2f} s"
+                     + _choice(m))
+
+
+def _choice(m) -> str:
+    """skdb's leave-one-out choice for the fit summary (the table: sqlnb show)."""
+    c = m.skdb_summary() if hasattr(m, "skdb_summary") else {}
+    return (f"; skdb chose k = {c['k']} and the first {c['s']} of {len(c['order'])} features by leave-one-out "
+            f"(RMSE {c['rmse'][c['k']][c['s'] - 1]:.4f}; sqlnb show has the table)") if c else ""
 
 
 def _auto(settings: Settings, spec, label: str, fitting: FitOptions, budget: float | None):

@@ -9,8 +9,8 @@ searches, pickling, with the computation in an in-process DuckDB.
 Naive Bayes: :class:`GaussianNB`, :class:`MultinomialNB`, :class:`ComplementNB`,
 :class:`BernoulliNB`, :class:`CategoricalNB`, :class:`MixedNB` (a family per column),
 :class:`WeightedNB` (learnt weights), :class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`,
-:class:`AveragedStructuresNB`; :class:`AutoNB` (the best of them, chosen by cross-validation:
-:func:`sqlnb.auto_fit`); dense:
+:class:`SelectiveKDependenceNB`, :class:`AveragedStructuresNB`; :class:`AutoNB` (the best of them,
+chosen by cross-validation: :func:`sqlnb.auto_fit`); dense:
 :class:`LinearDiscriminantAnalysis`, :class:`QuadraticDiscriminantAnalysis`, :class:`LogisticRegression`.
 """
 
@@ -24,12 +24,13 @@ from sqlnb.estimators.data import EstimatorArgumentError, EstimatorInputError
 from sqlnb.estimators.dense import LinearDiscriminantAnalysis, LogisticRegression, QuadraticDiscriminantAnalysis
 from sqlnb.estimators.naive_bayes import (BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB,
                                           MultinomialNB, TreeAugmentedNB, WeightedNB)
-from sqlnb.estimators.structured import AveragedOneDependenceNB, AveragedStructuresNB, KDependenceNB
-from sqlnb.models.naive_bayes import kdb
+from sqlnb.estimators.structured import (AveragedOneDependenceNB, AveragedStructuresNB, KDependenceNB,
+                                        SelectiveKDependenceNB)
+from sqlnb.models.naive_bayes import kdb, skdb
 
 ESTIMATORS = (GaussianNB, MultinomialNB, ComplementNB, BernoulliNB, CategoricalNB, MixedNB, WeightedNB,
-              TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, AveragedStructuresNB, LinearDiscriminantAnalysis,
-              QuadraticDiscriminantAnalysis, LogisticRegression)
+              TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, SelectiveKDependenceNB, AveragedStructuresNB,
+              LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis, LogisticRegression)
 
 __all__ = ["SqlnbClassifier", "AutoNB", "EstimatorInputError", "EstimatorArgumentError", "ESTIMATORS", "from_model", "load",
            *(c.__name__ for c in ESTIMATORS)]
@@ -51,7 +52,8 @@ def from_model(model: Any) -> SqlnbClassifier:
         structure = model.hyper.structure
         if structure != "naive":
             cls = ({"tan": TreeAugmentedNB, "aode": AveragedOneDependenceNB}.get(structure)
-                   or (KDependenceNB if kdb.order_of(structure) else AveragedStructuresNB))
+                   or (SelectiveKDependenceNB if skdb.selective(structure) else KDependenceNB
+                       if kdb.order_of(structure) else AveragedStructuresNB))
         else:
             cls = _NB_KINDS.get(next(iter(kinds)), MixedNB) if len(kinds) == 1 else MixedNB
     elif kind == "weighted_naive_bayes":

@@ -7,7 +7,9 @@ formulas are in :mod:`sqlnb.models.naive_bayes.aode` and
 (numeric columns are discretised by default, ``bins="mdl"``, so that they take part in
 the structure), plus the structure's own: AODE's ``min_count`` (a value is a super-parent
 of a row when it was seen at least that many times in training) and KDB's ``k`` (parents
-per feature, 1 or 2); :class:`AveragedStructuresNB` averages the joints of several
+per feature, 1 to 5; from 3 on backed off to fewer parents with pseudo-count ``backoff``,
+:mod:`sqlnb.models.naive_bayes.skdb`); :class:`SelectiveKDependenceNB` is ``structure="skdb:K"``,
+k ≤ ``k_max`` and the features chosen by leave-one-out; :class:`AveragedStructuresNB` averages the joints of several
 (``structures="tan+kdb:2+aode"``, :mod:`sqlnb.models.naive_bayes.mixture`). ``partial_fit`` is the exact update, with TAN's limits (new rows
 that move cut points are refused) and KDB's (new rows that change a feature's parents are
 refused with the feature named).
@@ -66,14 +68,17 @@ class KDependenceNB(TreeAugmentedNB):
 
     Parameters
     ----------
-    k : {1, 2}
+    k : {1, 2, 3, 4, 5}
         Parents per feature (``structure="kdb:K"``).
+    backoff : float
+        k ≥ 3: the pseudo-count m of the back-off of a table on j parents towards the one
+        on j − 1 (``--backoff``, :mod:`sqlnb.models.naive_bayes.skdb`).
     kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator, binarize,
     var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
         As for :class:`TreeAugmentedNB`.
     """
 
-    def __init__(self, *, k=1, kind="auto", feature_kinds=None, bins="mdl", select_k=None, alpha=1.0,
+    def __init__(self, *, k=1, backoff=1.0, kind="auto", feature_kinds=None, bins="mdl", select_k=None, alpha=1.0,
                  feature_alpha=None, beta=None, estimator="posterior-mean", binarize=0.0, var_smoothing=1e-9,
                  tied_variance=False, norm=False, unseen="missing", class_prior="fitted", prior_alpha=1.0):
         super().__init__(kind=kind, feature_kinds=feature_kinds, bins=bins, select_k=select_k, alpha=alpha,
@@ -81,6 +86,10 @@ class KDependenceNB(TreeAugmentedNB):
                          var_smoothing=var_smoothing, tied_variance=tied_variance, norm=norm, unseen=unseen,
                          class_prior=class_prior, prior_alpha=prior_alpha)
         self.k = k
+        self.backoff = backoff
+
+    def _hyper(self) -> dict:
+        return {**super()._hyper(), "backoff": self.backoff}
 
     @property
     def _structure(self) -> str:
@@ -96,6 +105,7 @@ class KDependenceNB(TreeAugmentedNB):
     def from_model(cls, model):
         estimator = super().from_model(model)
         estimator.k = kdb.order_of(model.hyper.structure)
+        estimator.backoff = model.hyper.backoff
         return estimator
 
     @property
@@ -106,6 +116,56 @@ class KDependenceNB(TreeAugmentedNB):
     def parents_(self) -> dict:
         """Each feature with parents -> the tuple of its parent features."""
         return {child: ps if isinstance(ps, tuple) else (ps,) for child, ps in self.model_.tree().items()}
+
+
+class SelectiveKDependenceNB(KDependenceNB):
+    """Selective k-dependence Bayes (SKDB, Martínez et al. 2016): KDB whose number of
+    parents k ≤ ``k_max`` and number of features s (the first s by I(X; C)) are chosen by
+    leave-one-out RMSE computed from the counts (``structure="skdb:K"``); the features
+    past s add no term. ``choice_`` holds the chosen (k, s) and the leave-one-out table.
+
+    Parameters
+    ----------
+    k_max : {1, 2, 3, 4, 5}
+        The most parents per feature tried.
+    backoff, kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator,
+    binarize, var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
+        As for :class:`KDependenceNB`.
+    """
+
+    def __init__(self, *, k_max=kdb.MAX_K, backoff=1.0, kind="auto", feature_kinds=None, bins="mdl", select_k=None,
+                 alpha=1.0, feature_alpha=None, beta=None, estimator="posterior-mean", binarize=0.0,
+                 var_smoothing=1e-9, tied_variance=False, norm=False, unseen="missing", class_prior="fitted",
+                 prior_alpha=1.0):
+        TreeAugmentedNB.__init__(self, kind=kind, feature_kinds=feature_kinds, bins=bins, select_k=select_k,
+                                 alpha=alpha, feature_alpha=feature_alpha, beta=beta, estimator=estimator,
+                                 binarize=binarize, var_smoothing=var_smoothing, tied_variance=tied_variance,
+                                 norm=norm, unseen=unseen, class_prior=class_prior, prior_alpha=prior_alpha)
+        self.k_max = k_max
+        self.backoff = backoff
+
+    @property
+    def _structure(self) -> str:
+        return f"skdb:{self.k_max}"
+
+    def _fit_model(self, con, name, label, features, weight):
+        if isinstance(self.k_max, bool) or self.k_max not in range(1, kdb.MAX_K + 1):
+            raise EstimatorInputError(f"SelectiveKDependenceNB's k_max is the most parents per feature tried, 1 to "
+                                      f"{kdb.MAX_K}, not {self.k_max!r}")
+        return TreeAugmentedNB._fit_model(self, con, name, label, features, weight)
+
+    @classmethod
+    def from_model(cls, model):
+        estimator = TreeAugmentedNB.from_model.__func__(cls, model)
+        estimator.k_max = kdb.order_of(model.hyper.structure)
+        estimator.backoff = model.hyper.backoff
+        return estimator
+
+    @property
+    def choice_(self) -> dict:
+        """The chosen ``k`` and ``s`` and the leave-one-out ``rmse`` and ``zero_one``
+        tables (k = 0 … k_max down, s = 1 … F across) over the features in ``order``."""
+        return self.model_.skdb_summary()
 
 
 class AveragedStructuresNB(TreeAugmentedNB):

@@ -67,17 +67,16 @@ from sqlnb import sql
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.workflows.evaluate import over_scored, summary_query
-from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features
 from sqlnb.models.logistic import Logistic
 from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
 from sqlnb.engines import Engine, as_engine
-from sqlnb.models.naive_bayes import kdb, mixture, tan
+from sqlnb.models.naive_bayes import kdb, mixture, skdb, tan, weighted
+from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
-from sqlnb.workflows import fold_bins
+from sqlnb.workflows import fold_bins, fold_weights
 from sqlnb.source import Source, read_with
-from sqlnb.workflows import fold_weights
 from sqlnb.workflows.folds import (FOLD_PRIME, _unused_name, assign_folds, drop_copy,  # noqa: F401
                                    fold_constants, fold_source, is_integer_type, materialize, portable_hash)
 
@@ -102,14 +101,10 @@ def expand_grid(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]] | Non
     if grid is None:
         return [{}]
     if isinstance(grid, Mapping):
-        names = list(grid)
-        values = []
-        for n in names:
-            v = grid[n]
+        for n, v in grid.items():
             if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
                 raise SqlnbError(f"grid values for {n!r} must be a list, not {v!r}")
-            values.append(list(v))
-        return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+        return [dict(zip(grid, combo)) for combo in itertools.product(*(list(v) for v in grid.values()))]
     points = [dict(p) for p in grid]
     return points or [{}]
 
@@ -195,7 +190,7 @@ def _per_fold(found: Mapping[Any, Any], folds: int, where: str) -> list:
 
 
 def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, options, pairs: bool = False,
-                      orders: Sequence[int] = ()) -> _Plan:
+                      orders: Sequence[int] = (), patterns: bool = False) -> _Plan:
     structural = {k: options.pop(k) for k in STRUCTURAL if k in options}
     feats = plan_features(source, label, None, structural.get("kind", "auto"), structural.get("feature_kinds"),
                           features, exclude, structural.get("binarize", 0.0), structural.get("text"),
@@ -214,11 +209,14 @@ def _naive_bayes_plan(con, source, label, fold, folds, features, exclude, option
         per = tan.with_fold_pairs(con, source, label, feats, fold, per)
     if any(k > 1 for k in orders):  # kdb:2: every fold's joint counts of the triples any fold needs, one more scan
         per = kdb.with_fold_joints(con, source, label, feats, fold, per, orders)
+    if patterns:  # skdb: every fold's rows as patterns for its leave-one-out choice, one more scan
+        per = skdb.with_fold_patterns(per, feats, lambda tree, shim: weighted.read_patterns(
+            as_engine(con), source, label, None, tree, shim, fold))
     hyper = Hyperparameters(**options)
     label_type = source.columns[label]
     if cut:
         fold_feats, fold_stats = fold_bins.fold_models_statistics(as_engine(con), source, label, feats, fold, per,
-                                                                  pairs, orders)
+                                                                  pairs, orders, patterns)
     else:
         fold_feats, fold_stats = [feats] * folds, [_merge_others(per, i) for i in range(folds)]
     every = _merge_all(per)  # token bags pruned by their rows (min_df, ...): recounted on each model's rows
@@ -658,7 +656,8 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
     if model == "naive_bayes":
         structures = {p.get("structure", options.get("structure", "naive")) for p in points}
         plan = _naive_bayes_plan(*args, pairs=any(tan.needs_pairs(s) for s in structures),
-                                 orders=sorted({k for k in map(mixture.joint_order, structures) if k}))
+                                 orders=sorted({k for k in map(mixture.joint_order, structures) if k}),
+                                 patterns=any(map(skdb.selective, structures)))
     elif model == "weighted":  # naive Bayes's fold models, then their weights (sqlnb.workflows.fold_weights)
         plan = _Plan(*fold_weights.plan(con, source, label, fold, features, exclude, dict(options), lambda opts:
                                         _naive_bayes_plan(con, source, label, fold, folds, features, exclude, opts)))

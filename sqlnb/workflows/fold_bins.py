@@ -33,7 +33,7 @@ from typing import Any, Sequence
 from sqlglot import exp
 
 from sqlnb.engines import Engine
-from sqlnb.models.naive_bayes import kdb, tan
+from sqlnb.models.naive_bayes import kdb, skdb, tan, weighted
 from sqlnb.models.naive_bayes.binning import value_counts, value_counts_table
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.fit import edges_from_counts, recut, resolve_edges
@@ -89,12 +89,14 @@ def with_cuts(per_fold: Sequence[Statistics], classes: list, cuts: Sequence[dict
 
 def fold_models_statistics(engine: Engine, source: Source, label: str, features: Sequence[Feature],
                            fold: exp.Expression, per_fold: Sequence[Statistics], pairs: bool = False,
-                           orders: Sequence[int] = ()) -> tuple[list[list[Feature]], list[Statistics]]:
+                           orders: Sequence[int] = (), patterns: bool = False
+                           ) -> tuple[list[list[Feature]], list[Statistics]]:
     """Each fold's model's features (cut points from its training folds' value counts) and
     training statistics (the other folds' merged, binned counts re-derived for those cut
     points by :func:`~sqlnb.models.naive_bayes.fit.recut`); ``pairs``: with pair counts,
     and joint counts for the KDB orders ``orders``, counted on the training rows over
-    their own bins (one scan per fold), as :func:`sqlnb.fit` counts them."""
+    their own bins (one scan per fold), as :func:`sqlnb.fit` counts them; ``patterns``
+    (skdb): with the training rows as patterns over those bins (one more scan per fold)."""
     feats, stats = [], []
     for i in range(len(per_fold)):
         train = None
@@ -109,6 +111,9 @@ def fold_models_statistics(engine: Engine, source: Source, label: str, features:
             train = replace(train, pairs=tan.collect_pairs(engine, rows, label, None, tree, train.classes,
                                                            stats=train.features))
             train = _with_joints(engine, rows, label, mine, train, orders)
+            if patterns:
+                train = skdb.with_patterns(train, mine, lambda tree, shim, rows=rows: weighted.read_patterns(
+                    engine, rows, label, None, tree, shim))
         feats.append(mine)
         stats.append(train)
     return feats, stats

@@ -32,6 +32,7 @@ logistic        scikit-learn's ``coef_`` and ``intercept_`` (one row, the second
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Sequence
 
@@ -133,6 +134,10 @@ def _naive_bayes(model) -> dict:
     averaged = model.aode_summary() if hasattr(model, "aode_summary") else {}
     if averaged:  # AODE: which features' values may be super-parents (sqlnb.models.naive_bayes.aode)
         out["aode"] = averaged
+    choice = model.skdb_summary() if hasattr(model, "skdb_summary") else {}
+    if choice:  # skdb: its leave-one-out table (sqlnb.models.naive_bayes.skdb)
+        out["skdb"] = {"k": choice["k"], "s": choice["s"], "order": choice["order"],
+                       "rmse": [_nums(row) for row in choice["rmse"]]}
     average = model.average_summary() if hasattr(model, "average_summary") else {}
     if average:  # an average of structures (sqlnb.models.naive_bayes.mixture): its members' parents
         out["average"] = average
@@ -148,14 +153,18 @@ def _naive_bayes(model) -> dict:
             return list(values)
 
         def parent_rows(c):
-            """The parent column's name and values; two parents (kdb:2): "p, q" and every
-            pair of their values, "u, v", the table flattened to (classes, pairs, values)."""
+            """The parent column's name and values; several parents (kdb:K): "p, q" and
+            every combination of their values, "u, v" (only those seen in training when
+            ``configs`` lists them: skdb's back-off tables), the table flattened to
+            (classes, combinations, values)."""
             if isinstance(c["parent"], str):
                 return c["parent"], names(kinds[c["parent"]], c["parent_values"]), c["log_proba"]
             each = [names(kinds[p], vs) for p, vs in zip(c["parent"], c["parent_values"])]
             lp = c["log_proba"]
-            return (", ".join(c["parent"]), [f"{label_text(u)}, {label_text(v)}" for u in each[0] for v in each[1]],
-                    lp.reshape(lp.shape[0], -1, lp.shape[-1]))
+            combos = c.get("configs") or list(itertools.product(*(range(len(e)) for e in each)))
+            at = [int(np.ravel_multi_index(t, lp.shape[1:-1])) for t in combos]
+            return (", ".join(c["parent"]), [", ".join(label_text(each[i][u]) for i, u in enumerate(t)) for t in combos],
+                    lp.reshape(lp.shape[0], -1, lp.shape[-1])[:, at])
 
         out["tree"] = []
         for child, c in conditionals.items():
@@ -240,6 +249,11 @@ def parameter_tables(d: dict) -> list[Table]:
                 for i, pv in enumerate(t["parent_values"]) for j, v in enumerate(t["values"])]
         table(f"tree: p({t['child']} | class, {t['parent']}), which replaces {t['child']}'s row above",
               [t["parent"], t["child"]], rows)
+    if d.get("skdb"):  # the selective KDB's leave-one-out table
+        sel = d["skdb"]
+        table(f"skdb: leave-one-out RMSE of p(true class), k parents (rows) by the first s features by I(X; C) "
+              f"(columns: {', '.join(sel['order'])}); chosen k = {sel['k']}, s = {sel['s']}", ["k"],
+              [[str(k), *row] for k, row in enumerate(sel["rmse"])], [str(j + 1) for j in range(len(sel["order"]))])
     if "aode" in d:
         a = d["aode"]
         table(f"aode: super-parents (values seen at least m = {a['min_count']:g} times); every score averages "

@@ -45,10 +45,14 @@ def _features(model) -> list[dict]:
     out = []
     stats = getattr(model, "stats", None)
     tree = model.tree() if hasattr(model, "tree") else {}  # tree-augmented: each feature's parent
+    choice = model.skdb_summary() if hasattr(model, "skdb_summary") else {}
+    dropped = set(choice["order"][choice["s"]:]) if choice else set()  # skdb: past the s features kept
     for f in feats or []:
         d = {"name": f.name, "kind": f.kind, "type": f.sql_type}
+        if f.name in dropped:
+            d["dropped"] = True
         if f.name in tree:
-            d["parent"] = tree[f.name] if isinstance(tree[f.name], str) else ", ".join(tree[f.name])  # kdb:2
+            d["parent"] = tree[f.name] if isinstance(tree[f.name], str) else ", ".join(tree[f.name])  # kdb:K
         if f.kind == "bernoulli":
             d["threshold"] = f.threshold
         if f.kind == "categorical" and stats is not None:
@@ -98,6 +102,28 @@ def _likelihood(model) -> dict | None:
     return summary(model)
 
 
+def _selection(model) -> dict | None:
+    """``skdb``'s choice and leave-one-out table, JSON-ready (rows k = 0 … K, columns
+    s = 1 … F); None for other models."""
+    choice = model.skdb_summary() if hasattr(model, "skdb_summary") else {}
+    if not choice:
+        return None
+    return {"k": choice["k"], "s": choice["s"], "order": choice["order"],
+            "rmse": [[float(v) if np.isfinite(v) else None for v in row] for row in choice["rmse"]],
+            "zero_one": [[float(v) if np.isfinite(v) else None for v in row] for row in choice["zero_one"]]}
+
+
+def selection_text(sel: dict, indent: str = "             ") -> list[str]:
+    """What ``sqlnb show`` says of an ``skdb`` choice: k, the features kept, and the
+    leave-one-out RMSE table (k down, number of features across)."""
+    k, s = sel["k"], sel["s"]
+    lines = [f"skdb         k = {k} parents, the first {s} of {len(sel['order'])} features by I(X; C) "
+             f"(leave-one-out RMSE {sel['rmse'][k][s - 1]:.4f}, 0-1 loss {sel['zero_one'][k][s - 1]:.4f}):"]
+    header = ["k \\ s", *(str(j + 1) for j in range(len(sel["order"])))]
+    rows = [[str(i), *("n/a" if v is None else f"{v:.4f}" for v in row)] for i, row in enumerate(sel["rmse"])]
+    return lines + format_table(header, rows, indent=indent, align="l" + "r" * len(sel["order"])).splitlines()
+
+
 def describe(model, top: int = 5) -> dict:
     """A JSON-ready description: spec, classes, features, hyperparameters, sizes, top
     features and provenance."""
@@ -116,6 +142,7 @@ def describe(model, top: int = 5) -> dict:
                  "parameter_rows": sum(int(t.num_rows) for t, _ in tables.values())},
         "top_features": top_features(model, top),
         "likelihood": _likelihood(model),
+        "skdb": _selection(model),
         "trained": dict(model.report),
         "calibration": model.calibration.describe() if getattr(model, "calibration", None) else None,
         "conformal": model.conformal.describe(model.classes) if getattr(model, "conformal", None) else None,
@@ -135,7 +162,7 @@ def _value(v: Any) -> str:
 def feature_detail(f: dict) -> str:
     """What ``sqlnb show`` says of one feature of :func:`describe` after its kind and type:
     its values, threshold or bins, and its tree parent."""
-    parent = f", parent {f['parent']}" if "parent" in f else ""
+    parent = f", parent {f['parent']}" if "parent" in f else ", no term (left out by skdb)" if f.get("dropped") else ""
     if "values" in f:
         return f"{f['values']} values{parent}"
     if "threshold" in f:
@@ -191,6 +218,8 @@ def show_text(d: dict, provenance: bool = True) -> str:
                      + (", chosen by cross-validation (mean held-out log loss: "
                         + ", ".join(f"{t['l2']:g} {t['cv_log_loss']:.4f}" for t in tried) + ")" if tried
                         else ", given"))
+    if d.get("skdb"):  # the selective KDB's leave-one-out choice (sqlnb.models.naive_bayes.skdb)
+        lines += selection_text(d["skdb"])
     if d.get("likelihood"):
         from sqlnb.models.naive_bayes.likelihood import summary_text
         lines.append(f"likelihood   {summary_text(d['likelihood'])}")

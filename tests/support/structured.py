@@ -167,3 +167,17 @@ def tan_data() -> tuple[duckdb.DuckDBPyConnection, pa.Table, pa.Table]:
 def probabilities(model, data, con) -> np.ndarray:
     """The ``proba`` class columns of ``model`` scoring ``data`` (:func:`class_scores`)."""
     return class_scores(model, data, con, "proba")
+
+
+def moving_table(n: int, seed: int, follows: str) -> pa.Table:
+    """``x``, ``u`` and ``v`` follow the class; ``w`` copies ``follows`` (u or v) in 40 %
+    of the rows and ``x`` in 30 %."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    x = np.where(rng.random(n) < 0.9, y, 1 - y)
+    u = np.where(rng.random(n) < 0.7, y, rng.integers(0, 3, n))
+    v = np.where(rng.random(n) < 0.7, y, rng.integers(0, 3, n))
+    r = rng.random(n)
+    w = np.where(r < 0.4, u if follows == "u" else v, np.where(r < 0.7, x, rng.integers(0, 3, n)))
+    return pa.table({"x": [f"x{i}" for i in x], "u": [f"u{i}" for i in u], "v": [f"v{i}" for i in v],
+                     "w": [f"w{i}" for i in w], "y": y.tolist()})

@@ -57,13 +57,15 @@ class Hyperparameters:
         Complement naive Bayes weight normalisation.
     unseen : {"missing", "bucket"}
         Categorical values not seen in training: no term, or one smoothed extra slot.
-    structure : {"naive", "tan", "aode", "kdb:1", "kdb:2"}
+    structure : {"naive", "tan", "aode", "kdb:1", …, "kdb:5", "skdb", "skdb:K"}
         Naive Bayes, or tree-augmented naive Bayes: discrete features conditioned on the
         class and one parent feature, the tree derived from pair counts the statistics
         must hold (:mod:`sqlnb.models.naive_bayes.tan`); averaged one-dependence
         estimators from the same counts (:mod:`sqlnb.models.naive_bayes.aode`); or the
         k-dependence classifier, each discrete feature conditioned on up to K earlier
-        ones (:mod:`sqlnb.models.naive_bayes.kdb`).
+        ones (:mod:`sqlnb.models.naive_bayes.kdb`; K = 3 to 5 with back-off smoothing),
+        or the selective KDB whose K and number of features leave-one-out
+        cross-validation chooses from the counts (:mod:`sqlnb.models.naive_bayes.skdb`).
     tied_variance : bool
         Gaussian features take one variance per feature shared by every class, the pooled
         within-class variance (plus the var_smoothing floor): the class log-odds are then
@@ -71,6 +73,10 @@ class Hyperparameters:
     aode_min_count : float
         AODE's frequency limit m: a value is a super-parent only if at least m training
         rows (weighted) hold it (default :data:`sqlnb.models.naive_bayes.aode.MIN_COUNT`).
+    backoff : float
+        The back-off pseudo-count m of ``kdb:3`` … ``kdb:5`` and ``skdb``: a table
+        conditioned on j parents is smoothed towards the one on j − 1 with weight m
+        (default 1, :mod:`sqlnb.models.naive_bayes.skdb`).
     """
 
     alpha: float = 1.0
@@ -85,6 +91,7 @@ class Hyperparameters:
     structure: str = "naive"
     tied_variance: bool = False
     aode_min_count: float = aode.MIN_COUNT
+    backoff: float = 1.0
 
     def __post_init__(self):
         if not isinstance(self.feature_alpha, Mapping):  # e.g. cv --grid feature_alpha=1
@@ -111,7 +118,8 @@ class Hyperparameters:
         if (self.structure not in tan.STRUCTURES and kdb.order_of(self.structure) is None
                 and not mixture.members(self.structure)):
             raise SqlnbError(f"unknown structure {self.structure!r}; choose one of: {', '.join(tan.STRUCTURES)}, "
-                             f"kdb:K (K = 1 to {kdb.MAX_K}), or an average of them joined by '+' "
+                             f"kdb:K (K = 1 to {kdb.MAX_K}), skdb or skdb:K (K = 1 to {kdb.MAX_K}), "
+                             "or an average of them joined by '+' "
                              "(e.g. tan+kdb:2+aode)")
         if self.unseen not in UNSEEN:
             raise SqlnbError(f"unknown unseen-category policy {self.unseen!r}; choose one of: {', '.join(UNSEEN)}")
@@ -131,6 +139,11 @@ class Hyperparameters:
         if not (isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) and m >= 0):
             raise SqlnbError(f"aode_min_count (--aode-min-count) must be a finite number >= 0, not {m!r}")
         object.__setattr__(self, "aode_min_count", float(m))
+        b = self.backoff
+        if not (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b) and b >= 0):
+            raise SqlnbError(f"backoff (--backoff), the pseudo-count m of the back-off to fewer parents, must be a "
+                             f"finite number >= 0, not {b!r}")
+        object.__setattr__(self, "backoff", float(b))
         if not (isinstance(self.var_smoothing, (int, float)) and not isinstance(self.var_smoothing, bool)
                 and math.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
             raise SqlnbError(f"var_smoothing must be >= 0, not {self.var_smoothing!r}")
@@ -163,6 +176,8 @@ class Hyperparameters:
             del d["tied_variance"]
         if d["aode_min_count"] == aode.MIN_COUNT:  # likewise
             del d["aode_min_count"]
+        if d["backoff"] == 1.0:  # likewise
+            del d["backoff"]
         if isinstance(self.prior_alpha, Mapping):  # JSON keys are text: α_c in class order
             d["prior_alpha"] = {"per_class": class_alphas(self.prior_alpha, classes).tolist()}
         if not isinstance(self.class_prior, str):

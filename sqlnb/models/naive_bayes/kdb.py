@@ -1,5 +1,8 @@
 """K-dependence Bayesian classifier (Sahami 1996, ``structure="kdb:K"``, K = 1 or 2):
 each discrete feature conditioned on the class and on up to K features ranked before it.
+K = 3 to 5 and the selective ``skdb`` share this module's structure and statistics (the
+joint counts of each child with every prefix of its ranked parents, :func:`needed_triples`)
+and are derived by :mod:`~sqlnb.models.naive_bayes.skdb`, with back-off smoothing.
 
 Tree features are TAN's (:func:`~sqlnb.models.naive_bayes.tan.eligible`: categorical
 columns of at most ``INLINE_MAX`` values, Bernoulli and binned columns); Gaussian, count
@@ -71,17 +74,24 @@ from sqlnb.models.naive_bayes.information import presence_mi, table_mi
 from sqlnb.stats import Counts, _align, sorted_values
 from sqlnb.store import arrow
 
-#: The most parents a feature takes (two-parent tables need joint counts of three).
-MAX_K = 2
-_PATTERN = re.compile(r"kdb:(\d+)")
+#: The most parents a feature takes: K ≤ 2 as above, K = 3 to 5 with the prefix counts and
+#: back-off smoothing of :mod:`~sqlnb.models.naive_bayes.skdb`.
+MAX_K = 5
+#: The parents per feature this module scores itself (Sahami's flat smoothing); deeper
+#: structures and ``skdb`` are :mod:`~sqlnb.models.naive_bayes.skdb`'s.
+SAHAMI_K = 2
+_PATTERN = re.compile(r"kdb:(\d+)|skdb(?::(\d+))?")
 
 
 def order_of(structure: str) -> int | None:
-    """K of a ``"kdb:K"`` structure (1 ≤ K ≤ :data:`MAX_K`); None for any other string."""
+    """The most parents a feature takes under ``structure``: K of ``"kdb:K"`` (1 ≤ K ≤
+    :data:`MAX_K`), K_max of ``"skdb"`` (:data:`MAX_K`) or ``"skdb:K"`` (the deepest
+    prefix counts are gathered for); None for any other string."""
     m = _PATTERN.fullmatch(structure) if isinstance(structure, str) else None
-    if m is None or not 1 <= int(m.group(1)) <= MAX_K:
+    if m is None:
         return None
-    return int(m.group(1))
+    K = int(m.group(1) or m.group(2) or MAX_K)
+    return K if 1 <= K <= MAX_K else None
 
 
 # -- statistics ---------------------------------------------------------------------------
@@ -121,23 +131,29 @@ class KdbPairs(tan.Pairs):
     uses, keyed by the triple's names in the model's order."""
 
     joints: dict = field(default_factory=dict)
+    #: ``skdb``: the training rows as patterns (:class:`sqlnb.models.naive_bayes.skdb.Patterns`).
+    patterns: Any = None
 
     def _map(self, fn) -> "KdbPairs":
         base = tan.Pairs._map(self, fn)
-        return KdbPairs(base.features, base.cells, {k: fn(v) for k, v in self.joints.items()})
+        return KdbPairs(base.features, base.cells, {k: fn(v) for k, v in self.joints.items()},
+                        None if self.patterns is None else fn(self.patterns))
 
     def restricted(self, keep) -> "KdbPairs":
         base = tan.Pairs.restricted(self, keep)
         return KdbPairs(base.features, base.cells,
-                        {k: v for k, v in self.joints.items() if all(n in keep for n in k)})
+                        {k: v for k, v in self.joints.items() if all(n in keep for n in k)},
+                        None if self.patterns is None else self.patterns.restricted(keep))
 
     def merge(self, other: "tan.Pairs") -> "tan.Pairs":
         base = tan.Pairs.merge(self, other)
         theirs = getattr(other, "joints", {})
-        # A triple counted on one side only has no exact merge: it is left out (a structure
-        # that needs it is refused when derived).
+        mine, their_rows = self.patterns, getattr(other, "patterns", None)
+        # A set counted on one side only has no exact merge: it is left out (a structure
+        # that needs it is refused when derived); likewise the rows of one side only.
         return KdbPairs(base.features, base.cells, {k: v.merge(theirs[k]) for k, v in self.joints.items()
-                                                    if k in theirs})
+                                                    if k in theirs},
+                        None if mine is None or their_rows is None else mine.merge(their_rows))
 
 
 def triples_query(source, label: str, weight: str | None, features: Sequence[Feature],
@@ -244,11 +260,19 @@ def with_fold_joints(engine, source, label: str, features: Sequence[Feature], fo
 
 
 def needed_triples(features: Sequence[Feature], stats, K: int) -> list[tuple[str, ...]]:
-    """The (child, parent, parent) triples, as names in model order, of the KDB(K)
-    structure the statistics give."""
+    """The feature sets whose joint counts the KDB(K) structure the statistics give needs,
+    as names in model order: each child with the first j of its ranked parents, j = 2 …
+    K (for K = 2 the (child, parent, parent) triples; a set's counts are those of its
+    features whichever of them is the child)."""
     tree_feats, order, parents, _, _ = structure(features, stats, K)
     rank = {f.name: i for i, f in enumerate(tree_feats)}
-    return [tuple(sorted((child, *ps), key=rank.get)) for child, ps in parents.items() if len(ps) == 2]
+    out: list[tuple[str, ...]] = []
+    for child, ps in parents.items():
+        for j in range(2, len(ps) + 1):
+            t = tuple(sorted((child, *ps[:j]), key=rank.get))
+            if t not in out:
+                out.append(t)
+    return out
 
 
 # -- structure ----------------------------------------------------------------------------
@@ -391,17 +415,20 @@ def conditionals(net: Network, stats) -> dict[str, dict]:
 
 # -- storage ------------------------------------------------------------------------------
 def joint_table(pairs: KdbPairs, stats) -> Any:
-    """The ``joints`` part: non-zero cells ``(class_index, f0, f1, f2, i0, i1, i2, n)``,
-    the indexes into each feature's stored values (0/1 for Bernoulli)."""
+    """The ``joints`` part: non-zero cells ``(class_index, f0, …, f<m−1>, i0, …, i<m−1>,
+    n)``, the indexes into each feature's stored values (0/1 for Bernoulli), m the largest
+    set (3 for KDB(2); a smaller set's cells leave the columns past its size NULL)."""
     import pyarrow as pa
-    cols: dict[str, list] = {c: [] for c in ("class_index", "f0", "f1", "f2", "i0", "i1", "i2", "n")}
+    m = max((len(t) for t in pairs.joints), default=3)
+    cols: dict[str, list] = {c: [] for c in ("class_index", *(f"f{i}" for i in range(m)),
+                                             *(f"i{i}" for i in range(m)), "n")}
     for names, cell in pairs.joints.items():
         counts = cell.over([tan._stored_values(n, stats) for n in names])
         idx = np.nonzero(counts)
         cols["class_index"] += idx[0].tolist()
-        for i, n in enumerate(names):
-            cols[f"f{i}"] += [n] * len(idx[0])
-            cols[f"i{i}"] += idx[1 + i].tolist()
+        for i in range(m):
+            cols[f"f{i}"] += [names[i] if i < len(names) else None] * len(idx[0])
+            cols[f"i{i}"] += idx[1 + i].tolist() if i < len(names) else [None] * len(idx[0])
         cols["n"] += counts[idx].tolist()
     types = {c: pa.string() if c.startswith("f") else pa.float64() if c == "n" else pa.int32() for c in cols}
     return pa.table({c: arrow.array(v, types[c]) for c, v in cols.items()})  # arrow.array: no pandas import
@@ -419,8 +446,8 @@ def joints_from_table(pairs: tan.Pairs, names: Sequence[Sequence[str]], table: A
         vals = [stored(n) for n in t]
         joints[t] = JointCounts(t, vals, np.zeros((K, *(len(v) for v in vals))))
     for r in (table.to_pylist() if table is not None else []):
-        t = (r["f0"], r["f1"], r["f2"])
-        joints[t].counts[r["class_index"], r["i0"], r["i1"], r["i2"]] = r["n"]
+        t = tuple(r[f"f{i}"] for i in range(MAX_K + 1) if r.get(f"f{i}") is not None)
+        joints[t].counts[(r["class_index"], *(r[f"i{i}"] for i in range(len(t))))] = r["n"]
     return KdbPairs(list(pairs.features), dict(pairs.cells), joints)
 
 

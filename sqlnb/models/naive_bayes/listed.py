@@ -52,12 +52,13 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.models.naive_bayes import aode, kdb, mixture, tan
+from sqlnb.models.naive_bayes import aode, kdb, mixture, skdb, tan
 from sqlnb.models.naive_bayes.families import Feature
 
 POSITION_PREFIX = "sqlnb_position"
 TABLE_PREFIX = "sqlnb_tables"
 READS_PREFIX = "sqlnb_reads"
+STEPS = "sqlnb_trie"
 
 
 @dataclass
@@ -80,6 +81,11 @@ class Plan:
     naive: dict = field(default_factory=dict)
     children: list = field(default_factory=list)
     width: int = 0
+    #: deep KDB (:mod:`.skdb`): each child's ``(start, n_child, [(step start, base, n_pa, parent)…])``,
+    #: and every child's trie steps in one integer list
+    deep: dict = field(default_factory=dict)
+    steps: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)  # skdb: the features past its s, no term
     lists: list = field(default_factory=list, init=False)  # :func:`prelude`'s packed lists, built once
 
     def add(self, table: np.ndarray) -> int:
@@ -89,6 +95,29 @@ class Plan:
         self.cells.append(flat)
         self.width += flat.shape[1]
         return start
+
+    def position(self, name: str) -> exp.Expression:
+        return sql.col(f"{POSITION_PREFIX}{self.names.index(name)}") if self.at is None else self.at[name].copy()
+
+    def deep_read(self, child: str, k: int) -> exp.Expression:
+        """A deep KDB child's term (:func:`skdb.trie`): node l_0 = 0, l_j = the trie step
+        from l_{j−1} by pa_j's position (NULL when unseen; NULL stays NULL), the row of the
+        deepest node reached, ``COALESCE(base_L + l_L, …, base_1 + l_1, 0)``, then the
+        child's slot in it."""
+        start, n_x, steps = self.deep[child]
+        node: exp.Expression = exp.Literal.number(0)
+        rows = []
+        for at, base, n_pa, parent in steps:
+            index = exp.Add(this=exp.Add(this=exp.Mul(this=sql.paren(node), expression=exp.Literal.number(n_pa + 1)),
+                                         expression=self.position(parent)), expression=exp.Literal.number(at + 1))
+            node = exp.Nullif(this=exp.Anonymous(this="list_extract", expressions=[sql.col(STEPS), index]),
+                              expression=exp.Literal.number(-1))
+            rows.insert(0, exp.Add(this=exp.Literal.number(base), expression=node.copy()))
+        row = exp.Coalesce(this=rows[0], expressions=[*rows[1:], exp.Literal.number(0)])
+        index = exp.Add(this=exp.Mul(this=sql.paren(row), expression=exp.Literal.number(n_x + 1)),
+                        expression=self.position(child))
+        return exp.Anonymous(this="list_extract", expressions=[
+            sql.col(f"{TABLE_PREFIX}{k}"), exp.Add(this=index, expression=exp.Literal.number(start + 1))])
 
     def index(self, start: int, axes: Sequence[str]) -> exp.Expression:
         """``start + 1 + row-major index of the axes' positions``: a cell's 1-based place in
@@ -110,7 +139,7 @@ class Plan:
         naive rows), ``sqlnb_reads<m + 1>`` under an average tree member m's children
         (its D_{s,c}); empty lists left out."""
         direct = [self.index(start, (name,)) for name, start in self.naive.items()]
-        if mix is None:
+        if mix is None and self.children:
             direct = [self.index(start, axes) for start, axes in self.children[0].values()] + direct
         members = [] if mix is None else [[self.index(start, axes) for start, axes in mine.values()]
                                           for mine in self.children]
@@ -149,6 +178,17 @@ def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[F
     net = dict(nets).get("aode")
     out = Plan(list(names), {n: len(tan.feature_values(by_name[n], stats.features)) for n in names},
                None if net is None else aode.slot_positions(net))
+    if isinstance(tree, skdb.Deep):  # deep KDB: each child's trie of seen configurations
+        out.dropped = list(tree.dropped)
+        for child, par in tree.parent.items():
+            steps, cells, bases = skdb.trie(tree, child)
+            ps = (par,) if isinstance(par, str) else tuple(par)
+            found = []
+            for j, (step, parent) in enumerate(zip(steps, ps)):
+                found.append((len(out.steps), bases[j + 1], out.sizes[parent], parent))
+                out.steps += step.tolist()
+            out.deep[child] = (out.add(cells.reshape(cells.shape[0], -1)), cells.shape[2] - 1, found)
+        nets = []
     for _, net in nets:
         mine = {}
         for child in (net.parent if isinstance(net, (tan.Tree, kdb.Network)) else {}):
@@ -159,10 +199,11 @@ def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[F
                 cells = cells - _naive_padded(naive).reshape(naive.shape[0], *([1] * len(ps)), -1)
             mine[child] = (out.add(cells), (*ps, child))
         out.children.append(mine)
-    single = out.children[0] if not difference and out.children else {}
+    single = out.children[0] if not difference and out.children else dict(out.deep)
     for name in names:
         f = by_name[name]
-        if f.kind in ("categorical", "binned") and f.bag is None and params[name][2] is None and name not in single:
+        if (f.kind in ("categorical", "binned") and f.bag is None and params[name][2] is None and name not in single
+                and name not in getattr(tree, "dropped", ())):  # skdb: no term past its s features
             out.naive[name] = out.add(_naive_padded(np.asarray(params[name][1], dtype=float)))
     return out
 
@@ -184,6 +225,7 @@ def prelude(p: Plan, mix: mixture.Mixture | None, features: Sequence[Feature], s
     if p.cells and not p.lists:
         p.lists[:] = [(f"{TABLE_PREFIX}{k}", sql.bound_list(row))
                       for k, row in enumerate(np.concatenate(p.cells, axis=1))]
+        p.lists += [(STEPS, sql.packed_list(p.steps, "BIGINT"))] if p.steps else []
     reads = [(name, exp.Array(expressions=e)) for name, e in p.reads(mix)]
     return out + [(name, e.copy()) for name, e in p.lists] + reads
 
@@ -209,16 +251,20 @@ def terms(p: Plan, mix: mixture.Mixture | None, K: int, per_feature: bool = Fals
     padded naive row, cell by cell), AODE's its own prelude's (:func:`aode.padded_terms`).
     Each list's places are written once for every class, and each per-class term has a
     fixed size: the SELECT grows as the features, not as features × classes × members."""
+    # deep KDB (skdb, kdb:3..5): each child's term its own read through the trie, a feature
+    # skdb leaves out a term of 0; the naive rows are read (or summed) as under a tree
+    deep = {child: [p.deep_read(child, k) for k in range(K)] for child in p.deep}
+    deep |= {name: [sql.dbl(0.0) for _ in range(K)] for name in p.dropped}
     if per_feature and mix is None:
-        reads = {**p.children[0], **{name: (start, (name,)) for name, start in p.naive.items()}}
+        reads = {**(p.children[0] if p.children else {}), **{name: (start, (name,)) for name, start in p.naive.items()}}
         each = {name: [p.read(start, axes, k) for k in range(K)] for name, (start, axes) in reads.items()}
-        return each, set(), [], []
+        return {**each, **deep}, set(), [], []
     lists = dict(p.reads(mix))
     first = f"{READS_PREFIX}0"
     covered = set(p.naive) | (set(p.children[0]) if mix is None and p.children else set())
     direct = [_sum(first, k) for k in range(K)] if first in lists else []
     if mix is None:
-        return {}, covered, direct, []
+        return deep, covered, direct, []
     ratios = []
     for m, ((name, net), reads) in enumerate(zip(mix.nets, p.children)):
         column = f"{READS_PREFIX}{m + 1}"

@@ -37,7 +37,7 @@ from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
 from sqlnb.models.priors import class_alphas, given_prior, own_prior
-from sqlnb.models.naive_bayes import aode, kdb, listed, mixture, tan, text, wide
+from sqlnb.models.naive_bayes import aode, kdb, listed, mixture, skdb, tan, text, wide
 from sqlnb.models.naive_bayes.binning import cut_counts_from_table, cut_counts_table
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
@@ -88,13 +88,12 @@ class NaiveBayes(Model):
         self.report = dict(report or {})
         self.weight = weight
         self._params: dict | None = None
-        self._tree: tan.Tree | kdb.Network | None = None
+        self._tree: tan.Tree | kdb.Network | skdb.Deep | None = None
         self._aode: aode.Aode | None = None
         self._mix: mixture.Mixture | None = None  # an average of structures
         self._plan: listed.Plan | None = None  # DuckDB's tables of the tree structures
-        # Derive the log-parameters now: a setting these statistics cannot take (a zero
-        # variance with var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit,
-        # not at first use.
+        # Derive the log-parameters now: a setting these statistics cannot take (a zero variance with
+        # var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit, not at first use.
         self.log_parameters()
 
     def _bound(self, hyper: Hyperparameters) -> Hyperparameters:
@@ -208,25 +207,28 @@ class NaiveBayes(Model):
             elif self.hyper.structure == "tan":
                 self._tree = tan.derive(self.features, self.stats, self.hyper, params)
             elif kdb.order_of(self.hyper.structure):  # k-dependence (sqlnb.models.naive_bayes.kdb)
-                self._tree = kdb.derive(self.features, self.stats, self.hyper, params,
-                                        kdb.order_of(self.hyper.structure))
+                self._tree = (skdb if skdb.deep(self.hyper.structure) else kdb).derive(  # deeper: skdb
+                    self.features, self.stats, self.hyper, params, kdb.order_of(self.hyper.structure))
             elif self.hyper.structure == "aode":
                 self._aode = aode.derive(self.features, self.stats, self.hyper, params)
             self._params = params
         return self._params
 
     def tree(self) -> dict[str, str]:
-        """Each tree feature's parent (tree-augmented models; ``{}`` for naive Bayes); under
-        ``kdb:2`` a feature with two parents maps to the tuple of both."""
+        """Each tree feature's parent, the tuple of them when several (``{}`` for naive Bayes)."""
         self.log_parameters()
         return dict(self._tree.parent) if self._tree is not None else {}
 
     def aode_summary(self) -> dict:
-        """AODE's super-parents: per discrete feature its number of values and how many of
-        them may be a super-parent at this ``aode_min_count``, and the per-class shift
-        (:func:`aode.describe`); ``{}`` for other structures."""
+        """AODE's super-parents: per discrete feature its number of values and how many of them may be a
+        super-parent at this ``aode_min_count``, and the per-class shift (:func:`aode.describe`); else ``{}``."""
         self.log_parameters()
         return {} if self._aode is None else aode.describe(self._aode, self.stats, self.hyper.aode_min_count)
+
+    def skdb_summary(self) -> dict:
+        """``skdb``'s leave-one-out table and choice (:func:`skdb.leave_one_out`); ``{}`` otherwise."""
+        self.log_parameters()
+        return dict(getattr(self._tree, "choice", None) or {})
 
     def average_summary(self) -> dict:
         """An average of structures: its members and each tree member's parents
@@ -242,8 +244,8 @@ class NaiveBayes(Model):
         self.log_parameters()
         if self._tree is None:
             return {}
-        if isinstance(self._tree, kdb.Network):
-            return kdb.conditionals(self._tree, self.stats)
+        if isinstance(self._tree, (kdb.Network, skdb.Deep)):
+            return self._terms_module().conditionals(self._tree, self.stats)
         by_name = {f.name: f for f in self._tree.features}
         return {child: {"parent": parent,
                         "parent_values": tan.feature_values(by_name[parent], self.stats.features),
@@ -354,8 +356,8 @@ class NaiveBayes(Model):
         if not (dialect == "duckdb" if dot is None else dot):
             return [], []
         params = self.log_parameters()
-        if self._tree is not None:  # a tree child's term is conditioned on its parent (tan)
-            features = [f for f in features if f.name not in self._tree.parent]
+        if self._tree is not None:  # a tree child's term is conditioned on its parent (tan); skdb drops some
+            features = [f for f in features if f.name not in {*self._tree.parent, *getattr(self._tree, "dropped", ())}]
         return wide.wide_features(features, params, "gaussian"), wide.wide_features(features, params, "bernoulli")
 
     def _listed(self) -> listed.Plan | None:
@@ -398,7 +400,7 @@ class NaiveBayes(Model):
         features = self._scoring_features(input_types)
         dotted = self._dotted(features, dialect, dot)
         prelude = tree_positions is None and dialect == "duckdb"  # read from score_prelude's columns
-        tree = {} if self._tree is None or prelude else self._terms_module().child_terms(
+        tree = {} if self._tree is None or (prelude and self._listed()) else self._terms_module().child_terms(
             self._tree, features, self.stats, params, tree_dialect or dialect, input_types, tree_positions)
         covered, direct = set(), []  # features whose terms are summed in one term per class, that term
         if prelude and self._listed() is not None:  # a tree's or an average's terms read from the lists
@@ -499,12 +501,11 @@ class NaiveBayes(Model):
         if self._tree is None:
             return {}
         return self._terms_module().child_terms(self._tree, self._scoring_features(input_types), self.stats,
-                                                params, dialect,
-                               input_types, positions)
+                                                params, dialect, input_types, positions)
 
     def _terms_module(self):
         """The module whose ``child_terms`` writes this structure's terms (tan or kdb)."""
-        return kdb if isinstance(self._tree, kdb.Network) else tan
+        return skdb if isinstance(self._tree, skdb.Deep) else kdb if isinstance(self._tree, kdb.Network) else tan
 
     def tree_positions(self, input_types=None, dialect=None) -> dict[str, exp.Expression]:
         """Each tree feature's value position as its tree terms read it
@@ -589,8 +590,7 @@ class NaiveBayes(Model):
             "hyperparameters": self.hyper.to_dict(self.classes),
             "report": self.report,
             **({"pair_features": list(self.stats.pairs.features)} if self.stats.pairs is not None else {}),
-            **({"joint_features": [list(t) for t in self.stats.pairs.joints]}
-               if getattr(self.stats.pairs, "joints", None) else {}),
+            **skdb.metadata(self.stats.pairs),  # kdb:K's joint counts, skdb's patterns
         }
 
     def parameter_tables(self) -> dict:
@@ -644,8 +644,8 @@ class NaiveBayes(Model):
                     t[c] += np.asarray(getattr(st, c), dtype=float).tolist()
         if s.pairs is not None:
             parts["pairs"] = (tan.pair_table(s.pairs, s), {})
-        if getattr(s.pairs, "joints", None):  # kdb:2: joint counts of (child, parent, parent)
-            parts["joints"] = (kdb.joint_table(s.pairs, s), {})
+        if getattr(s.pairs, "joints", None) or getattr(s.pairs, "patterns", None) is not None:  # kdb:K, skdb
+            parts.update(skdb.count_tables(s))
         if s.cuts:  # binned columns: the value counts their cut points come from
             parts["cut_counts"] = (cut_counts_table(s.cuts), {})
         for part, cols in long.items():
@@ -683,8 +683,8 @@ class NaiveBayes(Model):
                 *(np.array([r[x] for r in mine], dtype=float) for x in fields))
         pairs = (tan.pairs_from_table(meta["pair_features"], tables.get("pairs"), feats, K)
                  if meta.get("pair_features") else None)
-        if meta.get("joint_features") and pairs is not None:
-            pairs = kdb.joints_from_table(pairs, meta["joint_features"], tables.get("joints"), feats, K)
+        # kdb:K's joint counts, skdb's patterns
+        pairs = skdb.counts_from_tables(pairs, meta, tables, feats, K)
         cuts = cut_counts_from_table(tables.get("cut_counts"), [f.name for f in features if f.kind == "binned"], K)
         stats = Statistics(classes, np.array(ct["n"], dtype=float), np.array(ct["rows"], dtype=float),
                            feats, int(meta["report"].get("null_label_rows", 0)), pairs, cuts)

@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from sqlnb.errors import SqlnbError, UpdateWarning
-from sqlnb.models.naive_bayes import kdb
+from sqlnb.models.naive_bayes import kdb, skdb, weighted
 from sqlnb.models.naive_bayes.families import Feature, is_numeric
 from sqlnb.models.naive_bayes.families.categorical import unheld
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, recut, require_cut_counts
@@ -21,6 +21,7 @@ from sqlnb.models.naive_bayes.text import bag_layout
 from sqlnb.source import Source, read_with, relation_connection, resolve
 from sqlnb.workflows.generative.common import _require_naive_bayes, _with_report
 from sqlnb.workflows.generative.novelty import NOVELTY
+from sqlnb.engines import as_engine
 from sqlnb.engines.duckdb import new_connection
 
 
@@ -174,9 +175,12 @@ def update(
     pairs = list(model.stats.pairs.features) if model.stats.pairs is not None else False
     batch = collect_statistics(con, source, model.label, features, model.weight, min_classes=1, pairs=pairs)
     _check_categories(model, features, batch, source.description)
-    if getattr(model.stats.pairs, "joints", None):  # kdb:2: the stored triples' joint counts add too
+    if getattr(model.stats.pairs, "joints", None):  # kdb:K: the stored sets' joint counts add too
         batch.pairs = kdb.KdbPairs(list(batch.pairs.features), dict(batch.pairs.cells), kdb.collect_joints(
             con, source, model.label, model.weight, features, list(model.stats.pairs.joints), batch.classes))
+    if getattr(model.stats.pairs, "patterns", None) is not None:  # skdb: the batch's rows as patterns add too
+        batch = skdb.with_patterns(batch, features, lambda tree, shim: weighted.read_patterns(
+            as_engine(con), source, model.label, model.weight, tree, shim))
     cut_classes, cuts = cut_counts(con, source, model.label, model.weight, features)
     batch.cuts = {name: vc.align(cut_classes, batch.classes) for name, vc in cuts.items()}
     merged = model.merge(batch, decay=decay)
