@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 import sqlnb
-from sqlnb.workflows import dbt_params, dbt_train
+from sqlnb.workflows import dbt_params, dbt_structures, dbt_train
 from support import doc_blocks as db
 from support.cli import invoke
 from support.dbt import dbt_executable as _dbt, postgres_profiles, results as _results, run as _run
@@ -347,8 +347,10 @@ def _train_in_duckdb(con, model, batches: list[str]) -> None:
             con.execute("DROP TABLE merged")
     con.execute(f'CREATE TABLE m_params AS {_rendered(dbt_params.params_sql(model, "m", "duckdb"))}')
     for j, f in enumerate(model.features):
-        if f.kind == "categorical":
+        if f.kind in ("categorical", "binned"):
             con.execute(f'CREATE TABLE m_params_{j} AS {_rendered(dbt_params.lookup_sql(model, "m", j, "duckdb"))}')
+    for table, body in dbt_structures.tables(model, "m"):
+        con.execute(f'CREATE TABLE "{table}" AS {_rendered(body("duckdb"))}')
 
 
 @pytest.mark.parametrize("name,setting", SETTINGS, ids=[f"{n}-{'-'.join(s)}" for n, s in SETTINGS])

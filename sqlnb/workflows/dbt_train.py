@@ -13,7 +13,12 @@ when the package is generated:
     per class and Bernoulli, multinomial or complement column: ``n`` (rows where the
     column is not NULL) and ``total`` (``Σ [x > threshold]``, or ``Σ x``).
 ``<name>_counts_<j>``
-    per class and value of the categorical column ``j``: ``n``.
+    per class and value of the categorical column ``j``: ``n``; of a binned column, per
+    class and bin number ``0 … B−1`` (the cut points are the model's, fixed when the
+    package is generated: only the counts are retrained).
+``<name>_pairs`` (tree-augmented models)
+    per class and pair of tree features: the pair counts
+    (:mod:`sqlnb.workflows.dbt_structures`).
 
 The rows are the source ``sqlnb_<name>_train.rows`` (its schema and table are the vars
 ``sqlnb_<name>_train_schema``, default the target's schema, and
@@ -58,11 +63,13 @@ from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.sql.types import is_float
 from sqlnb.stats import Counts, Moments, Statistics, Sums, sorted_values
-from sqlnb.workflows import dbt_params
+from sqlnb.workflows import dbt_params, dbt_structures
 from sqlnb.workflows.dbt import ADAPTERS, _jinja, _yaml
 
 #: The families whose statistics the training models count.
-TRAINED = ("gaussian", "bernoulli", "multinomial", "complement", "categorical")
+TRAINED = ("gaussian", "bernoulli", "multinomial", "complement", "categorical", "binned")
+#: Counted per (class, value): the categories, or a binned column's bin numbers.
+COUNTED = ("categorical", "binned")
 
 #: SQL type names (lower case, before any ``(``) of each kind of value, per adapter's
 #: spelling: what the compile-time check accepts for a column of that kind.
@@ -83,17 +90,16 @@ def check_trainable(model: Any) -> None:
     if not isinstance(model, NaiveBayes):
         raise SqlnbError(f"--train counts the statistics of naive Bayes models; model {model.name!r} is "
                          f"{getattr(model, 'kind', '?')}: fit a naive Bayes model (sqlnb fit) to train under dbt")
-    if model.hyper.structure not in (None, "none", "naive"):
-        raise SqlnbError(f"--train counts naive Bayes statistics; model {model.name!r} has structure "
-                         f"{model.hyper.structure!r}, whose pair counts it does not count: fit it with --structure none")
+    if model.hyper.structure not in (None, "none", "naive", *dbt_structures.STRUCTURES):
+        raise SqlnbError(f"--train counts naive Bayes statistics and TAN's pair counts; model {model.name!r} has "
+                         f"structure {model.hyper.structure!r}, whose counts it does not count: fit it with "
+                         f"--structure tan or none")
     if model.weight is not None:
         raise SqlnbError(f"--train counts unweighted rows; model {model.name!r} was fitted with the weight column "
                          f"{model.weight!r}: fit it without --weight")
     for f in model.features:
         if f.bag is not None or f.kind not in TRAINED:
-            fix = ("its cut points move with every batch: give it --feature-kind "
-                   f"{f.name}=gaussian (or categorical) and fit again") if f.kind == "binned" else \
-                "fit again without it (--exclude)"
+            fix = "fit again without it (--exclude)"
             raise SqlnbError(f"--train counts {', '.join(TRAINED)} columns; column {f.name!r} of model "
                              f"{model.name!r} is {'a token bag' if f.bag is not None else f.kind}: {fix}")
 
@@ -108,9 +114,17 @@ def _parts(model: NaiveBayes) -> dict[str, list]:
     if sums:
         out["sums"] = sums
     for j, f in enumerate(model.features):
-        if f.kind == "categorical":
+        if f.kind in COUNTED:
             out[f"counts_{j}"] = [f]
+    if dbt_structures.paired(model):
+        out["pairs"] = dbt_structures.paired(model)
     return out
+
+
+def counted_value(f) -> exp.Expression:
+    """The value a counted column is counted by (over ``src``): the category, or the bin
+    number of a binned column under the model's cut points (NULL for NULL)."""
+    return REGISTRY["binned"].bin_index(f, scoring=False) if f.kind == "binned" else sql.col(f.name, _SRC)
 
 
 # -- the statistics queries -----------------------------------------------------------------------
@@ -124,6 +138,8 @@ def _zero(e: exp.Expression) -> exp.Expression:
 
 
 def _keys(part: str) -> list[str]:
+    if part == "pairs":
+        return list(dbt_structures.PAIR_KEYS)
     return ["class"] if part == "classes" else ["class", "value"] if part.startswith("counts_") else ["class", "feature"]
 
 
@@ -155,8 +171,10 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) 
         rows = _dbl(exp.Count(this=exp.Star()))
         return exp.select(*head, exp.alias_(rows, "n", quoted=True), exp.alias_(rows.copy(), "rows", quoted=True),
                           *mark).from_(src).group_by(label.copy())
+    if part == "pairs":
+        return dbt_structures.pairs_batch(model, features, head, mark, src)
     if part.startswith("counts_"):
-        x = sql.col(features[0].name, _SRC)
+        x = counted_value(features[0])
         return (exp.select(*head, exp.alias_(x, "value", quoted=True),
                            exp.alias_(_dbl(exp.Count(this=exp.Star())), "n", quoted=True), *mark)
                 .from_(src).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())))
@@ -308,7 +326,7 @@ def _value_checks(model: NaiveBayes) -> list[tuple[exp.Expression, str]]:
     for f in model.features:
         if f.kind == "categorical":
             continue
-        x = REGISTRY[f.kind].value(f)
+        x = REGISTRY[f.kind].value(f)  # binned: the raw number, before its bin
         if is_float(f.sql_type):
             out.append((exp.Not(this=sql.paren(sql.finite(x))), f"column {f.name} holds NaN or an infinite value; replace them "
                                                      "with NULL in the source to count them as missing"))
@@ -438,9 +456,10 @@ def import_model(model: NaiveBayes, con: Any, name: str, schema: str | None = No
     long = {part: _read(engine, schema, f"{name}_{part}", ["class", "feature", *_values(part)])
             for part in ("moments", "sums") if part in parts}
     for j, f in enumerate(model.features):
-        if f.kind == "categorical":
+        if f.kind in COUNTED:
             rows = _read(engine, schema, f"{name}_counts_{j}", ["class", "value", "n"])
-            values = sorted_values(r[1] for r in rows)
+            # a binned column's every bin, also one no row fell in (families/binned.py)
+            values = list(range(len(f.edges) + 1)) if f.kind == "binned" else sorted_values(r[1] for r in rows)
             at = {v: i for i, v in enumerate(values)}
             counts = np.zeros((K, len(values)))
             for c, v, n in rows:
@@ -453,7 +472,17 @@ def import_model(model: NaiveBayes, con: Any, name: str, schema: str | None = No
             if r[1] == f.name and r[0] in pos:
                 arr[:, pos[r[0]]] = [float(v) for v in r[2:]]
         feats[f.name] = (Moments(*arr, *(a.copy() for a in arr)) if part == "moments" else Sums(*arr))
-    stats = Statistics(classes, class_n, class_rows_, {f.name: feats[f.name] for f in model.features}, 0)
+    pairs = None
+    if "pairs" in parts:  # the pair counts' text values, mapped back as the engine casts the categories
+        texts = {}
+        for j, f in enumerate(model.features):
+            if f in parts["pairs"] and f.kind == "categorical":
+                query = exp.select(sql.col("value"), exp.Cast(this=sql.col("value"), to=exp.DataType.build("varchar")))
+                texts[f.name] = {t: v for v, t in engine.execute(query.from_(sql.table(f"{name}_counts_{j}", schema)))}
+        pairs = dbt_structures.import_pairs(
+            model, lambda part, columns: _read(engine, schema, f"{name}_{part}", columns), classes, texts)
+    stats = Statistics(classes, class_n, class_rows_, {f.name: feats[f.name] for f in model.features}, 0,
+                       pairs=pairs)
     report = {k: v for k, v in model.report.items() if k not in ("updates", "last_update", "batches", "novelty")}
     report.update(source=f"dbt tables {where}", rows=stats.n_rows, null_label_rows=0)
     return model.rebuilt(stats=stats, report=report)
