@@ -225,17 +225,17 @@ def test_bad_batches_fail_the_packages_tests_and_leave_the_statistics(duck):
 def test_train_refuses_models_it_cannot_count_in_one_line(tmp_path):
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
     con.execute(f"CREATE TABLE t AS {_batch(con, 60, 1, 0, 1)}")
-    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="tan", bins="mdl").save(con, "tree")
-    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], feature_kinds={"age": "binned"}).save(con, "cuts")
+    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="kdb:1", bins="mdl").save(con, "tree")
+    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="aode", bins="mdl").save(con, "cuts")
     con.close()
-    for name, says in (("tree", "structure 'tan'"), ("cuts", "column 'age'")):
+    for name, says in (("tree", "structure 'kdb:1'"), ("cuts", "structure 'aode'")):
         done = invoke("dbt", "--model", f"{tmp_path / 'm.duckdb'}:{name}", "--out", tmp_path / name, "--train")
         assert done.exit_code == 2 and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
         assert not (tmp_path / name).exists()
     done = invoke("dbt", "--model", f"{tmp_path / 'm.duckdb'}:cuts", "--out", tmp_path / "x", "--loaded-at", "id")
     assert done.exit_code == 2 and "--train" in done.stderr
     done = invoke("dbt-import", "--model", f"{tmp_path / 'm.duckdb'}:cuts", "--as", "x")
-    assert done.exit_code == 2 and "column 'age'" in done.stderr
+    assert done.exit_code == 2 and "structure 'aode'" in done.stderr
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
     sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"]).save(con, "plain")
     con.close()
