@@ -357,7 +357,7 @@ def scoring_sql(model: NaiveBayes, name: str, dialect: str) -> str:
     scores = []
     for k in range(len(model.classes)):
         terms = [_c(f"prior_{k}", _P)] if model.uses_prior() else []
-        terms += [dbt_structures.term(model, j, k, _term(model, name, j, f, k)) for j, f in enumerate(model.features)]
+        terms += [dbt_structures.term(model, name, j, k, _term(model, name, j, f, k)) for j, f in enumerate(model.features)]
         scores.append(sql.add(terms))
     tree = scoring_select(src, scores, model.classes, model.label_type, None, OUTPUTS, [_KEEP], joins=joins,
                           dialect=dialect)

@@ -32,18 +32,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.models.naive_bayes.families import REGISTRY
+from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.tan import BERNOULLI_VALUES, _pairs
+from sqlnb.stats import sorted_values
 from sqlnb.workflows.dbt_params import _c, _ln_ratio, _ref
 
 #: The structures whose counts the training models count.
-STRUCTURES = ("tan",)
-#: The key of ``<name>_pairs``.
+STRUCTURES = ("tan", "kdb:1", "kdb:2")
+#: The keys of ``<name>_pairs`` and ``<name>_triples``.
 PAIR_KEYS = ("class", "a", "b", "u", "v")
+TRIPLE_KEYS = ("class", "a", "b", "d", "u", "v", "w")
 _TEXT = exp.DataType.build("varchar")
 
 
@@ -91,6 +95,26 @@ def pairs_batch(model: NaiveBayes, features: list, head: list, mark: list, src: 
     return out
 
 
+def triples_batch(model: NaiveBayes, head: list, mark: list, src: exp.Table) -> exp.Select:
+    """KDB(2)'s joint counts of each (child, parent, parent) triple of the generated
+    structure over the rows in ``new`` (aliased ``src``) where all three are present."""
+    label = sql.col(model.label, "src")
+    by_name = {f.name: f for f in model.features}
+    out = None
+    for names in triples(model):
+        xs = [code(by_name[n]) for n in names]
+        q = (exp.select(*[c.copy() for c in head],
+                        *[exp.alias_(exp.Literal.string(n), key, quoted=True) for n, key in zip(names, "abd")],
+                        *[exp.alias_(x, key, quoted=True) for x, key in zip(xs, "uvw")],
+                        exp.alias_(exp.Cast(this=exp.Count(this=exp.Star()), to=exp.DataType.build("double")),
+                                   "n", quoted=True), *[m.copy() for m in mark])
+             .from_(src.copy())
+             .where(exp.and_(*[exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())) for x in xs]))
+             .group_by(label.copy(), *[x.copy() for x in xs]))
+        out = q if out is None else exp.union(out, q, distinct=False)
+    return out
+
+
 # -- the conditional tables -------------------------------------------------------------------------
 
 def _domain(model: NaiveBayes, name: str, f) -> exp.Select:
@@ -108,34 +132,41 @@ def _domain(model: NaiveBayes, name: str, f) -> exp.Select:
     return out
 
 
-def tree_sql(model: NaiveBayes, name: str, child, parent, dialect: str) -> str:
-    """``<name>_tree_<j>``: ln p(child value | class, parent value) for every pair of values."""
-    order = [f.name for f in paired(model)]
-    forward = order.index(parent.name) < order.index(child.name)  # the parent is the pair's a
-    a, b = (parent, child) if forward else (child, parent)
-    pv, cv = ("u", "v") if forward else ("v", "u")
+def tree_sql(model: NaiveBayes, name: str, child, parents: tuple, dialect: str) -> str:
+    """A conditional table: ln p(child value | class, parent values) for every combination
+    of values, from the pair counts (one parent) or the triple counts (two)."""
+    rank = {f.name: i for i, f in enumerate(paired(model))}
+    names = sorted([child.name, *(p.name for p in parents)], key=rank.get)  # as the counts key them
+    table, cols = ("pairs", PAIR_KEYS[3:]) if len(parents) == 1 else ("triples", TRIPLE_KEYS[4:])
+    at = {n: cols[i] for i, n in enumerate(names)}
+    keys = [f"p{i}" for i in range(len(parents))] + ["cv"]
+    feats = [*parents, child]
     K = len(model.classes)
     per = [exp.alias_(exp.Sum(this=exp.Case(ifs=[exp.If(this=_c("class").eq(sql.value(c, model.label_type)),
                                                         true=_c("n"))], default=sql.dbl(0.0))), f"k{k}", quoted=True)
            for k, c in enumerate(model.classes)]
-    cnt = (exp.select(exp.alias_(_c(pv), "pv", quoted=True), exp.alias_(_c(cv), "cv", quoted=True), *per)
-           .from_(_ref(f"{name}_pairs"))
-           .where(exp.and_(_c("a").eq(exp.Literal.string(a.name)), _c("b").eq(exp.Literal.string(b.name))))
-           .group_by(_c(pv), _c(cv)))
-    grid = (exp.select(exp.alias_(_c("x", "p"), "pv", quoted=True), exp.alias_(_c("x", "q"), "cv", quoted=True),
-                       *[exp.alias_(exp.Coalesce(this=_c(f"k{k}", "n"), expressions=[sql.dbl(0.0)]), f"k{k}",
-                                    quoted=True) for k in range(K)])
-            .from_(exp.Subquery(this=_domain(model, name, parent), alias=exp.TableAlias(this=sql.ident("p"))))
-            .join(exp.Subquery(this=_domain(model, name, child), alias=exp.TableAlias(this=sql.ident("q"))),
-                  join_type="cross")
-            .join(exp.Table(this=sql.ident("cnt"), alias=exp.TableAlias(this=sql.ident("n"))),
-                  on=exp.and_(_c("pv", "n").eq(_c("x", "p")), _c("cv", "n").eq(_c("x", "q"))), join_type="left"))
-    tot = (exp.select(_c("pv"), *[exp.alias_(exp.Sum(this=_c(f"k{k}")), f"t{k}", quoted=True) for k in range(K)],
+    heads = ("a", "b") if len(parents) == 1 else TRIPLE_KEYS[1:4]
+    cnt = (exp.select(*[exp.alias_(_c(at[f.name]), key, quoted=True) for f, key in zip(feats, keys)], *per)
+           .from_(_ref(f"{name}_{table}"))
+           .where(exp.and_(*[_c(h).eq(exp.Literal.string(n)) for h, n in zip(heads, names)]))
+           .group_by(*[_c(at[f.name]) for f in feats]))
+    grid = exp.select(*[exp.alias_(_c("x", f"d{i}"), key, quoted=True) for i, key in enumerate(keys)],
+                      *[exp.alias_(exp.Coalesce(this=_c(f"k{k}", "n"), expressions=[sql.dbl(0.0)]), f"k{k}",
+                                   quoted=True) for k in range(K)])
+    grid = grid.from_(exp.Subquery(this=_domain(model, name, feats[0]), alias=exp.TableAlias(this=sql.ident("d0"))))
+    for i, f in enumerate(feats[1:], 1):
+        grid = grid.join(exp.Subquery(this=_domain(model, name, f), alias=exp.TableAlias(this=sql.ident(f"d{i}"))),
+                         join_type="cross")
+    grid = grid.join(exp.Table(this=sql.ident("cnt"), alias=exp.TableAlias(this=sql.ident("n"))),
+                     on=exp.and_(*[_c(key, "n").eq(_c("x", f"d{i}")) for i, key in enumerate(keys)]), join_type="left")
+    pkeys = keys[:-1]
+    tot = (exp.select(*[_c(key) for key in pkeys],
+                      *[exp.alias_(exp.Sum(this=_c(f"k{k}")), f"t{k}", quoted=True) for k in range(K)],
                       exp.alias_(exp.Cast(this=exp.Count(this=exp.Star()), to=exp.DataType.build("double")), "nj",
                                  quoted=True))
-           .from_(sql.table("grid")).group_by(_c("pv")))
+           .from_(sql.table("grid")).group_by(*[_c(key) for key in pkeys]))
     hp = model.hyper
-    cols = [_c("pv", "g"), _c("cv", "g")]
+    out = [_c(key, "g") for key in keys]
     for k in range(K):
         n, t = _c(f"k{k}", "g"), _c(f"t{k}", "t")
         if child.kind == "bernoulli":
@@ -149,69 +180,225 @@ def tree_sql(model: NaiveBayes, name: str, child, parent, dialect: str) -> str:
             den = exp.Add(this=t, expression=exp.Mul(this=sql.dbl(float(alpha)), expression=_c("nj", "t")))
         value = exp.Case(ifs=[exp.If(this=exp.NEQ(this=den.copy(), expression=sql.dbl(0.0)),
                                      true=_ln_ratio(exp.Add(this=n, expression=pseudo), den))])
-        cols.append(exp.alias_(exp.Cast(this=value, to=exp.DataType.build("double")), f"c{k}", quoted=True))
-    tree = (exp.select(*cols).from_(exp.Table(this=sql.ident("grid"), alias=exp.TableAlias(this=sql.ident("g"))))
+        out.append(exp.alias_(exp.Cast(this=value, to=exp.DataType.build("double")), f"c{k}", quoted=True))
+    tree = (exp.select(*out).from_(exp.Table(this=sql.ident("grid"), alias=exp.TableAlias(this=sql.ident("g"))))
             .join(exp.Table(this=sql.ident("tot"), alias=exp.TableAlias(this=sql.ident("t"))),
-                  on=_c("pv", "t").eq(_c("pv", "g")), join_type="inner")
+                  on=exp.and_(*[_c(key, "t").eq(_c(key, "g")) for key in pkeys]), join_type="inner")
             .with_(sql.ident("cnt"), as_=cnt).with_(sql.ident("grid"), as_=grid).with_(sql.ident("tot"), as_=tot))
     return sql.render(tree, dialect, pretty=True)
 
 
-def children(model: NaiveBayes) -> list[tuple[int, Any, Any]]:
-    """(position, child, parent) of every tree child, in the model's order."""
+def children(model: NaiveBayes) -> list[tuple[int, Any, tuple]]:
+    """(position, child, its parents) of every feature with parents, in the model's order."""
     if not paired(model):
         return []
-    parent = model.tree()
     by_name = {f.name: f for f in model.features}
-    return [(j, f, by_name[parent[f.name]]) for j, f in enumerate(model.features) if f.name in parent]
+    out = []
+    for j, f in enumerate(model.features):
+        ps = model.tree().get(f.name)
+        if ps:
+            out.append((j, f, tuple(by_name[p] for p in ((ps,) if isinstance(ps, str) else ps))))
+    return out
+
+
+def triples(model: NaiveBayes) -> list[tuple[str, ...]]:
+    """The (child, parent, parent) triples whose joint counts are counted (KDB(2)), as
+    names in the model's order of tree features."""
+    rank = {f.name: i for i, f in enumerate(paired(model))}
+    return [tuple(sorted((c.name, *(p.name for p in ps)), key=rank.get)) for _, c, ps in children(model)
+            if len(ps) == 2]
+
+
+def _tables(model: NaiveBayes, name: str) -> list[tuple[str, int, Any, tuple]]:
+    """(table, child position, child, parents) of every conditional table, in the order a
+    term reads them: the child's own (every parent), then each parent's alone (a two-parent
+    child's term when the other parent is missing)."""
+    out = []
+    for j, child, ps in children(model):
+        out.append((f"{name}_tree_{j}", j, child, ps))
+        if len(ps) == 2:
+            out += [(f"{name}_tree_{j}_{i}", j, child, (p,)) for i, p in enumerate(ps)]
+    return out
 
 
 def tables(model: NaiveBayes, name: str) -> list[tuple[str, Any]]:
-    """(table, its SELECT per dialect) of each child's conditional table."""
-    return [(f"{name}_tree_{j}", lambda d, c=child, p=par: tree_sql(model, name, c, p, d))
-            for j, child, par in children(model)]
-
-
-def _alias(j: int) -> str:
-    return f"tree {j}"
+    """(table, its SELECT per dialect) of each conditional table."""
+    return [(table, lambda d, c=child, ps=ps: tree_sql(model, name, c, ps, d))
+            for table, _, child, ps in _tables(model, name)]
 
 
 def joins(model: NaiveBayes, name: str) -> list[exp.Join]:
-    """The scoring SELECT's LEFT JOIN of each child's table on the row's (parent, child) values."""
-    return [exp.Join(this=_ref(f"{name}_tree_{j}", _alias(j)), side="LEFT",
-                     on=exp.and_(code(par, scoring=True).eq(_c("pv", _alias(j))),
-                                 code(child, scoring=True).eq(_c("cv", _alias(j)))))
-            for j, child, par in children(model)]
+    """The scoring SELECT's LEFT JOIN of each conditional table on the row's values."""
+    out = []
+    for table, _, child, ps in _tables(model, name):
+        on = [code(p, scoring=True).eq(_c(f"p{i}", table)) for i, p in enumerate(ps)]
+        on.append(code(child, scoring=True).eq(_c("cv", table)))
+        out.append(exp.Join(this=_ref(table, table), side="LEFT", on=exp.and_(*on)))
+    return out
 
 
-def term(model: NaiveBayes, j: int, k: int, naive: exp.Expression) -> exp.Expression:
-    """Feature ``j``'s term in class ``k``: its tree cell, else (no row, or an empty
-    parent value) its naive term ``naive``; ``naive`` itself when ``j`` is no child."""
-    if j not in {c[0] for c in children(model)}:
+def term(model: NaiveBayes, name: str, j: int, k: int, naive: exp.Expression) -> exp.Expression:
+    """Feature ``j``'s term in class ``k``: the cell of the first of its conditional tables
+    with a row for the row's values (every parent present and seen, else one), or, without
+    one or where that cell is NULL (an empty parent value), its naive term ``naive``;
+    ``naive`` itself when ``j`` has no parent."""
+    mine = [table for table, at, _, _ in _tables(model, name) if at == j]
+    if not mine:
         return naive
-    return exp.Coalesce(this=_c(f"c{k}", _alias(j)), expressions=[naive])
+    return exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=_c("cv", t), expression=exp.Null())),
+                                true=exp.Coalesce(this=_c(f"c{k}", t), expressions=[naive.copy()])) for t in mine],
+                    default=naive)
 
 
-# -- reading the pair counts back ----------------------------------------------------------------------
+# -- reading the counts back ---------------------------------------------------------------------------
 
 def import_pairs(model: NaiveBayes, read, classes: list, counts: dict):
-    """:class:`~sqlnb.models.naive_bayes.tan.Pairs` of the tree features from the rows of
-    ``<name>_pairs`` (``read(part, columns)``), each text value mapped back to the value it
-    is (``counts``: per categorical feature, text -> value as the engine casts them)."""
+    """The pair counts (and KDB(2)'s triple counts) of the tree features from the rows of
+    ``<name>_pairs`` and ``<name>_triples`` (``read(part, columns)``), each text value
+    mapped back to the value it is (``counts``: per categorical feature, text -> value as
+    the engine casts them)."""
     feats = paired(model)
+    by_name = {f.name: f for f in feats}
     pos = {c: i for i, c in enumerate(classes)}
 
-    def typed(f, text):
+    def typed(n, text):
+        f = by_name[n]
         if f.kind == "categorical":
             return counts[f.name][text]
         return int(text) if f.kind == "binned" else BERNOULLI_VALUES[int(text)]
 
-    by_name = {f.name: f for f in feats}
-    cells: dict = {}
-    for c, a, b, u, v, n in read("pairs", list(PAIR_KEYS) + ["n"]):
-        if c in pos:
-            key = (pos[c], typed(by_name[a], u), typed(by_name[b], v))
-            cell = cells.setdefault((a, b), {})
-            cell[key] = cell.get(key, 0.0) + float(n)
-    return _pairs(feats, len(classes), cells)
+    def cells(part: str, keys: tuple) -> dict:
+        width = (len(keys) - 1) // 2
+        out: dict = {}
+        for row in read(part, list(keys) + ["n"]):
+            if row[0] in pos:
+                names, texts = row[1:1 + width], row[1 + width:1 + 2 * width]
+                key = (pos[row[0]], *(typed(n, t) for n, t in zip(names, texts)))
+                cell = out.setdefault(tuple(names), {})
+                cell[key] = cell.get(key, 0.0) + float(row[-1])
+        return out
 
+    pairs = _pairs(feats, len(classes), cells("pairs", PAIR_KEYS))
+    if not triples(model):
+        return pairs
+    found = cells("triples", TRIPLE_KEYS)
+    joints = {}
+    for t in triples(model):
+        cell = found.get(t, {})
+        values = [sorted_values(key[1 + i] for key in cell) for i in range(3)]
+        at = [{v: i for i, v in enumerate(vs)} for vs in values]
+        arr = np.zeros((len(classes), *(len(v) for v in values)))
+        for key, n in cell.items():
+            arr[(key[0], *(at[i][v] for i, v in enumerate(key[1:])))] = n
+        joints[t] = kdb.JointCounts(t, values, arr)
+    return kdb.KdbPairs(list(pairs.features), dict(pairs.cells), joints)
+
+
+# -- the structure test ---------------------------------------------------------------------------------
+
+#: How much more conditional mutual information (nats) a pair must carry than the generated
+#: choice before the structure test fails: ties (and the rounding of a sum of logarithms
+#: in another order) keep the structure.
+TOLERANCE = 1e-9
+
+
+def structure_checks(model: NaiveBayes) -> list[tuple[str, str, str, str, str]]:
+    """(the feature named, the pair that must not carry more information, the pair it is
+    compared with): every inequality of I(X_a; X_b | C) that the generated structure needs.
+
+    TAN: a spanning tree is a maximum one if and only if no pair outside it carries more
+    than any tree edge on the tree's path between the two (the cycle property), so each
+    pair outside the tree is compared with each edge on its path. KDB: each feature's
+    parents carry at least as much as every other feature ranked before it (the ranking by
+    I(X; C) is the generated one, not tested again)."""
+    parents = {c.name: [p.name for p in ps] for _, c, ps in children(model)}
+    rank = {f.name: i for i, f in enumerate(paired(model))}
+
+    def pair(a: str, b: str) -> tuple[str, str]:
+        return (a, b) if rank[a] < rank[b] else (b, a)
+
+    out = []
+    if model.hyper.structure == "tan":
+        links: dict = {n: set() for n in rank}
+        for c, ps in parents.items():
+            links[c].add(ps[0])
+            links[ps[0]].add(c)
+
+        def path(a: str, b: str, seen=()) -> list | None:  # the tree edges from a to b
+            if a == b:
+                return []
+            for n in sorted(links[a] - set(seen)):
+                rest = path(n, b, (*seen, a))
+                if rest is not None:
+                    return [pair(a, n), *rest]
+            return None
+
+        names = list(rank)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if b in parents.get(a, ()) or a in parents.get(b, ()):
+                    continue
+                for edge in path(a, b) or []:
+                    child = edge[1] if parents.get(edge[1], [None])[0] == edge[0] else edge[0]
+                    out.append((child, *pair(a, b), *edge))
+        return out
+    order = kdb.structure(model.features, model.stats, kdb.order_of(model.hyper.structure))[1]
+    for i, c in enumerate(order):
+        for q in order[:i]:
+            if q not in parents.get(c, []):
+                out += [(c, *pair(c, q), *pair(c, p)) for p in parents.get(c, [])]
+    return out
+
+
+def structure_test_sql(model: NaiveBayes, name: str, dialect: str) -> str | None:
+    """The rows of a failing structure test: per inequality of :func:`structure_checks` the
+    stored pair counts now break by more than :data:`TOLERANCE`, the feature and what to do.
+
+    I(X_a; X_b | C) is computed from ``<name>_pairs`` as sqlnb computes it (the plug-in
+    estimate over the pair's own table: ``Σ n/N · ln(n · n(c) / (n(c, u) · n(c, v)))``,
+    :func:`sqlnb.models.naive_bayes.information.conditional_mutual_information`)."""
+    checks = structure_checks(model)
+    if not checks:
+        return None
+    pairs = _ref(f"{name}_pairs")
+
+    def sums(*keys: str) -> exp.Select:
+        return (exp.select(*[_c(k) for k in ("a", "b", *keys)], exp.alias_(exp.Sum(this=_c("n")), "s", quoted=True))
+                .from_(pairs.copy()).group_by(*[_c(k) for k in ("a", "b", *keys)]))
+
+    def on(alias: str, *keys: str) -> exp.Expression:
+        return exp.and_(*[_c(k, alias).eq(_c(k, "p")) for k in ("a", "b", *keys)])
+
+    ratio = exp.Div(this=exp.Mul(this=_c("n", "p"), expression=_c("s", "c")),
+                    expression=sql.paren(exp.Mul(this=_c("s", "cu"), expression=_c("s", "cv"))))
+    term = exp.Mul(this=exp.Div(this=_c("n", "p"), expression=_c("s", "t")), expression=exp.Ln(this=ratio))
+    cmi = (exp.select(_c("a", "p"), _c("b", "p"), exp.alias_(exp.Sum(this=term), "cmi", quoted=True))
+           .from_(exp.Table(this=pairs.this.copy(), alias=exp.TableAlias(this=sql.ident("p"))))
+           .join(exp.Subquery(this=sums(), alias=exp.TableAlias(this=sql.ident("t"))), on=on("t"), join_type="inner")
+           .join(exp.Subquery(this=sums("class"), alias=exp.TableAlias(this=sql.ident("c"))), on=on("c", "class"),
+                 join_type="inner")
+           .join(exp.Subquery(this=sums("class", "u"), alias=exp.TableAlias(this=sql.ident("cu"))),
+                 on=on("cu", "class", "u"), join_type="inner")
+           .join(exp.Subquery(this=sums("class", "v"), alias=exp.TableAlias(this=sql.ident("cv"))),
+                 on=on("cv", "class", "v"), join_type="inner")
+           .where(exp.GT(this=_c("n", "p"), expression=sql.dbl(0.0)))
+           .group_by(_c("a", "p"), _c("b", "p")))
+    rows = [tuple(exp.Literal.string(v) for v in (f"feature {c}: the pair ({a}, {b}) now carries more information "
+                                                  f"given the class than the generated ({ea}, {eb}), so a fit would "
+                                                  "choose another structure; fit again and generate the package "
+                                                  "again", a, b, ea, eb))
+            for c, a, b, ea, eb in checks]
+    want = exp.values(rows, alias="want", columns=["problem", "a", "b", "ea", "eb"])
+
+    def info(alias: str, a: str, b: str) -> exp.Join:
+        return exp.Join(this=exp.Table(this=sql.ident("cmi"), alias=exp.TableAlias(this=sql.ident(alias))),
+                        side="LEFT", on=exp.and_(_c("a", alias).eq(_c(a, "want")), _c("b", alias).eq(_c(b, "want"))))
+
+    def zero(alias: str) -> exp.Expression:
+        return exp.Coalesce(this=_c("cmi", alias), expressions=[sql.dbl(0.0)])
+
+    query = (exp.select(_c("problem", "want")).from_(want)
+             .join(info("x", "a", "b")).join(info("e", "ea", "eb"))
+             .where(exp.GT(this=zero("x"), expression=exp.Add(this=zero("e"), expression=sql.dbl(TOLERANCE))))
+             .with_(sql.ident("cmi"), as_=cmi))
+    return sql.render(query, dialect, pretty=True)
