@@ -1,31 +1,46 @@
-"""Tree-augmented naive Bayes under dbt: the pair counts as an incremental dbt model, the
-conditional tables derived from them in SQL, and the tree terms of the trained scoring macro.
+"""Tree-augmented and k-dependence naive Bayes under dbt: the pair (and triple) counts as
+incremental dbt models, the conditional tables derived from them in SQL, the structure
+terms of the trained scoring macro, and the test that the counts still choose the structure.
 
-The tree (each child's parent, :meth:`NaiveBayes.tree
-<sqlnb.models.naive_bayes.model.NaiveBayes.tree>`) and a binned column's cut points are
-the generating model's, written into the package; only the counts are retrained:
+The structure (each child's parents, :meth:`NaiveBayes.tree
+<sqlnb.models.naive_bayes.model.NaiveBayes.tree>`: TAN's tree, KDB(1)'s or KDB(2)'s
+parents) and a binned column's cut points are the generating model's, written into the
+package; only the counts are retrained:
 
 ``<name>_pairs``
     per class and pair ``(a, b)`` of tree features (``a`` before ``b`` in the model's
     order; :func:`sqlnb.models.naive_bayes.tan.eligible`) and their values ``u``, ``v``:
     ``n``, the rows where both are present (:mod:`sqlnb.models.naive_bayes.tan`'s pair
-    counts). Every pair is counted, not only the tree's edges, so that ``sqlnb
-    dbt-import`` reads back the statistics ``sqlnb fit`` keeps (and derives its tree from
-    them). A value is kept as text (``CAST(… AS VARCHAR)`` in the engine's dialect): the
-    category, a binned column's bin number, a Bernoulli column's ``0`` / ``1`` (absent /
-    present); the key ``(class, a, b, u, v)`` merges a batch's counts into the stored ones
-    by adding them, as every count table.
-``<name>_tree_<j>`` (tree child ``j``)
-    per parent value ``pv`` and child value ``cv`` (every pair of values the columns'
-    own counts hold, a binned column's every bin, a Bernoulli column's 0 and 1), ``c<k>``
-    = ln p(cv | class k, pv) smoothed as :func:`sqlnb.models.naive_bayes.tan._conditional`
-    does: a categorical or binned child ``(n(c, pv, cv) + α) / (n(c, pv) + α·n_j)``, a
-    Bernoulli child ``(n(c, pv, 1) + β₁) / (n(c, pv) + β₁ + β₀)``; NULL where the
-    denominator is 0 (no rows, no pseudo-count), whose term is the naive one.
+    counts). Every pair is counted, not only the structure's, so that ``sqlnb
+    dbt-import`` reads back the statistics ``sqlnb fit`` keeps (and derives its structure
+    from them) and the structure test can compare every pair. A value is kept as text
+    (``CAST(… AS VARCHAR)`` in the engine's dialect): the category, a binned column's bin
+    number, a Bernoulli column's ``0`` / ``1`` (absent / present); the key ``(class, a, b,
+    u, v)`` merges a batch's counts into the stored ones by adding them, as every count table.
+``<name>_triples`` (KDB(2))
+    per class and (child, parent, parent) triple of the generated structure (``a``, ``b``,
+    ``d`` in the model's order) and their values ``u``, ``v``, ``w``: ``n``, the rows where
+    all three are present (:class:`sqlnb.models.naive_bayes.kdb.JointCounts`).
+``<name>_tree_<j>`` (child ``j``), and ``<name>_tree_<j>_<i>`` (its parent ``i`` alone, KDB(2))
+    per parent values ``p0`` (``p1``) and child value ``cv`` (every combination of the
+    values the columns' own counts hold, a binned column's every bin, a Bernoulli column's
+    0 and 1), ``c<k>`` = ln p(cv | class k, parents) smoothed as
+    :func:`sqlnb.models.naive_bayes.tan._conditional` does: a categorical or binned child
+    ``(n(c, p, cv) + α) / (n(c, p) + α·n_j)``, a Bernoulli child ``(n(c, p, 1) + β₁) /
+    (n(c, p) + β₁ + β₀)``; NULL where the denominator is 0 (no rows, no pseudo-count),
+    whose term is the naive one.
 
-The scoring macro joins each child's table on the row's (parent, child) values as text:
-a missing or unseen child finds no row and its naive term (0) is used; a missing or unseen
-parent finds no row and the naive term of the child is used, as TAN scores.
+The scoring macro joins each conditional table on the row's (parents, child) values as
+text: the term is the cell of the first table that has a row (every parent present and
+seen; else, KDB(2), the parent that is), else the child's naive term (0 for a missing or
+unseen child), as :mod:`~sqlnb.models.naive_bayes.tan` and
+:mod:`~sqlnb.models.naive_bayes.kdb` score.
+
+The test ``sqlnb_<name>_structure`` (:func:`structure_test_sql`) recomputes I(X_a; X_b |
+C) of every pair from ``<name>_pairs`` in SQL and fails, naming the feature, when a pair
+now carries more than the generated structure allows (:func:`structure_checks`). It does
+not test KDB's ranking by I(X; C), nor a binned column's cut points: the tables keep only
+per-bin counts, not the per-value counts MDL or quantiles are computed from.
 """
 
 from __future__ import annotations

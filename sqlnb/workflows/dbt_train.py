@@ -150,13 +150,13 @@ def _values(part: str) -> list[str]:
     return {"classes": ["n", "rows"], "moments": ["n", "mean", "m2"], "sums": ["n", "total"]}.get(part, ["n"])
 
 
-def _new_rows(model: NaiveBayes, name: str, loaded_at: str | None, incremental: bool) -> exp.Select:
+def _new_rows(model: NaiveBayes, name: str, loaded_at: str | None, incremental: bool, dialect: str) -> exp.Select:
     """The labelled rows to count: all, or (incremental, with ``loaded_at``) those loaded
     after the largest ``loaded_at`` the table holds."""
     label = sql.col(model.label, _SRC)
     where: exp.Expression = exp.Not(this=exp.Is(this=label, expression=exp.Null()))
     if incremental and loaded_at:
-        last = exp.select(exp.Max(this=sql.col("loaded_at"))).from_(exp.Table(this=_jinja("{{ this }}")))
+        last = exp.select(exp.Max(this=sql.col("loaded_at"))).from_(exp.Table(this=_jinja(_stored(dialect))))
         where = exp.and_(where, exp.GT(this=sql.col(loaded_at, _SRC), expression=exp.Subquery(this=last)))
     src = exp.Table(this=_jinja(f"{{{{ source('sqlnb_{name}_train', 'rows') }}}}"),
                     alias=exp.TableAlias(this=sql.ident(_SRC)))
@@ -202,18 +202,33 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) 
     return out
 
 
-def _merged(part: str, loaded_at: str | None) -> exp.Select:
-    """The batch's statistics merged with the stored ones of the same key (``{{ this }}``):
-    counts add; moments by Chan, Golub & LeVeque (:func:`sqlnb.stats.chan_merge`)."""
+def _stored(dialect: str) -> str:
+    """The relation holding the stored statistics: ``{{ this }}``; on Spark the copy
+    ``<this>_prev`` the model's pre-hook took (:func:`keep_previous`), since Spark cannot
+    overwrite a table a query of the same statement reads."""
+    if dialect == "spark":
+        return "{{ this.incorporate(path={'identifier': this.identifier ~ '_prev'}) }}"
+    return "{{ this }}"
+
+
+def _merged(part: str, loaded_at: str | None, dialect: str) -> exp.Select:
+    """The batch's statistics merged with the stored ones of the same key (:func:`_stored`):
+    counts add; moments by Chan, Golub & LeVeque (:func:`sqlnb.stats.chan_merge`). The keys
+    of the batch (replaced by ``delete+insert``); on Spark every key of either side (a FULL
+    JOIN: the run overwrites the whole table)."""
     b, o = "b", "o"
+    full = dialect == "spark"
 
     def bc(c):
-        return sql.col(c, b)
+        return _zero(sql.col(c, b)) if full else sql.col(c, b)
 
     def oc(c):
         return _zero(sql.col(c, o))
 
-    cols = [exp.alias_(bc(k), k, quoted=True) for k in _keys(part)]
+    def key(c):
+        return exp.Coalesce(this=sql.col(c, b), expressions=[sql.col(c, o)]) if full else sql.col(c, b)
+
+    cols = [exp.alias_(key(k), k, quoted=True) for k in _keys(part)]
     if part == "moments":
         n1, m1, s1, n2, m2, s2 = oc("n"), oc("mean"), oc("m2"), bc("n"), bc("mean"), bc("m2")
         n = sql.paren(exp.Add(this=n1, expression=n2))
@@ -233,10 +248,11 @@ def _merged(part: str, loaded_at: str | None) -> exp.Select:
     else:
         cols += [exp.alias_(exp.Add(this=oc(c), expression=bc(c)), c, quoted=True) for c in _values(part)]
     if loaded_at:
-        cols.append(exp.alias_(bc("loaded_at"), "loaded_at", quoted=True))
+        cols.append(exp.alias_(key("loaded_at"), "loaded_at", quoted=True))
     on = exp.and_(*[sql.col(k, o).eq(sql.col(k, b)) for k in _keys(part)])
     return (exp.select(*cols).from_(exp.Table(this=sql.ident("batch"), alias=exp.TableAlias(this=sql.ident(b))))
-            .join(exp.Table(this=_jinja("{{ this }}"), alias=exp.TableAlias(this=sql.ident(o))), on=on, join_type="left"))
+            .join(exp.Table(this=_jinja(_stored(dialect)), alias=exp.TableAlias(this=sql.ident(o))), on=on,
+                  join_type="full" if full else "left"))
 
 
 def statistics_sql(model: NaiveBayes, name: str, part: str, dialect: str, loaded_at: str | None,
@@ -246,10 +262,11 @@ def statistics_sql(model: NaiveBayes, name: str, part: str, dialect: str, loaded
     features = _parts(model)[part]
     batch = _batch(model, part, features, loaded_at)
     if incremental:
-        tree = _merged(part, loaded_at)
+        tree = _merged(part, loaded_at, dialect)
     else:
         tree = exp.select(exp.Star()).from_(sql.table("batch"))
-    tree = tree.with_(sql.ident("new"), as_=_new_rows(model, name, loaded_at, incremental)).with_(sql.ident("batch"), as_=batch)
+    tree = tree.with_(sql.ident("new"), as_=_new_rows(model, name, loaded_at, incremental, dialect)).with_(
+        sql.ident("batch"), as_=batch)
     return sql.render(tree, dialect, pretty=True)
 
 
@@ -307,7 +324,7 @@ def macros_file(model: NaiveBayes, name: str, loaded_at: str | None) -> str:
            "    {%- endif -%}",
            "  {%- endfor -%}",
            "  {%- endif -%}",
-           "{% endmacro %}"]
+           "{% endmacro %}", "", *keep_previous(ns)]
     for part in _parts(model):
         macro = f"{ns}_train_{part}"
         out += ["", f"{{% macro {macro}() %}}",
@@ -375,11 +392,27 @@ def tests_file(model: NaiveBayes, name: str) -> str | None:
     return "\n".join(out) + "\n"
 
 
+def keep_previous(ns: str) -> list[str]:
+    """The macro ``<ns>_keep_previous(step)``: on Spark, before an incremental run, the
+    statements of the pre-hooks that copy the stored statistics to ``<this>_prev``
+    (:func:`_stored`); nothing elsewhere (a hook that renders empty is not run)."""
+    return [f"{{% macro {ns}_keep_previous(step) %}}",
+            "  {%- if target.type == 'spark' and is_incremental() -%}",
+            "    {%- set prev = this.incorporate(path={'identifier': this.identifier ~ '_prev'}) -%}",
+            "    {%- if step == 'drop' -%}drop table if exists {{ prev }}"
+            "{%- else -%}create table {{ prev }} using parquet as select * from {{ this }}{%- endif -%}",
+            "  {%- endif -%}", "{% endmacro %}"]
+
+
 def _model_file(model: NaiveBayes, name: str, part: str) -> str:
+    """An incremental model: ``delete+insert`` on its key; on Spark (plain parquet tables,
+    no delete) ``insert_overwrite`` of the whole table, merged from the copy its pre-hooks take."""
     ns = f"sqlnb_{name}"
     keys = "[" + ", ".join(f"'{k}'" for k in _keys(part)) + "]"
-    return (f"{{{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key={keys}, "
-            f"enabled=var('{ns}_train', true)) }}}}\n"
+    hooks = f'["{{{{ {ns}.{ns}_keep_previous(\'drop\') }}}}", "{{{{ {ns}.{ns}_keep_previous(\'copy\') }}}}"]'
+    return (f"{{{{ config(materialized='incremental', incremental_strategy=('insert_overwrite' if target.type == "
+            f"'spark' else 'delete+insert'), unique_key=(none if target.type == 'spark' else {keys}), "
+            f"pre_hook={hooks}, enabled=var('{ns}_train', true)) }}}}\n"
             f"{{{{ {ns}.{ns}_train_{part}() }}}}\n")
 
 
