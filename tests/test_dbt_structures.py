@@ -26,7 +26,8 @@ from sqlnb.models.naive_bayes.fit import collect_statistics
 from sqlnb.source import resolve
 from sqlnb.workflows import dbt_params, dbt_structures, dbt_train
 from support.cli import invoke
-from support.dbt import dbt_executable as _dbt, results as _results, run as _run
+from support.dbt import (dbt_executable as _dbt, postgres_profiles, postgres_trained, results as _results, run as _run,
+                          train_project)
 from test_dbt_train import CLASSES, _batch, _close, _probabilities, _rendered, _table, _train_in_duckdb
 
 #: The models dbt builds: binned naive Bayes, and TAN and KDB(2) over binned, categorical
@@ -155,17 +156,8 @@ def project(tmp_path_factory):
         sqlnb.fit("b1", "segment", con=con, **FITS[name]).save(con, name)
     con.close()
     out = tmp / "project"
-    made = invoke("dbt", "--model", f"{wh}:tree", "--out", out, "--project", "--table", "customers", "--train",
-                  "--loaded-at", "loaded_at")
-    assert made.exit_code == 0, made.stderr
-    for name in ("cuts", "kdb2"):
-        made = invoke("dbt", "--model", f"{wh}:{name}", "--out", out / "dbt_packages" / f"sqlnb_{name}", "--train",
-                      "--loaded-at", "loaded_at")
-        assert made.exit_code == 0, made.stderr
-    for name in FITS:
-        (out / "models" / f"{name}_trained.sql").write_text(
-            "{{ config(materialized='table') }}\n"
-            f"{{{{ sqlnb_{name}.score_{name}_trained(source('sqlnb_tree', 'input'), columns=['id']) }}}}\n")
+    train_project(wh, out, "tree", {"cuts": ["--loaded-at", "loaded_at"], "kdb2": ["--loaded-at", "loaded_at"]},
+                  ["--loaded-at", "loaded_at"])
     return dbt, wh, out
 
 
@@ -238,7 +230,6 @@ def test_dbt_trains_binned_columns_and_the_structures_incrementally_on_postgres(
     import psycopg
 
     from support.engines import postgres_engine
-    from support.dbt import postgres_profiles
 
     dbt, wh, out = project
     con = duckdb.connect(str(wh))
@@ -260,20 +251,9 @@ def test_dbt_trains_binned_columns_and_the_structures_incrementally_on_postgres(
             d = duckdb.connect(str(wh), read_only=True)
             for name, model in models.items():
                 want = _probabilities(_refit(model, d, query).score("customers", d, keep=["id"]).fetchall())
-                with psycopg.connect(pg.dsn) as c:
-                    got = c.execute(f"SELECT id, {', '.join('proba_' + k for k in CLASSES)}, prediction "
-                                    f"FROM public.{name}_trained").fetchall()
-                _close(_probabilities(got), want, f"{what}: postgres score_{name}_trained")
-                done = invoke("--engine", "postgres", "--dsn", pg.dsn, "dbt-import", "--model", name, "--as",
-                              f"{name}_dbt", "--replace")
-                assert done.exit_code == 0, done.stderr
-                scored = tmp_path / f"pg_{name}.parquet"
-                done = invoke("--engine", "postgres", "--dsn", pg.dsn, "score", "customers", "--model", f"{name}_dbt",
-                              "--key", "id", "--keep", "id", "--out", scored, "--replace")
-                assert done.exit_code == 0, done.stderr
-                rows = d.sql(f"SELECT id, {', '.join('proba_' + k for k in CLASSES)}, prediction "
-                             f"FROM read_parquet('{scored}')").fetchall()
-                _close(_probabilities(rows), want, f"{what}: postgres sqlnb dbt-import of {name}")
+                trained, imported = postgres_trained(pg.dsn, name, CLASSES, tmp_path / f"pg_{name}.parquet")
+                _close(_probabilities(trained), want, f"{what}: postgres score_{name}_trained")
+                _close(_probabilities(imported), want, f"{what}: postgres sqlnb dbt-import of {name}")
             d.close()
 
         build()

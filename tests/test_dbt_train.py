@@ -34,7 +34,7 @@ import sqlnb
 from sqlnb.workflows import dbt_params, dbt_structures, dbt_train
 from support import doc_blocks as db
 from support.cli import invoke
-from support.dbt import dbt_executable as _dbt, postgres_profiles, results as _results, run as _run
+from support.dbt import dbt_executable as _dbt, postgres_profiles, postgres_trained, results as _results, run as _run
 
 CLASSES = ["bronze", "gold", "silver"]
 FITS = {
@@ -225,10 +225,10 @@ def test_bad_batches_fail_the_packages_tests_and_leave_the_statistics(duck):
 def test_train_refuses_models_it_cannot_count_in_one_line(tmp_path):
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
     con.execute(f"CREATE TABLE t AS {_batch(con, 60, 1, 0, 1)}")
-    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="kdb:1", bins="mdl").save(con, "tree")
+    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="tan+kdb:1", bins="mdl").save(con, "tree")
     sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="aode", bins="mdl").save(con, "cuts")
     con.close()
-    for name, says in (("tree", "structure 'kdb:1'"), ("cuts", "structure 'aode'")):
+    for name, says in (("tree", "structure 'tan+kdb:1'"), ("cuts", "structure 'aode'")):
         done = invoke("dbt", "--model", f"{tmp_path / 'm.duckdb'}:{name}", "--out", tmp_path / name, "--train")
         assert done.exit_code == 2 and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
         assert not (tmp_path / name).exists()
@@ -271,20 +271,9 @@ def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_postgres(duck
             d = duckdb.connect(str(wh), read_only=True)
             for name in FITS:
                 want = _want(d, name, batches)
-                with psycopg.connect(pg.dsn) as c:
-                    got = c.execute(f"SELECT id, {', '.join('proba_' + k for k in CLASSES)}, prediction "
-                                    f"FROM public.{name}_trained").fetchall()
-                _close(_probabilities(got), want, f"{what}: postgres score_{name}_trained")
-                done = invoke("--engine", "postgres", "--dsn", pg.dsn, "dbt-import", "--model", name, "--as",
-                              f"{name}_dbt", "--replace")
-                assert done.exit_code == 0, done.stderr
-                scored = tmp / f"pg_{name}.parquet"
-                done = invoke("--engine", "postgres", "--dsn", pg.dsn, "score", "customers", "--model", f"{name}_dbt",
-                              "--key", "id", "--keep", "id", "--out", scored, "--replace")
-                assert done.exit_code == 0, done.stderr
-                rows = d.sql(f"SELECT id, {', '.join('proba_' + k for k in CLASSES)}, prediction "
-                             f"FROM read_parquet('{scored}')").fetchall()
-                _close(_probabilities(rows), want, f"{what}: postgres sqlnb dbt-import of {name}")
+                trained, imported = postgres_trained(pg.dsn, name, CLASSES, tmp / f"pg_{name}.parquet")
+                _close(_probabilities(trained), want, f"{what}: postgres score_{name}_trained")
+                _close(_probabilities(imported), want, f"{what}: postgres sqlnb dbt-import of {name}")
             d.close()
 
         build()

@@ -36,25 +36,10 @@ from sqlnb.models.finish import scoring_select
 from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.sql.types import is_float
-from sqlnb.workflows.dbt import _KEEP, ADAPTERS, OUTPUTS, _jinja, passed_through
+from sqlnb.workflows import dbt_structures
+from sqlnb.workflows.dbt import _KEEP, ADAPTERS, OUTPUTS, _jinja, _ln_ratio, _ref, passed_through
 
 _P = "sqlnb params"  # the alias of the one-row parameter table in the scoring SELECT
-
-
-def _ref(name: str, alias: str | None = None) -> exp.Table:
-    t = exp.Table(this=_jinja(f"{{{{ ref('{name}') }}}}"))
-    if alias:
-        t.set("alias", exp.TableAlias(this=sql.ident(alias)))
-    return t
-
-
-def _ln_ratio(num: exp.Expression, den: exp.Expression) -> exp.Expression:
-    """``ln(num) − ln(den)``; −inf when ``num`` is 0 (a zero probability), NULL when a
-    side is negative (no estimate) or ``den`` is 0 with ``num`` > 0."""
-    return exp.Case(ifs=[exp.If(this=num.copy().eq(sql.dbl(0.0)), true=sql.dbl(-math.inf)),
-                         exp.If(this=exp.and_(exp.GT(this=num.copy(), expression=sql.dbl(0.0)),
-                                              exp.GT(this=den.copy(), expression=sql.dbl(0.0))),
-                                true=exp.Sub(this=exp.Ln(this=num.copy()), expression=exp.Ln(this=den.copy())))])
 
 
 def _c(name: str, table: str | None = None) -> exp.Column:
@@ -343,8 +328,6 @@ def scoring_sql(model: NaiveBayes, name: str, dialect: str) -> str:
     """The scoring SELECT over ``{{ relation }}`` (aliased ``src``) with the parameters of
     the tables ``<name>_params`` and ``<name>_params_<j>``, passing through the columns
     named by the Jinja list ``columns`` (as :func:`sqlnb.workflows.dbt.scoring_sql`)."""
-    from sqlnb.workflows import dbt_structures  # it builds on this module's helpers
-
     src = exp.Table(this=_jinja("{{ relation }}"), alias=exp.TableAlias(this=sql.ident("src")))
     joins = [exp.Join(this=_ref(f"{name}_params", _P), kind="CROSS")]
     for j, f in enumerate(model.features):
@@ -366,8 +349,6 @@ def scoring_sql(model: NaiveBayes, name: str, dialect: str) -> str:
 
 def files(model: NaiveBayes, name: str) -> dict[str, str]:
     """The parameter models and the macro ``score_<name>_trained`` of package ``sqlnb_<name>``."""
-    from sqlnb.workflows import dbt_structures  # it builds on this module's helpers
-
     ns = f"sqlnb_{name}"
     out = {}
     tables = [(f"{name}_params", lambda d: params_sql(model, name, d))]
@@ -387,8 +368,11 @@ def files(model: NaiveBayes, name: str) -> dict[str, str]:
                    f"  {{{{ return(adapter.dispatch('{ns}_{table}', '{ns}')()) }}}}", "{% endmacro %}"]
         for adapter, dialect in ADAPTERS.items():
             macros += [f"{{% macro {adapter}__{ns}_{table}() %}}", body(dialect), "{% endmacro %}"]
+        # A conditional table is downstream of the pair counts (a KDB(2) joint table reads the
+        # triples only), so that a failing structure test on them skips it.
+        after = f"-- depends_on: {{{{ ref('{name}_pairs') }}}}\n" if table.startswith(f"{name}_tree_") else ""
         out[f"models/train/{table}.sql"] = (f"{{{{ config(materialized='table', enabled=var('{ns}_train', true)) }}}}\n"
-                                            f"{{{{ {ns}.{ns}_{table}() }}}}\n")
+                                            f"{after}{{{{ {ns}.{ns}_{table}() }}}}\n")
     for adapter, dialect in ADAPTERS.items():
         macros += ["", f"{{% macro {adapter}__score_{name}_trained(relation, columns) %}}",
                    scoring_sql(model, name, dialect), "{% endmacro %}"]

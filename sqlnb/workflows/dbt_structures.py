@@ -56,7 +56,7 @@ from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.tan import BERNOULLI_VALUES, _pairs
 from sqlnb.stats import sorted_values
-from sqlnb.workflows.dbt_params import _c, _ln_ratio, _ref
+from sqlnb.workflows.dbt import _ln_ratio, _ref
 
 #: The structures whose counts the training models count.
 STRUCTURES = ("tan", "kdb:1", "kdb:2")
@@ -64,6 +64,7 @@ STRUCTURES = ("tan", "kdb:1", "kdb:2")
 PAIR_KEYS = ("class", "a", "b", "u", "v")
 TRIPLE_KEYS = ("class", "a", "b", "d", "u", "v", "w")
 _TEXT = exp.DataType.build("varchar")
+_c = sql.col
 
 
 def paired(model: NaiveBayes) -> list:
@@ -326,6 +327,8 @@ def structure_checks(model: NaiveBayes) -> list[tuple[str, str, str, str, str]]:
     pair outside the tree is compared with each edge on its path. KDB: each feature's
     parents carry at least as much as every other feature ranked before it (the ranking by
     I(X; C) is the generated one, not tested again)."""
+    if not paired(model):
+        return []
     parents = {c.name: [p.name for p in ps] for _, c, ps in children(model)}
     rank = {f.name: i for i, f in enumerate(paired(model))}
 
