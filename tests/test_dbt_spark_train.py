@@ -80,7 +80,7 @@ def _profiles(directory, warehouse, master: str) -> None:
     """``profiles.yml``: dbt-spark's session on the warehouse's catalog (the settings
     sqlnb's Spark engine uses), one thread."""
     settings = {**_catalog_settings(str(warehouse)), "spark.master": master, "spark.ui.enabled": "false",
-                "spark.sql.shuffle.partitions": "2"}
+                "spark.sql.shuffle.partitions": "2", "spark.executor.memory": "512m"}
     (directory / "profiles.yml").write_text(json.dumps({"sqlnb_tree_example": {"target": "spark", "outputs": {
         "spark": {"type": "spark", "method": "session", "host": "NA", "schema": "default", "threads": 1,
                   "server_side_parameters": settings}}}}))
@@ -158,3 +158,11 @@ def _train_three_times(project, master: str) -> None:
 @pytest.mark.spark
 def test_dbt_spark_trains_incrementally_and_from_scratch_as_sqlnb_fit(project):
     _train_three_times(project, "local[1]")
+
+
+@pytest.mark.spark
+def test_dbt_spark_trains_with_executors_in_other_processes(project):
+    """The same under ``local-cluster[2,1,1024]``: a master and two executors, each a JVM
+    of its own (Spark's test cluster, started by the session from pyspark's scripts), so
+    every statement's tasks run outside the dbt process."""
+    _train_three_times(project, "local-cluster[2,1,1024]")
