@@ -27,8 +27,8 @@ import sqlnb
 from sqlnb.engines.spark import _catalog_settings
 from support.dbt import dbt_executable, results as _results, run as _run, train_project
 from support.engines import SPARK_ENV, require_pyspark, unavailable
-from test_dbt_structures import FITS as STRUCTURE_FITS, _refit
-from test_dbt_train import CLASSES, FITS as NAIVE_FITS, _batch, _close, _probabilities, _table
+from test_dbt_structures import FITS as STRUCTURE_FITS, _batches, _refit
+from test_dbt_train import CLASSES, FITS as NAIVE_FITS, _close, _probabilities
 
 FITS = {"mixed": NAIVE_FITS["mixed"], "tree": STRUCTURE_FITS["tree"]}
 VARS = json.dumps({f"sqlnb_{name}_train_table": "train" for name in FITS})
@@ -100,9 +100,7 @@ def project(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dbt_spark_train")
     wh = tmp / "wh.duckdb"
     con = duckdb.connect(str(wh))
-    _table(con, "b1", _batch(con, 240, 1, 0, 1))
-    _table(con, "b2", _batch(con, 160, 2, 1000, 2))
-    _table(con, "customers", _batch(con, 120, 3, 5000, 9))
+    _batches(con)
     for t in ("b1", "b2", "customers"):
         con.execute(f"COPY {t} TO '{tmp / t}.parquet' (FORMAT parquet)")
     for name, fits in FITS.items():

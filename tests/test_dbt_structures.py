@@ -15,7 +15,6 @@ second through the incremental models, ``--full-refresh``) in one module-scoped 
 from __future__ import annotations
 
 import json
-import shutil
 
 import duckdb
 import pytest
@@ -26,7 +25,7 @@ from sqlnb.models.naive_bayes.fit import collect_statistics
 from sqlnb.source import resolve
 from sqlnb.workflows import dbt_params, dbt_structures, dbt_train
 from support.cli import invoke
-from support.dbt import (dbt_executable as _dbt, postgres_profiles, postgres_trained, results as _results, run as _run,
+from support.dbt import (dbt_executable as _dbt, postgres_build, postgres_trained, results as _results, run as _run,
                           train_project)
 from test_dbt_train import CLASSES, _batch, _close, _probabilities, _rendered, _table, _train_in_duckdb
 
@@ -239,13 +238,7 @@ def test_dbt_trains_binned_columns_and_the_structures_incrementally_on_postgres(
     with postgres_engine({**tables, "train": tables["b1"]}) as pg:
         for name, model in models.items():
             model.save(pg, name)
-        profiles = postgres_profiles(tmp_path / "profiles", "sqlnb_tree_example", pg.dsn)
-        pg_out = tmp_path / "pg_project"
-        shutil.copytree(out, pg_out, ignore=shutil.ignore_patterns("target", "logs"))
-
-        def build(*extra):
-            _run([dbt, "build", "--profiles-dir", str(profiles), "--vars", VARS, *extra], pg_out, "dbt build (postgres)")
-            assert set(_results(pg_out).values()) == {"success", "pass"}
+        build = postgres_build(dbt, out, tmp_path, "sqlnb_tree_example", pg.dsn, VARS)
 
         def check(query: str, what: str) -> None:
             d = duckdb.connect(str(wh), read_only=True)

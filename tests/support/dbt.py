@@ -93,3 +93,20 @@ def postgres_trained(dsn: str, name: str, classes: list, scored: Path) -> tuple[
                   "--keep", "id", "--out", scored, "--replace")
     assert done.exit_code == 0, done.stderr
     return trained, duckdb.sql(f"SELECT {cols} FROM read_parquet('{scored}')").fetchall()
+
+
+def postgres_build(dbt: str, project: Path, directory: Path, profile: str, dsn: str, dbt_vars: str):
+    """A copy of ``project`` in ``directory`` with a profile on the server of ``dsn``, and
+    a function that runs ``dbt build`` there (with the extra arguments it is given) and
+    asserts every node succeeded or passed."""
+    import shutil
+
+    profiles = postgres_profiles(directory / "profiles", profile, dsn)
+    copy = directory / "pg_project"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("target", "logs"))
+
+    def build(*extra):
+        run([dbt, "build", "--profiles-dir", str(profiles), "--vars", dbt_vars, *extra], copy, "dbt build (postgres)")
+        assert set(results(copy).values()) == {"success", "pass"}
+
+    return build
