@@ -68,6 +68,7 @@ def run_engine(engine: str, wh: Path, dsn: str | None, tmp: Path, repeat: int) -
         runs = [_timed([str(BIN / "dbt"), "run", "--profiles-dir", ".", "--vars", vars_, "--full-refresh",
                         "--select", f"package:sqlnb_{name}"], cwd=project, env=env) for _ in range(repeat)]
         rows.append((engine, name, statistics.median(fits), statistics.median(runs)))
+        print(f"{engine} {name}: fit {rows[-1][2]:.1f} s, dbt run {rows[-1][3]:.1f} s", file=sys.stderr, flush=True)
     return rows
 
 
