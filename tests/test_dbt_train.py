@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import duckdb
@@ -31,10 +30,11 @@ import numpy as np
 import pytest
 
 import sqlnb
-from sqlnb.workflows import dbt_params, dbt_train
+from sqlnb.workflows import dbt_params, dbt_structures, dbt_train
 from support import doc_blocks as db
 from support.cli import invoke
-from support.dbt import dbt_executable as _dbt, postgres_profiles, results as _results, run as _run
+from support.dbt import (dbt_executable as _dbt, postgres_build, postgres_trained, results as _results,
+                         run as _run)
 
 CLASSES = ["bronze", "gold", "silver"]
 FITS = {
@@ -225,17 +225,17 @@ def test_bad_batches_fail_the_packages_tests_and_leave_the_statistics(duck):
 def test_train_refuses_models_it_cannot_count_in_one_line(tmp_path):
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
     con.execute(f"CREATE TABLE t AS {_batch(con, 60, 1, 0, 1)}")
-    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="tan", bins="mdl").save(con, "tree")
-    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], feature_kinds={"age": "binned"}).save(con, "cuts")
+    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="tan+kdb:1", bins="mdl").save(con, "tree")
+    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="aode", bins="mdl").save(con, "cuts")
     con.close()
-    for name, says in (("tree", "structure 'tan'"), ("cuts", "column 'age'")):
+    for name, says in (("tree", "structure 'tan+kdb:1'"), ("cuts", "structure 'aode'")):
         done = invoke("dbt", "--model", f"{tmp_path / 'm.duckdb'}:{name}", "--out", tmp_path / name, "--train")
         assert done.exit_code == 2 and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
         assert not (tmp_path / name).exists()
     done = invoke("dbt", "--model", f"{tmp_path / 'm.duckdb'}:cuts", "--out", tmp_path / "x", "--loaded-at", "id")
     assert done.exit_code == 2 and "--train" in done.stderr
     done = invoke("dbt-import", "--model", f"{tmp_path / 'm.duckdb'}:cuts", "--as", "x")
-    assert done.exit_code == 2 and "column 'age'" in done.stderr
+    assert done.exit_code == 2 and "structure 'aode'" in done.stderr
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
     sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"]).save(con, "plain")
     con.close()
@@ -258,33 +258,17 @@ def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_postgres(duck
     with postgres_engine({**tables, "train": tables["b1"], "comp_batch": tables["b1"]}) as pg:
         for name, model in models.items():
             model.save(pg, name)
-        profiles = postgres_profiles(tmp / "pg_train_profiles", "sqlnb_mixed_example", pg.dsn)
-        pg_out = tmp / "pg_project"
-        shutil.copytree(out, pg_out, ignore=shutil.ignore_patterns("target", "logs"))
+        (tmp / "pg").mkdir(exist_ok=True)
+        build = postgres_build(dbt, out, tmp / "pg", "sqlnb_mixed_example", pg.dsn, VARS)
         import psycopg
-
-        def build(*extra):
-            _run([dbt, "build", "--profiles-dir", str(profiles), "--vars", VARS, *extra], pg_out, "dbt build (postgres)")
-            assert set(_results(pg_out).values()) == {"success", "pass"}
 
         def check(batches: list[str], what: str) -> None:
             d = duckdb.connect(str(wh), read_only=True)
             for name in FITS:
                 want = _want(d, name, batches)
-                with psycopg.connect(pg.dsn) as c:
-                    got = c.execute(f"SELECT id, {', '.join('proba_' + k for k in CLASSES)}, prediction "
-                                    f"FROM public.{name}_trained").fetchall()
-                _close(_probabilities(got), want, f"{what}: postgres score_{name}_trained")
-                done = invoke("--engine", "postgres", "--dsn", pg.dsn, "dbt-import", "--model", name, "--as",
-                              f"{name}_dbt", "--replace")
-                assert done.exit_code == 0, done.stderr
-                scored = tmp / f"pg_{name}.parquet"
-                done = invoke("--engine", "postgres", "--dsn", pg.dsn, "score", "customers", "--model", f"{name}_dbt",
-                              "--key", "id", "--keep", "id", "--out", scored, "--replace")
-                assert done.exit_code == 0, done.stderr
-                rows = d.sql(f"SELECT id, {', '.join('proba_' + k for k in CLASSES)}, prediction "
-                             f"FROM read_parquet('{scored}')").fetchall()
-                _close(_probabilities(rows), want, f"{what}: postgres sqlnb dbt-import of {name}")
+                trained, imported = postgres_trained(pg.dsn, name, CLASSES, tmp / f"pg_{name}.parquet")
+                _close(_probabilities(trained), want, f"{what}: postgres score_{name}_trained")
+                _close(_probabilities(imported), want, f"{what}: postgres sqlnb dbt-import of {name}")
             d.close()
 
         build()
@@ -347,8 +331,10 @@ def _train_in_duckdb(con, model, batches: list[str]) -> None:
             con.execute("DROP TABLE merged")
     con.execute(f'CREATE TABLE m_params AS {_rendered(dbt_params.params_sql(model, "m", "duckdb"))}')
     for j, f in enumerate(model.features):
-        if f.kind == "categorical":
+        if f.kind in ("categorical", "binned"):
             con.execute(f'CREATE TABLE m_params_{j} AS {_rendered(dbt_params.lookup_sql(model, "m", j, "duckdb"))}')
+    for table, body in dbt_structures.tables(model, "m"):
+        con.execute(f'CREATE TABLE "{table}" AS {_rendered(body("duckdb"))}')
 
 
 @pytest.mark.parametrize("name,setting", SETTINGS, ids=[f"{n}-{'-'.join(s)}" for n, s in SETTINGS])

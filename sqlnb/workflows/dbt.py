@@ -34,6 +34,7 @@ again after a refit rewrites only the files whose content changed (:func:`write_
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -77,6 +78,22 @@ def package_name(model: Any, name: str | None = None) -> str:
 def _jinja(text: str) -> exp.Var:
     """A node rendered as ``text`` as it is: where dbt's Jinja fills in the SQL."""
     return exp.Var(this=text)
+
+
+def _ref(name: str, alias: str | None = None) -> exp.Table:
+    t = exp.Table(this=_jinja(f"{{{{ ref('{name}') }}}}"))
+    if alias:
+        t.set("alias", exp.TableAlias(this=sql.ident(alias)))
+    return t
+
+
+def _ln_ratio(num: exp.Expression, den: exp.Expression) -> exp.Expression:
+    """``ln(num) − ln(den)``; −inf when ``num`` is 0 (a zero probability), NULL when a
+    side is negative (no estimate) or ``den`` is 0 with ``num`` > 0."""
+    return exp.Case(ifs=[exp.If(this=num.copy().eq(sql.dbl(0.0)), true=sql.dbl(-math.inf)),
+                         exp.If(this=exp.and_(exp.GT(this=num.copy(), expression=sql.dbl(0.0)),
+                                              exp.GT(this=den.copy(), expression=sql.dbl(0.0))),
+                                true=exp.Sub(this=exp.Ln(this=num.copy()), expression=exp.Ln(this=den.copy())))])
 
 
 def scoring_sql(model: Any, dialect: str) -> str:

@@ -36,25 +36,10 @@ from sqlnb.models.finish import scoring_select
 from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.sql.types import is_float
-from sqlnb.workflows.dbt import _KEEP, ADAPTERS, OUTPUTS, _jinja, passed_through
+from sqlnb.workflows import dbt_structures
+from sqlnb.workflows.dbt import _KEEP, ADAPTERS, OUTPUTS, _jinja, _ln_ratio, _ref, passed_through
 
 _P = "sqlnb params"  # the alias of the one-row parameter table in the scoring SELECT
-
-
-def _ref(name: str, alias: str | None = None) -> exp.Table:
-    t = exp.Table(this=_jinja(f"{{{{ ref('{name}') }}}}"))
-    if alias:
-        t.set("alias", exp.TableAlias(this=sql.ident(alias)))
-    return t
-
-
-def _ln_ratio(num: exp.Expression, den: exp.Expression) -> exp.Expression:
-    """``ln(num) − ln(den)``; −inf when ``num`` is 0 (a zero probability), NULL when a
-    side is negative (no estimate) or ``den`` is 0 with ``num`` > 0."""
-    return exp.Case(ifs=[exp.If(this=num.copy().eq(sql.dbl(0.0)), true=sql.dbl(-math.inf)),
-                         exp.If(this=exp.and_(exp.GT(this=num.copy(), expression=sql.dbl(0.0)),
-                                              exp.GT(this=den.copy(), expression=sql.dbl(0.0))),
-                                true=exp.Sub(this=exp.Ln(this=num.copy()), expression=exp.Ln(this=den.copy())))])
 
 
 def _c(name: str, table: str | None = None) -> exp.Column:
@@ -234,7 +219,7 @@ def _columns(model: NaiveBayes) -> list[tuple[str, int, str]]:
     out = []
     for j, f in enumerate(model.features):
         params = {"gaussian": ("mean", "const", "half"), "bernoulli": ("flp", "neg"), "multinomial": ("w",),
-                  "complement": ("w",)}.get(f.kind, ("unseen",) if model.hyper.unseen == "bucket" else ())
+                  "complement": ("w",), "binned": ()}.get(f.kind, ("unseen",) if model.hyper.unseen == "bucket" else ())
         out += [(p, j, f.name) for p in params]
     return out
 
@@ -273,13 +258,23 @@ def params_sql(model: NaiveBayes, name: str, dialect: str) -> str:
 
 def lookup_sql(model: NaiveBayes, name: str, j: int, dialect: str) -> str:
     """``<name>_params_<j>``: per value of categorical column ``j``, ``ln p(value | class)``
-    for every class: ``ln(N_cv + α) − ln(N_c + α V)`` (V values, + 1 with the unseen bucket)."""
+    for every class: ``ln(N_cv + α) − ln(N_c + α V)`` (V values, + 1 with the unseen bucket);
+    of a binned column, per bin number ``0 … B−1`` (every bin, V = B, no unseen bucket:
+    families/binned.py)."""
     f = model.features[j]
     a, extra = _categorical_pseudo(model, f)
     per = [exp.alias_(exp.Sum(this=exp.Case(ifs=[exp.If(this=_c("class").eq(sql.value(c, model.label_type)),
                                                         true=_c("n"))], default=sql.dbl(0.0))), f"k{k}", quoted=True)
            for k, c in enumerate(model.classes)]
-    cnt = exp.select(_c("value"), *per).from_(_ref(f"{name}_counts_{j}")).group_by(_c("value"))
+    if f.kind == "binned":  # every bin, also one no row fell in: LEFT JOIN its counts
+        extra = 0
+        bins = exp.values([(exp.Literal.number(b),) for b in range(len(f.edges) + 1)], alias="bins",
+                          columns=["value"])
+        cnt = (exp.select(exp.alias_(_c("value", "bins"), "value", quoted=True), *per).from_(bins)
+               .join(_ref(f"{name}_counts_{j}", "n"), on=_c("value", "n").eq(_c("value", "bins")), join_type="left")
+               .group_by(_c("value", "bins")))
+    else:
+        cnt = exp.select(_c("value"), *per).from_(_ref(f"{name}_counts_{j}")).group_by(_c("value"))
     tot = exp.select(*[exp.alias_(exp.Sum(this=_c(f"k{k}")), f"t{k}", quoted=True) for k in range(len(model.classes))],
                      exp.alias_(exp.Cast(this=exp.Count(this=exp.Star()), to=exp.DataType.build("double")), "v",
                                 quoted=True)).from_(sql.table("cnt"))
@@ -299,7 +294,7 @@ def lookup_sql(model: NaiveBayes, name: str, j: int, dialect: str) -> str:
 def _term(model: NaiveBayes, name: str, j: int, f, k: int) -> exp.Expression:
     """Feature ``j``'s term in class ``k``'s score, read from the parameter tables: the
     same formula as its family's ``term`` (0 when the value is missing)."""
-    fam = REGISTRY[f.kind]
+    fam = REGISTRY["categorical" if f.kind == "binned" else f.kind]
 
     def p(param: str) -> exp.Column:
         return _c(f"{param}_{j}_{k}", _P)
@@ -322,7 +317,7 @@ def _term(model: NaiveBayes, name: str, j: int, f, k: int) -> exp.Expression:
                                           default=exp.Mul(this=x.copy(), expression=p("w"))),
                             expressions=[sql.dbl(0.0)])
     hit = _c(f"c{k}", fam.alias(f))
-    if model.hyper.unseen != "bucket":
+    if model.hyper.unseen != "bucket" or f.kind == "binned":
         return exp.Coalesce(this=hit, expressions=[sql.dbl(0.0)])
     missing = sql.missing(fam.raw(f), nan=is_float(f.sql_type))
     return exp.Case(ifs=[exp.If(this=missing, true=sql.dbl(0.0))],
@@ -336,14 +331,16 @@ def scoring_sql(model: NaiveBayes, name: str, dialect: str) -> str:
     src = exp.Table(this=_jinja("{{ relation }}"), alias=exp.TableAlias(this=sql.ident("src")))
     joins = [exp.Join(this=_ref(f"{name}_params", _P), kind="CROSS")]
     for j, f in enumerate(model.features):
-        if f.kind == "categorical":
-            fam = REGISTRY[f.kind]
+        if f.kind in ("categorical", "binned"):
+            fam = REGISTRY["categorical"]
+            key = REGISTRY["binned"].bin_index(f) if f.kind == "binned" else fam.raw(f)
             joins.append(exp.Join(this=_ref(f"{name}_params_{j}", fam.alias(f)), side="LEFT",
-                                  on=fam.raw(f).eq(_c("v", fam.alias(f)))))
+                                  on=key.eq(_c("v", fam.alias(f)))))
+    joins += dbt_structures.joins(model, name)
     scores = []
     for k in range(len(model.classes)):
         terms = [_c(f"prior_{k}", _P)] if model.uses_prior() else []
-        terms += [_term(model, name, j, f, k) for j, f in enumerate(model.features)]
+        terms += [dbt_structures.term(model, name, j, k, _term(model, name, j, f, k)) for j, f in enumerate(model.features)]
         scores.append(sql.add(terms))
     tree = scoring_select(src, scores, model.classes, model.label_type, None, OUTPUTS, [_KEEP], joins=joins,
                           dialect=dialect)
@@ -356,7 +353,8 @@ def files(model: NaiveBayes, name: str) -> dict[str, str]:
     out = {}
     tables = [(f"{name}_params", lambda d: params_sql(model, name, d))]
     tables += [(f"{name}_params_{j}", lambda d, j=j: lookup_sql(model, name, j, d))
-               for j, f in enumerate(model.features) if f.kind == "categorical"]
+               for j, f in enumerate(model.features) if f.kind in ("categorical", "binned")]
+    tables += dbt_structures.tables(model, name)
     macros = [f"{{# Generated by sqlnb dbt --train from model \"{model.name}\"; do not edit: generate it again. #}}", "",
               f"{{% macro score_{name}_trained(relation, columns=none) %}}",
               "  {#- The scores of every row of relation with the parameters dbt derived from its statistics. -#}",
@@ -370,8 +368,11 @@ def files(model: NaiveBayes, name: str) -> dict[str, str]:
                    f"  {{{{ return(adapter.dispatch('{ns}_{table}', '{ns}')()) }}}}", "{% endmacro %}"]
         for adapter, dialect in ADAPTERS.items():
             macros += [f"{{% macro {adapter}__{ns}_{table}() %}}", body(dialect), "{% endmacro %}"]
+        # A conditional table is downstream of the pair counts (a KDB(2) joint table reads the
+        # triples only), so that a failing structure test on them skips it.
+        after = f"-- depends_on: {{{{ ref('{name}_pairs') }}}}\n" if table.startswith(f"{name}_tree_") else ""
         out[f"models/train/{table}.sql"] = (f"{{{{ config(materialized='table', enabled=var('{ns}_train', true)) }}}}\n"
-                                            f"{{{{ {ns}.{ns}_{table}() }}}}\n")
+                                            f"{after}{{{{ {ns}.{ns}_{table}() }}}}\n")
     for adapter, dialect in ADAPTERS.items():
         macros += ["", f"{{% macro {adapter}__score_{name}_trained(relation, columns) %}}",
                    scoring_sql(model, name, dialect), "{% endmacro %}"]

@@ -13,7 +13,13 @@ when the package is generated:
     per class and Bernoulli, multinomial or complement column: ``n`` (rows where the
     column is not NULL) and ``total`` (``Σ [x > threshold]``, or ``Σ x``).
 ``<name>_counts_<j>``
-    per class and value of the categorical column ``j``: ``n``.
+    per class and value of the categorical column ``j``: ``n``; of a binned column, per
+    class and bin number ``0 … B−1`` (the cut points are the model's, fixed when the
+    package is generated: only the counts are retrained).
+``<name>_pairs``, ``<name>_triples`` (TAN, KDB; triples: KDB(2))
+    per class and pair of tree features: the pair counts; per class and (child, parent,
+    parent) triple of the generated structure: the joint counts
+    (:mod:`sqlnb.workflows.dbt_structures`).
 
 The rows are the source ``sqlnb_<name>_train.rows`` (its schema and table are the vars
 ``sqlnb_<name>_train_schema``, default the target's schema, and
@@ -58,11 +64,13 @@ from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.sql.types import is_float
 from sqlnb.stats import Counts, Moments, Statistics, Sums, sorted_values
-from sqlnb.workflows import dbt_params
+from sqlnb.workflows import dbt_params, dbt_structures
 from sqlnb.workflows.dbt import ADAPTERS, _jinja, _yaml
 
 #: The families whose statistics the training models count.
-TRAINED = ("gaussian", "bernoulli", "multinomial", "complement", "categorical")
+TRAINED = ("gaussian", "bernoulli", "multinomial", "complement", "categorical", "binned")
+#: Counted per (class, value): the categories, or a binned column's bin numbers.
+COUNTED = ("categorical", "binned")
 
 #: SQL type names (lower case, before any ``(``) of each kind of value, per adapter's
 #: spelling: what the compile-time check accepts for a column of that kind.
@@ -83,17 +91,16 @@ def check_trainable(model: Any) -> None:
     if not isinstance(model, NaiveBayes):
         raise SqlnbError(f"--train counts the statistics of naive Bayes models; model {model.name!r} is "
                          f"{getattr(model, 'kind', '?')}: fit a naive Bayes model (sqlnb fit) to train under dbt")
-    if model.hyper.structure not in (None, "none", "naive"):
-        raise SqlnbError(f"--train counts naive Bayes statistics; model {model.name!r} has structure "
-                         f"{model.hyper.structure!r}, whose pair counts it does not count: fit it with --structure none")
+    if model.hyper.structure not in (None, "none", "naive", *dbt_structures.STRUCTURES):
+        raise SqlnbError(f"--train counts naive Bayes statistics and TAN's and KDB's pair counts; model {model.name!r} has "
+                         f"structure {model.hyper.structure!r}, whose counts it does not count: fit it with "
+                         f"--structure tan, kdb:1, kdb:2 or none")
     if model.weight is not None:
         raise SqlnbError(f"--train counts unweighted rows; model {model.name!r} was fitted with the weight column "
                          f"{model.weight!r}: fit it without --weight")
     for f in model.features:
         if f.bag is not None or f.kind not in TRAINED:
-            fix = ("its cut points move with every batch: give it --feature-kind "
-                   f"{f.name}=gaussian (or categorical) and fit again") if f.kind == "binned" else \
-                "fit again without it (--exclude)"
+            fix = "fit again without it (--exclude)"
             raise SqlnbError(f"--train counts {', '.join(TRAINED)} columns; column {f.name!r} of model "
                              f"{model.name!r} is {'a token bag' if f.bag is not None else f.kind}: {fix}")
 
@@ -108,9 +115,19 @@ def _parts(model: NaiveBayes) -> dict[str, list]:
     if sums:
         out["sums"] = sums
     for j, f in enumerate(model.features):
-        if f.kind == "categorical":
+        if f.kind in COUNTED:
             out[f"counts_{j}"] = [f]
+    if dbt_structures.paired(model):
+        out["pairs"] = dbt_structures.paired(model)
+    if dbt_structures.triples(model):
+        out["triples"] = dbt_structures.paired(model)
     return out
+
+
+def counted_value(f) -> exp.Expression:
+    """The value a counted column is counted by (over ``src``): the category, or the bin
+    number of a binned column under the model's cut points (NULL for NULL)."""
+    return REGISTRY["binned"].bin_index(f, scoring=False) if f.kind == "binned" else sql.col(f.name, _SRC)
 
 
 # -- the statistics queries -----------------------------------------------------------------------
@@ -124,6 +141,8 @@ def _zero(e: exp.Expression) -> exp.Expression:
 
 
 def _keys(part: str) -> list[str]:
+    if part in ("pairs", "triples"):
+        return list(dbt_structures.PAIR_KEYS if part == "pairs" else dbt_structures.TRIPLE_KEYS)
     return ["class"] if part == "classes" else ["class", "value"] if part.startswith("counts_") else ["class", "feature"]
 
 
@@ -131,13 +150,13 @@ def _values(part: str) -> list[str]:
     return {"classes": ["n", "rows"], "moments": ["n", "mean", "m2"], "sums": ["n", "total"]}.get(part, ["n"])
 
 
-def _new_rows(model: NaiveBayes, name: str, loaded_at: str | None, incremental: bool) -> exp.Select:
+def _new_rows(model: NaiveBayes, name: str, loaded_at: str | None, incremental: bool, dialect: str) -> exp.Select:
     """The labelled rows to count: all, or (incremental, with ``loaded_at``) those loaded
     after the largest ``loaded_at`` the table holds."""
     label = sql.col(model.label, _SRC)
     where: exp.Expression = exp.Not(this=exp.Is(this=label, expression=exp.Null()))
     if incremental and loaded_at:
-        last = exp.select(exp.Max(this=sql.col("loaded_at"))).from_(exp.Table(this=_jinja("{{ this }}")))
+        last = exp.select(exp.Max(this=sql.col("loaded_at"))).from_(exp.Table(this=_jinja(_stored(dialect))))
         where = exp.and_(where, exp.GT(this=sql.col(loaded_at, _SRC), expression=exp.Subquery(this=last)))
     src = exp.Table(this=_jinja(f"{{{{ source('sqlnb_{name}_train', 'rows') }}}}"),
                     alias=exp.TableAlias(this=sql.ident(_SRC)))
@@ -155,8 +174,12 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) 
         rows = _dbl(exp.Count(this=exp.Star()))
         return exp.select(*head, exp.alias_(rows, "n", quoted=True), exp.alias_(rows.copy(), "rows", quoted=True),
                           *mark).from_(src).group_by(label.copy())
+    if part == "pairs":
+        return dbt_structures.pairs_batch(model, features, head, mark, src)
+    if part == "triples":
+        return dbt_structures.triples_batch(model, head, mark, src)
     if part.startswith("counts_"):
-        x = sql.col(features[0].name, _SRC)
+        x = counted_value(features[0])
         return (exp.select(*head, exp.alias_(x, "value", quoted=True),
                            exp.alias_(_dbl(exp.Count(this=exp.Star())), "n", quoted=True), *mark)
                 .from_(src).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())))
@@ -179,18 +202,33 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) 
     return out
 
 
-def _merged(part: str, loaded_at: str | None) -> exp.Select:
-    """The batch's statistics merged with the stored ones of the same key (``{{ this }}``):
-    counts add; moments by Chan, Golub & LeVeque (:func:`sqlnb.stats.chan_merge`)."""
+def _stored(dialect: str) -> str:
+    """The relation holding the stored statistics: ``{{ this }}``; on Spark the copy
+    ``<this>_prev`` the model's pre-hook took (:func:`keep_previous`), since Spark cannot
+    overwrite a table a query of the same statement reads."""
+    if dialect == "spark":
+        return "{{ this.incorporate(path={'identifier': this.identifier ~ '_prev'}) }}"
+    return "{{ this }}"
+
+
+def _merged(part: str, loaded_at: str | None, dialect: str) -> exp.Select:
+    """The batch's statistics merged with the stored ones of the same key (:func:`_stored`):
+    counts add; moments by Chan, Golub & LeVeque (:func:`sqlnb.stats.chan_merge`). The keys
+    of the batch (replaced by ``delete+insert``); on Spark every key of either side (a FULL
+    JOIN: the run overwrites the whole table)."""
     b, o = "b", "o"
+    full = dialect == "spark"
 
     def bc(c):
-        return sql.col(c, b)
+        return _zero(sql.col(c, b)) if full else sql.col(c, b)
 
     def oc(c):
         return _zero(sql.col(c, o))
 
-    cols = [exp.alias_(bc(k), k, quoted=True) for k in _keys(part)]
+    def key(c):
+        return exp.Coalesce(this=sql.col(c, b), expressions=[sql.col(c, o)]) if full else sql.col(c, b)
+
+    cols = [exp.alias_(key(k), k, quoted=True) for k in _keys(part)]
     if part == "moments":
         n1, m1, s1, n2, m2, s2 = oc("n"), oc("mean"), oc("m2"), bc("n"), bc("mean"), bc("m2")
         n = sql.paren(exp.Add(this=n1, expression=n2))
@@ -210,10 +248,11 @@ def _merged(part: str, loaded_at: str | None) -> exp.Select:
     else:
         cols += [exp.alias_(exp.Add(this=oc(c), expression=bc(c)), c, quoted=True) for c in _values(part)]
     if loaded_at:
-        cols.append(exp.alias_(bc("loaded_at"), "loaded_at", quoted=True))
+        cols.append(exp.alias_(key("loaded_at"), "loaded_at", quoted=True))
     on = exp.and_(*[sql.col(k, o).eq(sql.col(k, b)) for k in _keys(part)])
     return (exp.select(*cols).from_(exp.Table(this=sql.ident("batch"), alias=exp.TableAlias(this=sql.ident(b))))
-            .join(exp.Table(this=_jinja("{{ this }}"), alias=exp.TableAlias(this=sql.ident(o))), on=on, join_type="left"))
+            .join(exp.Table(this=_jinja(_stored(dialect)), alias=exp.TableAlias(this=sql.ident(o))), on=on,
+                  join_type="full" if full else "left"))
 
 
 def statistics_sql(model: NaiveBayes, name: str, part: str, dialect: str, loaded_at: str | None,
@@ -223,10 +262,11 @@ def statistics_sql(model: NaiveBayes, name: str, part: str, dialect: str, loaded
     features = _parts(model)[part]
     batch = _batch(model, part, features, loaded_at)
     if incremental:
-        tree = _merged(part, loaded_at)
+        tree = _merged(part, loaded_at, dialect)
     else:
         tree = exp.select(exp.Star()).from_(sql.table("batch"))
-    tree = tree.with_(sql.ident("new"), as_=_new_rows(model, name, loaded_at, incremental)).with_(sql.ident("batch"), as_=batch)
+    tree = tree.with_(sql.ident("new"), as_=_new_rows(model, name, loaded_at, incremental, dialect)).with_(
+        sql.ident("batch"), as_=batch)
     return sql.render(tree, dialect, pretty=True)
 
 
@@ -284,7 +324,7 @@ def macros_file(model: NaiveBayes, name: str, loaded_at: str | None) -> str:
            "    {%- endif -%}",
            "  {%- endfor -%}",
            "  {%- endif -%}",
-           "{% endmacro %}"]
+           "{% endmacro %}", "", *keep_previous(ns)]
     for part in _parts(model):
         macro = f"{ns}_train_{part}"
         out += ["", f"{{% macro {macro}() %}}",
@@ -308,7 +348,7 @@ def _value_checks(model: NaiveBayes) -> list[tuple[exp.Expression, str]]:
     for f in model.features:
         if f.kind == "categorical":
             continue
-        x = REGISTRY[f.kind].value(f)
+        x = REGISTRY[f.kind].value(f)  # binned: the raw number, before its bin
         if is_float(f.sql_type):
             out.append((exp.Not(this=sql.paren(sql.finite(x))), f"column {f.name} holds NaN or an infinite value; replace them "
                                                      "with NULL in the source to count them as missing"))
@@ -334,23 +374,45 @@ def _values_test(model: NaiveBayes, dialect: str) -> str | None:
 
 def tests_file(model: NaiveBayes, name: str) -> str | None:
     """``macros/train_tests_<name>.sql``: the generic test ``sqlnb_<name>_values`` (no
-    NaN or infinity in a numeric column, no negative count), or None without such columns."""
-    if _values_test(model, "duckdb") is None:
-        return None
+    NaN or infinity in a numeric column, no negative count) and, for a structure, the test
+    ``sqlnb_<name>_structure`` of ``<name>_pairs`` (the stored counts would choose the
+    generated structure: :func:`dbt_structures.structure_test_sql`); None without either."""
     ns = f"sqlnb_{name}"
-    out = [f"{{# Generated by sqlnb dbt --train from model {json.dumps(str(model.name))}; do not edit. #}}", "",
-           f"{{% test {ns}_values(model) %}}", f"  {{{{ return(adapter.dispatch('{ns}_values_sql', '{ns}')(model)) }}}}",
-           "{% endtest %}"]
-    for adapter, dialect in ADAPTERS.items():
-        out += [f"{{% macro {adapter}__{ns}_values_sql(model) %}}", _values_test(model, dialect), "{% endmacro %}"]
+    tests = {"values": lambda d: _values_test(model, d), "structure": lambda d: dbt_structures.structure_test_sql(
+        model, name, d)}
+    tests = {k: body for k, body in tests.items() if body("duckdb") is not None}
+    if not tests:
+        return None
+    out = [f"{{# Generated by sqlnb dbt --train from model {json.dumps(str(model.name))}; do not edit. #}}"]
+    for test, body in tests.items():
+        out += ["", f"{{% test {ns}_{test}(model) %}}",
+                f"  {{{{ return(adapter.dispatch('{ns}_{test}_sql', '{ns}')(model)) }}}}", "{% endtest %}"]
+        for adapter, dialect in ADAPTERS.items():
+            out += [f"{{% macro {adapter}__{ns}_{test}_sql(model) %}}", body(dialect), "{% endmacro %}"]
     return "\n".join(out) + "\n"
 
 
+def keep_previous(ns: str) -> list[str]:
+    """The macro ``<ns>_keep_previous(step)``: on Spark, before an incremental run, the
+    statements of the pre-hooks that copy the stored statistics to ``<this>_prev``
+    (:func:`_stored`); nothing elsewhere (a hook that renders empty is not run)."""
+    return [f"{{% macro {ns}_keep_previous(step) %}}",
+            "  {%- if target.type == 'spark' and is_incremental() -%}",
+            "    {%- set prev = this.incorporate(path={'identifier': this.identifier ~ '_prev'}) -%}",
+            "    {%- if step == 'drop' -%}drop table if exists {{ prev }}"
+            "{%- else -%}create table {{ prev }} using parquet as select * from {{ this }}{%- endif -%}",
+            "  {%- endif -%}", "{% endmacro %}"]
+
+
 def _model_file(model: NaiveBayes, name: str, part: str) -> str:
+    """An incremental model: ``delete+insert`` on its key; on Spark (plain parquet tables,
+    no delete) ``insert_overwrite`` of the whole table, merged from the copy its pre-hooks take."""
     ns = f"sqlnb_{name}"
     keys = "[" + ", ".join(f"'{k}'" for k in _keys(part)) + "]"
-    return (f"{{{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key={keys}, "
-            f"enabled=var('{ns}_train', true)) }}}}\n"
+    hooks = f'["{{{{ {ns}.{ns}_keep_previous(\'drop\') }}}}", "{{{{ {ns}.{ns}_keep_previous(\'copy\') }}}}"]'
+    return (f"{{{{ config(materialized='incremental', incremental_strategy=('insert_overwrite' if target.type == "
+            f"'spark' else 'delete+insert'), unique_key=(none if target.type == 'spark' else {keys}), "
+            f"pre_hook={hooks}, enabled=var('{ns}_train', true)) }}}}\n"
             f"{{{{ {ns}.{ns}_train_{part}() }}}}\n")
 
 
@@ -364,7 +426,7 @@ def schema_file(model: NaiveBayes, name: str, loaded_at: str | None) -> str:
              f"    schema: \"{{{{ var('{ns}_train_schema', target.schema) }}}}\"", "    tables:",
              "      - name: rows", f"        identifier: \"{{{{ var('{ns}_train_table', '{name}_train') }}}}\"",
              f"        description: {_yaml(f'the labelled rows model {name} is trained on')}"]
-    if tests_file(model, name) is not None:
+    if _values_test(model, "duckdb") is not None:
         lines += ["        data_tests:", f"          - {ns}_values"]
     lines += ["        columns:", f"          - name: {_yaml(model.label)}", "            data_tests:",
               "              - not_null", "              - accepted_values:", "                  arguments:",
@@ -378,6 +440,8 @@ def schema_file(model: NaiveBayes, name: str, loaded_at: str | None) -> str:
         what = f"sqlnb statistics of model {name}: {part}" + (
             f" of column {feats[0].name}" if part.startswith("counts_") else "")
         lines += [f"  - name: {name}_{part}", f"    description: {_yaml(what)}"]
+        if part == "pairs" and dbt_structures.structure_checks(model):
+            lines += ["    data_tests:", f"      - {ns}_structure"]
     return "\n".join(lines) + "\n"
 
 
@@ -438,9 +502,10 @@ def import_model(model: NaiveBayes, con: Any, name: str, schema: str | None = No
     long = {part: _read(engine, schema, f"{name}_{part}", ["class", "feature", *_values(part)])
             for part in ("moments", "sums") if part in parts}
     for j, f in enumerate(model.features):
-        if f.kind == "categorical":
+        if f.kind in COUNTED:
             rows = _read(engine, schema, f"{name}_counts_{j}", ["class", "value", "n"])
-            values = sorted_values(r[1] for r in rows)
+            # a binned column's every bin, also one no row fell in (families/binned.py)
+            values = list(range(len(f.edges) + 1)) if f.kind == "binned" else sorted_values(r[1] for r in rows)
             at = {v: i for i, v in enumerate(values)}
             counts = np.zeros((K, len(values)))
             for c, v, n in rows:
@@ -453,7 +518,17 @@ def import_model(model: NaiveBayes, con: Any, name: str, schema: str | None = No
             if r[1] == f.name and r[0] in pos:
                 arr[:, pos[r[0]]] = [float(v) for v in r[2:]]
         feats[f.name] = (Moments(*arr, *(a.copy() for a in arr)) if part == "moments" else Sums(*arr))
-    stats = Statistics(classes, class_n, class_rows_, {f.name: feats[f.name] for f in model.features}, 0)
+    pairs = None
+    if "pairs" in parts:  # the pair counts' text values, mapped back as the engine casts the categories
+        texts = {}
+        for j, f in enumerate(model.features):
+            if f in parts["pairs"] and f.kind == "categorical":
+                query = exp.select(sql.col("value"), exp.Cast(this=sql.col("value"), to=exp.DataType.build("varchar")))
+                texts[f.name] = {t: v for v, t in engine.execute(query.from_(sql.table(f"{name}_counts_{j}", schema)))}
+        pairs = dbt_structures.import_pairs(
+            model, lambda part, columns: _read(engine, schema, f"{name}_{part}", columns), classes, texts)
+    stats = Statistics(classes, class_n, class_rows_, {f.name: feats[f.name] for f in model.features}, 0,
+                       pairs=pairs)
     report = {k: v for k, v in model.report.items() if k not in ("updates", "last_update", "batches", "novelty")}
     report.update(source=f"dbt tables {where}", rows=stats.n_rows, null_label_rows=0)
     return model.rebuilt(stats=stats, report=report)

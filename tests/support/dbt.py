@@ -52,3 +52,61 @@ def postgres_profiles(directory: Path, profile: str, dsn: str) -> Path:
         "type": "postgres", "host": parts["host"], "port": int(parts["port"]), "user": parts["user"], "password": "",
         "dbname": parts["dbname"], "schema": "public", "threads": 1}}}}))
     return directory
+
+
+def train_project(wh: Path, out: Path, first: str, others: dict, args: list, table: str = "customers") -> None:
+    """``sqlnb dbt --project --train`` of model ``first`` of the warehouse ``wh`` into ``out``
+    (scoring ``table``), the package ``--train`` of each model of ``others`` (name -> its
+    extra arguments) in its ``dbt_packages``, and per model ``<name>_trained``, a table
+    of ``table``'s ``id`` and scores by the package's trained macro; ``args``: the first's
+    extra arguments."""
+    from support.cli import invoke
+
+    made = invoke("dbt", "--model", f"{wh}:{first}", "--out", out, "--project", "--table", table, "--train", *args)
+    assert made.exit_code == 0, made.stderr
+    for name, extra in others.items():
+        made = invoke("dbt", "--model", f"{wh}:{name}", "--out", out / "dbt_packages" / f"sqlnb_{name}", "--train",
+                      *extra)
+        assert made.exit_code == 0, made.stderr
+    for name in [first, *others]:
+        (out / "models" / f"{name}_trained.sql").write_text(
+            "{{ config(materialized='table') }}\n"
+            f"{{{{ sqlnb_{name}.score_{name}_trained(source('sqlnb_{first}', 'input'), columns=['id']) }}}}\n")
+
+
+def postgres_trained(dsn: str, name: str, classes: list, scored: Path) -> tuple[list, list]:
+    """Rows ``(id, proba_<class>…, prediction)`` of ``public.<name>_trained`` on the server of
+    ``dsn``, and of ``customers`` scored there by the model ``sqlnb dbt-import`` reads from
+    the tables dbt-postgres built (``<name>_dbt``, written to ``scored`` as Parquet)."""
+    import duckdb
+    import psycopg
+
+    from support.cli import invoke
+
+    cols = ", ".join(["id", *("proba_" + k for k in classes), "prediction"])
+    with psycopg.connect(dsn) as c:
+        trained = c.execute(f"SELECT {cols} FROM public.{name}_trained").fetchall()
+    done = invoke("--engine", "postgres", "--dsn", dsn, "dbt-import", "--model", name, "--as", f"{name}_dbt",
+                  "--replace")
+    assert done.exit_code == 0, done.stderr
+    done = invoke("--engine", "postgres", "--dsn", dsn, "score", "customers", "--model", f"{name}_dbt", "--key", "id",
+                  "--keep", "id", "--out", scored, "--replace")
+    assert done.exit_code == 0, done.stderr
+    return trained, duckdb.sql(f"SELECT {cols} FROM read_parquet('{scored}')").fetchall()
+
+
+def postgres_build(dbt: str, project: Path, directory: Path, profile: str, dsn: str, dbt_vars: str):
+    """A copy of ``project`` in ``directory`` with a profile on the server of ``dsn``, and
+    a function that runs ``dbt build`` there (with the extra arguments it is given) and
+    asserts every node succeeded or passed."""
+    import shutil
+
+    profiles = postgres_profiles(directory / "profiles", profile, dsn)
+    copy = directory / "pg_project"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("target", "logs"))
+
+    def build(*extra):
+        run([dbt, "build", "--profiles-dir", str(profiles), "--vars", dbt_vars, *extra], copy, "dbt build (postgres)")
+        assert set(results(copy).values()) == {"success", "pass"}
+
+    return build

@@ -1,0 +1,259 @@
+"""``sqlnb dbt --train`` of binned columns and tree-augmented naive Bayes: the cut points
+and the tree are the generating model's, written into the package; the per-bin counts and
+the pair counts are retrained by incremental dbt models, the conditional tables derived
+in SQL, and ``score_NAME_trained`` and ``sqlnb dbt-import`` give the probabilities of
+the fit on the same rows with those cut points (:func:`_refit`: sqlnb's own statistics
+scan of every row under the generated features, its tree derived from its pair counts,
+which the test data keep equal to the generated tree, asserted).
+
+The rows hold NULLs in every kind of column, and the scored rows values no batch had (a
+region, numbers past every cut point). The SQL-only tests run the package's SELECTs in
+DuckDB as dbt would; the slow one runs ``dbt build`` on dbt-duckdb (the first batch, a
+second through the incremental models, ``--full-refresh``) in one module-scoped project.
+"""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+
+import sqlnb
+from sqlnb.models.naive_bayes import kdb
+from sqlnb.models.naive_bayes.fit import collect_statistics
+from sqlnb.source import resolve
+from sqlnb.workflows import dbt_params, dbt_structures, dbt_train
+from support.cli import invoke
+from support.dbt import (dbt_executable as _dbt, postgres_build, postgres_trained, results as _results, run as _run,
+                          train_project)
+from test_dbt_train import CLASSES, _batch, _close, _probabilities, _rendered, _table, _train_in_duckdb
+
+#: The models dbt builds: binned naive Bayes, and TAN and KDB(2) over binned, categorical
+#: and Bernoulli columns.
+FITS = {
+    "cuts": dict(exclude=["id", "loaded_at", "views", "clicks"], bins="mdl", alpha=0.7,
+                 feature_kinds={"age": "binned", "has_app": "bernoulli", "tier": "categorical"}),
+    "tree": dict(exclude=["id", "loaded_at", "views", "clicks"], structure="tan", alpha=0.7,
+                 bins={"age": "quantile:4", "income": "mdl"}, binarize={"score": 0.5},
+                 feature_kinds={"has_app": "bernoulli", "tier": "categorical", "score": "bernoulli"}),
+}
+FITS["kdb2"] = {**FITS["tree"], "structure": "kdb:2"}
+#: And KDB(1) (SQL-only tests).
+STRUCTURED = {**FITS, "kdb1": {**FITS["tree"], "structure": "kdb:1"}}
+UNION = "SELECT * FROM b1 UNION ALL SELECT * FROM b2"
+
+
+def _refit(model, con, query: str):
+    """The fit on ``query``'s rows with ``model``'s features (cut points included): sqlnb's
+    statistics scan, pair counts too for a tree model."""
+    pairs = list(model.stats.pairs.features) if model.stats.pairs is not None else False
+    source = resolve(query, con)
+    stats = collect_statistics(con, source, model.label, model.features, pairs=pairs)
+    if model.hyper.structure == "kdb:2":  # and the joint counts its structure needs
+        stats = kdb.with_joints(con, source, model.label, None, model.features, stats, 2)
+    return model.rebuilt(stats=stats)
+
+
+def _batches(con) -> None:
+    _table(con, "b1", _batch(con, 240, 1, 0, 1))
+    _table(con, "b2", _batch(con, 160, 2, 1000, 2))
+    _table(con, "customers", _batch(con, 120, 3, 5000, 9))
+
+
+@pytest.mark.parametrize("name", list(STRUCTURED))
+def test_binned_and_tree_tables_score_as_the_fit_with_the_generated_cuts_and_tree(name):
+    """Two batches through the training SQL, the parameters and conditional tables derived
+    in SQL, the trained macro's SELECT: the fit's probabilities on both batches within 1e-9;
+    the model dbt-import reads (its tree derived from the stored pair counts) scores alike."""
+    con = duckdb.connect()
+    _batches(con)
+    model = sqlnb.fit("b1", "segment", con=con, **STRUCTURED[name])
+    assert any(f.kind == "binned" and f.edges for f in model.features)
+    _train_in_duckdb(con, model, ["b1", "b2"])
+    refit = _refit(model, con, UNION)
+    assert refit.tree() == model.tree() and (name == "cuts" or len(model.tree()) >= 4), model.tree()
+    assert name != "kdb2" or dbt_structures.triples(model), model.tree()
+    want = _probabilities(refit.score("customers", con, keep=["id"]).fetchall())
+    select = _rendered(dbt_params.scoring_sql(model, "m", "duckdb"), relation='"customers"')
+    got = _probabilities([(r[0], *r[1:1 + len(CLASSES)], r[-1]) for r in con.sql(select).fetchall()])
+    _close(got, want, f"score_m_trained of {name}")
+    imported = dbt_train.import_model(model, con, "m")
+    assert imported.tree() == model.tree()
+    _close(_probabilities(imported.score("customers", con, keep=["id"]).fetchall()), want, f"dbt-import of {name}")
+    con.close()
+
+
+@pytest.mark.parametrize("name", ["tree", "kdb2"])
+def test_a_parent_value_without_rows_falls_back_to_the_naive_term(name):
+    """MLE (no pseudo-count): a (class, parent values) no row of the class has is 0/0 in the
+    conditional table, NULL there, and its term is the child's naive one, as tan.py's and
+    kdb.py's."""
+    con = duckdb.connect()
+    _batches(con)
+    fits = {**STRUCTURED[name], "estimator": "mle"}
+    model = sqlnb.fit("b1", "segment", con=con, **fits)
+    _train_in_duckdb(con, model, ["b1"])
+    empty = sum(con.sql(f'SELECT count(*) FROM "{t}" WHERE c0 IS NULL OR c1 IS NULL OR c2 IS NULL').fetchall()[0][0]
+                for t, _ in dbt_structures.tables(model, "m"))
+    assert empty > 0
+    want = model.score("customers", con, keep=["id"]).fetchall()
+    select = _rendered(dbt_params.scoring_sql(model, "m", "duckdb"), relation='"customers"')
+    got = [(r[0], *r[1:1 + len(CLASSES)], r[-1]) for r in con.sql(select).fetchall()]
+    # a row whose every class scores -inf (a zero MLE probability in each) has no probabilities in both
+    assert sorted(r[0] for r in got if r[1] is None) == sorted(r[0] for r in want if r[1] is None)
+    _close(_probabilities([r for r in got if r[1] is not None]), _probabilities([r for r in want if r[1] is not None]),
+           f"MLE {name}")
+    con.close()
+
+
+def _moving(con) -> str:
+    """A batch (600 rows) in which tier and score follow region: a fit on it with the first
+    batch links them, so the generated tree and parents are no longer what the counts choose."""
+    return (f"SELECT * REPLACE (CASE WHEN region IS NULL THEN NULL WHEN region < 'm' THEN 1 ELSE 2 END AS tier, "
+            f"CASE WHEN region < 'm' THEN score + 1 ELSE score END AS score) FROM ({_batch(con, 600, 4, 2000, 3)})")
+
+
+@pytest.mark.parametrize("name", ["tree", "kdb1", "kdb2"])
+def test_the_structure_test_fails_naming_the_feature_when_the_counts_choose_another_structure(name):
+    """The package's test ``sqlnb_NAME_structure`` (its SQL run in DuckDB over the stored
+    pair counts): no row after a second batch that keeps the structure; after one that
+    moves region's parent (a fit on those rows chooses another tree), rows naming it."""
+    con = duckdb.connect()
+    _batches(con)
+    _table(con, "b3", _moving(con))
+    model = sqlnb.fit("b1", "segment", con=con, **STRUCTURED[name])
+    test = _rendered(dbt_structures.structure_test_sql(model, "m", "duckdb"))
+    _train_in_duckdb(con, model, ["b1", "b2"])
+    assert con.sql(test).fetchall() == []
+    for (t,) in con.sql("SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'm_%'").fetchall():
+        con.execute(f'DROP TABLE "{t}"')
+    _train_in_duckdb(con, model, ["b1", "b3"])
+    problems = [r[0] for r in con.sql(test).fetchall()]
+    assert any(p.startswith("feature region: the pair (region, tier) now carries more information") for p in problems)
+    assert all(p.endswith("fit again and generate the package again") for p in problems), problems
+    if name != "kdb2":  # (kdb:2's refit needs joint counts the moved structure did not gather)
+        assert _refit(model, con, "SELECT * FROM b1 UNION ALL SELECT * FROM b3").tree()["region"] != \
+            model.tree()["region"]
+    con.close()
+
+
+# -- dbt build on dbt-duckdb ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A warehouse with the batches, ``tree`` and ``cuts`` fitted on the first and stored,
+    the project ``--project --train --loaded-at`` of ``tree`` with ``cuts``'s package, and a
+    model per package scoring ``customers`` with the trained macro."""
+    dbt = _dbt()
+    tmp = tmp_path_factory.mktemp("dbt_structures")
+    wh = tmp / "wh.duckdb"
+    con = duckdb.connect(str(wh))
+    _batches(con)
+    _table(con, "train", "SELECT * FROM b1")
+    for name in FITS:
+        sqlnb.fit("b1", "segment", con=con, **FITS[name]).save(con, name)
+    con.close()
+    out = tmp / "project"
+    train_project(wh, out, "tree", {"cuts": ["--loaded-at", "loaded_at"], "kdb2": ["--loaded-at", "loaded_at"]},
+                  ["--loaded-at", "loaded_at"])
+    return dbt, wh, out
+
+
+VARS = json.dumps({f"sqlnb_{name}_train_table": "train" for name in FITS})
+
+
+def _check(wh, query: str, what: str) -> None:
+    for name in FITS:
+        done = invoke("dbt-import", "--model", f"{wh}:{name}", "--as", f"{name}_dbt", "--replace")
+        assert done.exit_code == 0, done.stderr
+        con = duckdb.connect(str(wh))
+        model = sqlnb.load(con, name)
+        refit = _refit(model, con, query)
+        assert refit.tree() == model.tree(), what
+        want = _probabilities(refit.score("customers", con, keep=["id"]).fetchall())
+        got = _probabilities(con.sql(f"SELECT id, {', '.join('proba_' + c for c in CLASSES)}, prediction "
+                                     f"FROM {name}_trained").fetchall())
+        _close(got, want, f"{what}: score_{name}_trained")
+        imported = sqlnb.load(con, f"{name}_dbt")
+        assert imported.tree() == model.tree(), what
+        _close(_probabilities(imported.score("customers", con, keep=["id"]).fetchall()), want,
+               f"{what}: sqlnb dbt-import of {name}")
+        con.close()
+
+
+@pytest.mark.slow
+def test_dbt_trains_binned_columns_and_the_tree_incrementally_on_duckdb(project):
+    """(a) the first batch; (b) the second through the incremental models; (c) a full
+    refresh: each equals the fit on the same rows with the generated cut points and tree."""
+    dbt, wh, out = project
+
+    def build(*extra):
+        _run([dbt, "build", "--profiles-dir", ".", "--vars", VARS, *extra], out, f"dbt build {extra}")
+        assert set(_results(out).values()) == {"success", "pass"}
+
+    build()
+    assert {"tree_pairs", "tree_tree_1", "kdb2_triples"} <= set(_results(out))
+    _check(wh, "SELECT * FROM b1", "first batch")
+    con = duckdb.connect(str(wh))
+    con.execute("INSERT INTO train SELECT * FROM b2")
+    con.close()
+    build()
+    _check(wh, UNION, "incremental")
+    build("--full-refresh")
+    _check(wh, UNION, "full refresh")
+
+    con = duckdb.connect(str(wh))  # a batch that moves the structure: its test fails, naming the feature
+    con.execute(f"INSERT INTO train {_moving(con)}")
+    con.close()
+    failed = _run([dbt, "build", "--profiles-dir", ".", "--vars", VARS, "--store-failures"], out,
+                  "dbt build over a batch that moves the structure", ok=False)
+    assert failed.returncode != 0
+    status = _results(out)
+    con = duckdb.connect(str(wh), read_only=True)
+    for name in ("tree", "kdb2"):
+        assert status[f"sqlnb_{name}_structure_{name}_pairs_"] == "fail", failed.stdout[-3000:]
+        region = sqlnb.load(con, name).feature_names.index("region")
+        assert status[f"{name}_tree_{region}"] == "skipped"  # the conditional tables stay as they were
+    stored = con.sql("SELECT problem FROM main_dbt_test__audit.sqlnb_tree_structure_tree_pairs_").fetchall()
+    con.close()
+    assert any(p.startswith("feature region: the pair (region, tier)") for (p,) in stored), stored
+
+
+@pytest.mark.postgres
+def test_dbt_trains_binned_columns_and_the_structures_incrementally_on_postgres(project, tmp_path):
+    """The same project on dbt-postgres: the first batch, the second through the
+    incremental models, a full refresh; the macro's scores and the model sqlnb dbt-import
+    reads from PostgreSQL equal the fit on the same rows (in DuckDB) with the generated
+    cut points and structure."""
+    import psycopg
+
+    from support.engines import postgres_engine
+
+    dbt, wh, out = project
+    con = duckdb.connect(str(wh))
+    tables = {t: con.sql(f"SELECT * FROM {t}").to_arrow_table() for t in ("b1", "b2", "customers")}
+    models = {name: sqlnb.load(con, name) for name in FITS}
+    con.close()
+    with postgres_engine({**tables, "train": tables["b1"]}) as pg:
+        for name, model in models.items():
+            model.save(pg, name)
+        build = postgres_build(dbt, out, tmp_path, "sqlnb_tree_example", pg.dsn, VARS)
+
+        def check(query: str, what: str) -> None:
+            d = duckdb.connect(str(wh), read_only=True)
+            for name, model in models.items():
+                want = _probabilities(_refit(model, d, query).score("customers", d, keep=["id"]).fetchall())
+                trained, imported = postgres_trained(pg.dsn, name, CLASSES, tmp_path / f"pg_{name}.parquet")
+                _close(_probabilities(trained), want, f"{what}: postgres score_{name}_trained")
+                _close(_probabilities(imported), want, f"{what}: postgres sqlnb dbt-import of {name}")
+            d.close()
+
+        build()
+        check("SELECT * FROM b1", "first batch")
+        with psycopg.connect(pg.dsn) as c:
+            c.execute("INSERT INTO train SELECT * FROM b2")
+        build()
+        check(UNION, "incremental")
+        build("--full-refresh")
+        check(UNION, "full refresh")
