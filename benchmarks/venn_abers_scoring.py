@@ -10,7 +10,7 @@ the two). The table goes to stdout and, with ``--write-readme``, into benchmarks
 
 Example
 -------
-python benchmarks/venn_abers.py --rows 1000000 --repeat 2 --held-out 10000
+python benchmarks/venn_abers_scoring.py --rows 1000000 --repeat 2 --held-out 10000
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     lines = [f"Scoring {args.rows:,} rows (mixed: 4 Gaussian + 4 categorical columns, 3 classes; calibrated on "
              f"{args.held_out:,} rows, steps of p0/p1 a class {steps}) Parquet to Parquet, median of {args.repeat} "
              f"alternating runs, commit {commit}, load {load0:.1f}-{os.getloadavg()[0]:.1f} "
-             f"(`python benchmarks/venn_abers.py --rows {args.rows} --repeat {args.repeat} --held-out {args.held_out}`):",
+             f"(`python benchmarks/venn_abers_scoring.py --rows {args.rows} --repeat {args.repeat} --held-out {args.held_out}`):",
              "", "| model | median s | min s | ÷ uncalibrated | median CPU s | CPU ÷ uncalibrated |",
              "|---|---|---|---|---|---|"]
     for name, ts in times.items():
