@@ -73,6 +73,7 @@ if str(ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests"))
 
 import sqlnb  # noqa: E402
+from sqlnb.workflows.auto import describe  # noqa: E402
 from sqlnb.workflows.evaluate import evaluate  # noqa: E402
 from support import shared_data as sd  # noqa: E402
 
@@ -267,8 +268,6 @@ def run_sqlnb(ds: DataSet, names: list[str], log=print) -> dict:
             f = fit_sqlnb(ds, split, wanted[name])
             error, loss, n = score_sqlnb(ds, split, f["model"])
             if "auto" in f:  # the search's winner, as its table names it, and its CV figures
-                from sqlnb.workflows.auto import describe
-
                 best = {"mean_accuracy": f["auto"].best["accuracy"], "mean_log_loss": f["auto"].best["log_loss"]}
                 choice = {"model": describe(f["auto"].best), "skipped": f["auto"].skipped}
                 if f["auto"].best["model"] == "weighted":

@@ -13,7 +13,7 @@ from sqlnb.errors import SqlnbError
 # numpy and sqlglot are most of a cold start.
 _LAZY = {
     "Files": "sqlnb.source", "Query": "sqlnb.source", "Table": "sqlnb.source",
-    **{name: "sqlnb.api" for name in ("MODELS", "connect", "drop", "fit", "fit_lda", "fit_logistic", "fit_long",
+    **{name: "sqlnb.api" for name in ("MODELS", "connect", "drop", "fit_lda", "fit_logistic", "fit_long",
                                       "fit_qda", "list_models", "load")},
     **{name: "sqlnb.models" for name in ("LDA", "QDA", "Hyperparameters", "Logistic", "NaiveBayes")},
     "WeightedNaiveBayes": "sqlnb.models.naive_bayes.weighted",
@@ -21,7 +21,8 @@ _LAZY = {
     "calibrate": "sqlnb.models.calibration",
     "learning_curves": "sqlnb.workflows.compare",
     "cross_validate": "sqlnb.workflows.cv",
-    "auto_fit": "sqlnb.workflows.auto",
+    # fit is api.fit with auto=True on top (the search lives above the api layer)
+    **{name: "sqlnb.workflows.auto" for name in ("auto_fit", "fit")},
     "evaluate": "sqlnb.workflows.evaluate",
     "report": "sqlnb.workflows.html_report",
     "select_features": "sqlnb.workflows.select",

@@ -144,3 +144,30 @@ def test_the_estimator_is_auto_fit_on_the_rows_it_is_given(data):
     assert len(clf.predict(test)) == len(test) and isinstance(test, pd.DataFrame)
     with pytest.raises(TypeError, match="sample_weight"):
         AutoNB(budget=1e-6).fit(X, y, sample_weight=np.ones(len(y)))
+
+
+def test_fit_with_auto_returns_the_winner_and_keeps_plain_fit(data):
+    con, _, _ = data
+    model = sqlnb.fit("train", "y", con=con, auto=True, budget=1e-6, features=FEATURES)
+    result = auto_fit("train", "y", con=con, budget=1e-6, features=FEATURES)
+    np.testing.assert_array_equal(class_scores(model, "test", con, "proba"),
+                                  class_scores(result.model, "test", con, "proba"))
+    assert model.report["auto"]["skipped"] == result.skipped
+    assert [r["params"] for r in model.report["auto"]["tried"]] == [r["params"] for r in result.tried]
+    # without auto=True, sqlnb.fit is the plain fit, and help(sqlnb.fit) documents both
+    plain = sqlnb.fit("train", "y", con=con, features=FEATURES, alpha=2.0)
+    assert "auto" not in plain.report
+    np.testing.assert_array_equal(class_scores(plain, "test", con, "proba"),
+                                  class_scores(sqlnb.api.fit("train", "y", con=con, features=FEATURES, alpha=2.0),
+                                               "test", con, "proba"))
+    assert "auto : bool" in sqlnb.fit.__doc__ and "label : str" in sqlnb.fit.__doc__
+
+
+@pytest.mark.parametrize("options, named", [({"structure": "tan"}, "structure"), ({"model": "lda", "alpha": 1.0},
+                                                                                    "alpha, model")])
+def test_fit_with_auto_refuses_what_the_search_chooses(data, options, named):
+    con, _, _ = data
+    with pytest.raises(SqlnbError, match=f"auto=True chooses {named} itself"):
+        sqlnb.fit("train", "y", con=con, auto=True, features=FEATURES, **options)
+    with pytest.raises(SqlnbError, match="budget is the time budget of auto=True"):
+        sqlnb.fit("train", "y", con=con, budget=10, features=FEATURES)

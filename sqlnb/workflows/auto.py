@@ -29,10 +29,12 @@ adds (the other candidates' figures are maxima over small grids only).
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from sqlnb import api
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.cv import cross_validate
 
@@ -170,6 +172,46 @@ def auto_fit(data: Any, label: str, *, con=None, budget: float = BUDGET, folds: 
                            "auto": {"tried": [dict(r) for r in result.tried], "skipped": result.skipped}}
     result.seconds = time.perf_counter() - start
     return result
+
+
+#: What ``fit(auto=True)`` passes on to :func:`auto_fit`; every other option is one the search chooses.
+_AUTO_OPTIONS = ("con", "features", "exclude", "keep_columns", "folds", "seed")
+
+
+def fit(data: Any, label: str, *, auto: bool = False, budget: float | None = None, **options: Any):
+    """:func:`sqlnb.api.fit` (``sqlnb.fit``), or with ``auto=True`` the winner of :func:`auto_fit`.
+
+    ``auto=True`` takes the options :func:`auto_fit` takes (``con``, ``features``,
+    ``exclude``, ``keep_columns``, ``folds``, ``seed`` and ``budget``); the model kind,
+    structure, α, bins and weighting are the search's to choose, so giving one is an error.
+    The winner's ``report["auto"]`` holds what was tried (:class:`AutoResult`'s rows).
+    """
+    if not auto:
+        if budget is not None:
+            raise SqlnbError("budget is the time budget of auto=True; add auto=True or leave budget out")
+        return api.fit(data, label, **options)
+    chosen = sorted(set(options) - set(_AUTO_OPTIONS))
+    if chosen:
+        raise SqlnbError(f"auto=True chooses {', '.join(chosen)} itself; leave {'it' if len(chosen) == 1 else 'them'} "
+                         f"out, or fit without auto=True")
+    return auto_fit(data, label, budget=BUDGET if budget is None else budget, **options).model
+
+
+# ``help(sqlnb.fit)``: api.fit's parameters, with the two of the search before its Returns.
+fit.__doc__ = api.fit.__doc__.replace("    Returns\n", """    auto : bool
+        Choose the model by cross-validation on the training rows within ``budget``
+        (:func:`sqlnb.workflows.auto.auto_fit`: kind, structure, α, bins, weighting and
+        features), refitted on every row; only ``con``, ``features``, ``exclude``,
+        ``keep_columns``, ``folds`` and ``seed`` may be given beside it.
+    budget : float
+        Seconds the search may start stages in (default 300), with ``auto=True`` only.
+
+    Returns\n""", 1)
+fit.__signature__ = inspect.signature(api.fit).replace(parameters=[
+    *(p for p in inspect.signature(api.fit).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD),
+    inspect.Parameter("auto", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool"),
+    inspect.Parameter("budget", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="float | None"),
+    inspect.Parameter("hyperparameters", inspect.Parameter.VAR_KEYWORD, annotation="Any")])
 
 
 def _selected_features(data: Any, label: str, lead: dict, common: dict) -> list[str] | None:
