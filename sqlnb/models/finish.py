@@ -409,7 +409,7 @@ def scoring_select(
             stage1.append("joins", j.copy())
         if dialect in FENCES_CLASS_SCORES:
             stage1 = stage1.offset(0, copy=False)
-        for i, cols in enumerate(calibration.stages(classes) if calibration is not None else []):
+        for i, cols in enumerate(calibration.stages(classes, dialect) if calibration is not None else []):
             stage1 = stage([_as(e, n) for n, e in cols], stage1, f"c{i}")
             if dialect in FLATTENS_SUBQUERIES:
                 stage1 = stage1.offset(0, copy=False)
