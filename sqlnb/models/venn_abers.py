@@ -29,12 +29,20 @@ to a calibration score ``t_j`` is pooled with it: ``p0`` takes the step to its r
 
 **Stored** as one table of steps per calibrated class (:data:`PART`: class, position,
 threshold, p0, p1; the last cell's threshold NULL), and **scored** inside the scoring
-SELECT (:meth:`VennAbers.stages`): the score, then each step function as a balanced tree of
-``CASE WHEN s < t`` comparisons (``≤`` for p1; runs of equal values merged), then the class
-scores ``jll_c = ln p1_c − ln(1 − p0_c + p1_c)`` (for two classes ``ln(1 − p0)`` for the
-first class) whose softmax in the shared finish is the merged (and normalised)
-probability. The interval columns ``va_p0_<class>`` and ``va_p1_<class>`` come out beside
-the probabilities (for two classes the first class's interval is ``[1 − p1, 1 − p0]``).
+SELECT (:meth:`VennAbers.stages`): the score; then p0 and p1, on DuckDB read from lists
+(:class:`Lookup`: the cells where neither changes merged, a uniform grid over the rest
+giving the first cell a row can be in, a few bisection steps, one nested SELECT each,
+finding its cell; one search serves p0 and p1), elsewhere each step function a balanced
+tree of ``CASE WHEN s < t`` comparisons (``≤`` for p1; runs of equal values merged); then
+the class scores ``jll_c = ln p1_c − ln(1 − p0_c + p1_c)`` (for two classes ``ln(1 − p0)``
+for the first class) whose softmax in the shared finish is the merged (and normalised)
+probability. DuckDB evaluates every CASE node once per vector of rows, so the trees cost
+in proportion to the steps (1,000-34,000 of them: scoring 1M rows took 21 times as long
+as without the calibrator); the lists a few reads per row whatever their length (one for
+the grid, one per bisection step, three for the values; benchmarks/README.md,
+``venn_abers_scoring.py``). The interval columns ``va_p0_<class>`` and ``va_p1_<class>``
+come out beside the probabilities (for two classes the first class's interval is
+``[1 − p1, 1 − p0]``).
 The score is written with subtraction and GREATEST only, so every engine computes it to the
 same bit and a row scored exactly at a calibration score finds the same step everywhere.
 """
@@ -61,10 +69,11 @@ LISTED = ("duckdb",)
 #: Helper columns of the listed lookup: ``va_index<j>_<class>``, the cell found after
 #: ``j`` bisection steps.
 INDEX_PREFIX = "va_index"
-#: What one bisection step costs, in list elements: a step (a CASE, a comparison and a
-#: ``list_extract`` per row) took ~0.15 s per 10M rows, and DuckDB pays ~2.3 µs per 10M
-#: rows for each element of a list a SELECT reads (it is referenced per vector of rows).
-#: The grid is sized to the least ``steps · STEP_COST + cells`` (:meth:`Lookup.of`).
+#: What one bisection step costs, in list elements. Scoring the benchmark's model
+#: (benchmarks/venn_abers_scoring.py), a step took ~0.04 s of CPU per class and 1M rows,
+#: and each element of a list the SELECT reads ~0.2-0.7 µs (DuckDB handles a list once per
+#: vector of rows): a step is worth some 60,000-200,000 elements. The grid is sized to the
+#: least ``steps · STEP_COST + cells`` (:meth:`Lookup.of`).
 STEP_COST = 65_536
 #: The largest grid tried (cells).
 GRID_MAX = 1 << 16
