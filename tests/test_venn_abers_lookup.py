@@ -48,7 +48,9 @@ def _lookup_select(st: Steps) -> exp.Select:
     inner = exp.select(exp.Star(), exp.alias_(exp.Literal.number(0), "b0"), exp.alias_(sql.col("s"), "b1")
                        ).from_(sql.table("v"))
     for cols in stages[:-1]:  # the class scores (the last stage) are not needed here
-        inner = exp.select(exp.Star(), *[exp.alias_(e, n, quoted=True) for n, e in cols]).from_(
+        dropped = [sql.col(n) for n, e in cols if e is None]  # (name, None): leave out column name
+        inner = exp.select(exp.Star(except_=dropped or None),
+                           *[exp.alias_(e, n, quoted=True) for n, e in cols if e is not None]).from_(
             exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("q"))))
     return exp.select(sql.col("s"), sql.col("va_p0_b"), sql.col("va_p1_b")).from_(
         exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident("q"))))

@@ -133,7 +133,9 @@ class Calibration:
 
     def stages(self, classes: Sequence[Any], dialect: str = "duckdb") -> list[list[tuple[str, exp.Expression]]]:
         """SELECT lists, each over the previous one's columns (the first over the raw scores
-        ``uncalibrated_<class>``), for ``dialect``; the last defines ``jll_<class>``."""
+        ``uncalibrated_<class>``), for ``dialect``; the last defines ``jll_<class>``. An
+        item ``(name, None)`` drops column ``name`` from that SELECT's ``*`` (Venn–Abers's
+        lists, DuckDB only)."""
         raw = [sql.col(n) for n in self.raw_columns(classes)]
         if self.venn_abers is not None:
             return self.venn_abers.stages(raw, classes, dialect)
