@@ -71,12 +71,12 @@ LISTED = ("duckdb",)
 INDEX_PREFIX = "va_index"
 #: What one bisection step costs, in list elements. Scoring the benchmark's model
 #: (benchmarks/venn_abers_scoring.py, 1M rows), a step took ~0.035 s of CPU per class,
-#: and each element of a list the SELECT reads ~1.7 µs (DuckDB handles a list once per
-#: vector of rows; grids of 2^18 cells for 2 steps cost 1 s more than 2^15 for 3): a step
-#: is worth some 20,000 elements. With this value the grids were 8,192-16,384 cells and
-#: 3-4 steps, 1.36-1.44 s of CPU, against 1.57-1.62 s with 65,536 (2^15 cells, 3 steps)
-#: and 1.48-1.56 s with 1,024 (6 steps); the grid is sized to the least
-#: ``steps · STEP_COST + cells`` (:meth:`Lookup.of`).
+#: and each element of a list the SELECT reads ~1.7 µs per 1M rows (DuckDB handles a
+#: list once per vector of rows; grids of 2^18 cells for 2 steps cost 1 s more than 2^15
+#: for 3): a step is worth some 20,000 elements. With this value the grids were
+#: 8,192-16,384 cells and 3-4 steps, 1.36-1.44 s of CPU, against 1.57-1.62 s with 65,536
+#: (2^15 cells, 3 steps) and 1.48-1.56 s with 1,024 (6 steps); the grid is sized to the
+#: least ``steps · STEP_COST + cells`` (:meth:`Lookup.of`).
 STEP_COST = 16_384
 #: The largest grid tried (cells).
 GRID_MAX = 1 << 16
