@@ -131,12 +131,14 @@ class Calibration:
         """Columns the calibrator adds beside the probabilities: Venn–Abers's intervals."""
         return self.venn_abers.output_columns(classes) if self.venn_abers is not None else []
 
-    def stages(self, classes: Sequence[Any]) -> list[list[tuple[str, exp.Expression]]]:
+    def stages(self, classes: Sequence[Any], dialect: str = "duckdb") -> list[list[tuple[str, exp.Expression]]]:
         """SELECT lists, each over the previous one's columns (the first over the raw scores
-        ``uncalibrated_<class>``); the last defines ``jll_<class>``."""
+        ``uncalibrated_<class>``), for ``dialect``; the last defines ``jll_<class>``. An
+        item ``(name, None)`` drops column ``name`` from that SELECT's ``*`` (Venn–Abers's
+        lists, DuckDB only)."""
         raw = [sql.col(n) for n in self.raw_columns(classes)]
         if self.venn_abers is not None:
-            return self.venn_abers.stages(raw, classes)
+            return self.venn_abers.stages(raw, classes, dialect)
         jll = class_columns("jll_", classes)
         if self.method == "temperature":
             return [[(n, exp.Div(this=b, expression=sql.dbl(self.temperature))) for n, b in zip(jll, raw)]]

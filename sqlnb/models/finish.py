@@ -369,8 +369,9 @@ def scoring_select(
     big_b = sql.col(MAX_COLUMN)
     shifted = class_columns(SHIFTED_PREFIX, classes)
 
-    def stage(select_list: list[exp.Expression], inner: exp.Select, alias: str) -> exp.Select:
-        return exp.select(exp.Star(), *select_list).from_(
+    def stage(select_list: list[exp.Expression], inner: exp.Select, alias: str,
+              drop: Sequence[str] = ()) -> exp.Select:  # SELECT * EXCLUDE (drop), select_list
+        return exp.select(exp.Star(except_=[sql.col(n) for n in drop] or None), *select_list).from_(
             exp.Subquery(this=inner, alias=exp.TableAlias(this=sql.ident(alias))), copy=False)
 
     if shared:
@@ -409,8 +410,9 @@ def scoring_select(
             stage1.append("joins", j.copy())
         if dialect in FENCES_CLASS_SCORES:
             stage1 = stage1.offset(0, copy=False)
-        for i, cols in enumerate(calibration.stages(classes) if calibration is not None else []):
-            stage1 = stage([_as(e, n) for n, e in cols], stage1, f"c{i}")
+        for i, cols in enumerate(calibration.stages(classes, dialect) if calibration is not None else []):
+            stage1 = stage([_as(e, n) for n, e in cols if e is not None], stage1, f"c{i}",
+                           [n for n, e in cols if e is None])
             if dialect in FLATTENS_SUBQUERIES:
                 stage1 = stage1.offset(0, copy=False)
         # Stage 2: B = max_c b_c, once per row.

@@ -277,7 +277,7 @@ BOUND = "sqlnb_bound"
 
 
 class BoundValues:
-    """The numbers of a :func:`bound_list` (a float64 numpy array, not to be changed). A
+    """The numbers of a :func:`bound_list` (a numpy array, not to be changed). A
     copy of the tree shares them: sqlglot deep-copies a node's meta, and copying 30,000
     floats at every copy of a scoring tree would cost more than the list saves."""
 
@@ -288,14 +288,16 @@ class BoundValues:
         return self
 
 
-def bound_list(numbers: Any) -> exp.Expression:
-    """A DOUBLE list that DuckDB reads as a bound parameter where the tree is run in place
+def bound_list(numbers: Any, sql_type: str = "DOUBLE") -> exp.Expression:
+    """A list of ``sql_type`` (DOUBLE, or BIGINT for positions) that DuckDB reads as a
+    bound parameter where the tree is run in place
     (:func:`sqlnb.sql.dialects.render_bound`), so that the statement's text holds no
     number of it; rendered for export (:func:`sqlnb.sql.dialects.render`) it is the
     self-contained :func:`packed_list` literal. A model's tables of F² cells (AODE's
-    ratios) thus leave a scoring SELECT that grows as F. ``numbers``: a float64 numpy
-    array, kept as it is (DuckDB takes it without a Python float per cell)."""
-    node = packed_list(numbers.tolist(), "DOUBLE")
+    ratios) thus leave a scoring SELECT that grows as F. ``numbers``: a numpy array
+    (float64, int64 for BIGINT), kept as it is (DuckDB takes it without a Python number
+    per cell)."""
+    node = packed_list(numbers.tolist(), sql_type)
     node.meta[BOUND] = BoundValues(numbers)
     return node
 
