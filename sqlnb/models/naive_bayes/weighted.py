@@ -381,7 +381,7 @@ def choose_l2(nb: NaiveBayes, patterns: Patterns, grid: Sequence[float] = L2_GRI
             losses[g, i] = held.log_loss(beta)
             a, ws = held.unpack(beta)
             S = held.scores(a, ws)
-            errors[g, i] = float(held.w @ (np.argmax(S, axis=0) != test.y))
+            errors[g, i] = held.weighed(np.argmax(S, axis=0) != test.y)
     if not shares.any():
         raise SqlnbError("model 'weighted': every cross-validation fold leaves a class without training weight, so "
                          "l2 cannot be chosen; give l2= (--l2)")

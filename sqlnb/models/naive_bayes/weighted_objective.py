@@ -50,7 +50,11 @@ class Objective:
         # strided, and every gather and bincount below reads a whole feature
         self.codes = [np.ascontiguousarray(patterns.codes[:, j]) for j in range(len(tables))]
         self.y = patterns.y
-        self.w = patterns.n / patterns.n.sum()        # each pattern's share of the rows
+        n = np.asarray(patterns.n, dtype=float)
+        # each pattern's share of the rows; one value seen as an array when they are all equal
+        # (rows read ungrouped): no array of 10M copies of it to map in
+        self._equal = bool(len(n)) and n.min() == n.max()
+        self.w = np.broadcast_to(n[0] / n.sum(), n.shape) if self._equal else n / n.sum()
         self.l2 = float(l2)
         # scratch arrays of one value per pattern, reused by every call: a fresh temporary
         # of 10M values is mapped and faulted in anew each time (at 10M patterns the page
@@ -62,7 +66,6 @@ class Objective:
         # caller has dropped them (_Probabilities): at 10M patterns a fresh one cost 0.5 s
         # of page faults on each call
         self._free: list[np.ndarray] = []
-        self._equal = bool(len(self.w)) and bool(np.all(self.w == self.w[0]))
         self.groups = _groups(self.shapes)
         # one joint position per group of features: the scores and the gradient read a
         # group's values with one gather and one bincount instead of one per feature
@@ -73,10 +76,9 @@ class Objective:
                 code *= self.shapes[j] + 1
                 code += self.codes[j]
             self._joint.append(code)
-        # each pattern's place in a (K, patterns) array at its own class, and its class as
-        # K rows of flags: the loss reads its class's score with one flat gather, and the
-        # gradient's P − onehot(y) is one subtraction, with no scatter
-        self._own = self.y * len(self.y) + np.arange(len(self.y))
+        # each pattern's class as K rows of flags: the loss copies its class's score under
+        # them and the gradient's P − onehot(y) is one subtraction, with no index array (an
+        # index of 10M positions took 1.2 s to be mapped in) and no scatter
         self._onehot = self.y[None, :] == np.arange(self.K)[:, None]
 
     def with_l2(self, l2: float) -> "Objective":
@@ -153,7 +155,10 @@ class Objective:
         total = by_class(np.sum, ())
         H[:K, :K] = np.array(total) * np.outer(self.prior, self.prior)
         for i, (ti, ci, Vi) in enumerate(zip(self.tables, codes, self.shapes)):
-            one = by_class(lambda c: np.bincount(ci, weights=c, minlength=Vi + 1)[:Vi], (Vi,))
+            # the feature's positions as int64 in the scratch: bincount converts any narrower
+            # type to a fresh array on every call (52 ms a call at 10M patterns)
+            np.copyto(index, ci)
+            one = by_class(lambda c: np.bincount(index, weights=c, minlength=Vi + 1)[:Vi], (Vi,))
             for k in range(K):
                 for l in range(K):
                     H[rows(k, i), l] = H[l, rows(k, i)] = one[k][l] * ti[k, :Vi] * self.prior[l]
@@ -251,13 +256,13 @@ class Objective:
         a, ws = self.unpack(beta)
         S = self.scores(a, ws, self._free.pop() if self._free else None)
         S -= np.max(S, axis=0, out=self._top)  # shifted: the loss is ln Σ_k e^{s_k} − s_y either way
-        own = np.take(S.ravel(), self._own, out=self._top, mode="clip")
+        own = self._own_scores(S, self._top)
         P = np.exp(S, out=S)  # S is not read again
         total = np.sum(P, axis=0, out=self._value)
         P /= total
         own -= np.log(total, out=total)  # ln P_y
         d = beta - 1.0
-        f = -float(self.w @ own) + 0.5 * self.l2 * float(d @ d)
+        f = -self.weighed(own) + 0.5 * self.l2 * float(d @ d)
         # Σ_p n_p/N (P − onehot(y)) x: summed with its signs, so that the sums stay small and
         # the gradient exact to rounding near the optimum (a sum of P minus one of onehot(y)
         # left 1e-12 of rounding at 1M patterns); a class's row at a time, in one scratch
@@ -285,7 +290,19 @@ class Objective:
         """The mean log loss (no penalty) of these patterns under the weights ``beta``."""
         a, ws = self.unpack(beta)
         S = self.scores(a, ws)
-        return float(self.w @ (self._log_normaliser(S) - np.take(S.ravel(), self._own, mode="clip")))
+        return self.weighed(self._log_normaliser(S) - self._own_scores(S, np.empty(len(self.y))))
+
+    def weighed(self, x: np.ndarray) -> float:
+        """``Σ_p n_p/N x_p``: with equal weights their value times numpy's pairwise sum (a dot
+        product with a broadcast array sums one term at a time, and its rounding made the
+        line search of Newton's last steps fail at 10M patterns)."""
+        return float(self.w[0] * np.sum(x)) if self._equal else float(self.w @ x)
+
+    def _own_scores(self, S: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Each pattern's score at its own class, into ``out``."""
+        for k in range(self.K):
+            np.copyto(out, S[k], where=self._onehot[k])
+        return out
 
 
 #: Patterns the Hessian of Newton's first step is made over (:meth:`Objective.rough_hessian`).
