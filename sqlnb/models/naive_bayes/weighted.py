@@ -378,10 +378,7 @@ def choose_l2(nb: NaiveBayes, patterns: Patterns, grid: Sequence[float] = L2_GRI
         beta = None
         for g, l2 in enumerate(grid):  # the fold's terms made once, for every λ
             beta = _solve(fitting.with_l2(l2), beta, RANKING_TOL)
-            losses[g, i] = held.log_loss(beta)
-            a, ws = held.unpack(beta)
-            S = held.scores(a, ws)
-            errors[g, i] = held.weighed(np.argmax(S, axis=0) != test.y)
+            losses[g, i], errors[g, i] = held.held_out(beta)
     if not shares.any():
         raise SqlnbError("model 'weighted': every cross-validation fold leaves a class without training weight, so "
                          "l2 cannot be chosen; give l2= (--l2)")

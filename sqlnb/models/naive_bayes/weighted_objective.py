@@ -288,9 +288,15 @@ class Objective:
 
     def log_loss(self, beta: np.ndarray) -> float:
         """The mean log loss (no penalty) of these patterns under the weights ``beta``."""
+        return self.held_out(beta)[0]
+
+    def held_out(self, beta: np.ndarray) -> tuple[float, float]:
+        """The mean log loss (no penalty) and error rate of these patterns under the weights
+        ``beta``, from one computation of their scores."""
         a, ws = self.unpack(beta)
         S = self.scores(a, ws)
-        return self.weighed(self._log_normaliser(S) - self._own_scores(S, np.empty(len(self.y))))
+        error = self.weighed(np.argmax(S, axis=0) != self.y)
+        return self.weighed(self._log_normaliser(S) - self._own_scores(S, np.empty(len(self.y)))), error
 
     def weighed(self, x: np.ndarray) -> float:
         """``Σ_p n_p/N x_p``: with equal weights their value times numpy's pairwise sum (a dot
