@@ -278,8 +278,10 @@ def read_patterns(engine, source, label: str, weight: str | None, features: Sequ
         n = pc.fill_null(table.column("n").cast(pa.float64()), 0.0).to_numpy().copy()
         rows = table.column("rows").cast(pa.float64()).to_numpy()
     else:
-        rows = np.ones(len(table))
+        rows = np.broadcast_to(1.0, (len(table),))  # a row each: one value seen as an array
         n = rows if weight is None else pc.fill_null(table.column("w"), 0.0).to_numpy().copy()
+        if weight is None:
+            return Patterns(y, codes, n, np.zeros(len(table), dtype=np.int64), rows)
     folds = (table.column("fold").cast(pa.int64()).to_numpy() if fold is not None
              else np.zeros(len(table), dtype=np.int64))
     keep = n > 0
@@ -292,15 +294,17 @@ def fold_counts(patterns: Patterns, features: Sequence[Feature], stats) -> tuple
     """Class weights and per-feature (class, value) counts of ``patterns``: what naive Bayes
     counts on those rows."""
     K = len(stats.classes)
-    class_n = np.bincount(patterns.y, weights=patterns.n, minlength=K).astype(float)
+    # rows of weight 1 (read ungrouped) are counted without reading their weights
+    weights = None if patterns.n.strides == (0,) and patterns.n[:1].tolist() == [1.0] else patterns.n
+    class_n = np.bincount(patterns.y, weights=weights, minlength=K).astype(float)
     counts = {}
     index = np.empty(len(patterns.y), dtype=np.int64)  # one scratch for every feature's (class, value)
     for j, f in enumerate(features):
         V = len(stats.features[f.name].values)
         np.multiply(patterns.y, V + 1, out=index)
         index += patterns.codes[:, j]
-        flat = np.bincount(index, weights=patterns.n, minlength=K * (V + 1))
-        counts[f.name] = flat.reshape(K, V + 1)[:, :V]
+        flat = np.bincount(index, weights=weights, minlength=K * (V + 1))
+        counts[f.name] = flat.reshape(K, V + 1)[:, :V].astype(float)
     return class_n, counts
 
 
