@@ -225,15 +225,22 @@ class Objective:
         """The gradient of ``Σ_p Σ_k R[k, p] · s_k(x_p)`` with respect to the parameters."""
         return self._back(lambda k: R[k])
 
-    def _back(self, row) -> np.ndarray:
-        """:meth:`back` of the rows ``row(k)``, each asked for once (it may reuse one scratch)."""
+    def _back(self, row, balanced: bool = False) -> np.ndarray:
+        """:meth:`back` of the rows ``row(k)``, each asked for once (it may reuse one scratch).
+        ``balanced``: the rows sum to zero at each pattern (``P − onehot(y)``), so the last
+        class's sums are minus the others' and its row is not asked for."""
         sums = np.zeros((self.K, len(self.groups)), dtype=object)
         totals = np.zeros(self.K)
-        for k in range(self.K):
+        read = self.K - 1 if balanced else self.K
+        for k in range(read):
             r = row(k)
             totals[k] = r.sum()
             for g, (group, code) in enumerate(zip(self.groups, self._joint)):
                 sums[k, g] = np.bincount(code, weights=r, minlength=math.prod(self.shapes[j] + 1 for j in group))
+        if balanced:
+            totals[-1] = -totals[:-1].sum()
+            for g in range(len(self.groups)):
+                sums[-1, g] = -sum(sums[:-1, g])
         per = [None] * len(self.tables)
         for g, group in enumerate(self.groups):
             sizes = [self.shapes[j] + 1 for j in group]
@@ -271,7 +278,7 @@ class Objective:
             r = np.subtract(P[k], self._onehot[k], out=self._value)
             return r if self._equal else np.multiply(r, self.w, out=r)
 
-        g = self._back(residual)
+        g = self._back(residual, balanced=True)
         if self._equal:  # every pattern weighs the same: scale the sums, not the patterns
             g *= self.w[0]
         g += self.l2 * d
@@ -305,7 +312,11 @@ class Objective:
         return float(self.w[0] * np.sum(x)) if self._equal else float(self.w @ x)
 
     def _own_scores(self, S: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Each pattern's score at its own class, into ``out``."""
+        """Each pattern's score at its own class, into ``out``: one ``np.choose`` up to 32
+        classes (154 ms at 10M patterns against 234 ms for a masked copy per class), past
+        which numpy's choose takes no more choices."""
+        if self.K <= 32:
+            return np.choose(self.y, S, out=out, mode="clip")
         for k in range(self.K):
             np.copyto(out, S[k], where=self._onehot[k])
         return out
