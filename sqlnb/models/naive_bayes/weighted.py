@@ -26,11 +26,13 @@ or NULL, adds no term, at fit and at score, as in naive Bayes.
 
 **Fitting reads the data where it lives.** One aggregate scan groups the labelled rows by
 (label, each feature's value position) and returns the distinct patterns with their counts
-(:func:`read_patterns`); the optimiser (Newton's method with the exact Hessian,
-:meth:`Objective.hessian`, :func:`sqlnb.models.newton.newton`) runs on those patterns in
-numpy. Many rows share a pattern (10M rows of 8 columns of a few values each are at most a
-few thousand patterns), and no row is read individually; at worst every row is a pattern
-and the fit costs what fitting on the rows in numpy costs.
+(:func:`read_patterns`); the optimiser (Newton's method, :func:`sqlnb.models.newton.newton`,
+on :class:`~sqlnb.models.naive_bayes.weighted_objective.Objective`: a first step on the
+Hessian of a sample of the patterns, then exact Hessians reused while the steps are small)
+runs on those patterns in numpy. Many rows share a pattern (10M rows of 8 columns of a few
+values each are at most a few thousand patterns); at worst every row is a pattern and the
+fit costs what fitting on the rows in numpy costs, and with λ given DuckDB then returns the
+rows themselves, ungrouped, once their first rows show they hardly repeat (:func:`_repeat`).
 
 **λ** is chosen, unless given, by stratified 5-fold cross-validation on the training rows
 (fewer folds when a class has fewer than 5 rows; with a class of one row, the strongest λ of
