@@ -243,9 +243,11 @@ def read_patterns(engine, source, label: str, weight: str | None, features: Sequ
                                quoted=True))
     keys = [sql.col(c.alias) for c in cols]
     labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
-    rows_total = int(np.sum(stats.class_rows))
-    grouped = (distinct or fold is not None or not isinstance(engine, DuckDBEngine) or rows_total < UNGROUPED_FROM
-               or _repeat(engine, exp.select(*cols).from_(source.from_("src")).where(labelled), keys, rows_total))
+    grouped = distinct or fold is not None or not isinstance(engine, DuckDBEngine)
+    if not grouped:  # the model's statistics counted the labelled rows
+        rows_total = int(np.sum(stats.class_rows))
+        grouped = rows_total < UNGROUPED_FROM or _repeat(
+            engine, exp.select(*cols).from_(source.from_("src")).where(labelled), keys, rows_total)
     count = exp.Count(this=exp.Star())
     total = exp.Sum(this=sql.col("w")) if weight is not None else count.copy()
     if grouped:
