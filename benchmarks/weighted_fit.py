@@ -5,10 +5,11 @@ two ways of fitting the weights the design weighed.
 Rows
 ----
 naive Bayes fit          ``sqlnb.fit(bins="mdl")``: the statistics scan (what the weighted fit starts from)
-weighted fit, l2 given   naive Bayes's fit + one aggregate scan of the (label, value positions)
-                         patterns + Newton's method on them in numpy
+weighted fit, l2 given   naive Bayes's fit + one scan of the (label, value positions) patterns
+                         (the rows themselves, ungrouped, when the first 200,000 hardly repeat)
+                         + Newton's method on them in numpy
 weighted fit, l2 by CV   + the fold deal (in numpy, from the patterns) and 5 folds × 5 λ fits
-pattern scan             the aggregate scan alone, and how many patterns it returns
+pattern scan             the aggregate scan (GROUP BY) alone, and how many distinct patterns it returns
 scan per iteration       (``--scan-evals N``) the alternative: L-BFGS (scipy) whose every evaluation
                          is one aggregate SQL statement over the rows, the scoring SELECT of the
                          current weights grouped by GROUPING SETS of each feature, returning the

@@ -12,6 +12,7 @@ in a row the predicted decrease is below the rounding of ``f`` (see :func:`newto
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,8 @@ def _cg(matvec, b: np.ndarray, tol: float, max_iter: int) -> np.ndarray:
 
 def newton(obj: Any, beta0: np.ndarray,
            failure: str = "logistic regression did not converge in {steps} Newton steps; "
-                          "try standardize=True or a smaller C", tol: float = STEP_TOL) -> tuple[np.ndarray, int]:
+                          "try standardize=True or a smaller C", tol: float = STEP_TOL,
+           reuse: float = 0.0) -> tuple[np.ndarray, int]:
     """Minimise ``obj`` from ``beta0``; returns the optimum and the iteration count.
 
     ``obj`` gives ``size()``, ``value_grad(beta) -> (f, g, state)`` and
@@ -55,21 +57,40 @@ def newton(obj: Any, beta0: np.ndarray,
     densely (up to :data:`DENSE_LIMIT` parameters; without it every step is solved by
     conjugate gradients). ``failure`` is the error raised after :data:`MAX_ITER` steps; ``tol``
     the relative step size at which it stops (a looser one serves a cross-validation that
-    only ranks penalties)."""
+    only ranks penalties).
+
+    ``reuse`` > 0 is for objectives whose Hessian costs several evaluations of ``value_grad``
+    (:mod:`sqlnb.models.naive_bayes.weighted`): a step is then solved with the last Hessian
+    while the steps taken since it was made sum to at most ``reuse`` relative, each was taken
+    whole and each shrank the gradient tenfold (the Hessian has moved by about that sum, so
+    such a step still divides the gradient by about its inverse); the first step is solved
+    with ``obj.rough_hessian(state)`` where the objective has one and it is not None (a
+    cheaper approximation); and a step below ``tol`` is taken without evaluating the
+    objective there. The optimum and the stopping rule are the
+    same: only how many Hessians are made changes."""
     beta = beta0.copy()
     f, g, state = obj.value_grad(beta)
     dense = obj.size() <= DENSE_LIMIT and hasattr(obj, "hessian")
     quiet = 0  # consecutive steps whose predicted decrease is below f's rounding level
+    H, drift = None, 0.0  # the last Hessian made, and the relative steps taken since (reuse)
     for it in range(1, MAX_ITER + 1):
         if dense:
-            H = obj.hessian(state)
+            rough = obj.rough_hessian(state) if H is None and reuse and hasattr(obj, "rough_hessian") else None
+            if rough is not None:  # the first step's, approximate: the next step makes the exact one
+                H, drift = rough, math.inf
+            elif H is None or not reuse or drift > reuse:
+                H, drift = obj.hessian(state), 0.0
             try:
                 step = -np.linalg.solve(H, g)
             except np.linalg.LinAlgError:  # pragma: no cover - H is positive definite
                 step = -np.linalg.lstsq(H, g, rcond=None)[0]
         else:
             step = -_cg(lambda v: obj.hess_vec(state, v), g, 1e-12, 10 * obj.size())
+        state = None  # not read again: an objective may reuse its memory for the next point
         slope = g @ step
+        scale = max(1.0, np.max(np.abs(beta)))
+        if reuse and np.max(np.abs(step)) <= tol * scale:
+            return beta + step, it
         t = 1.0
         while True:
             f_new, g_new, state_new = obj.value_grad(beta + t * step)
@@ -85,6 +106,10 @@ def newton(obj: Any, beta0: np.ndarray,
         # near-flat direction (e.g. one-hot columns summing to the intercept with a large
         # C): rounding noise in g, ~ε·C·n, then moves β there without changing any score.
         quiet = quiet + 1 if -slope <= 1e-14 * max(1.0, abs(f)) else 0
+        if reuse:  # the Hessian stays while the steps are whole, small and the gradient falls fast
+            moved = np.max(np.abs(t * step)) / scale
+            shrank = np.max(np.abs(g_new)) <= 0.1 * np.max(np.abs(g))
+            drift = drift + moved if t == 1.0 and shrank else math.inf
         f, g, state = f_new, g_new, state_new
         if np.max(np.abs(t * step)) <= tol * max(1.0, np.max(np.abs(beta))) or quiet >= 2:
             return beta, it

@@ -26,11 +26,13 @@ or NULL, adds no term, at fit and at score, as in naive Bayes.
 
 **Fitting reads the data where it lives.** One aggregate scan groups the labelled rows by
 (label, each feature's value position) and returns the distinct patterns with their counts
-(:func:`read_patterns`); the optimiser (Newton's method with the exact Hessian,
-:meth:`Objective.hessian`, :func:`sqlnb.models.newton.newton`) runs on those patterns in
-numpy. Many rows share a pattern (10M rows of 8 columns of a few values each are at most a
-few thousand patterns), and no row is read individually; at worst every row is a pattern
-and the fit costs what fitting on the rows in numpy costs.
+(:func:`read_patterns`); the optimiser (Newton's method, :func:`sqlnb.models.newton.newton`,
+on :class:`~sqlnb.models.naive_bayes.weighted_objective.Objective`: a first step on the
+Hessian of a sample of the patterns, then exact Hessians reused while the steps are small)
+runs on those patterns in numpy. Many rows share a pattern (10M rows of 8 columns of a few
+values each are at most a few thousand patterns); at worst every row is a pattern and the
+fit costs what fitting on the rows in numpy costs, and with λ given DuckDB then returns the
+rows themselves, ungrouped, once their first rows show they hardly repeat (:func:`_repeat`).
 
 **λ** is chosen, unless given, by stratified 5-fold cross-validation on the training rows
 (fewer folds when a class has fewer than 5 rows; with a class of one row, the strongest λ of
@@ -54,11 +56,10 @@ which the command says on stderr: refit to learn them on all rows.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from sqlglot import exp
@@ -70,6 +71,7 @@ from sqlnb.models.newton import newton
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.naive_bayes.tan import _fit_position
+from sqlnb.models.naive_bayes.weighted_objective import Objective
 from sqlnb.stats import Counts
 from sqlnb.store import register_kind
 
@@ -174,17 +176,56 @@ class Patterns:
                           for name in ("y", "codes", "n", "fold", "rows")))
 
 
+#: Labelled rows from which :func:`read_patterns` may return the rows themselves, ungrouped,
+#: when they hardly repeat (below it the grouping costs little).
+UNGROUPED_FROM = 1_000_000
+#: Rows by which :func:`read_patterns` estimates how often the rows repeat (:func:`_repeat`).
+SAMPLE_ROWS = 200_000
+#: The estimated pairs of equal rows, as a share of the rows, below which they are read ungrouped.
+REPEATS = 0.05
+
+
+def _repeat(engine, select: exp.Select, keys: Sequence[exp.Expression], rows: int) -> bool:
+    """Whether ``select``'s rows (``rows`` of them) repeat their patterns often enough to
+    group them in the engine. The first :data:`SAMPLE_ROWS` rows the engine returns, ``u``
+    of them equal to an earlier one, estimate the pairs of equal rows among all at
+    ``u (rows / m)²`` (pairs grow with the square of the rows): grouped unless that is at
+    most :data:`REPEATS` of the rows. Rows stored in an order that keeps equal ones together
+    read as repeating, and are grouped; the estimate only chooses how the patterns are read,
+    never what they are. (A system sample of as many rows took 0.75 s at 10M rows, the
+    first rows 0.02 s.)"""
+    head = select.limit(SAMPLE_ROWS).subquery("s")
+    groups = exp.select(exp.alias_(exp.Count(this=exp.Star()), "c", quoted=True)).from_(head).group_by(
+        *(k.copy() for k in keys))
+    query = exp.select(exp.alias_(exp.Sum(this=sql.col("c")), "m", quoted=True),
+                       exp.alias_(exp.Count(this=exp.Star()), "d", quoted=True)).from_(groups.subquery("g"))
+    m, d = engine.execute(query)[0]
+    if not m:
+        return True
+    return (m - d) * (rows / m) ** 2 > REPEATS * rows
+
+
 def read_patterns(engine, source, label: str, weight: str | None, features: Sequence[Feature], stats,
-                  fold: exp.Expression | None = None) -> Patterns:
-    """One aggregate scan: ``SELECT label, pos_0, …, SUM(weight) FROM src WHERE label IS
-    NOT NULL GROUP BY ALL`` (and the fold, when given), each ``pos_j`` the 0-based position
-    of the row's value among the feature's training values: a bin number, and a category's
-    place by an ENUM cast in DuckDB (:meth:`Categorical.position`) or one equality per value
-    elsewhere (:func:`~sqlnb.models.naive_bayes.tan._fit_position`). Only the distinct
-    patterns leave the engine, as Arrow columns from DuckDB."""
+                  fold: exp.Expression | None = None, distinct: bool = True) -> Patterns:
+    """One aggregate scan: ``SELECT class, pos_0, …, SUM(weight) FROM src WHERE label IS
+    NOT NULL GROUP BY ALL`` (and the fold, when given), ``class`` the label's position among
+    the classes and each ``pos_j`` the 0-based position of the row's value among the
+    feature's training values (``V_j`` when missing): a bin number, and a category's place by
+    an ENUM cast in DuckDB (:meth:`Categorical.position`) or one equality per value elsewhere
+    (:func:`~sqlnb.models.naive_bayes.tan._fit_position`). Only the distinct patterns leave
+    the engine, as Arrow columns from DuckDB.
+
+    ``distinct=False`` (the fit with λ given) lets DuckDB return the rows themselves, each a
+    pattern of weight 1 (or its own), when at least :data:`UNGROUPED_FROM` rows hardly repeat
+    (:func:`_repeat`): the objective is the same sum over the rows, and a GROUP BY of 10M
+    distinct rows cost three times the projection."""
     classes = list(stats.classes)
-    cols: list[exp.Expression] = [exp.alias_(sql.col(label, "src"), "k", quoted=True)]
-    for j, f in enumerate(features):
+    label_type = source.columns.get(label)
+    klass = exp.Case(ifs=[exp.If(this=exp.EQ(this=sql.col(label, "src"), expression=sql.value(c, label_type)),
+                                 true=exp.Literal.number(i)) for i, c in enumerate(classes)])
+    cols: list[exp.Expression] = [exp.alias_(klass, "k", quoted=True)]
+    sizes = [len(stats.features[f.name].values) for f in features]
+    for j, (f, V) in enumerate(zip(features, sizes)):
         values = list(stats.features[f.name].values)
         if engine.dialect == "duckdb" and f.kind == "categorical":
             # a hash lookup (an ENUM cast) instead of one equality per value: at 1M rows x 8
@@ -192,43 +233,64 @@ def read_patterns(engine, source, label: str, weight: str | None, features: Sequ
             position = REGISTRY["categorical"].position(f, values, source.columns.get(f.name))
         else:
             position = _fit_position(f, values)
-        cols.append(exp.alias_(position, f"x{j}", quoted=True))
+        # a missing value (NULL, NaN, unseen) at position V: no term
+        cols.append(exp.alias_(exp.Coalesce(this=position, expressions=[exp.Literal.number(V)]), f"x{j}",
+                               quoted=True))
     if fold is not None:
         cols.append(exp.alias_(fold.copy(), "fold", quoted=True))
     if weight is not None:  # rows of one group are then identical, their weight included (Patterns.dealt)
         cols.append(exp.alias_(exp.Cast(this=sql.col(weight, "src"), to=exp.DataType.build("DOUBLE")), "w",
                                quoted=True))
     keys = [sql.col(c.alias) for c in cols]
+    labelled = exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null()))
+    grouped = distinct or fold is not None or not isinstance(engine, DuckDBEngine)
+    if not grouped:  # the model's statistics counted the labelled rows
+        rows_total = int(np.sum(stats.class_rows))
+        grouped = rows_total < UNGROUPED_FROM or _repeat(
+            engine, exp.select(*cols).from_(source.from_("src")).where(labelled), keys, rows_total)
     count = exp.Count(this=exp.Star())
     total = exp.Sum(this=sql.col("w")) if weight is not None else count.copy()
-    inner = exp.select(*cols, exp.alias_(total, "n", quoted=True), exp.alias_(count, "rows", quoted=True)).from_(
-        source.from_("src")).where(exp.Not(this=exp.Is(this=sql.col(label, "src"), expression=exp.Null())))
-    inner = inner.group_by(*keys)
+    if grouped:
+        inner = exp.select(*cols, exp.alias_(total, "n", quoted=True), exp.alias_(count, "rows", quoted=True)).from_(
+            source.from_("src")).where(labelled).group_by(*keys)
+    else:
+        inner = exp.select(*cols).from_(source.from_("src")).where(labelled)
     import pyarrow as pa  # only here and in storage: a fit that saves nothing imports no pyarrow
     import pyarrow.compute as pc
 
     names = ["k", *(f"x{j}" for j in range(len(features))), *(["fold"] if fold is not None else []),
-             *(["w"] if weight is not None else []), "n", "rows"]
+             *(["w"] if weight is not None else []), *(["n", "rows"] if grouped else [])]
     if isinstance(engine, DuckDBEngine):  # Arrow columns, no Python object per value
         table = engine.relation(inner).to_arrow_table().rename_columns(names)
     else:  # PostgreSQL / Spark: the patterns come back once, as tuples
         rows = engine.execute(inner)
         table = pa.table({name: pa.array([r[i] for r in rows]) for i, name in enumerate(names)})
-    # labels to class indices: every label is a class of the model, whose counts this scan repeats
-    index = pc.index_in(table.column("k"), value_set=pa.array(classes, type=table.column("k").type))
-    if index.null_count:
+    # every label is a class of the model, whose counts this scan repeats
+    if table.column("k").null_count:
         raise SqlnbError(f"the rows of {source.description} changed between the scans of the fit (a label the "
                          "statistics did not count); fit again on data that does not change meanwhile")
-    y = index.to_numpy().astype(np.int64)
-    sizes = [len(stats.features[f.name].values) for f in features]
-    codes = np.empty((len(table), len(features)), dtype=np.int64)
-    for j, V in enumerate(sizes):  # a missing value (NULL, NaN) at position V: no term
-        codes[:, j] = pc.fill_null(table.column(f"x{j}").cast(pa.int64()), V).to_numpy()
-    n = pc.fill_null(table.column("n").cast(pa.float64()), 0.0).to_numpy().copy()
+    y = table.column("k").to_numpy().astype(np.int64)
+    # one contiguous column per feature (the objective reads a feature at a time); the rows
+    # read ungrouped (only the fit with λ given, which neither deals nor remaps them) in the
+    # narrowest type that holds their positions: at 10M rows, 80 MB of bytes instead of 640 MB
+    # of int64, which took 2.5 s just to be mapped in
+    narrow = np.uint8 if max(sizes, default=0) < 2 ** 8 else np.uint16 if max(sizes) < 2 ** 16 else np.int64
+    codes = np.empty((len(features), len(table)), dtype=np.int64 if grouped else narrow).T
+    for j in range(len(features)):
+        codes[:, j] = table.column(f"x{j}").to_numpy()
+    if grouped:
+        n = pc.fill_null(table.column("n").cast(pa.float64()), 0.0).to_numpy().copy()
+        rows = table.column("rows").cast(pa.float64()).to_numpy()
+    else:
+        rows = np.broadcast_to(1.0, (len(table),))  # a row each: one value seen as an array
+        n = rows if weight is None else pc.fill_null(table.column("w"), 0.0).to_numpy().copy()
+        if weight is None:
+            return Patterns(y, codes, n, np.zeros(len(table), dtype=np.int64), rows)
     folds = (table.column("fold").cast(pa.int64()).to_numpy() if fold is not None
              else np.zeros(len(table), dtype=np.int64))
-    rows = table.column("rows").cast(pa.float64()).to_numpy()
     keep = n > 0
+    if keep.all():
+        return Patterns(y, codes, n, np.asarray(folds), rows)
     return Patterns(y[keep], codes[keep], n[keep], np.asarray(folds)[keep], rows[keep])
 
 
@@ -236,12 +298,17 @@ def fold_counts(patterns: Patterns, features: Sequence[Feature], stats) -> tuple
     """Class weights and per-feature (class, value) counts of ``patterns``: what naive Bayes
     counts on those rows."""
     K = len(stats.classes)
-    class_n = np.bincount(patterns.y, weights=patterns.n, minlength=K).astype(float)
+    # rows of weight 1 (read ungrouped) are counted without reading their weights
+    weights = None if patterns.n.strides == (0,) and patterns.n[:1].tolist() == [1.0] else patterns.n
+    class_n = np.bincount(patterns.y, weights=weights, minlength=K).astype(float)
     counts = {}
+    index = np.empty(len(patterns.y), dtype=np.int64)  # one scratch for every feature's (class, value)
     for j, f in enumerate(features):
         V = len(stats.features[f.name].values)
-        flat = np.bincount(patterns.y * (V + 1) + patterns.codes[:, j], weights=patterns.n, minlength=K * (V + 1))
-        counts[f.name] = flat.reshape(K, V + 1)[:, :V]
+        np.multiply(patterns.y, V + 1, out=index)
+        index += patterns.codes[:, j]
+        flat = np.bincount(index, weights=weights, minlength=K * (V + 1))
+        counts[f.name] = flat.reshape(K, V + 1)[:, :V].astype(float)
     return class_n, counts
 
 
@@ -253,156 +320,6 @@ def naive_bayes_on(nb: NaiveBayes, patterns: Patterns) -> NaiveBayes:
     # class_rows: the weights stand for the rows (read_patterns groups rows by their weight too)
     stats = dataclasses.replace(nb.stats, class_n=class_n, class_rows=class_n, features=feats, pairs=None, cuts={})
     return NaiveBayes(nb.label, nb.label_type, nb.features, stats, nb.hyper, nb.report, nb.weight)
-
-
-# -- the objective --------------------------------------------------------------------------------
-
-class Objective:
-    """:math:`L(a, w)` (module docstring) over patterns, for :func:`~sqlnb.models.newton.newton`.
-
-    The parameters are one flat vector ``[a (K), w_0 (K × V_0), w_1 (K × V_1), …]``. Each
-    feature's log-probability table is padded with a column of zeros at position ``V_j``
-    (missing: no term), which no weight multiplies.
-    """
-
-    def __init__(self, prior: np.ndarray, tables: Sequence[np.ndarray], patterns: Patterns, l2: float):
-        self.prior = np.asarray(prior, dtype=float)
-        self.K = len(self.prior)
-        self.tables = [np.hstack([t, np.zeros((self.K, 1))]) for t in tables]
-        self.shapes = [t.shape[1] for t in tables]
-        # one contiguous array per feature: a column of the (patterns, features) array is
-        # strided, and every gather and bincount below reads a whole feature
-        self.codes = [np.ascontiguousarray(patterns.codes[:, j]) for j in range(len(tables))]
-        self.y = patterns.y
-        self.w = patterns.n / patterns.n.sum()        # each pattern's share of the rows
-        self.l2 = float(l2)
-        # scratch arrays of one value per pattern, reused by every call: a fresh temporary
-        # of 10M values is mapped and faulted in anew each time (at 10M patterns the page
-        # faults took 40 % of the fit's processor time)
-        self._index = np.empty(len(self.y), dtype=np.int64)
-        self._value = np.empty(len(self.y))
-
-    def with_l2(self, l2: float) -> "Objective":
-        """The same terms under the penalty ``l2`` (the cross-validation's λ path shares them)."""
-        other = copy.copy(self)
-        other.l2 = float(l2)
-        return other
-
-    def size(self) -> int:
-        return self.K * (1 + sum(self.shapes))
-
-    def hessian(self, P: np.ndarray) -> np.ndarray:
-        """The dense Hessian ``Σ_p n_p/N Σ_{k,l} P_k (δ_kl − P_l) x_k x_lᵀ + λ I``.
-
-        Class ``k``'s design ``x_k`` of a pattern holds ``ln π_k`` and, per feature, ``ln
-        θ_{j,k,v}`` at its value ``v``: a function of the value alone. So the block of
-        features ``(i, j)`` and classes ``(k, l)`` is ``ln θ_{i,k,·}ᵀ ⊙ C ⊙ ln θ_{j,l,·}``,
-        ``C[u, v]`` the patterns' summed coefficients where feature ``i`` is ``u`` and ``j``
-        is ``v``: one ``bincount`` of the pair's joint position, over the patterns. Within one
-        feature (``i = j``) a pattern has one value, so ``C`` is diagonal: the feature's own
-        ``bincount``. Only the class pairs ``k < l`` are counted: the coefficients of a class
-        with itself, ``P_k (1 − P_k) = P_k Σ_{l≠k} P_l``, are minus the sum of its row's others
-        (the probabilities sum to 1), and so are their counts. At K classes and F features a
-        Hessian costs ``K(K − 1)/2 · F(F + 1)/2`` bincounts over the patterns.
-        """
-        n, K, F = self.size(), self.K, len(self.tables)
-        starts = np.cumsum([K] + [K * V for V in self.shapes])
-        coefs = {(k, l): -self.w * P[k] * P[l] for k in range(K) for l in range(k + 1, K)}
-
-        def by_class(count, shape) -> list[list[np.ndarray]]:
-            """``count(coefficients)`` for every class pair, the pairs ``k < l`` counted."""
-            out = [[np.zeros(shape) for _ in range(K)] for _ in range(K)]
-            for (k, l), c in coefs.items():
-                out[k][l] = out[l][k] = count(c)
-            for k in range(K):
-                out[k][k] = -sum((out[k][l] for l in range(K) if l != k), np.zeros(shape))
-            return out
-
-        def rows(k: int, i: int) -> slice:
-            return slice(starts[i] + k * self.shapes[i], starts[i] + (k + 1) * self.shapes[i])
-
-        H = np.zeros((n, n))
-        total = by_class(np.sum, ())
-        H[:K, :K] = np.array(total) * np.outer(self.prior, self.prior)
-        for i, (ti, ci, Vi) in enumerate(zip(self.tables, self.codes, self.shapes)):
-            one = by_class(lambda c: np.bincount(ci, weights=c, minlength=Vi + 1)[:Vi], (Vi,))
-            for k in range(K):
-                for l in range(K):
-                    H[rows(k, i), l] = H[l, rows(k, i)] = one[k][l] * ti[k, :Vi] * self.prior[l]
-                    H[rows(k, i), rows(l, i)] = np.diag(ti[k, :Vi] * one[k][l] * ti[l, :Vi])
-            for j in range(i + 1, F):
-                tj, Vj = self.tables[j], self.shapes[j]
-                # the pair's joint position, made per Hessian: kept, one array per pair of
-                # features would hold F(F − 1)/2 integers per pattern
-                pair = np.multiply(ci, Vj + 1, out=self._index)
-                pair += self.codes[j]
-                C = by_class(lambda c: np.bincount(pair, weights=c, minlength=(Vi + 1) * (Vj + 1)).reshape(
-                    Vi + 1, Vj + 1)[:Vi, :Vj], (Vi, Vj))
-                for k in range(K):
-                    for l in range(K):
-                        block = ti[k, :Vi, None] * C[k][l] * tj[l, None, :Vj]
-                        H[rows(k, i), rows(l, j)] = block
-                        H[rows(l, j), rows(k, i)] = block.T
-        H[np.diag_indices(n)] += self.l2
-        return H
-
-    def unpack(self, beta: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        a, rest, out = beta[:self.K], self.K, []
-        for V in self.shapes:
-            out.append(beta[rest:rest + self.K * V].reshape(self.K, V))
-            rest += self.K * V
-        return a, out
-
-    def scores(self, a: np.ndarray, ws: Sequence[np.ndarray]) -> np.ndarray:
-        """(K, patterns): ``a_k ln π_k + Σ_j w ⊙ ln θ`` read at each pattern's positions.
-        Classes are rows: every sum over classes below is then an elementwise operation on
-        contiguous rows (over a last axis of K it was twenty times slower at 1M patterns)."""
-        S = np.empty((self.K, len(self.y)))
-        S[:] = (a * self.prior)[:, None]
-        for w, t, c in zip(ws, self.tables, self.codes):
-            folded = t.copy()
-            folded[:, :-1] *= w
-            for k in range(self.K):
-                S[k] += np.take(folded[k], c, out=self._value)
-        return S
-
-    def back(self, R: np.ndarray) -> np.ndarray:
-        """The gradient of ``Σ_p Σ_k R[k, p] · s_k(x_p)`` with respect to the parameters."""
-        out = [R.sum(axis=1) * self.prior]
-        for t, c, V in zip(self.tables, self.codes, self.shapes):
-            per = np.stack([np.bincount(c, weights=R[k], minlength=V + 1)[:V] for k in range(self.K)])
-            out.append((per * t[:, :-1]).ravel())
-        return np.concatenate(out)
-
-    def _log_normaliser(self, S: np.ndarray) -> np.ndarray:
-        top = S.max(axis=0)
-        return top + np.log(np.exp(S - top).sum(axis=0))
-
-    def value_grad(self, beta: np.ndarray) -> tuple[float, np.ndarray, Any]:
-        a, ws = self.unpack(beta)
-        S = self.scores(a, ws)
-        logz = self._log_normaliser(S)
-        at = np.arange(len(self.y))
-        loss = float(self.w @ (logz - S[self.y, at]))
-        P = np.exp(np.subtract(S, logz, out=S), out=S)  # S is not read again
-        d = beta - 1.0
-        f = loss + 0.5 * self.l2 * float(d @ d)
-        R = P * self.w
-        R[self.y, at] -= self.w  # n_p/N (P − onehot(y))
-        g = self.back(R) + self.l2 * d
-        return f, g, P
-
-    def hess_vec(self, P: np.ndarray, v: np.ndarray) -> np.ndarray:
-        a, ws = self.unpack(v)
-        r = self.scores(a, ws)
-        T = P * (r - np.sum(P * r, axis=0))
-        return self.back(T * self.w) + self.l2 * v
-
-    def log_loss(self, beta: np.ndarray) -> float:
-        """The mean log loss (no penalty) of these patterns under the weights ``beta``."""
-        a, ws = self.unpack(beta)
-        S = self.scores(a, ws)
-        return float(self.w @ (self._log_normaliser(S) - S[self.y, np.arange(len(self.y))]))
 
 
 def _tables(nb: NaiveBayes) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -428,12 +345,18 @@ def _tables(nb: NaiveBayes) -> tuple[np.ndarray, list[np.ndarray]]:
 RANKING_TOL = 1e-4
 
 
+#: Newton's steps reuse the last Hessian while the steps since it sum to at most this, relative
+#: (:func:`~sqlnb.models.newton.newton`'s ``reuse``): a Hessian costs K(K − 1)/2 · F(F + 1)/2
+#: bincounts over the patterns, a gradient about 2K per group of features.
+HESSIAN_REUSE = 1e-3
+
+
 def _solve(obj: Objective, start: np.ndarray | None = None, tol: float | None = None) -> np.ndarray:
     """Newton's method on ``obj`` from ``start`` (default all 1; ``tol``:
     :func:`~sqlnb.models.newton.newton`'s)."""
     beta0 = np.ones(obj.size()) if start is None else start
     beta, _ = newton(obj, beta0, failure="the weights of model 'weighted' did not converge in {steps} Newton steps; "
-                                          "try a larger l2", **({} if tol is None else {"tol": tol}))
+                                          "try a larger l2", reuse=HESSIAN_REUSE, **({} if tol is None else {"tol": tol}))
     return beta
 
 
@@ -463,10 +386,7 @@ def choose_l2(nb: NaiveBayes, patterns: Patterns, grid: Sequence[float] = L2_GRI
         beta = None
         for g, l2 in enumerate(grid):  # the fold's terms made once, for every λ
             beta = _solve(fitting.with_l2(l2), beta, RANKING_TOL)
-            losses[g, i] = held.log_loss(beta)
-            a, ws = held.unpack(beta)
-            S = held.scores(a, ws)
-            errors[g, i] = float(held.w @ (np.argmax(S, axis=0) != test.y))
+            losses[g, i], errors[g, i] = held.held_out(beta)
     if not shares.any():
         raise SqlnbError("model 'weighted': every cross-validation fold leaves a class without training weight, so "
                          "l2 cannot be chosen; give l2= (--l2)")
@@ -649,7 +569,7 @@ def fit(nb: NaiveBayes, engine, source, l2: float | None = None, folds: int = CV
                       f"row, too few to choose l2 by cross-validation; l2 = {l2:g}, the strongest penalty of the "
                       "grid (the closest to naive Bayes); give l2= (--l2) to choose another", ScreeningWarning,
                       stacklevel=3)
-    patterns = read_patterns(engine, source, nb.label, nb.weight, nb.features, nb.stats)
+    patterns = read_patterns(engine, source, nb.label, nb.weight, nb.features, nb.stats, distinct=l2 is None)
     if l2 is None:
         # stratified folds: a class needs a row in every fold, or a fold model has no prior for it
         tried = choose_l2(nb, patterns.dealt(min(folds, smallest), seed))
