@@ -585,6 +585,10 @@ def _pick(index: exp.Expression, weights: np.ndarray, dialect: str | None) -> ex
         lst = sql.packed_list([float(w) for w in weights], "DOUBLE")
         return exp.Anonymous(this="list_extract", expressions=[lst, exp.Add(this=sql.paren(index),
                                                                               expression=exp.Literal.number(1))])
+    if dialect == "spark":  # one folded MAP literal, one lookup: a CASE is a generated branch per cell
+        return exp.Anonymous(this="element_at", expressions=[
+            exp.VarMap(keys=exp.Array(expressions=[exp.Literal.number(i) for i in range(len(weights))]),
+                       values=exp.Array(expressions=[sql.dbl(float(w)) for w in weights])), sql.paren(index)])
     return exp.Case(this=sql.paren(index), ifs=[exp.If(this=exp.Literal.number(i), true=sql.dbl(float(w)))
                                                  for i, w in enumerate(weights)])
 
