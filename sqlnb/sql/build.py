@@ -272,6 +272,18 @@ def packed_list(numbers: Sequence[Any], sql_type: str) -> exp.Expression:
                     to=_list_type(sql_type).copy())
 
 
+def map_lookup(keys: Sequence[int], values: Sequence[float], index: exp.Expression) -> exp.Expression:
+    """``ELEMENT_AT(MAP(key, value, …), index)`` (Spark): the value of ``index`` among
+    ``keys``, NULL for a NULL index or one not among them. Spark folds the MAP literal once;
+    a CASE of a branch per key is a generated branch per key, and past a few thousand keys a
+    method longer than the JVM's 64 kB, then interpreted. Not an array: on Spark 4.x
+    ``ELEMENT_AT(ARRAY(…), i)`` and ``ARRAY(…)[i]``, with ``i`` a CASE without ELSE that is
+    NULL for a row, raised INVALID_INDEX_OF_ZERO or read the first element."""
+    return exp.Anonymous(this="element_at", expressions=[
+        exp.VarMap(keys=exp.Array(expressions=[exp.Literal.number(int(k)) for k in keys]),
+                   values=exp.Array(expressions=[dbl(float(v)) for v in values])), paren(index)])
+
+
 #: The meta key of a list :func:`bound_list` marks: its numbers (:class:`BoundValues`).
 BOUND = "sqlnb_bound"
 

@@ -573,22 +573,18 @@ def _position(f: Feature, values: list, dialect: str | None, input_type: str | N
 
 
 def _pick(index: exp.Expression, weights: np.ndarray, dialect: str | None) -> exp.Expression:
-    """``weights[index]`` (0-based), NULL for a NULL index: a list read in DuckDB, a CASE
-    elsewhere.
+    """``weights[index]`` (0-based), NULL for a NULL index: a list read in DuckDB, a MAP
+    lookup in Spark (:func:`sqlnb.sql.map_lookup`), a CASE elsewhere.
 
-    The DuckDB list is one string literal cast to ``DOUBLE[]`` (shortest round-trip reprs:
-    the same doubles), not one literal per cell: a conditional table has n_parent ·
-    n_child cells, and wrapper selection scores every candidate's fold models in one
-    query (adult, MDL bins: 140 TAN models, about 700,000 cells), whose literals took
-    gigabytes to build as trees, render, parse and bind."""
+    The DuckDB list is one string literal cast to ``DOUBLE[]`` (the same doubles), not a
+    literal per cell: wrapper selection scores every candidate's fold models in one query
+    (adult, MDL bins: 140 TAN models, ~700,000 cells), whose literals took gigabytes."""
     if dialect == "duckdb":
         lst = sql.packed_list([float(w) for w in weights], "DOUBLE")
         return exp.Anonymous(this="list_extract", expressions=[lst, exp.Add(this=sql.paren(index),
                                                                               expression=exp.Literal.number(1))])
-    if dialect == "spark":  # one folded MAP literal, one lookup: a CASE is a generated branch per cell
-        return exp.Anonymous(this="element_at", expressions=[
-            exp.VarMap(keys=exp.Array(expressions=[exp.Literal.number(i) for i in range(len(weights))]),
-                       values=exp.Array(expressions=[sql.dbl(float(w)) for w in weights])), sql.paren(index)])
+    if dialect == "spark":
+        return sql.map_lookup(range(len(weights)), weights, index)
     return exp.Case(this=sql.paren(index), ifs=[exp.If(this=exp.Literal.number(i), true=sql.dbl(float(w)))
                                                  for i, w in enumerate(weights)])
 
