@@ -58,8 +58,8 @@ from sqlnb.models.naive_bayes.tan import BERNOULLI_VALUES, _pairs
 from sqlnb.stats import sorted_values
 from sqlnb.workflows.dbt import _ln_ratio, _ref
 
-#: The structures whose counts the training models count.
-STRUCTURES = ("tan", "kdb:1", "kdb:2")
+#: The structures whose counts the training models count (AODE's: :mod:`sqlnb.workflows.dbt_aode`).
+STRUCTURES = ("tan", "kdb:1", "kdb:2", "aode")
 #: The keys of ``<name>_pairs`` and ``<name>_triples``.
 PAIR_KEYS = ("class", "a", "b", "u", "v")
 TRIPLE_KEYS = ("class", "a", "b", "d", "u", "v", "w")
@@ -149,8 +149,14 @@ def _domain(model: NaiveBayes, name: str, f) -> exp.Select:
 
 
 def tree_sql(model: NaiveBayes, name: str, child, parents: tuple, dialect: str) -> str:
+    """A conditional table (:func:`conditional`) rendered for ``dialect``."""
+    return sql.render(conditional(model, name, child, parents), dialect, pretty=True)
+
+
+def conditional(model: NaiveBayes, name: str, child, parents: tuple) -> exp.Select:
     """A conditional table: ln p(child value | class, parent values) for every combination
-    of values, from the pair counts (one parent) or the triple counts (two)."""
+    of values (``p0`` (``p1``), ``cv``, ``c<k>``), from the pair counts (one parent) or the
+    triple counts (two)."""
     rank = {f.name: i for i, f in enumerate(paired(model))}
     names = sorted([child.name, *(p.name for p in parents)], key=rank.get)  # as the counts key them
     table, cols = ("pairs", PAIR_KEYS[3:]) if len(parents) == 1 else ("triples", TRIPLE_KEYS[4:])
@@ -201,7 +207,7 @@ def tree_sql(model: NaiveBayes, name: str, child, parents: tuple, dialect: str) 
             .join(exp.Table(this=sql.ident("tot"), alias=exp.TableAlias(this=sql.ident("t"))),
                   on=exp.and_(*[_c(key, "t").eq(_c(key, "g")) for key in pkeys]), join_type="inner")
             .with_(sql.ident("cnt"), as_=cnt).with_(sql.ident("grid"), as_=grid).with_(sql.ident("tot"), as_=tot))
-    return sql.render(tree, dialect, pretty=True)
+    return tree
 
 
 def children(model: NaiveBayes) -> list[tuple[int, Any, tuple]]:
@@ -327,7 +333,7 @@ def structure_checks(model: NaiveBayes) -> list[tuple[str, str, str, str, str]]:
     pair outside the tree is compared with each edge on its path. KDB: each feature's
     parents carry at least as much as every other feature ranked before it (the ranking by
     I(X; C) is the generated one, not tested again)."""
-    if not paired(model):
+    if not children(model):  # naive Bayes, AODE: no structure to keep
         return []
     parents = {c.name: [p.name for p in ps] for _, c, ps in children(model)}
     rank = {f.name: i for i, f in enumerate(paired(model))}

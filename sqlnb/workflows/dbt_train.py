@@ -16,10 +16,11 @@ when the package is generated:
     per class and value of the categorical column ``j``: ``n``; of a binned column, per
     class and bin number ``0 … B−1`` (the cut points are the model's, fixed when the
     package is generated: only the counts are retrained).
-``<name>_pairs``, ``<name>_triples`` (TAN, KDB; triples: KDB(2))
+``<name>_pairs``, ``<name>_triples`` (TAN, KDB, AODE; triples: KDB(2))
     per class and pair of tree features: the pair counts; per class and (child, parent,
     parent) triple of the generated structure: the joint counts
-    (:mod:`sqlnb.workflows.dbt_structures`).
+    (:mod:`sqlnb.workflows.dbt_structures`; AODE's tables derived from the pair counts:
+    :mod:`sqlnb.workflows.dbt_aode`).
 
 The rows are the source ``sqlnb_<name>_train.rows`` (its schema and table are the vars
 ``sqlnb_<name>_train_schema``, default the target's schema, and
@@ -92,9 +93,9 @@ def check_trainable(model: Any) -> None:
         raise SqlnbError(f"--train counts the statistics of naive Bayes models; model {model.name!r} is "
                          f"{getattr(model, 'kind', '?')}: fit a naive Bayes model (sqlnb fit) to train under dbt")
     if model.hyper.structure not in (None, "none", "naive", *dbt_structures.STRUCTURES):
-        raise SqlnbError(f"--train counts naive Bayes statistics and TAN's and KDB's pair counts; model {model.name!r} has "
-                         f"structure {model.hyper.structure!r}, whose counts it does not count: fit it with "
-                         f"--structure tan, kdb:1, kdb:2 or none")
+        raise SqlnbError(f"--train counts naive Bayes statistics and TAN's, KDB's and AODE's pair counts; model "
+                         f"{model.name!r} has structure {model.hyper.structure!r}, whose counts it does not count: fit "
+                         f"it with --structure tan, kdb:1, kdb:2, aode or none")
     if model.weight is not None:
         raise SqlnbError(f"--train counts unweighted rows; model {model.name!r} was fitted with the weight column "
                          f"{model.weight!r}: fit it without --weight")
