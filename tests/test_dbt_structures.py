@@ -113,6 +113,31 @@ def test_a_parent_value_without_rows_falls_back_to_the_naive_term(name):
     con.close()
 
 
+def test_duckdb_counts_the_pairs_in_one_scan_per_twelve_pairs_as_the_per_pair_form():
+    """DuckDB's pair counts are sqlnb's GROUPING SETS scan (8 tree features: 28 pairs in
+    3 scans); PostgreSQL and Spark keep one GROUP BY per pair. Both forms, run in DuckDB
+    over two batches with NULLs in every kind of column, count the same rows."""
+    from sqlnb import sql
+
+    con = duckdb.connect()
+    _batches(con)
+    fits = {**STRUCTURED["tree"], "bins": {"age": "quantile:4", "income": "mdl", "views": "quantile:3"},
+            "exclude": ["id", "loaded_at"], "feature_kinds": {**STRUCTURED["tree"]["feature_kinds"],
+                                                             "clicks": "categorical"}}
+    model = sqlnb.fit("b1", "segment", con=con, **fits)
+    feats = dbt_train._parts(model)["pairs"]
+    assert len(feats) == 8, [f.name for f in feats]
+    counted = {}
+    for dialect in ("duckdb", "postgres", "spark"):
+        tree = dbt_train._batch(model, "pairs", feats, None, dialect)
+        text = sql.render(tree, "duckdb")
+        assert text.count("GROUPING SETS") == (3 if dialect == "duckdb" else 0), dialect
+        assert text.count("GROUP BY") == (3 if dialect == "duckdb" else 28), dialect
+        counted[dialect] = sorted(con.sql(sql.render(tree.with_("new", as_=UNION), "duckdb")).fetchall(), key=str)
+    assert counted["duckdb"] == counted["postgres"] == counted["spark"] and len(counted["duckdb"]) > 900
+    con.close()
+
+
 @pytest.mark.parametrize("safe", [7.5, 5.0], ids=["shifted", "refused"])
 def test_aode_shifts_its_log_sum_exp_as_the_fit_and_refuses_what_it_refuses(safe, monkeypatch):
     """AODE's shift, derived in SQL from the ratio table's bounds, is the fit's: with a
@@ -213,6 +238,7 @@ def _check(wh, query: str, what: str) -> None:
         _close(got, want, f"{what}: score_{name}_trained")
         imported = sqlnb.load(con, f"{name}_dbt")
         assert imported.tree() == model.tree(), what
+        assert imported.hyper.structure == model.hyper.structure and imported.aode_summary() == refit.aode_summary()
         _close(_probabilities(imported.score("customers", con, keep=["id"]).fetchall()), want,
                f"{what}: sqlnb dbt-import of {name}")
         con.close()
@@ -234,6 +260,9 @@ def test_dbt_trains_binned_columns_and_the_tree_incrementally_on_duckdb(project)
     # AODE has no structure to keep: no structure test (nor for cut points, which no package tests)
     assert not [n for n in _results(out) if n.startswith("sqlnb_aode_structure")]
     _check(wh, "SELECT * FROM b1", "first batch")
+    shown = invoke("show", "--model", f"{wh}:aode_dbt")
+    assert shown.exit_code == 0 and "structure=aode" in shown.stdout and "dbt tables main.aode_*" in shown.stdout, \
+        shown.stdout + shown.stderr
     con = duckdb.connect(str(wh))
     con.execute("INSERT INTO train SELECT * FROM b2")
     con.close()

@@ -164,7 +164,7 @@ def _new_rows(model: NaiveBayes, name: str, loaded_at: str | None, incremental: 
     return exp.select(exp.Star()).from_(src).where(where)
 
 
-def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) -> exp.Select:
+def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None, dialect: str) -> exp.Select:
     """The statistics of the rows in ``new`` (aliased ``src``), in the table's layout."""
     label = sql.col(model.label, _SRC)
     src = exp.Table(this=sql.ident("new"), alias=exp.TableAlias(this=sql.ident(_SRC)))
@@ -176,7 +176,7 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) 
         return exp.select(*head, exp.alias_(rows, "n", quoted=True), exp.alias_(rows.copy(), "rows", quoted=True),
                           *mark).from_(src).group_by(label.copy())
     if part == "pairs":
-        return dbt_structures.pairs_batch(model, features, head, mark, src)
+        return dbt_structures.pairs_batch(model, features, head, mark, src, dialect)
     if part == "triples":
         return dbt_structures.triples_batch(model, head, mark, src)
     if part.startswith("counts_"):
@@ -261,7 +261,7 @@ def statistics_sql(model: NaiveBayes, name: str, part: str, dialect: str, loaded
     """One training model's SELECT for ``dialect``: every row's statistics (a first run,
     a full refresh), or the new rows' merged into the stored ones (``incremental``)."""
     features = _parts(model)[part]
-    batch = _batch(model, part, features, loaded_at)
+    batch = _batch(model, part, features, loaded_at, dialect)
     if incremental:
         tree = _merged(part, loaded_at, dialect)
     else:
