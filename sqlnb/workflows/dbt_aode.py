@@ -65,7 +65,7 @@ def _naive(model: NaiveBayes, name: str, j: int, f) -> exp.Select:
     out = [exp.select(exp.alias_(exp.Literal.string(x), "x", quoted=True),
                       *[exp.alias_(_c(f"{param}_{j}_{k}"), f"c{k}", quoted=True) for k in range(K)])
            .from_(_ref(f"{name}_params")) for x, param in (("0", "neg"), ("1", "flp"))]
-    return exp.union(*out, distinct=False)
+    return sql.union_all(out)
 
 
 def ratios_sql(model: NaiveBayes, name: str, dialect: str) -> str:
@@ -73,7 +73,7 @@ def ratios_sql(model: NaiveBayes, name: str, dialect: str) -> str:
     class) of every ordered pair, as ``aode.derive``'s ratio tables."""
     K = len(model.classes)
     feats = discrete(model)
-    out = None
+    out = []
     for _, fi in feats:
         for j, fj in feats:
             if fj is fi:
@@ -93,8 +93,8 @@ def ratios_sql(model: NaiveBayes, name: str, dialect: str) -> str:
                             exp.alias_(_c("p0", "t"), "u", quoted=True), exp.alias_(_c("cv", "t"), "v", quoted=True),
                             *cells)
                  .from_(cond).join(naive, on=_c("x", "nv").eq(_c("cv", "t")), join_type="inner"))
-            out = q if out is None else exp.union(out, q, distinct=False)
-    return sql.render(out, dialect, pretty=True)
+            out.append(q)
+    return sql.render(sql.union_all(out), dialect, pretty=True)
 
 
 def _value_counts(model: NaiveBayes, name: str, j: int, f) -> exp.Select:
@@ -110,14 +110,14 @@ def _value_counts(model: NaiveBayes, name: str, j: int, f) -> exp.Select:
     absent = exp.select(exp.alias_(exp.Literal.string("0"), "x", quoted=True),
                         exp.alias_(exp.Sub(this=exp.Sum(this=_c("n")), expression=exp.Sum(this=_c("total"))), "s",
                                    quoted=True)).from_(_ref(f"{name}_sums")).where(mine.copy())
-    return exp.union(absent, present, distinct=False)
+    return sql.union_all([absent, present])
 
 
 def parents_sql(model: NaiveBayes, name: str, dialect: str) -> str:
     """``<name>_aode_parents``: per discrete feature and value, 1 when it may be a
     super-parent (seen at least ``aode_min_count`` times), else 0."""
     m = float(model.hyper.aode_min_count)
-    out = None
+    out = []
     for j, f in discrete(model):
         seen = exp.Coalesce(this=_c("s", "n"), expressions=[sql.dbl(0.0)])
         ok = exp.Case(ifs=[exp.If(this=exp.GTE(this=seen, expression=sql.dbl(m)), true=sql.dbl(1.0))],
@@ -127,8 +127,8 @@ def parents_sql(model: NaiveBayes, name: str, dialect: str) -> str:
              .from_(exp.Subquery(this=_domain(model, name, f), alias=exp.TableAlias(this=sql.ident("d"))))
              .join(exp.Subquery(this=_value_counts(model, name, j, f), alias=exp.TableAlias(this=sql.ident("n"))),
                    on=_c("x", "n").eq(_c("x", "d")), join_type="left"))
-        out = q if out is None else exp.union(out, q, distinct=False)
-    return sql.render(out, dialect, pretty=True)
+        out.append(q)
+    return sql.render(sql.union_all(out), dialect, pretty=True)
 
 
 def shift_sql(model: NaiveBayes, name: str, dialect: str) -> str:

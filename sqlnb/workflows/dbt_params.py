@@ -239,9 +239,7 @@ def params_sql(model: NaiveBayes, name: str, dialect: str) -> str:
             parts.append(_counts(model, name, kind, kinds[kind]))
     if model.hyper.unseen == "bucket":
         parts += [_unseen(model, name, j, f) for j, f in enumerate(model.features) if f.kind == "categorical"]
-    long = parts[0]
-    for p in parts[1:]:
-        long = exp.union(long, p, distinct=False)
+    long = sql.union_all(parts)
     cols = []
     for k, c in enumerate(model.classes):
         label = sql.value(c, model.label_type)

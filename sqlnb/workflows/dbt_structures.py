@@ -109,7 +109,7 @@ def pairs_batch(model: NaiveBayes, features: list, head: list, mark: list, src: 
     if dialect == "duckdb":
         return _grouping_sets(model, features, mark, dialect)
     label = sql.col(model.label, "src")
-    out = None
+    out = []
     for i, fa in enumerate(features):
         for fb in features[i + 1:]:
             u, v = code(fa), code(fb)
@@ -122,8 +122,8 @@ def pairs_batch(model: NaiveBayes, features: list, head: list, mark: list, src: 
                  .where(exp.and_(exp.Not(this=exp.Is(this=u.copy(), expression=exp.Null())),
                                  exp.Not(this=exp.Is(this=v.copy(), expression=exp.Null()))))
                  .group_by(label.copy(), u.copy(), v.copy()))
-            out = q if out is None else exp.union(out, q, distinct=False)
-    return out
+            out.append(q)
+    return sql.union_all(out)
 
 
 def _grouping_sets(model: NaiveBayes, features: list, mark: list, dialect: str) -> exp.Select:
@@ -137,7 +137,7 @@ def _grouping_sets(model: NaiveBayes, features: list, mark: list, dialect: str) 
     it is grouped by (``GROUPING(x) = 0``), and counts when both values are present."""
     feats = list(features)
     new = Source(expr=sql.table("new"), columns={}, description="the new rows")
-    out = None
+    out = []
     for chunk in tan.pair_statements(len(feats), PAIR_SETS, dialect):
         used = sorted({j for pair in chunk for j in pair})
         at = {j: i for i, j in enumerate(used)}
@@ -163,8 +163,8 @@ def _grouping_sets(model: NaiveBayes, features: list, mark: list, dialect: str) 
              .where(exp.and_(pick("i", "g").eq(zero), pick("j", "g").eq(zero.copy()),
                              exp.Not(this=exp.Is(this=pick("i", "v", True), expression=exp.Null())),
                              exp.Not(this=exp.Is(this=pick("j", "v", True), expression=exp.Null())))))
-        out = q if out is None else exp.union(out, q, distinct=False)
-    return out
+        out.append(q)
+    return sql.union_all(out)
 
 
 def _text(f, x: exp.Expression) -> exp.Expression:
@@ -181,7 +181,7 @@ def triples_batch(model: NaiveBayes, head: list, mark: list, src: exp.Table) -> 
     structure over the rows in ``new`` (aliased ``src``) where all three are present."""
     label = sql.col(model.label, "src")
     by_name = {f.name: f for f in model.features}
-    out = None
+    out = []
     for names in triples(model):
         xs = [code(by_name[n]) for n in names]
         q = (exp.select(*[c.copy() for c in head],
@@ -192,8 +192,8 @@ def triples_batch(model: NaiveBayes, head: list, mark: list, src: exp.Table) -> 
              .from_(src.copy())
              .where(exp.and_(*[exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())) for x in xs]))
              .group_by(label.copy(), *[x.copy() for x in xs]))
-        out = q if out is None else exp.union(out, q, distinct=False)
-    return out
+        out.append(q)
+    return sql.union_all(out)
 
 
 # -- the conditional tables -------------------------------------------------------------------------
@@ -206,11 +206,11 @@ def _domain(model: NaiveBayes, name: str, f) -> exp.Select:
         return (exp.select(exp.alias_(exp.Cast(this=_c("value"), to=_TEXT.copy()), "x", quoted=True))
                 .from_(_ref(f"{name}_counts_{j}")).group_by(_c("value")))
     n = len(f.edges) + 1 if f.kind == "binned" else len(BERNOULLI_VALUES)
-    out = None
+    out = []
     for i in range(n):
         q = exp.select(exp.alias_(exp.Literal.string(str(i)), "x", quoted=True))
-        out = q if out is None else exp.union(out, q, distinct=False)
-    return out
+        out.append(q)
+    return sql.union_all(out)
 
 
 def tree_sql(model: NaiveBayes, name: str, child, parents: tuple, dialect: str) -> str:

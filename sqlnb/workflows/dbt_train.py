@@ -197,10 +197,7 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None, 
                                                                           quoted=True),
                                   *[exp.alias_(s, c, quoted=True) for s, c in zip(stats, _values(part))],
                                   *[m.copy() for m in mark]).from_(src.copy()).group_by(label.copy()))
-    out = selects[0]
-    for s in selects[1:]:
-        out = exp.union(out, s, distinct=False)
-    return out
+    return sql.union_all(selects)
 
 
 def _stored(dialect: str) -> str:
