@@ -138,6 +138,25 @@ def test_duckdb_counts_the_pairs_in_one_scan_per_twelve_pairs_as_the_per_pair_fo
     con.close()
 
 
+def test_union_all_chains_the_queries_as_they_are():
+    """``sql.union_all``, which builds every UNION ALL of the package's SQL: the chain
+    ``exp.union`` builds, rendered alike, holding the given queries themselves (not a copy
+    of the growing chain per branch: an AODE package of ~50-bin columns took a minute)."""
+    from sqlglot import exp
+
+    from sqlnb import sql
+
+    parts = [exp.select(exp.alias_(exp.Literal.number(i), "x", quoted=True)) for i in range(60)]
+    chained = sql.union_all(parts)
+    assert sql.render(chained) == sql.render(exp.union(*parts, distinct=False))
+    node, seen = chained, []
+    while isinstance(node, exp.Union):
+        seen.append(node.expression)
+        node = node.this
+    assert [id(q) for q in [node, *reversed(seen)]] == [id(q) for q in parts]
+    assert sql.union_all(parts[:1]) is parts[0]
+
+
 @pytest.mark.parametrize("safe", [7.5, 5.0], ids=["shifted", "refused"])
 def test_aode_shifts_its_log_sum_exp_as_the_fit_and_refuses_what_it_refuses(safe, monkeypatch):
     """AODE's shift, derived in SQL from the ratio table's bounds, is the fit's: with a
