@@ -106,7 +106,8 @@ def _value_counts(model: NaiveBayes, name: str, j: int, f) -> exp.Select:
                 .from_(_ref(f"{name}_counts_{j}")).group_by(_c("value")))
     mine = _c("feature").eq(exp.Literal.string(f.name))
     present = exp.select(exp.alias_(exp.Literal.string("1"), "x", quoted=True),
-                         exp.alias_(exp.Sum(this=_c("total")), "s", quoted=True)).from_(_ref(f"{name}_sums")).where(mine)
+                         exp.alias_(exp.Sum(this=_c("total")), "s", quoted=True)
+                         ).from_(_ref(f"{name}_sums")).where(mine)
     absent = exp.select(exp.alias_(exp.Literal.string("0"), "x", quoted=True),
                         exp.alias_(exp.Sub(this=exp.Sum(this=_c("n")), expression=exp.Sum(this=_c("total"))), "s",
                                    quoted=True)).from_(_ref(f"{name}_sums")).where(mine.copy())

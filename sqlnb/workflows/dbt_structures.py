@@ -148,8 +148,10 @@ def _grouping_sets(model: NaiveBayes, features: list, mark: list, dialect: str) 
                            alias="p", columns=["a", "b", "i", "j"])
 
         def pick(side: str, prefix: str, text: bool = False) -> exp.Expression:
-            return exp.Case(ifs=[exp.If(this=_c(side, "p").eq(exp.Literal.number(i)),
-                                        true=_text(feats[j], _c(f"{prefix}{i}", "g")) if text else _c(f"{prefix}{i}", "g"))
+            def one(i: int, j: int) -> exp.Expression:
+                return _text(feats[j], _c(f"{prefix}{i}", "g")) if text else _c(f"{prefix}{i}", "g")
+
+            return exp.Case(ifs=[exp.If(this=_c(side, "p").eq(exp.Literal.number(i)), true=one(i, j))
                                  for i, j in enumerate(used)])
 
         zero = exp.Literal.number(0)
