@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 
 import duckdb
+import numpy as np
 import pytest
 
 import sqlnb
 from sqlnb.models.naive_bayes import kdb
 from sqlnb.models.naive_bayes.fit import collect_statistics
 from sqlnb.source import resolve
-from sqlnb.workflows import dbt_params, dbt_structures, dbt_train
+from sqlnb.workflows import dbt_aode, dbt_params, dbt_structures, dbt_train
 from support.cli import invoke
 from support.dbt import (dbt_executable as _dbt, postgres_build, postgres_trained, results as _results, run as _run,
                           train_project)
@@ -39,6 +40,7 @@ FITS = {
                  feature_kinds={"has_app": "bernoulli", "tier": "categorical", "score": "bernoulli"}),
 }
 FITS["kdb2"] = {**FITS["tree"], "structure": "kdb:2"}
+FITS["aode"] = {**FITS["tree"], "structure": "aode"}
 #: And KDB(1) (SQL-only tests).
 STRUCTURED = {**FITS, "kdb1": {**FITS["tree"], "structure": "kdb:1"}}
 UNION = "SELECT * FROM b1 UNION ALL SELECT * FROM b2"
@@ -72,7 +74,9 @@ def test_binned_and_tree_tables_score_as_the_fit_with_the_generated_cuts_and_tre
     assert any(f.kind == "binned" and f.edges for f in model.features)
     _train_in_duckdb(con, model, ["b1", "b2"])
     refit = _refit(model, con, UNION)
-    assert refit.tree() == model.tree() and (name == "cuts" or len(model.tree()) >= 4), model.tree()
+    assert refit.tree() == model.tree() and (name in ("cuts", "aode") or len(model.tree()) >= 4), model.tree()
+    assert name != "aode" or (len(dbt_aode.discrete(model)) >= 4
+                              and con.sql("SELECT count(*) FROM m_aode").fetchall()[0][0] > 0)
     assert name != "kdb2" or dbt_structures.triples(model), model.tree()
     want = _probabilities(refit.score("customers", con, keep=["id"]).fetchall())
     select = _rendered(dbt_params.scoring_sql(model, "m", "duckdb"), relation='"customers"')
@@ -84,11 +88,12 @@ def test_binned_and_tree_tables_score_as_the_fit_with_the_generated_cuts_and_tre
     con.close()
 
 
-@pytest.mark.parametrize("name", ["tree", "kdb2"])
+@pytest.mark.parametrize("name", ["tree", "kdb2", "aode"])
 def test_a_parent_value_without_rows_falls_back_to_the_naive_term(name):
     """MLE (no pseudo-count): a (class, parent values) no row of the class has is 0/0 in the
     conditional table, NULL there, and its term is the child's naive one, as tan.py's and
-    kdb.py's."""
+    kdb.py's; AODE's ratio is 0 there, −inf for a pair no row of the class has (a
+    super-parent's product 0), as aode.py's."""
     con = duckdb.connect()
     _batches(con)
     fits = {**STRUCTURED[name], "estimator": "mle"}
@@ -96,6 +101,8 @@ def test_a_parent_value_without_rows_falls_back_to_the_naive_term(name):
     _train_in_duckdb(con, model, ["b1"])
     empty = sum(con.sql(f'SELECT count(*) FROM "{t}" WHERE c0 IS NULL OR c1 IS NULL OR c2 IS NULL').fetchall()[0][0]
                 for t, _ in dbt_structures.tables(model, "m"))
+    if name == "aode":
+        empty = con.sql("SELECT count(*) FROM m_aode WHERE least(c0, c1, c2) = '-inf'::DOUBLE").fetchall()[0][0]
     assert empty > 0
     want = model.score("customers", con, keep=["id"]).fetchall()
     select = _rendered(dbt_params.scoring_sql(model, "m", "duckdb"), relation='"customers"')
@@ -104,6 +111,80 @@ def test_a_parent_value_without_rows_falls_back_to_the_naive_term(name):
     assert sorted(r[0] for r in got if r[1] is None) == sorted(r[0] for r in want if r[1] is None)
     _close(_probabilities([r for r in got if r[1] is not None]), _probabilities([r for r in want if r[1] is not None]),
            f"MLE {name}")
+    con.close()
+
+
+def test_duckdb_counts_the_pairs_in_one_scan_per_twelve_pairs_as_the_per_pair_form():
+    """DuckDB's pair counts are sqlnb's GROUPING SETS scan (8 tree features: 28 pairs in
+    3 scans); PostgreSQL and Spark keep one GROUP BY per pair. Both forms, run in DuckDB
+    over two batches with NULLs in every kind of column, count the same rows."""
+    from sqlnb import sql
+
+    con = duckdb.connect()
+    _batches(con)
+    fits = {**STRUCTURED["tree"], "bins": {"age": "quantile:4", "income": "mdl", "views": "quantile:3"},
+            "exclude": ["id", "loaded_at"], "feature_kinds": {**STRUCTURED["tree"]["feature_kinds"],
+                                                             "clicks": "categorical"}}
+    model = sqlnb.fit("b1", "segment", con=con, **fits)
+    feats = dbt_train._parts(model)["pairs"]
+    assert len(feats) == 8, [f.name for f in feats]
+    counted = {}
+    for dialect in ("duckdb", "postgres", "spark"):
+        tree = dbt_train._batch(model, "pairs", feats, None, dialect)
+        text = sql.render(tree, "duckdb")
+        assert text.count("GROUPING SETS") == (3 if dialect == "duckdb" else 0), dialect
+        assert text.count("GROUP BY") == (3 if dialect == "duckdb" else 28), dialect
+        counted[dialect] = sorted(con.sql(sql.render(tree.with_("new", as_=UNION), "duckdb")).fetchall(), key=str)
+    assert counted["duckdb"] == counted["postgres"] == counted["spark"] and len(counted["duckdb"]) > 900
+    con.close()
+
+
+def test_union_all_chains_the_queries_as_they_are():
+    """``sql.union_all``, which builds every UNION ALL of the package's SQL: the chain
+    ``exp.union`` builds, rendered alike, holding the given queries themselves (not a copy
+    of the growing chain per branch: an AODE package of ~50-bin columns took a minute)."""
+    from sqlglot import exp
+
+    from sqlnb import sql
+
+    parts = [exp.select(exp.alias_(exp.Literal.number(i), "x", quoted=True)) for i in range(60)]
+    chained = sql.union_all(parts)
+    assert sql.render(chained) == sql.render(exp.union(*parts, distinct=False))
+    node, seen = chained, []
+    while isinstance(node, exp.Union):
+        seen.append(node.expression)
+        node = node.this
+    assert [id(q) for q in [node, *reversed(seen)]] == [id(q) for q in parts]
+    assert sql.union_all(parts[:1]) is parts[0]
+
+
+@pytest.mark.parametrize("safe", [7.5, 5.0], ids=["shifted", "refused"])
+def test_aode_shifts_its_log_sum_exp_as_the_fit_and_refuses_what_it_refuses(safe, monkeypatch):
+    """AODE's shift, derived in SQL from the ratio table's bounds, is the fit's: with a
+    limit of 7.5 nats (the data's T within about [−8.5, +3.7]) two classes are shifted by
+    their midpoint and one is not, and the scores stay the fit's within 1e-9; at 5.0 the
+    bounds span more than twice the limit: the fit refuses the model, the shift is NULL,
+    so the scores are NULL (the package's probabilities test fails)."""
+    from sqlnb.models.naive_bayes import aode
+
+    con = duckdb.connect()
+    _batches(con)
+    model = sqlnb.fit("b1", "segment", con=con, **STRUCTURED["aode"])
+    monkeypatch.setattr(aode, "EXP_SAFE", safe)
+    _train_in_duckdb(con, model, ["b1"])
+    shift = con.sql("SELECT * FROM m_aode_shift").fetchall()[0]
+    select = _rendered(dbt_params.scoring_sql(model, "m", "duckdb"), relation='"customers"')
+    got = [(r[0], *r[1:1 + len(CLASSES)], r[-1]) for r in con.sql(select).fetchall()]
+    if safe == 5.0:
+        with pytest.raises(sqlnb.SqlnbError, match="past the 10 its log-sum-exp holds"):
+            model.rebuilt(stats=model.stats).log_parameters()
+        assert shift == (None, None, None) and all(r[1] is None for r in got)
+        return
+    refit = model.rebuilt(stats=model.stats)
+    want = refit.aode_summary()["shift"]
+    assert sorted(v == 0.0 for v in want) == [False, False, True], want
+    np.testing.assert_allclose(shift, want, rtol=0, atol=1e-12)
+    _close(_probabilities(got), _probabilities(refit.score("customers", con, keep=["id"]).fetchall()), "shifted AODE")
     con.close()
 
 
@@ -155,7 +236,7 @@ def project(tmp_path_factory):
         sqlnb.fit("b1", "segment", con=con, **FITS[name]).save(con, name)
     con.close()
     out = tmp / "project"
-    train_project(wh, out, "tree", {"cuts": ["--loaded-at", "loaded_at"], "kdb2": ["--loaded-at", "loaded_at"]},
+    train_project(wh, out, "tree", {name: ["--loaded-at", "loaded_at"] for name in FITS if name != "tree"},
                   ["--loaded-at", "loaded_at"])
     return dbt, wh, out
 
@@ -177,6 +258,7 @@ def _check(wh, query: str, what: str) -> None:
         _close(got, want, f"{what}: score_{name}_trained")
         imported = sqlnb.load(con, f"{name}_dbt")
         assert imported.tree() == model.tree(), what
+        assert imported.hyper.structure == model.hyper.structure and imported.aode_summary() == refit.aode_summary()
         _close(_probabilities(imported.score("customers", con, keep=["id"]).fetchall()), want,
                f"{what}: sqlnb dbt-import of {name}")
         con.close()
@@ -193,8 +275,14 @@ def test_dbt_trains_binned_columns_and_the_tree_incrementally_on_duckdb(project)
         assert set(_results(out).values()) == {"success", "pass"}
 
     build()
-    assert {"tree_pairs", "tree_tree_1", "kdb2_triples"} <= set(_results(out))
+    assert {"tree_pairs", "tree_tree_1", "kdb2_triples", "aode_pairs", "aode_aode", "aode_aode_shift"} <= set(
+        _results(out))
+    # AODE has no structure to keep: no structure test (nor for cut points, which no package tests)
+    assert not [n for n in _results(out) if n.startswith("sqlnb_aode_structure")]
     _check(wh, "SELECT * FROM b1", "first batch")
+    shown = invoke("show", "--model", f"{wh}:aode_dbt")
+    assert shown.exit_code == 0 and "structure=aode" in shown.stdout and "dbt tables main.aode_*" in shown.stdout, \
+        shown.stdout + shown.stderr
     con = duckdb.connect(str(wh))
     con.execute("INSERT INTO train SELECT * FROM b2")
     con.close()

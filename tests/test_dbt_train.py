@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import sqlnb
-from sqlnb.workflows import dbt_params, dbt_structures, dbt_train
+from sqlnb.workflows import dbt_params, dbt_train
 from support import doc_blocks as db
 from support.cli import invoke
 from support.dbt import (dbt_executable as _dbt, postgres_build, postgres_trained, results as _results,
@@ -226,16 +226,16 @@ def test_train_refuses_models_it_cannot_count_in_one_line(tmp_path):
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
     con.execute(f"CREATE TABLE t AS {_batch(con, 60, 1, 0, 1)}")
     sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="tan+kdb:1", bins="mdl").save(con, "tree")
-    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="aode", bins="mdl").save(con, "cuts")
+    sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"], structure="kdb:3", bins="mdl").save(con, "cuts")
     con.close()
-    for name, says in (("tree", "structure 'tan+kdb:1'"), ("cuts", "structure 'aode'")):
+    for name, says in (("tree", "structure 'tan+kdb:1'"), ("cuts", "structure 'kdb:3'")):
         done = invoke("dbt", "--model", f"{tmp_path / 'm.duckdb'}:{name}", "--out", tmp_path / name, "--train")
         assert done.exit_code == 2 and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
         assert not (tmp_path / name).exists()
     done = invoke("dbt", "--model", f"{tmp_path / 'm.duckdb'}:cuts", "--out", tmp_path / "x", "--loaded-at", "id")
     assert done.exit_code == 2 and "--train" in done.stderr
     done = invoke("dbt-import", "--model", f"{tmp_path / 'm.duckdb'}:cuts", "--as", "x")
-    assert done.exit_code == 2 and "structure 'aode'" in done.stderr
+    assert done.exit_code == 2 and "structure 'kdb:3'" in done.stderr
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
     sqlnb.fit("t", "segment", con=con, exclude=["id", "loaded_at"]).save(con, "plain")
     con.close()
@@ -329,11 +329,7 @@ def _train_in_duckdb(con, model, batches: list[str]) -> None:
             con.execute(f'DELETE FROM "{table}" WHERE ({keys}) IN (SELECT ({keys}) FROM merged)')
             con.execute(f'INSERT INTO "{table}" SELECT * FROM merged')
             con.execute("DROP TABLE merged")
-    con.execute(f'CREATE TABLE m_params AS {_rendered(dbt_params.params_sql(model, "m", "duckdb"))}')
-    for j, f in enumerate(model.features):
-        if f.kind in ("categorical", "binned"):
-            con.execute(f'CREATE TABLE m_params_{j} AS {_rendered(dbt_params.lookup_sql(model, "m", j, "duckdb"))}')
-    for table, body in dbt_structures.tables(model, "m"):
+    for table, body in dbt_params.derived(model, "m"):
         con.execute(f'CREATE TABLE "{table}" AS {_rendered(body("duckdb"))}')
 
 

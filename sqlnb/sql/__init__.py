@@ -9,11 +9,11 @@ one namespace.
 """
 
 from sqlnb.sql.build import (BOUND, EXP_UNDERFLOW, add, as_double, bound_list, col, dbl, finite, greatest, ident,
-                             is_nan, long_select, map_lookup, missing, nan_as, nan_as_null, nonfinite, packed_list, paren,
-                             read_as, table, trees_collected_by_refcount, value)
+                             is_nan, long_select, map_lookup, missing, nan_as, nan_as_null, nonfinite, packed_list,
+                             paren, read_as, table, trees_collected_by_refcount, union_all, value)
 from sqlnb.sql.dialects import DIALECTS, NO_GROUPING_SETS, NO_VAR_POP, render, render_bound
 
 __all__ = ["BOUND", "EXP_UNDERFLOW", "add", "as_double", "bound_list", "col", "dbl", "finite", "greatest", "ident",
-           "is_nan", "long_select", "map_lookup", "missing", "nan_as", "nan_as_null", "nonfinite", "packed_list", "paren", "read_as",
-           "table", "trees_collected_by_refcount", "value", "DIALECTS", "NO_GROUPING_SETS", "NO_VAR_POP", "render",
-           "render_bound"]
+           "is_nan", "long_select", "map_lookup", "missing", "nan_as", "nan_as_null", "nonfinite", "packed_list",
+           "paren", "read_as", "table", "trees_collected_by_refcount", "union_all", "value", "DIALECTS",
+           "NO_GROUPING_SETS", "NO_VAR_POP", "render", "render_bound"]

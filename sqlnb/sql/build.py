@@ -182,6 +182,14 @@ def _is_text(sql_type: str) -> bool:
 ADD_RUN = 64
 
 
+def union_all(queries: Iterable[exp.Query]) -> exp.Query:
+    """``q1 UNION ALL q2 UNION ALL …``, the queries taken as they are (not copied): one
+    left-deep chain, as ``exp.union`` builds it, without copying the growing chain at each
+    step (a generated dbt model of 56 branches of 50-value domains took a minute so)."""
+    queries = list(queries)
+    return queries[0] if len(queries) == 1 else exp.union(*queries, distinct=False, copy=False)
+
+
 def add(terms: Iterable[exp.Expression]) -> exp.Expression:
     """The sum of ``terms``: ``a + b + c``, added left to right as SQL reads it; past
     :data:`ADD_RUN` terms, parenthesised runs of that many, ``(a + … + z) + (… ) + …``

@@ -16,10 +16,11 @@ when the package is generated:
     per class and value of the categorical column ``j``: ``n``; of a binned column, per
     class and bin number ``0 … B−1`` (the cut points are the model's, fixed when the
     package is generated: only the counts are retrained).
-``<name>_pairs``, ``<name>_triples`` (TAN, KDB; triples: KDB(2))
+``<name>_pairs``, ``<name>_triples`` (TAN, KDB, AODE; triples: KDB(2))
     per class and pair of tree features: the pair counts; per class and (child, parent,
     parent) triple of the generated structure: the joint counts
-    (:mod:`sqlnb.workflows.dbt_structures`).
+    (:mod:`sqlnb.workflows.dbt_structures`; AODE's tables derived from the pair counts:
+    :mod:`sqlnb.workflows.dbt_aode`).
 
 The rows are the source ``sqlnb_<name>_train.rows`` (its schema and table are the vars
 ``sqlnb_<name>_train_schema``, default the target's schema, and
@@ -92,9 +93,9 @@ def check_trainable(model: Any) -> None:
         raise SqlnbError(f"--train counts the statistics of naive Bayes models; model {model.name!r} is "
                          f"{getattr(model, 'kind', '?')}: fit a naive Bayes model (sqlnb fit) to train under dbt")
     if model.hyper.structure not in (None, "none", "naive", *dbt_structures.STRUCTURES):
-        raise SqlnbError(f"--train counts naive Bayes statistics and TAN's and KDB's pair counts; model {model.name!r} has "
-                         f"structure {model.hyper.structure!r}, whose counts it does not count: fit it with "
-                         f"--structure tan, kdb:1, kdb:2 or none")
+        raise SqlnbError(f"--train counts naive Bayes statistics and TAN's, KDB's and AODE's pair counts; model "
+                         f"{model.name!r} has structure {model.hyper.structure!r}, whose counts it does not count: fit "
+                         f"it with --structure tan, kdb:1, kdb:2, aode or none")
     if model.weight is not None:
         raise SqlnbError(f"--train counts unweighted rows; model {model.name!r} was fitted with the weight column "
                          f"{model.weight!r}: fit it without --weight")
@@ -163,7 +164,7 @@ def _new_rows(model: NaiveBayes, name: str, loaded_at: str | None, incremental: 
     return exp.select(exp.Star()).from_(src).where(where)
 
 
-def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) -> exp.Select:
+def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None, dialect: str) -> exp.Select:
     """The statistics of the rows in ``new`` (aliased ``src``), in the table's layout."""
     label = sql.col(model.label, _SRC)
     src = exp.Table(this=sql.ident("new"), alias=exp.TableAlias(this=sql.ident(_SRC)))
@@ -175,7 +176,7 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) 
         return exp.select(*head, exp.alias_(rows, "n", quoted=True), exp.alias_(rows.copy(), "rows", quoted=True),
                           *mark).from_(src).group_by(label.copy())
     if part == "pairs":
-        return dbt_structures.pairs_batch(model, features, head, mark, src)
+        return dbt_structures.pairs_batch(model, features, head, mark, src, dialect)
     if part == "triples":
         return dbt_structures.triples_batch(model, head, mark, src)
     if part.startswith("counts_"):
@@ -196,10 +197,7 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None) 
                                                                           quoted=True),
                                   *[exp.alias_(s, c, quoted=True) for s, c in zip(stats, _values(part))],
                                   *[m.copy() for m in mark]).from_(src.copy()).group_by(label.copy()))
-    out = selects[0]
-    for s in selects[1:]:
-        out = exp.union(out, s, distinct=False)
-    return out
+    return sql.union_all(selects)
 
 
 def _stored(dialect: str) -> str:
@@ -260,7 +258,7 @@ def statistics_sql(model: NaiveBayes, name: str, part: str, dialect: str, loaded
     """One training model's SELECT for ``dialect``: every row's statistics (a first run,
     a full refresh), or the new rows' merged into the stored ones (``incremental``)."""
     features = _parts(model)[part]
-    batch = _batch(model, part, features, loaded_at)
+    batch = _batch(model, part, features, loaded_at, dialect)
     if incremental:
         tree = _merged(part, loaded_at, dialect)
     else:
