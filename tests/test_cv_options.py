@@ -154,9 +154,12 @@ def test_cv_help_lists_every_model_option_of_fit_with_its_help():
 
 def test_cross_validate_takes_the_keyword_arguments_of_fit(adult_csv):
     # floor_note: the estimators' switch for fit's variance-floor note (they give their own);
-    # cross-validation gives no such note
+    # cross-validation gives no such note. auto and budget: sqlnb.fit's search, which is a
+    # cross-validation of its own; every other keyword is the fit's (api.fit, which each fold runs).
     fit_args = {n for n, p in inspect.signature(sqlnb.fit).parameters.items()
-                if p.kind == p.KEYWORD_ONLY and n != "floor_note"}
+                if p.kind == p.KEYWORD_ONLY and n not in ("floor_note", "auto", "budget")}
+    assert fit_args == {n for n, p in inspect.signature(sqlnb.api.fit).parameters.items()
+                        if p.kind == p.KEYWORD_ONLY and n != "floor_note"}
     cv_args = set(inspect.signature(sqlnb.cross_validate).parameters)
     assert fit_args <= cv_args
     for call in (sqlnb.fit, python_cv):  # refused alike
