@@ -1,13 +1,15 @@
 """``sqlnb dbt --train`` run by dbt-spark (``method: session``: Spark inside the dbt
-process, tables in a local warehouse with a Derby catalog): naive Bayes over mixed columns
-and TAN over binned, categorical and Bernoulli columns, trained from a loaded-at column.
+process, tables in a local warehouse with a Derby catalog): naive Bayes over mixed columns,
+and TAN and AODE over binned, categorical and Bernoulli columns, trained from a loaded-at
+column.
 
 Spark's plain parquet tables have no ``delete+insert``: each statistics model overwrites
 its whole table with the batch's statistics merged into a copy of the stored ones
 (:func:`sqlnb.workflows.dbt_train.keep_previous`). After each ``dbt build`` (the first
 batch, the second through the incremental models, ``--full-refresh``) the trained macro's
 probabilities and those of the model ``dbt-import`` reads from Spark equal sqlnb's fit
-on the same rows (in DuckDB; TAN with the generated cut points and tree) within 1e-9.
+on the same rows (in DuckDB; TAN and AODE with the generated cut points, TAN's tree) within
+1e-9.
 
 Every Spark step is a process of its own (dbt, and a Python that opens the warehouse to
 load or read it), as a user runs them: one JVM at a time holds the Derby catalog.
@@ -30,7 +32,9 @@ from support.engines import SPARK_ENV, require_pyspark, unavailable
 from test_dbt_structures import FITS as STRUCTURE_FITS, _batches, _refit
 from test_dbt_train import CLASSES, FITS as NAIVE_FITS, _close, _probabilities
 
-FITS = {"mixed": NAIVE_FITS["mixed"], "tree": STRUCTURE_FITS["tree"]}
+FITS = {"mixed": NAIVE_FITS["mixed"], "tree": STRUCTURE_FITS["tree"], "aode": STRUCTURE_FITS["aode"]}
+#: The models whose cut points (and tree) the package fixed: refitted with them (_refit).
+FIXED = ("tree", "aode")
 VARS = json.dumps({f"sqlnb_{name}_train_table": "train" for name in FITS})
 UNION = "SELECT * FROM b1 UNION ALL SELECT * FROM b2"
 
@@ -107,7 +111,8 @@ def project(tmp_path_factory):
         sqlnb.fit("b1", "segment", con=con, **fits).save(con, name)
     con.close()
     out = tmp / "project"
-    train_project(wh, out, "tree", {"mixed": ["--loaded-at", "loaded_at"]}, ["--loaded-at", "loaded_at"])
+    train_project(wh, out, "tree", {name: ["--loaded-at", "loaded_at"] for name in FITS if name != "tree"},
+                  ["--loaded-at", "loaded_at"])
     return exe, tmp, wh, out
 
 
@@ -115,7 +120,7 @@ def _check(got: dict, wh, query: str, what: str) -> None:
     con = duckdb.connect(str(wh), read_only=True)
     for name in FITS:
         model = sqlnb.load(con, name)
-        refit = _refit(model, con, query) if name == "tree" else sqlnb.fit(query, "segment", con=con, **FITS[name])
+        refit = _refit(model, con, query) if name in FIXED else sqlnb.fit(query, "segment", con=con, **FITS[name])
         want = _probabilities(refit.score("customers", con, keep=["id"]).fetchall())
         _close(_probabilities(got[name]["trained"]), want, f"{what}: spark score_{name}_trained")
         _close(_probabilities(got[name]["imported"]), want, f"{what}: spark dbt-import of {name}")
