@@ -1,15 +1,15 @@
 """``sqlnb dbt --train`` run by dbt-spark (``method: session``: Spark inside the dbt
 process, tables in a local warehouse with a Derby catalog): naive Bayes over mixed columns,
-and TAN and AODE over binned, categorical and Bernoulli columns, trained from a loaded-at
-column.
+and TAN, KDB(2) and AODE over binned, categorical and Bernoulli columns, trained from a
+loaded-at column.
 
 Spark's plain parquet tables have no ``delete+insert``: each statistics model overwrites
 its whole table with the batch's statistics merged into a copy of the stored ones
 (:func:`sqlnb.workflows.dbt_train.keep_previous`). After each ``dbt build`` (the first
 batch, the second through the incremental models, ``--full-refresh``) the trained macro's
 probabilities and those of the model ``dbt-import`` reads from Spark equal sqlnb's fit
-on the same rows (in DuckDB; TAN and AODE with the generated cut points, TAN's tree) within
-1e-9.
+on the same rows (in DuckDB; the structures with the generated cut points, parents and tree)
+within 1e-9.
 
 Every Spark step is a process of its own (dbt, and a Python that opens the warehouse to
 load or read it), as a user runs them: one JVM at a time holds the Derby catalog.
@@ -32,9 +32,9 @@ from support.engines import SPARK_ENV, require_pyspark, unavailable
 from test_dbt_structures import FITS as STRUCTURE_FITS, _batches, _refit
 from test_dbt_train import CLASSES, FITS as NAIVE_FITS, _close, _probabilities
 
-FITS = {"mixed": NAIVE_FITS["mixed"], "tree": STRUCTURE_FITS["tree"], "aode": STRUCTURE_FITS["aode"]}
-#: The models whose cut points (and tree) the package fixed: refitted with them (_refit).
-FIXED = ("tree", "aode")
+FITS = {"mixed": NAIVE_FITS["mixed"], **{name: STRUCTURE_FITS[name] for name in ("tree", "kdb2", "aode")}}
+#: The models whose cut points (and structure) the package fixed: refitted with them (_refit).
+FIXED = ("tree", "kdb2", "aode")
 VARS = json.dumps({f"sqlnb_{name}_train_table": "train" for name in FITS})
 UNION = "SELECT * FROM b1 UNION ALL SELECT * FROM b2"
 
