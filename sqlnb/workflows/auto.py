@@ -37,6 +37,7 @@ from typing import Any, Sequence
 from sqlnb import api
 from sqlnb.errors import SqlnbError
 from sqlnb.workflows.cv import cross_validate
+from sqlnb.workflows.select import select_features
 
 #: Smoothing strengths every count-based candidate is tried with.
 ALPHAS = (0.5, 1.0, 2.0)
@@ -105,7 +106,8 @@ def describe(row: dict) -> str:
     if row.get("bins", "mdl") != "mdl":
         parts.append(f"bins={row['bins']}")
     if row.get("features") is not None:
-        parts.append(f"{len(row['features'])} features")
+        n = len(row['features'])
+        parts.append(f"{n} feature{'' if n == 1 else 's'}")
     return f"{kind} {', '.join(parts)}".strip()
 
 
@@ -217,8 +219,6 @@ fit.__signature__ = inspect.signature(api.fit).replace(parameters=[
 def _selected_features(data: Any, label: str, lead: dict, common: dict) -> list[str] | None:
     """The features a backward selection with TAN keeps (over the same folds, with the
     leading candidate's bins), or None when it keeps them all."""
-    from sqlnb.workflows.select import select_features  # only when the stage runs
-
     options = {k: v for k, v in common.items() if k != "bins"}
     chosen = select_features(data, label, direction="backward", structure="tan", bins=lead["bins"], refit=False,
                              **options)
