@@ -313,7 +313,8 @@ def test_dbt_trains_binned_columns_and_the_structures_incrementally_on_postgres(
     """The same project on dbt-postgres: the first batch, the second through the
     incremental models, a full refresh; the macro's scores and the model sqlnb dbt-import
     reads from PostgreSQL equal the fit on the same rows (in DuckDB) with the generated
-    cut points and structure."""
+    cut points and structure. Then a batch that moves the structure fails TAN's and
+    KDB(2)'s structure tests and leaves their conditional tables as they were."""
     import psycopg
 
     from support.engines import postgres_engine
@@ -345,3 +346,17 @@ def test_dbt_trains_binned_columns_and_the_structures_incrementally_on_postgres(
         check(UNION, "incremental")
         build("--full-refresh")
         check(UNION, "full refresh")
+
+        d = duckdb.connect(str(wh), read_only=True)  # (d) a batch that moves the structure
+        pg.write_table("moving", d.sql(_moving(d)).to_arrow_table())
+        d.close()
+        with psycopg.connect(pg.dsn) as c:
+            c.execute("INSERT INTO train SELECT * FROM moving")
+        failed = _run([dbt, "build", "--profiles-dir", str(tmp_path / "profiles"), "--vars", VARS],
+                      tmp_path / "pg_project", "dbt build (postgres) over a batch that moves the structure", ok=False)
+        assert failed.returncode != 0
+        status = _results(tmp_path / "pg_project")
+        for name in ("tree", "kdb2"):
+            assert status[f"sqlnb_{name}_structure_{name}_pairs_"] == "fail", failed.stdout[-3000:]
+            region = models[name].feature_names.index("region")
+            assert status[f"{name}_tree_{region}"] == "skipped"  # the conditional tables stay as they were
