@@ -4,7 +4,8 @@ One model (naive Bayes on the ``mixed`` shape of ``generate.py``: 4 Gaussian and
 categorical columns, 3 classes, so one-vs-rest: two step lookups per class) scored from
 Parquet to Parquet in DuckDB, in this process: uncalibrated, and calibrated with
 ``venn-abers`` on ``--held-out`` rows (default 10,000; the interval columns ``va_p0_*`` and
-``va_p1_*`` written too). The runs alternate and the medians are compared, of the wall time and of the
+``va_p1_*`` written too), and uncalibrated with two more DOUBLE columns a class (the
+floor of writing the intervals, whatever computes them). The runs alternate and the medians are compared, of the wall time and of the
 process's CPU time (DuckDB's threads included: on a shared, loaded machine the steadier of
 the two). The table goes to stdout and, with ``--write-readme``, into benchmarks/README.md.
 
@@ -34,6 +35,17 @@ from run import write_readme  # noqa: E402
 
 import sqlnb  # noqa: E402
 
+def with_columns(scored: duckdb.DuckDBPyRelation, per_class: int) -> duckdb.DuckDBPyRelation:
+    """``scored`` with ``per_class`` more DOUBLE columns a class, each a product of the
+    class's probability: the floor of writing the calibrator's interval columns, whatever
+    computes them (Venn–Abers adds ``va_p0_*`` and ``va_p1_*``: two a class)."""
+    probs = [c for c in scored.columns if c.startswith("proba_")]
+    extra = [duckdb.ColumnExpression(p) * duckdb.ConstantExpression(0.5 ** (j + 1)) for p in probs
+             for j in range(per_class)]
+    return scored.select(*[duckdb.ColumnExpression(c) for c in scored.columns],
+                         *[e.alias(f"extra_{i}") for i, e in enumerate(extra)])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -48,15 +60,17 @@ def main(argv=None) -> int:
     rows = f"SELECT * FROM read_parquet('{glob}') LIMIT {{}} OFFSET {{}}"
     model = sqlnb.fit(con.sql(rows.format(200_000, args.held_out)).to_arrow_table(), "label")
     calibrated = sqlnb.calibrate(model, con.sql(rows.format(args.held_out, 0)).to_arrow_table(), "venn-abers", con=con)
-    models = {"uncalibrated": model, "venn-abers": calibrated}
+    runs = {"uncalibrated": lambda: model.score(glob, con),
+            "uncalibrated + 6 DOUBLE columns": lambda: with_columns(model.score(glob, con), 2),
+            "venn-abers": lambda: calibrated.score(glob, con)}
     scored = Path(tempfile.mkdtemp()) / "scored.parquet"
     load0 = os.getloadavg()[0]
-    times: dict[str, list[float]] = {k: [] for k in models}
-    cpu: dict[str, list[float]] = {k: [] for k in models}
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    cpu: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(args.repeat):
-        for name, m in models.items():
+        for name, scoring in runs.items():
             t, c = time.perf_counter(), time.process_time()
-            m.score(glob, con).write_parquet(str(scored))
+            scoring().write_parquet(str(scored))
             times[name].append(time.perf_counter() - t)
             cpu[name].append(time.process_time() - c)
             os.remove(scored)

@@ -150,9 +150,11 @@ def test_row_order_benchmark_runs_at_a_tiny_size():
 
 
 def test_venn_abers_benchmark_runs_at_a_tiny_size(tmp_path):
-    """benchmarks/venn_abers_scoring.py at 20,000 rows, calibrated on 1,000: both models timed."""
+    """benchmarks/venn_abers_scoring.py at 20,000 rows, calibrated on 1,000: both models timed, and the
+    floor of writing the interval columns."""
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "venn_abers_scoring.py"), "--rows", "20000", "--repeat", "1",
                           "--held-out", "1000", "--data", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    rows = [line for line in out.stdout.splitlines() if line.startswith(("| uncalibrated |", "| venn-abers |"))]
-    assert len(rows) == 2, out.stdout
+    rows = [line for line in out.stdout.splitlines()
+            if line.startswith(("| uncalibrated |", "| uncalibrated + 6 DOUBLE columns |", "| venn-abers |"))]
+    assert len(rows) == 3, out.stdout
