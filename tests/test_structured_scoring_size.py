@@ -16,6 +16,11 @@ whole text grows as F, AODE's F² cells included; before, their literals made AO
 and the averages holding it grow as F² (10 → 20 → 40 features: 2.9x then 3.8x). The
 exported SELECT (``to_sql``) keeps them as literals, self-contained.
 
+A deep KDB (kdb:3 … kdb:5, skdb) walks its children down a trie of seen configurations:
+one fixed-size expression per depth over every child, the trie a bound list; before,
+each class's term repeated each child's walk and the trie was a literal (kdb:4 on breast
+cancer: 71.7 kB and 1.0 s for one row).
+
 The sizes are measured, not timed. The probabilities are the exported literal form's (a
 CASE per table, run in SQLite) within 1e-12, on rows with NULL, NaN, ±inf and unseen
 values; the rows keep their count and order from a Parquet file of many row groups."""
@@ -37,29 +42,41 @@ from sqlnb.models.naive_bayes import aode
 from support.structured import sqlite_input
 
 KINDS = ["tan", "kdb:1", "kdb:2", "aode", "tan+kdb:2", "naive+aode", "tan+kdb:2+aode"]
+#: Deep KDB and the selective KDB: their tables are gathered by a fit of their own structure
+#: (``skdb`` on :func:`table`'s ``chained`` rows, where it keeps parents).
+DEEP = ["kdb:3", "kdb:5", "skdb"]
 CLASSES = ["k0", "k1"]
 
 
-def table(n: int, F: int, seed: int, test: bool = False) -> pa.Table:
+def table(n: int, F: int, seed: int, test: bool = False, chained: bool = False) -> pa.Table:
     """``rid``, label ``y`` (training rows) and ``F`` features: ``c<j>`` categorical
     (values a, b, c) for even j, ``x<j>`` numeric for odd j, each a noisy copy of the label
     or of the feature before it. Test rows hold NULLs, unseen categories (``z``), and
-    NaN, +inf and −inf in the numeric columns."""
+    NaN, +inf and −inf in the numeric columns. ``chained``: feature j's value v_j in 0, 1,
+    2 is (v_{j−1} + v_{j−2} + y) mod 3 in 90 % of the rows (the numeric ones v_j plus a
+    little noise), so that only parents tell it apart: ``skdb`` keeps some of them."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
     cols: dict = {"rid": pa.array(np.arange(n))}
     prev = y
+    codes: list = []
     for j in range(F):
         src = y if j % 3 == 0 else prev
+        if chained:
+            v = rng.integers(0, 3, n)
+            if j >= 2:
+                v = np.where(rng.random(n) < 0.9, (codes[-1] + codes[-2] + y) % 3, v)
+            codes.append(v)
+            src = v
         if j % 2 == 0:
             code = np.floor(np.nan_to_num(src, posinf=0.0, neginf=0.0)).astype(int) % 3
-            v = np.where(rng.random(n) < 0.6, code, rng.integers(0, 3, n))
+            v = code if chained else np.where(rng.random(n) < 0.6, code, rng.integers(0, 3, n))
             text = np.array(["a", "b", "c"], dtype=object)[v]
             if test:
                 text[rng.random(n) < 0.05] = "z"
             cols[f"c{j}"] = pa.array(text.tolist(), mask=rng.random(n) < (0.08 if test else 0.02))
         else:
-            v = rng.normal(src, 1.0)
+            v = rng.normal(src, 0.1 if chained else 1.0)
             if test:
                 v[rng.random(n) < 0.04] = np.nan
                 v[rng.random(n) < 0.03] = np.inf
@@ -74,10 +91,12 @@ def table(n: int, F: int, seed: int, test: bool = False) -> pa.Table:
 def fitted(F: int, structure: str = "tan+kdb:2+aode", n: int = 300):
     """A model of ``structure`` over ``F`` features (quantile bins of 3), every kind's counts
     gathered, so that ``with_params(structure=...)`` gives each kind; and a connection
-    holding ``train`` and ``test`` (``n`` rows each)."""
+    holding ``train`` and ``test`` (``n`` rows each, :func:`table`'s ``chained`` ones for
+    ``skdb``)."""
     con = duckdb.connect()
-    con.register("train", table(n, F, 1))
-    con.register("test", table(n, F, 2, test=True))
+    chained = structure == "skdb"
+    con.register("train", table(n, F, 1, chained=chained))
+    con.register("test", table(n, F, 2, test=True, chained=chained))
     features = [c for c in con.table("train").columns if c not in ("rid", "y")]
     kinds = {c: "categorical" if c.startswith("c") else "binned" for c in features}
     model = sqlnb.fit("train", label="y", con=con, features=features, feature_kinds=kinds, bins="quantile:3",
@@ -86,9 +105,22 @@ def fitted(F: int, structure: str = "tan+kdb:2+aode", n: int = 300):
     return con, model
 
 
+def of_kind(F: int, kind: str, n: int = 300):
+    """:func:`fitted`'s connection and its model of ``kind``: a deep one fitted as such."""
+    if kind in DEEP:
+        return fitted(F, kind, n)
+    con, base = fitted(F, n=n)
+    return con, base.with_params(structure=kind)
+
+
 @pytest.fixture(scope="module")
 def by_size():
     return {F: fitted(F) for F in (10, 20, 40)}
+
+
+@pytest.fixture(scope="module")
+def deep_by_size():
+    return {kind: {F: fitted(F, kind) for F in (10, 20, 40)} for kind in DEEP}
 
 
 def select_text(model, con) -> str:
@@ -146,6 +178,54 @@ def test_the_whole_text_duckdb_scores_with_grows_linearly(by_size, kind, monkeyp
         assert len(re.findall(r"STRING_SPLIT\(", text, flags=re.I)) == 0, F
         sizes[F] = len(text)
     assert sizes[20] <= 2.2 * sizes[10] and sizes[40] <= 2.2 * sizes[20], sizes
+
+
+def depths(model) -> int:
+    """A deep KDB's number of (child, parent) pairs: its trie's depths summed over children."""
+    return sum(len((p,) if isinstance(p, str) else p) for p in model._tree.parent.values())
+
+
+@pytest.mark.parametrize("kind", DEEP)
+def test_deep_kdb_text_duckdb_scores_with_grows_linearly(deep_by_size, kind, monkeypatch):
+    """A deep KDB's whole text as DuckDB scores with holds no list literal, and grows as
+    its features and their parents: kdb:K's at most doubles when the features double
+    (with 10 % to spare); ``skdb``, whose choice of k varies with the features, keeps its
+    size per feature and per (child, parent) within 10 %. The trie of seen configurations
+    is a bound list like the tables, and each child's walk down it one column per depth.
+    Before, the trie was a literal in it (growing with the configurations seen) and every
+    class's term repeated the walk: kdb:5 10 → 20 → 40 features 25 → 64 → 143 kB, now
+    5.9 → 7.9 → 12 kB."""
+    sizes, per = {}, {}
+    for F, (con, model) in deep_by_size[kind].items():
+        text = scoring_text(model, con, monkeypatch)
+        assert len(re.findall(r"STRING_SPLIT\(", text, flags=re.I)) == 0, F
+        sizes[F] = len(text)
+        per[F] = len(text) / (F + depths(model))
+    if kind == "skdb":
+        assert per[20] <= 1.1 * per[10] and per[40] <= 1.1 * per[20], (sizes, per)
+    else:
+        assert sizes[20] <= 2.2 * sizes[10] and sizes[40] <= 2.2 * sizes[20], sizes
+
+
+@pytest.mark.parametrize("kind", DEEP)
+def test_deep_kdb_walks_every_child_in_one_expression_per_depth(deep_by_size, kind):
+    """The walk down the tries is written once for every child and class: per depth one
+    ``list_transform`` over the children reading the trie list 5 times (the step, and the
+    child's constants: step offset, parent, multiplier, row base; the first depth no
+    multiplier), 2 more for the places; so as many reads at 10 features as at 40. Each
+    class reads the children's cells in one ``list_sum`` over the prelude's list of
+    places. Before, every class's term walked again, the node of depth j written j times
+    (kdb:5, 40 features, 2 classes: 1,090 reads of the trie)."""
+    reads = {}
+    for F, (con, model) in deep_by_size[kind].items():
+        text = select_text(model, con)
+        depth = max(len((p,) if isinstance(p, str) else p) for p in model._tree.parent.values())
+        reads[F] = len(re.findall(r'LIST_EXTRACT\("sqlnb_trie"', text, flags=re.I))
+        assert reads[F] == 5 * depth + 2, (F, depth)
+        assert len(re.findall(r"LIST_SUM\(", text, flags=re.I)) == len(model.classes)
+    assert depths(deep_by_size[kind][40][1]) > len(deep_by_size[kind][40][1]._tree.parent) >= 10  # several parents
+    if kind != "skdb":  # skdb's k varies with the features
+        assert reads[10] == reads[40]
 
 
 def test_models_scored_in_place_combine_and_keep_their_own_tables(by_size):
@@ -207,14 +287,13 @@ def test_aode_past_read_max_sums_over_the_super_parents_once_per_class(by_size):
 
 
 @pytest.mark.parametrize("F", [8, 12])
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS + DEEP)
 def test_probabilities_equal_the_exported_literal_form(kind, F):
     """DuckDB's scores against ``to_sql("sqlite")`` (each table a CASE over literals) run
     in SQLite, row by row within 1e-12: NULL, NaN (SQLite holds NULL there), ±inf and
     unseen values included, on 100 rows; 8 features (AODE's reads) and 12 (its list sums)."""
-    con, base = fitted(F)
-    con.register("test", table(100, F, 2, test=True))
-    model = base.with_params(structure=kind)
+    con, model = of_kind(F, kind)
+    con.register("test", table(100, F, 2, test=True, chained=kind == "skdb"))
     outputs = ("jll", "proba")
     names = [f"{o}_{c}" for o in outputs for c in CLASSES]
     got = model.score("test", con=con, outputs=outputs, keep=["rid"]).select("rid", *names).fetchall()
@@ -230,14 +309,13 @@ def test_probabilities_equal_the_exported_literal_form(kind, F):
                                np.array([r[1:] for r in want], dtype=float), rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS + DEEP)
 def test_rows_keep_count_and_order_from_many_row_groups(tmp_path, kind):
     """3,000 rows in row groups of 64 read by 4 threads: one row out per row in, in order,
     and the scoring is one SELECT."""
-    con, base = fitted(12)
-    model = base.with_params(structure=kind)
+    con, model = of_kind(12, kind)
     path = tmp_path / "test.parquet"
-    pq.write_table(table(3000, 12, 5, test=True), path, row_group_size=64)
+    pq.write_table(table(3000, 12, 5, test=True, chained=kind == "skdb"), path, row_group_size=64)
     con.execute("SET threads = 4")
     rows = model.score(str(path), con=con, outputs=("proba", "prediction"), keep=["rid"]).fetchall()
     assert [r[0] for r in rows] == list(range(3000))

@@ -12,6 +12,10 @@ Prelude (:func:`prelude`, columns of the SELECTs around the source)::
                                                 list (:func:`sqlnb.sql.bound_list`)
     sqlnb_reads<m>      [start + index + 1, …]  over the positions, the places of the cells
                                                 summed into one term (:meth:`Plan.reads`)
+    sqlnb_trie          [node…]                 a deep KDB's (:mod:`.skdb`) tries of seen
+                                                configurations and their constants, one list
+    sqlnb_nodes<j>      list_transform(…)       every deep child's node at depth j, and
+    sqlnb_places        list_transform(…)       its cell's place (:meth:`Plan.deep_columns`)
 
 A cell's place is ``start + index + 1``, ``index`` the row-major position in a table
 padded with a missing slot per axis (:func:`tan.padded_cells`) and ``start`` the table's
@@ -21,6 +25,8 @@ first cell in the list. The cells read are:
   missing parents the table of the parents present: :func:`tan.padded_read`'s cells);
 * a discrete feature's that is no child (a root, or any under an average): its naive
   Bayes row ln p(x | c) and 0 in the missing slot;
+* a deep KDB child's: the back-off table of every configuration seen in training (the
+  trie's nodes), read at the deepest node its present parents reach;
 * under an average, a tree member's, whose sum is its log-ratio D_{s,c}
   (:mod:`.mixture`): per child its padded table minus its padded naive row, cell by cell
   (the same doubles as ``Σ (t − n)`` of the portable form).
@@ -59,6 +65,16 @@ POSITION_PREFIX = "sqlnb_position"
 TABLE_PREFIX = "sqlnb_tables"
 READS_PREFIX = "sqlnb_reads"
 STEPS = "sqlnb_trie"
+POSITIONS = "sqlnb_positions"
+NODES_PREFIX = "sqlnb_nodes"
+PLACES = "sqlnb_places"
+#: A deep child's step past its last parent: beyond the trie list, so the node is NULL.
+_BEYOND = 1 << 40
+
+
+def _extract(items: exp.Expression, index: exp.Expression) -> exp.Expression:
+    """``list_extract(items, index)`` (1-based; NULL past the end or for a NULL index)."""
+    return exp.Anonymous(this="list_extract", expressions=[items, index])
 
 
 @dataclass
@@ -82,9 +98,11 @@ class Plan:
     children: list = field(default_factory=list)
     width: int = 0
     #: deep KDB (:mod:`.skdb`): each child's ``(start, n_child, [(step start, base, n_pa, parent)…])``,
-    #: and every child's trie steps in one integer list
+    #: and every child's trie steps in one integer list, followed by the constants of
+    #: :meth:`deep_layout` at the offsets ``deep_at``
     deep: dict = field(default_factory=dict)
     steps: list = field(default_factory=list)
+    deep_at: list = field(default_factory=list)
     dropped: list = field(default_factory=list)  # skdb: the features past its s, no term
     lists: list = field(default_factory=list, init=False)  # :func:`prelude`'s packed lists, built once
 
@@ -99,25 +117,85 @@ class Plan:
     def position(self, name: str) -> exp.Expression:
         return sql.col(f"{POSITION_PREFIX}{self.names.index(name)}") if self.at is None else self.at[name].copy()
 
-    def deep_read(self, child: str, k: int) -> exp.Expression:
-        """A deep KDB child's term (:func:`skdb.trie`): node l_0 = 0, l_j = the trie step
-        from l_{j−1} by pa_j's position (NULL when unseen; NULL stays NULL), the row of the
-        deepest node reached, ``COALESCE(base_L + l_L, …, base_1 + l_1, 0)``, then the
-        child's slot in it."""
-        start, n_x, steps = self.deep[child]
-        node: exp.Expression = exp.Literal.number(0)
+    def deep_layout(self) -> None:
+        """Append to the trie list (:attr:`steps`) the per-child constants :meth:`deep_columns`
+        reads, child i (1-based, in :attr:`deep`'s order) at ``offset + i``: per depth j
+        ``step_j + 1`` (:data:`_BEYOND` for a child of fewer parents: a place past the list,
+        so its node is NULL), n_pa_j + 1, pa_j's 1-based place among the positions and the
+        row base_j of depth j's nodes; then n_child + 1, the child's place among the
+        positions and its table's start + 1."""
+        children = list(self.deep.values())
+        depth = max(len(steps) for _, _, steps in children)
+        names = {name: a + 1 for a, name in enumerate(self.names)}
+
+        def add(values) -> int:
+            self.steps += [int(v) for v in values]
+            return len(self.steps) - len(children)
+
+        for j in range(depth):
+            at = [steps[j] if j < len(steps) else None for _, _, steps in children]
+            self.deep_at.append((add(_BEYOND if s is None else s[0] + 1 for s in at),
+                                 add(0 if s is None else s[2] + 1 for s in at),
+                                 add(1 if s is None else names[s[3]] for s in at),
+                                 add(0 if s is None else s[1] for s in at)))
+        self.deep_at.append((add(n_x + 1 for _, n_x, _ in children), add(names[c] for c in self.deep),
+                             add(start + 1 for start, _, _ in children)))
+
+    def deep_columns(self) -> list[tuple[str, exp.Expression]]:
+        """A deep KDB's prelude columns (:func:`skdb.trie`): the positions as one list, then
+        one list per depth j = 1 … L of every child's node, and one of every child's place
+        in the tables, each a ``list_transform`` over the children i = 1 … n of a fixed
+        size (the per-child constants :meth:`deep_layout` put in the trie list)::
+
+            sqlnb_positions  [sqlnb_position0, …]
+            sqlnb_nodes<j>   NULLIF(trie[step_j + 1 + l_{j−1} · (n_pa_j + 1) + position of pa_j], −1)
+            sqlnb_places     start + 1 + position of the child
+                             + (n_child + 1) · COALESCE(base_L + l_L, …, base_1 + l_1, 0)
+
+        l_0 = 0 (the root); a node NULL where the configuration was not seen in training or
+        a parent is missing (its last slot, −1), and NULL from there on, so the place is the
+        row of the deepest node reached: the longest present, seen prefix (module docstring
+        of :mod:`.skdb`). Each depth reads the one before by name, so it is a SELECT of its
+        own around it (:func:`sqlnb.models.finish._layers`), and every class reads the
+        places once (:func:`terms`). Before, each class's term repeated the walk, the node
+        of depth j written j times over (kdb:4 on breast cancer's 30 binned columns: 598
+        reads of the lists, 1.0 s for one row)."""
+        i = sql.ident("sqlnb_child")
+        n = len(self.deep)
+
+        def at(offset: int) -> exp.Expression:  # the constant of child i at ``offset``
+            return _extract(sql.col(STEPS), exp.Add(this=exp.Column(this=i.copy()),
+                                                    expression=exp.Literal.number(offset)))
+
+        def each(e: exp.Expression) -> exp.Expression:
+            series = exp.Anonymous(this="generate_series", expressions=[exp.Literal.number(1),
+                                                                         exp.Literal.number(n)])
+            lam = exp.Lambda(this=e, expressions=[i.copy()])
+            return exp.Anonymous(this="list_transform", expressions=[series, lam])
+
+        def position(offset: int) -> exp.Expression:
+            return _extract(sql.col(POSITIONS), at(offset))
+
+        out = [(POSITIONS, exp.Array(expressions=[self.position(name) for name in self.names]))]
         rows = []
-        for at, base, n_pa, parent in steps:
-            index = exp.Add(this=exp.Add(this=exp.Mul(this=sql.paren(node), expression=exp.Literal.number(n_pa + 1)),
-                                         expression=self.position(parent)), expression=exp.Literal.number(at + 1))
-            node = exp.Nullif(this=exp.Anonymous(this="list_extract", expressions=[sql.col(STEPS), index]),
-                              expression=exp.Literal.number(-1))
-            rows.insert(0, exp.Add(this=exp.Literal.number(base), expression=node.copy()))
+        for j, (step, mul, parent, base) in enumerate(self.deep_at[:-1], start=1):
+            index = exp.Add(this=at(step), expression=position(parent))
+            if j > 1:
+                node = _extract(sql.col(f"{NODES_PREFIX}{j - 1}"), exp.Column(this=i.copy()))
+                index = exp.Add(this=index, expression=exp.Mul(this=node, expression=at(mul)))
+            out.append((f"{NODES_PREFIX}{j}", each(exp.Nullif(this=_extract(sql.col(STEPS), index),
+                                                             expression=exp.Literal.number(-1)))))
+            rows.insert(0, exp.Add(this=at(base), expression=_extract(sql.col(f"{NODES_PREFIX}{j}"),
+                                                                    exp.Column(this=i.copy()))))
+        width, child, start = self.deep_at[-1]
         row = exp.Coalesce(this=rows[0], expressions=[*rows[1:], exp.Literal.number(0)])
-        index = exp.Add(this=exp.Mul(this=sql.paren(row), expression=exp.Literal.number(n_x + 1)),
-                        expression=self.position(child))
-        return exp.Anonymous(this="list_extract", expressions=[
-            sql.col(f"{TABLE_PREFIX}{k}"), exp.Add(this=index, expression=exp.Literal.number(start + 1))])
+        place = exp.Add(this=exp.Add(this=at(start), expression=position(child)),
+                        expression=exp.Mul(this=at(width), expression=row))
+        return out + [(PLACES, each(place))]
+
+    def place(self, child: str) -> exp.Expression:
+        """A deep KDB child's place in the lists (:meth:`deep_columns`)."""
+        return _extract(sql.col(PLACES), exp.Literal.number(list(self.deep).index(child) + 1))
 
     def index(self, start: int, axes: Sequence[str]) -> exp.Expression:
         """``start + 1 + row-major index of the axes' positions``: a cell's 1-based place in
@@ -136,8 +214,8 @@ class Plan:
     def reads(self, mix: mixture.Mixture | None) -> list[tuple[str, list[exp.Expression]]]:
         """The lists of cells :func:`terms` sums, by prelude column: ``sqlnb_reads0`` the
         cells that go straight into the class score (a single tree's children and the
-        naive rows), ``sqlnb_reads<m + 1>`` under an average tree member m's children
-        (its D_{s,c}); empty lists left out."""
+        naive rows; a deep KDB's places go before them, :func:`prelude`), ``sqlnb_reads<m + 1>`` under an average
+        tree member m's children (its D_{s,c}); empty lists left out."""
         direct = [self.index(start, (name,)) for name, start in self.naive.items()]
         if mix is None and self.children:
             direct = [self.index(start, axes) for start, axes in self.children[0].values()] + direct
@@ -188,6 +266,8 @@ def plan(tree, mix: mixture.Mixture | None, structure: str, features: Sequence[F
                 found.append((len(out.steps), bases[j + 1], out.sizes[parent], parent))
                 out.steps += step.tolist()
             out.deep[child] = (out.add(cells.reshape(cells.shape[0], -1)), cells.shape[2] - 1, found)
+        if out.deep:
+            out.deep_layout()
         nets = []
     for _, net in nets:
         mine = {}
@@ -225,9 +305,15 @@ def prelude(p: Plan, mix: mixture.Mixture | None, features: Sequence[Feature], s
     if p.cells and not p.lists:
         p.lists[:] = [(f"{TABLE_PREFIX}{k}", sql.bound_list(row))
                       for k, row in enumerate(np.concatenate(p.cells, axis=1))]
-        p.lists += [(STEPS, sql.packed_list(p.steps, "BIGINT"))] if p.steps else []
-    reads = [(name, exp.Array(expressions=e)) for name, e in p.reads(mix)]
-    return out + [(name, e.copy()) for name, e in p.lists] + reads
+        p.lists += [(STEPS, sql.bound_list(np.asarray(p.steps, dtype=np.int64), "BIGINT"))] if p.steps else []
+    reads = dict((name, exp.Array(expressions=e)) for name, e in p.reads(mix))
+    if p.deep:  # a deep KDB's children's places, then the naive rows'
+        first = f"{READS_PREFIX}0"
+        places = sql.col(PLACES)
+        reads[first] = places if first not in reads else exp.Anonymous(this="list_concat",
+                                                                        expressions=[places, reads[first]])
+    deep = p.deep_columns() if p.deep else []
+    return out + [(name, e.copy()) for name, e in p.lists] + deep + list(reads.items())
 
 
 def _sum(name: str, k: int) -> exp.Expression:
@@ -251,20 +337,19 @@ def terms(p: Plan, mix: mixture.Mixture | None, K: int, per_feature: bool = Fals
     padded naive row, cell by cell), AODE's its own prelude's (:func:`aode.padded_terms`).
     Each list's places are written once for every class, and each per-class term has a
     fixed size: the SELECT grows as the features, not as features × classes × members."""
-    # deep KDB (skdb, kdb:3..5): each child's term its own read through the trie, a feature
-    # skdb leaves out a term of 0; the naive rows are read (or summed) as under a tree
-    deep = {child: [p.deep_read(child, k) for k in range(K)] for child in p.deep}
-    deep |= {name: [sql.dbl(0.0) for _ in range(K)] for name in p.dropped}
+    # deep KDB (skdb, kdb:3..5): each child's cell read at its place (a prelude column), with
+    # the naive rows one sum per class; a feature skdb leaves out adds no term
     if per_feature and mix is None:
         reads = {**(p.children[0] if p.children else {}), **{name: (start, (name,)) for name, start in p.naive.items()}}
         each = {name: [p.read(start, axes, k) for k in range(K)] for name, (start, axes) in reads.items()}
-        return {**each, **deep}, set(), [], []
+        each |= {child: [_extract(sql.col(f"{TABLE_PREFIX}{k}"), p.place(child)) for k in range(K)] for child in p.deep}
+        return each | {name: [sql.dbl(0.0) for _ in range(K)] for name in p.dropped}, set(), [], []
     lists = dict(p.reads(mix))
     first = f"{READS_PREFIX}0"
-    covered = set(p.naive) | (set(p.children[0]) if mix is None and p.children else set())
-    direct = [_sum(first, k) for k in range(K)] if first in lists else []
+    covered = set(p.naive) | (set(p.children[0]) if mix is None and p.children else set()) | set(p.deep)
+    direct = [_sum(first, k) for k in range(K)] if first in lists or p.deep else []
     if mix is None:
-        return deep, covered, direct, []
+        return {}, covered | set(p.dropped), direct, []
     ratios = []
     for m, ((name, net), reads) in enumerate(zip(mix.nets, p.children)):
         column = f"{READS_PREFIX}{m + 1}"

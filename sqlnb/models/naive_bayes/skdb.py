@@ -41,9 +41,11 @@ training only (a pick is NULL for an unseen configuration, whose table is the sh
 prefix's; in Spark one lookup in a MAP literal), then the naive pick and 0
 (:func:`child_terms`, every dialect but DuckDB's prelude form): it grows with the seen configurations, not with the product of the
 parents' values. In DuckDB the seen configurations are the nodes of a trie
-(:func:`trie`) and a term is one read of the scoring prelude's lists
-(:meth:`sqlnb.models.naive_bayes.listed.Plan.deep_read`): the SQL grows with the
-features and their depth only, the same doubles.
+(:func:`trie`), bound as a list like the tables: the scoring prelude walks every child
+down it at once, one ``list_transform`` per depth, and each class reads the children's
+cells at their places in one sum
+(:meth:`sqlnb.models.naive_bayes.listed.Plan.deep_columns`), so the SQL grows with the
+features only, the same doubles.
 
 Selection (``skdb``; ``skdb:K`` bounds k by K, ``skdb`` by :data:`~kdb.MAX_K`). For every
 training row and every candidate (k, s), k = 0 … K, s = 1 … F, the row is scored by the
