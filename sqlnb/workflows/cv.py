@@ -47,7 +47,7 @@ grid points, for naive Bayes, LDA and QDA alike; and each fold's figures are
 those of the model a refit on the training folds would give (tested). Token-bag features
 score through a LATERAL join per document, which cannot be keyed this way: a model with
 one is evaluated fold by fold (one scoring scan per grid point and fold, ``scans``
-says which).
+says which), as are AODE and averages with it (:func:`~sqlnb.models.naive_bayes.mixture.has_member`).
 """
 
 from __future__ import annotations
@@ -668,13 +668,15 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
 
     models = [plan.fold_model(i, params) for params in points for i in range(folds)]
     key = _unused_name(source.columns, "cv_model")
-    pooled = pooled_summary_query(models, source, label, fold, folds, key, con.dialect)
+    # AODE (alone or averaged) fold by fold: see mixture.has_member for why and the figures
+    aode = any(mixture.has_member(getattr(getattr(m, "hyper", None), "structure", None), "aode") for m in models)
+    pooled = None if aode else pooled_summary_query(models, source, label, fold, folds, key, con.dialect)
     if pooled is not None:  # every (grid point, fold) from one scoring scan
         found = {r[key]: r for r in _rows(con, pooled)}
         figures = [_figures(found.get(m, {"labelled": 0}), f"fold {m % folds} of {source.description}")
                    for m in range(len(models))]
         scoring_scans = 1
-    else:  # token bags: fold by fold
+    else:  # token bags, AODE: fold by fold
         held = [fold_source(source, fold, i) for i in range(folds)]
         figures = [evaluate_fold(con, model, held[m % folds], label) for m, model in enumerate(models)]
         scoring_scans = len(models)
