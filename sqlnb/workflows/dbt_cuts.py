@@ -1,0 +1,355 @@
+"""A binned column's cut points under dbt: the per-value counts they are computed from, as
+an incremental dbt model, and the test that the stored counts still choose the generated
+cut points.
+
+The cut points are the generating model's, written into the package (:mod:`sqlnb.workflows.dbt_train`
+counts only the rows per bin). Beside them the package counts what sqlnb's own model keeps
+so that ``sqlnb update`` recomputes them (:class:`sqlnb.stats.ValueCounts`):
+
+``<name>_values``
+    per class, binned column ``feature`` and ``value`` (the column as the DOUBLE the bins
+    compare): ``n``, the rows with that value (models under dbt are unweighted); the key
+    ``(class, feature, value)`` merges a batch's counts into the stored ones by adding
+    them, as every count table.
+
+The test ``sqlnb_<name>_cuts`` (:func:`cuts_test_sql`) on ``<name>_values`` fails, a row
+per change naming the column, when the stored counts would cut a column differently.
+*Differently* means: the cut points, as a partition of the values seen, are not the ones
+the method computes now. A cut point is a midpoint between two neighbouring seen values
+(MDL) or an interpolated quantile; a cut point that moves only because a new value fell
+between its two neighbours, leaving every seen value on the side it was, is the same cut.
+
+``mdl`` (:func:`mdl_checks`)
+    The generator replays MDL's recursion on the model's value counts
+    (:func:`sqlnb.models.naive_bayes.binning.mdl_segments`): which cut point split which
+    segment ``[lo, hi)``, and the segments left whole (the bins). The test evaluates, in
+    SQL over the stored per-value counts (window sums per segment), for each split
+    segment: the stored cut still splits it with the least N·E(T; S) (no gap between two
+    neighbouring values does better by more than ``1e-9 · N`` bits) and the MDL criterion
+    still accepts it (within the same tolerance); for each bin: the criterion refuses its
+    best split (the first minimum of N·E). When every check holds, MDL on the stored
+    counts retraces the generated recursion, so it gives the same cut points. A check can
+    also fail when another stored cut point now splits a segment first (the recursion
+    changes order) while the cut points would end up the same: regenerating then writes
+    the same cut points.
+``quantile:K`` (:func:`quantile_checks`)
+    Each edge ``quantile_cont(x, i/K)`` is computed again from the cumulative counts as
+    DuckDB interpolates it (position ``h = (N − 1)·i/K``, ``x_⌊h⌋ + (h − ⌊h⌋)·(x_⌈h⌉ −
+    x_⌊h⌋)`` over the sorted rows), and placed in its gap: the number of seen values below
+    it. The test fails for each stored edge whose gap no new edge holds, and for each new
+    edge (above the smallest value, as sqlnb keeps them) in a gap no stored edge holds.
+"""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+from sqlglot import exp
+
+from sqlnb import sql
+from sqlnb.models.naive_bayes.families import REGISTRY
+from sqlnb.models.naive_bayes.model import NaiveBayes
+from sqlnb.stats import ValueCounts, sorted_values
+from sqlnb.workflows.dbt import _ref
+
+#: The key of ``<name>_values``.
+KEYS = ("class", "feature", "value")
+#: How many bits per row of the segment a cut's N·E(T; S), or the MDL criterion's margin,
+#: may be off before the test fails: ties (and the rounding of sums of logarithms in
+#: another order, on another engine) keep the cut points.
+TOLERANCE = 1e-9
+_c = sql.col
+_DOUBLE = exp.DataType.build("double")
+
+
+def binned(model: NaiveBayes) -> list:
+    """The binned features, in the model's order (their value counts are counted)."""
+    return [f for f in model.features if f.kind == "binned"]
+
+
+def _as(e: exp.Expression, name: str) -> exp.Expression:
+    return exp.alias_(e, name, quoted=True)
+
+
+def _from(query: exp.Expression | str, alias: str) -> exp.Expression:
+    if isinstance(query, str):
+        return exp.Table(this=sql.ident(query), alias=exp.TableAlias(this=sql.ident(alias)))
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=sql.ident(alias)))
+
+
+def values_batch(model: NaiveBayes, head: list, mark: list, src: exp.Table) -> exp.Select:
+    """The value counts of the rows in ``new`` (aliased ``src``): per class, binned column
+    and value (the DOUBLE the bins compare), the rows; one GROUP BY per column."""
+    label = sql.col(model.label, "src")
+    out = []
+    for f in binned(model):
+        x = REGISTRY["binned"].value(f)
+        out.append(exp.select(*[c.copy() for c in head], _as(exp.Literal.string(f.name), "feature"), _as(x, "value"),
+                              _as(exp.Cast(this=exp.Count(this=exp.Star()), to=_DOUBLE.copy()), "n"),
+                              *[m.copy() for m in mark])
+                   .from_(src.copy()).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())))
+                   .group_by(label.copy(), x.copy()))
+    return sql.union_all(out)
+
+
+def import_values(model: NaiveBayes, rows: list[tuple], classes: list) -> dict[str, ValueCounts]:
+    """Each binned feature's :class:`~sqlnb.stats.ValueCounts` from the rows ``(class,
+    feature, value, n)`` of ``<name>_values`` (rows and weighted counts alike: unweighted)."""
+    pos = {c: i for i, c in enumerate(classes)}
+    out = {}
+    for f in binned(model):
+        mine = [r for r in rows if r[1] == f.name and r[0] in pos and r[2] is not None]
+        values = np.array(sorted_values(float(r[2]) for r in mine), dtype=float)
+        at = {v: i for i, v in enumerate(values.tolist())}
+        counts = np.zeros((len(classes), len(values)))
+        for c, _, v, n in mine:
+            counts[pos[c], at[float(v)]] += float(n)
+        out[f.name] = ValueCounts(values, counts, counts.copy())
+    return out
+
+
+# -- what the generated cut points need --------------------------------------------------------
+
+def _text(e: float) -> str:
+    return "-inf" if e == -math.inf else "+inf" if e == math.inf else repr(float(e))
+
+
+def mdl_checks(f) -> list[tuple[int, int, float, float, list[tuple[int, float]]]]:
+    """Every segment MDL's recursion over the stored cut points of ``f`` can visit: ``(i,
+    j, lo, hi, inner)``, the values in ``[lo, hi)`` between the cut points ``i`` and ``j``
+    (0 and ``m + 1``: ±inf) and the cut points ``(k, e_k)`` inside it; ``j = i + 1``: a bin."""
+    edges = [-math.inf, *(f.edges or ()), math.inf]
+    return [(i, j, edges[i], edges[j], [(k, edges[k]) for k in range(i + 1, j)])
+            for i in range(len(edges) - 1) for j in range(i + 1, len(edges))]
+
+
+def quantile_checks(f) -> tuple[int, tuple]:
+    """(K, the stored edges) of a ``quantile:K`` column."""
+    return int(f.bins.split(":")[1]), tuple(f.edges or ())
+
+
+# -- the SQL ------------------------------------------------------------------------------------
+
+def _case(cond: exp.Expression, then: exp.Expression, default: exp.Expression | None = None) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=cond, true=then)], default=default)
+
+
+def _window(e: exp.Expression, part: list[str], order: str | list[str] | None = None,
+            running: bool = False) -> exp.Window:
+    """``e OVER (PARTITION BY part ORDER BY order)``; ``running``: over the rows up to this one."""
+    w = exp.Window(this=e, partition_by=[_c(p) for p in part], over="OVER")
+    if order is not None:
+        w.set("order", exp.Order(expressions=[exp.Ordered(this=_c(o), nulls_first=True)
+                                              for o in ([order] if isinstance(order, str) else order)]))
+    if running:
+        w.set("spec", exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"))
+    return w
+
+
+def _xlog2x(c: exp.Expression) -> exp.Expression:
+    """``c·log2 c``, 0 at 0 (:func:`sqlnb.models.naive_bayes.binning._xlogx`)."""
+    c = c if isinstance(c, (exp.Column, exp.Paren)) else sql.paren(c)
+    return _case(exp.GT(this=c, expression=sql.dbl(0.0)),
+                 exp.Div(this=exp.Mul(this=c.copy(), expression=exp.Ln(this=c.copy())),
+                         expression=exp.Ln(this=sql.dbl(2.0))), sql.dbl(0.0))
+
+
+def _log2(x: exp.Expression) -> exp.Expression:
+    return exp.Div(this=exp.Ln(this=x), expression=exp.Ln(this=sql.dbl(2.0)))
+
+
+def _present(cs: list[exp.Expression]) -> exp.Expression:
+    """How many of ``cs`` are > 0."""
+    return sql.add([_case(exp.GT(this=sql.paren(c), expression=sql.dbl(0.0)), sql.dbl(1.0), sql.dbl(0.0)) for c in cs])
+
+
+def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
+    """The failing rows of the MDL columns (module docstring)."""
+    K = len(model.classes)
+    rows, inner = [], []
+    tail = "; fit again and generate the package again"
+    for f in feats:
+        for i, j, lo, hi, cuts in mdl_checks(f):
+            seg = f"[{_text(lo)}, {_text(hi)})"
+            head = f"column {f.name}: MDL now "
+            if not cuts:
+                texts = [f"{head}cuts the bin {seg} between the values below and above{tail}"] * 3
+            else:
+                which = f"its cut point{'s' * (len(cuts) > 1)} {', '.join(_text(e) for _, e in cuts)}"
+                texts = [f"{head}splits {seg} between the values below and above, not at {which}{tail}",
+                         f"{head}refuses every split of {seg}, which the package cuts at {which}{tail}",
+                         f"{head}finds fewer than two values in {seg}, which the package cuts at {which}{tail}"]
+            inner += [(exp.Literal.number(len(rows)), exp.Literal.number(k), sql.dbl(e)) for k, e in cuts]
+            rows.append((exp.Literal.number(len(rows)), exp.Literal.string(f.name), exp.Literal.number(i),
+                         exp.Literal.number(j), exp.Literal.number(int(i == 0 and j == len(f.edges or ()) + 1)),
+                         sql.dbl(lo), sql.dbl(hi), *[exp.Literal.string(t) for t in texts]))
+    segs = exp.values(rows, alias="g", columns=["seg", "feature", "i", "j", "root", "lo", "hi", "p_best",
+                                                "p_refused", "p_lost"])
+    per = [_as(exp.Sum(this=_case(_c("class").eq(sql.value(c, model.label_type)), _c("n"), sql.dbl(0.0))), f"k{k}")
+           for k, c in enumerate(model.classes)]
+    counted = (exp.select(_c("feature"), _c("value"), *per).from_(_ref(f"{name}_values"))
+               .where(exp.In(this=_c("feature"), expressions=[exp.Literal.string(f.name) for f in feats]))
+               .group_by(_c("feature"), _c("value")))
+    part = ["seg"]
+    inside = (exp.select(_c("seg", "g"), _c("value", "v"),
+                         *[_as(_window(exp.Sum(this=_c(f"k{k}", "v")), part, "value", True), f"l{k}") for k in range(K)],
+                         *[_as(_window(exp.Sum(this=_c(f"k{k}", "v")), part), f"t{k}") for k in range(K)],
+                         _as(_window(exp.Lead(this=_c("value", "v")), part, "value"), "above"))
+              .from_(segs.copy()).join(_from(counted, "v"), join_type="inner", on=exp.and_(
+                  _c("feature", "v").eq(_c("feature", "g")), exp.GTE(this=_c("value", "v"), expression=_c("lo", "g")),
+                  exp.LT(this=_c("value", "v"), expression=_c("hi", "g")))))
+    ls = [_c(f"l{k}") for k in range(K)]
+    ts = [_c(f"t{k}") for k in range(K)]
+    rs = [exp.Sub(this=_c(f"t{k}"), expression=_c(f"l{k}")) for k in range(K)]
+    n, nl = sql.paren(sql.add([t.copy() for t in ts])), sql.paren(sql.add([x.copy() for x in ls]))
+    nr = exp.Sub(this=n.copy(), expression=nl.copy())
+
+    def n_ent(total: exp.Expression, cs: list) -> exp.Expression:  # n·Ent in bits: n log2 n − Σ c log2 c
+        return exp.Sub(this=_xlog2x(total), expression=sql.paren(sql.add([_xlog2x(c.copy()) for c in cs])))
+
+    gaps = (exp.select(_c("seg"), _as(_c("value"), "below"), _c("above"), _as(n, "n"), _as(nl, "nl"),
+                       _as(n_ent(n.copy(), ts), "e"), _as(n_ent(nl.copy(), ls), "el"), _as(n_ent(nr, rs), "er"),
+                       _as(_present(ts), "k"), _as(_present(ls), "k1"), _as(_present(rs), "k2"))
+            .from_(_from(inside, "s")).where(exp.Not(this=exp.Is(this=_c("above"), expression=exp.Null()))))
+    ne = exp.Add(this=_c("el"), expression=_c("er"))
+    k = _c("k")
+    log3k = exp.Add(this=exp.Mul(this=k.copy(), expression=_log2(sql.dbl(3.0))), expression=_log2(exp.Sub(
+        this=sql.dbl(1.0), expression=exp.Mul(this=sql.dbl(2.0), expression=exp.Pow(
+            this=sql.dbl(3.0), expression=exp.Neg(this=k.copy()))))))
+    delta = exp.Sub(this=log3k, expression=sql.paren(exp.Sub(
+        this=exp.Sub(this=exp.Div(this=exp.Mul(this=k.copy(), expression=_c("e")), expression=_c("n")),
+                     expression=exp.Div(this=exp.Mul(this=_c("k1"), expression=_c("el")), expression=_c("nl"))),
+        expression=exp.Div(this=exp.Mul(this=_c("k2"), expression=_c("er")),
+                           expression=sql.paren(exp.Sub(this=_c("n"), expression=_c("nl")))))))
+    # N·Gain − log2(N − 1) − Δ: the criterion accepts the cut when it is > 0
+    margin = exp.Sub(this=exp.Sub(this=exp.Sub(this=_c("e"), expression=sql.paren(ne.copy())),
+                                  expression=_log2(exp.Sub(this=_c("n"), expression=sql.dbl(1.0)))),
+                     expression=sql.paren(delta))
+    ranked = (exp.select(  # rn 1: the first minimum of N·E(T; S), as numpy's argmin
+        _c("seg"), _c("below"), _c("above"), _c("n"), _as(ne, "ne"), _as(margin, "margin"),
+        _as(_window(exp.RowNumber(), part, ["ne", "below"]), "rn")).from_(_from(gaps, "x")))
+    best = exp.select(exp.Star()).from_(sql.table("ranked")).where(_c("rn").eq(exp.Literal.number(1)))
+    tol = exp.Mul(this=sql.dbl(TOLERANCE), expression=_c("n", "b"))
+    # the stored cut that splits a segment: the lowest whose gap is within the tolerance
+    # of the least N·E(T; S) and which the criterion accepts (within the tolerance)
+    held = (exp.select(_c("seg", "c"), _as(exp.Min(this=_c("k", "c")), "k"))
+            .from_(exp.values(inner, alias="c", columns=["seg", "k", "cut"]) if inner else
+                   exp.select(*[_as(exp.Literal.number(0), c) for c in ("seg", "k", "cut")]).where(exp.false()).subquery("c"))
+            .join(_from("ranked", "r"), join_type="inner", on=exp.and_(
+                _c("seg", "r").eq(_c("seg", "c")), exp.LT(this=_c("below", "r"), expression=_c("cut", "c")),
+                exp.GTE(this=_c("above", "r"), expression=_c("cut", "c"))))
+            .join(_from("best", "b"), join_type="inner", on=_c("seg", "b").eq(_c("seg", "c")))
+            .where(exp.and_(exp.LTE(this=_c("ne", "r"), expression=exp.Add(this=_c("ne", "b"), expression=tol.copy())),
+                            exp.GTE(this=_c("margin", "r"), expression=exp.Neg(this=tol.copy()))))
+            .group_by(_c("seg", "c")))
+    choice = (exp.select(_c("seg", "g"), _c("feature", "g"), _c("i", "g"), _c("j", "g"), _c("k", "h"))
+              .from_(segs.copy()).join(_from(held, "h"), join_type="left", on=_c("seg", "h").eq(_c("seg", "g"))))
+    # MDL's recursion over the stored cut points, a level per CTE (at most one per cut point)
+    depth = max(len(f.edges or ()) for f in feats)
+    levels = [exp.select(_c("seg")).from_(segs.copy()).where(_c("root").eq(exp.Literal.number(1)))]
+    for _ in range(depth):
+        sides = []
+        for lo, hi in (("i", "k"), ("k", "j")):
+            sides.append(exp.select(_c("seg", "d"))
+                         .from_(_from(levels[-1], "l"))
+                         .join(_from("choice", "p"), join_type="inner", on=_c("seg", "p").eq(_c("seg", "l")))
+                         .join(_from("choice", "d"), join_type="inner", on=exp.and_(
+                             _c("feature", "d").eq(_c("feature", "p")), _c("i", "d").eq(_c(lo, "p")),
+                             _c("j", "d").eq(_c(hi, "p")))))
+        levels.append(sql.union_all(sides))
+    visited = sql.union_all([exp.select(_c("seg")).from_(_from(q, f"l{t}")) for t, q in enumerate(levels)])
+    leaf = _c("j", "g").eq(exp.Add(this=_c("i", "g"), expression=exp.Literal.number(1)))
+    split = exp.and_(leaf.copy(), exp.GT(this=_c("margin", "b"), expression=tol.copy()))
+    unheld = exp.and_(exp.Not(this=leaf.copy()), exp.Is(this=_c("k", "c"), expression=exp.Null()))
+    lost = exp.Is(this=_c("seg", "b"), expression=exp.Null())
+    refused = exp.LT(this=_c("margin", "b"), expression=exp.Neg(this=tol.copy()))
+    problem = exp.Case(ifs=[exp.If(this=leaf.copy(), true=_c("p_best", "g")),
+                            exp.If(this=lost, true=_c("p_lost", "g")),
+                            exp.If(this=refused, true=_c("p_refused", "g"))], default=_c("p_best", "g"))
+    return (exp.select(_as(problem, "problem"), _as(_c("below", "b"), "below"), _as(_c("above", "b"), "above"))
+            .from_(_from(visited, "v"))
+            .join(segs.copy(), join_type="inner", on=_c("seg", "g").eq(_c("seg", "v")))
+            .join(_from("choice", "c"), join_type="inner", on=_c("seg", "c").eq(_c("seg", "v")))
+            .join(_from("best", "b"), join_type="left", on=_c("seg", "b").eq(_c("seg", "v")))
+            .where(exp.or_(split, unheld))
+            .with_(sql.ident("ranked"), as_=ranked).with_(sql.ident("best"), as_=best)
+            .with_(sql.ident("choice"), as_=choice))
+
+
+def _quantile_sql(name: str, feats: list) -> exp.Select:
+    """The failing rows of the ``quantile:K`` columns (module docstring)."""
+    names = [exp.Literal.string(f.name) for f in feats]
+    counted = (exp.select(_c("feature"), _c("value"), _as(exp.Sum(this=_c("n")), "c")).from_(_ref(f"{name}_values"))
+               .where(exp.In(this=_c("feature"), expressions=names)).group_by(_c("feature"), _c("value")))
+    cum = exp.select(_c("feature"), _c("value"), _c("c"),
+                     _as(exp.Sub(this=_window(exp.Sum(this=_c("c")), ["feature"], "value", True), expression=_c("c")),
+                         "before"),
+                     _as(_window(exp.Sum(this=_c("c")), ["feature"]), "total")).from_(_from(counted, "q"))
+    probs, stored = [], []
+    for f in feats:
+        k, edges = quantile_checks(f)
+        new = (f"column {f.name}: quantile:{k} now puts an edge between the values below and above, where the "
+               "package has none; fit again and generate the package again")
+        probs += [(exp.Literal.string(f.name), sql.dbl(i / k), exp.Literal.string(new)) for i in range(1, k)]
+        stored += [(exp.Literal.string(f.name), sql.dbl(e), exp.Literal.string(
+            f"column {f.name}: quantile:{k} no longer puts an edge between the values below and above, where the "
+            f"package has the cut point {_text(e)}; fit again and generate the package again")) for e in edges]
+    totals = exp.select(_c("feature"), _c("total")).from_(sql.table("cum")).group_by(_c("feature"), _c("total"))
+    h = exp.Mul(this=sql.paren(exp.Sub(this=_c("total", "t"), expression=sql.dbl(1.0))), expression=_c("p", "p"))
+    pos = (exp.select(_c("feature", "p"), _c("problem", "p"), _as(h, "h"), _as(exp.Floor(this=h.copy()), "fl"),
+                      _as(exp.Ceil(this=h.copy()), "ce"))
+           .from_(exp.values(probs, alias="p", columns=["feature", "p", "problem"]))
+           .join(_from(totals, "t"), join_type="inner", on=_c("feature", "t").eq(_c("feature", "p"))))
+
+    def holds(alias: str, i: str) -> exp.Expression:  # the sorted rows' i-th (0-based) is this value
+        return exp.and_(_c("feature", alias).eq(_c("feature", "o")),
+                        exp.LTE(this=_c("before", alias), expression=_c(i, "o")),
+                        exp.LT(this=_c(i, "o"), expression=exp.Add(this=_c("before", alias), expression=_c("c", alias))))
+
+    edge = exp.Add(this=_c("value", "a"), expression=exp.Mul(
+        this=sql.paren(exp.Sub(this=_c("value", "b"), expression=_c("value", "a"))),
+        expression=sql.paren(exp.Sub(this=_c("h", "o"), expression=_c("fl", "o")))))
+    new = (exp.select(_c("feature", "o"), _as(exp.Literal.string("new"), "side"), _as(edge, "edge"),
+                      _c("problem", "o"))
+           .from_(_from("pos", "o"))
+           .join(_from("cum", "a"), join_type="inner", on=holds("a", "fl"))
+           .join(_from("cum", "b"), join_type="inner", on=holds("b", "ce")))
+    old = exp.select(_c("feature"), _as(exp.Literal.string("stored"), "side"), _c("edge"), _c("problem")).from_(
+        exp.values(stored, alias="s", columns=["feature", "edge", "problem"])) if stored else None
+    edges = sql.union_all([new] + ([old] if old is not None else []))
+    below = exp.LT(this=_c("value", "v"), expression=_c("edge", "e"))
+    gapped = (exp.select(_c("feature", "e"), _c("side", "e"), _c("problem", "e"),
+                         _as(exp.Sum(this=_case(below, sql.dbl(1.0), sql.dbl(0.0))), "gap"),
+                         _as(exp.Max(this=_case(below.copy(), _c("value", "v"))), "below"),
+                         _as(exp.Min(this=_case(exp.Not(this=below.copy()), _c("value", "v"))), "above"))
+              .from_(_from(edges, "e"))
+              .join(_from("cum", "v"), join_type="inner", on=_c("feature", "v").eq(_c("feature", "e")))
+              .group_by(_c("feature", "e"), _c("side", "e"), _c("problem", "e"), _c("edge", "e")))
+    kept = exp.select(exp.Star()).from_(sql.table("gapped")).where(exp.or_(
+        _c("side").eq(exp.Literal.string("stored")), exp.GTE(this=_c("gap"), expression=sql.dbl(1.0))))
+    other = exp.select(_c("feature"), _c("side"), _c("gap")).from_(sql.table("kept")).group_by(
+        _c("feature"), _c("side"), _c("gap"))
+    return (exp.select(_as(_c("problem", "e"), "problem"), _as(_c("below", "e"), "below"),
+                       _as(_c("above", "e"), "above"))
+            .from_(_from("kept", "e"))
+            .join(_from(other, "o"), join_type="left", on=exp.and_(
+                _c("feature", "o").eq(_c("feature", "e")), _c("gap", "o").eq(_c("gap", "e")),
+                exp.NEQ(this=_c("side", "o"), expression=_c("side", "e"))))
+            .where(exp.Is(this=_c("feature", "o"), expression=exp.Null()))
+            .group_by(_c("problem", "e"), _c("below", "e"), _c("above", "e"))
+            .with_(sql.ident("cum"), as_=cum).with_(sql.ident("pos"), as_=pos)
+            .with_(sql.ident("gapped"), as_=gapped).with_(sql.ident("kept"), as_=kept))
+
+
+def cuts_test_sql(model: NaiveBayes, name: str, dialect: str) -> str | None:
+    """The rows of a failing cut-point test (``problem``, naming the column, and the seen
+    values ``below`` and ``above`` the gap concerned), or None without a binned column."""
+    mdl = [f for f in binned(model) if f.bins == "mdl"]
+    quant = [f for f in binned(model) if f.bins.startswith("quantile:")]
+    parts = ([_mdl_sql(model, name, mdl)] if mdl else []) + ([_quantile_sql(name, quant)] if quant else [])
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return sql.render(parts[0], dialect, pretty=True)
+    wrapped = [exp.select(exp.Star()).from_(_from(p, f"t{i}")) for i, p in enumerate(parts)]
+    return sql.render(sql.union_all(wrapped), dialect, pretty=True)
