@@ -19,19 +19,19 @@ the method computes now. A cut point is a midpoint between two neighbouring seen
 (MDL) or an interpolated quantile; a cut point that moves only because a new value fell
 between its two neighbours, leaving every seen value on the side it was, is the same cut.
 
-``mdl`` (:func:`mdl_checks`)
-    The generator replays MDL's recursion on the model's value counts
-    (:func:`sqlnb.models.naive_bayes.binning.mdl_segments`): which cut point split which
-    segment ``[lo, hi)``, and the segments left whole (the bins). The test evaluates, in
-    SQL over the stored per-value counts (window sums per segment), for each split
-    segment: the stored cut still splits it with the least N·E(T; S) (no gap between two
-    neighbouring values does better by more than ``1e-9 · N`` bits) and the MDL criterion
-    still accepts it (within the same tolerance); for each bin: the criterion refuses its
-    best split (the first minimum of N·E). When every check holds, MDL on the stored
-    counts retraces the generated recursion, so it gives the same cut points. A check can
-    also fail when another stored cut point now splits a segment first (the recursion
-    changes order) while the cut points would end up the same: regenerating then writes
-    the same cut points.
+``mdl`` (:func:`mdl_checks`, :func:`_mdl_sql`)
+    Fayyad & Irani's recursion (:func:`sqlnb.models.naive_bayes.binning.mdl_cuts`) run in
+    SQL over the stored cut points. For every segment ``[e_i, e_j)`` between two stored
+    cut points (±inf at the ends; (m + 1)(m + 2)/2 of them for m cut points), window sums
+    over the per-value counts give N·E(T; S) at every gap between neighbouring values, its
+    first minimum (lowest gap among equal ones) and the MDL criterion there. The segment's
+    split is the lowest stored cut point inside it whose gap is within ``1e-9·N`` bits of
+    the least N·E(T; S) and which the criterion accepts (within ``1e-9·N`` bits). From
+    the whole column down (a query per level, at most m levels), each segment reached is
+    split there; the test fails for a segment reached that no stored cut point splits,
+    and for a bin reached whose best cut the criterion accepts by more than ``1e-9·N``
+    bits. So, ties within the tolerance aside, it passes exactly when MDL on the stored
+    counts gives the stored cut points, in whatever order its recursion finds them.
 ``quantile:K`` (:func:`quantile_checks`)
     Each edge ``quantile_cont(x, i/K)`` is computed again from the cumulative counts as
     DuckDB interpolates it (position ``h = (N − 1)·i/K``, ``x_⌊h⌋ + (h − ⌊h⌋)·(x_⌈h⌉ −
@@ -43,6 +43,7 @@ between its two neighbours, leaving every seen value on the side it was, is the 
 from __future__ import annotations
 
 import math
+
 import numpy as np
 from sqlglot import exp
 
@@ -225,9 +226,11 @@ def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
     margin = exp.Sub(this=exp.Sub(this=exp.Sub(this=_c("e"), expression=sql.paren(ne.copy())),
                                   expression=_log2(exp.Sub(this=_c("n"), expression=sql.dbl(1.0)))),
                      expression=sql.paren(delta))
+    scored = exp.select(_c("seg"), _c("below"), _c("above"), _c("n"), _as(ne, "ne"), _as(margin, "margin")).from_(
+        _from(gaps, "x"))
     ranked = (exp.select(  # rn 1: the first minimum of N·E(T; S), as numpy's argmin
-        _c("seg"), _c("below"), _c("above"), _c("n"), _as(ne, "ne"), _as(margin, "margin"),
-        _as(_window(exp.RowNumber(), part, ["ne", "below"]), "rn")).from_(_from(gaps, "x")))
+        _c("seg"), _c("below"), _c("above"), _c("n"), _c("ne"), _c("margin"),
+        _as(_window(exp.RowNumber(), part, ["ne", "below"]), "rn")).from_(_from(scored, "y")))
     best = exp.select(exp.Star()).from_(sql.table("ranked")).where(_c("rn").eq(exp.Literal.number(1)))
     tol = exp.Mul(this=sql.dbl(TOLERANCE), expression=_c("n", "b"))
     # the stored cut that splits a segment: the lowest whose gap is within the tolerance
@@ -247,17 +250,17 @@ def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
     # MDL's recursion over the stored cut points, a level per CTE (at most one per cut point)
     depth = max(len(f.edges or ()) for f in feats)
     levels = [exp.select(_c("seg")).from_(segs.copy()).where(_c("root").eq(exp.Literal.number(1)))]
-    for _ in range(depth):
+    for t in range(depth):
         sides = []
         for lo, hi in (("i", "k"), ("k", "j")):
             sides.append(exp.select(_c("seg", "d"))
-                         .from_(_from(levels[-1], "l"))
+                         .from_(_from(f"level{t}", "l"))
                          .join(_from("choice", "p"), join_type="inner", on=_c("seg", "p").eq(_c("seg", "l")))
                          .join(_from("choice", "d"), join_type="inner", on=exp.and_(
                              _c("feature", "d").eq(_c("feature", "p")), _c("i", "d").eq(_c(lo, "p")),
                              _c("j", "d").eq(_c(hi, "p")))))
         levels.append(sql.union_all(sides))
-    visited = sql.union_all([exp.select(_c("seg")).from_(_from(q, f"l{t}")) for t, q in enumerate(levels)])
+    visited = sql.union_all([exp.select(_c("seg")).from_(sql.table(f"level{t}")) for t in range(len(levels))])
     leaf = _c("j", "g").eq(exp.Add(this=_c("i", "g"), expression=exp.Literal.number(1)))
     split = exp.and_(leaf.copy(), exp.GT(this=_c("margin", "b"), expression=tol.copy()))
     unheld = exp.and_(exp.Not(this=leaf.copy()), exp.Is(this=_c("k", "c"), expression=exp.Null()))
@@ -266,14 +269,17 @@ def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
     problem = exp.Case(ifs=[exp.If(this=leaf.copy(), true=_c("p_best", "g")),
                             exp.If(this=lost, true=_c("p_lost", "g")),
                             exp.If(this=refused, true=_c("p_refused", "g"))], default=_c("p_best", "g"))
-    return (exp.select(_as(problem, "problem"), _as(_c("below", "b"), "below"), _as(_c("above", "b"), "above"))
-            .from_(_from(visited, "v"))
-            .join(segs.copy(), join_type="inner", on=_c("seg", "g").eq(_c("seg", "v")))
-            .join(_from("choice", "c"), join_type="inner", on=_c("seg", "c").eq(_c("seg", "v")))
-            .join(_from("best", "b"), join_type="left", on=_c("seg", "b").eq(_c("seg", "v")))
-            .where(exp.or_(split, unheld))
-            .with_(sql.ident("ranked"), as_=ranked).with_(sql.ident("best"), as_=best)
-            .with_(sql.ident("choice"), as_=choice))
+    query = (exp.select(_as(problem, "problem"), _as(_c("below", "b"), "below"), _as(_c("above", "b"), "above"))
+             .from_(_from(visited, "v"))
+             .join(segs.copy(), join_type="inner", on=_c("seg", "g").eq(_c("seg", "v")))
+             .join(_from("choice", "c"), join_type="inner", on=_c("seg", "c").eq(_c("seg", "v")))
+             .join(_from("best", "b"), join_type="left", on=_c("seg", "b").eq(_c("seg", "v")))
+             .where(exp.or_(split, unheld))
+             .with_(sql.ident("ranked"), as_=ranked).with_(sql.ident("best"), as_=best)
+             .with_(sql.ident("choice"), as_=choice))
+    for t, level in enumerate(levels):
+        query = query.with_(sql.ident(f"level{t}"), as_=level)
+    return query
 
 
 def _quantile_sql(name: str, feats: list) -> exp.Select:

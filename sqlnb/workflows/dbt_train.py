@@ -16,6 +16,9 @@ when the package is generated:
     per class and value of the categorical column ``j``: ``n``; of a binned column, per
     class and bin number ``0 … B−1`` (the cut points are the model's, fixed when the
     package is generated: only the counts are retrained).
+``<name>_values`` (binned columns)
+    per class, binned column and value: ``n``, what the test that the cut points still
+    hold reads (:mod:`sqlnb.workflows.dbt_cuts`).
 ``<name>_pairs``, ``<name>_triples`` (TAN, KDB, AODE; triples: KDB(2))
     per class and pair of tree features: the pair counts; per class and (child, parent,
     parent) triple of the generated structure: the joint counts
@@ -378,9 +381,11 @@ def _values_test(model: NaiveBayes, dialect: str) -> str | None:
 
 def tests_file(model: NaiveBayes, name: str) -> str | None:
     """``macros/train_tests_<name>.sql``: the generic test ``sqlnb_<name>_values`` (no
-    NaN or infinity in a numeric column, no negative count) and, for a structure, the test
+    NaN or infinity in a numeric column, no negative count); for a structure, the test
     ``sqlnb_<name>_structure`` of ``<name>_pairs`` (the stored counts would choose the
-    generated structure: :func:`dbt_structures.structure_test_sql`); None without either."""
+    generated structure: :func:`dbt_structures.structure_test_sql`); for binned columns,
+    ``sqlnb_<name>_cuts`` of ``<name>_values`` (they would give the generated cut points:
+    :func:`dbt_cuts.cuts_test_sql`); None without any."""
     ns = f"sqlnb_{name}"
     tests = {"values": lambda d: _values_test(model, d), "structure": lambda d: dbt_structures.structure_test_sql(
         model, name, d), "cuts": lambda d: dbt_cuts.cuts_test_sql(model, name, d)}
