@@ -54,10 +54,11 @@ def _load(con, name: str, rows: dict) -> None:
 def _failing(con, model) -> dict[str, list]:
     """The cut-point test's rows by the column they name."""
     out: dict[str, list] = {}
-    for problem, below, above in con.sql(_rendered(dbt_cuts.cuts_test_sql(model, "m", "duckdb"))).fetchall():
+    for problem, lo, hi, below, above in con.sql(_rendered(dbt_cuts.cuts_test_sql(model, "m", "duckdb"))).fetchall():
         column = problem.split(":")[0].removeprefix("column ")
-        assert problem.endswith("fit again and generate the package again") and below is not None, problem
-        out.setdefault(column, []).append((problem, below, above))
+        assert problem.endswith("fit again and generate the package again"), problem
+        assert (lo is None) == (hi is None) == ("[lo, hi)" not in problem), (problem, lo, hi)
+        out.setdefault(column, []).append((problem, lo, hi, below, above))
     return out
 
 

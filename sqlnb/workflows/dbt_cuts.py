@@ -115,15 +115,6 @@ def _text(e: float) -> str:
     return "-inf" if e == -math.inf else "+inf" if e == math.inf else repr(float(e))
 
 
-def mdl_checks(f) -> list[tuple[int, int, float, float, list[tuple[int, float]]]]:
-    """Every segment MDL's recursion over the stored cut points of ``f`` can visit: ``(i,
-    j, lo, hi, inner)``, the values in ``[lo, hi)`` between the cut points ``i`` and ``j``
-    (0 and ``m + 1``: ±inf) and the cut points ``(k, e_k)`` inside it; ``j = i + 1``: a bin."""
-    edges = [-math.inf, *(f.edges or ()), math.inf]
-    return [(i, j, edges[i], edges[j], [(k, edges[k]) for k in range(i + 1, j)])
-            for i in range(len(edges) - 1) for j in range(i + 1, len(edges))]
-
-
 def quantile_checks(f) -> tuple[int, tuple]:
     """(K, the stored edges) of a ``quantile:K`` column."""
     return int(f.bins.split(":")[1]), tuple(f.edges or ())
@@ -135,13 +126,16 @@ def _case(cond: exp.Expression, then: exp.Expression, default: exp.Expression | 
     return exp.Case(ifs=[exp.If(this=cond, true=then)], default=default)
 
 
-def _window(e: exp.Expression, part: list[str], order: str | list[str] | None = None,
+def _window(e: exp.Expression, part: list, order: str | exp.Column | list | None = None,
             running: bool = False) -> exp.Window:
     """``e OVER (PARTITION BY part ORDER BY order)``; ``running``: over the rows up to this one."""
-    w = exp.Window(this=e, partition_by=[_c(p) for p in part], over="OVER")
+    def col(c):
+        return _c(c) if isinstance(c, str) else c
+
+    w = exp.Window(this=e, partition_by=[col(p) for p in part], over="OVER")
     if order is not None:
-        w.set("order", exp.Order(expressions=[exp.Ordered(this=_c(o), nulls_first=True)
-                                              for o in ([order] if isinstance(order, str) else order)]))
+        w.set("order", exp.Order(expressions=[exp.Ordered(this=col(o), nulls_first=True)
+                                              for o in ([order] if isinstance(order, (str, exp.Column)) else order)]))
     if running:
         w.set("spec", exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"))
     return w
@@ -164,41 +158,33 @@ def _present(cs: list[exp.Expression]) -> exp.Expression:
     return sql.add([_case(exp.GT(this=sql.paren(c), expression=sql.dbl(0.0)), sql.dbl(1.0), sql.dbl(0.0)) for c in cs])
 
 
-def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
-    """The failing rows of the MDL columns (module docstring)."""
+def _mdl_texts(f) -> list[str]:
+    """What a failing row of MDL column ``f`` says: a bin now cut, a segment now split
+    elsewhere, refused, left with fewer than two values."""
+    head, tail = f"column {f.name}: ", "; fit again and generate the package again"
+    return [f"{head}MDL now cuts the bin [lo, hi) between the values below and above{tail}",
+            f"{head}MDL now splits [lo, hi) between the values below and above, not at a cut point of the "
+            f"package inside it{tail}",
+            f"{head}MDL now refuses every split of [lo, hi), which the package cuts{tail}",
+            f"{head}[lo, hi), which the package cuts, now holds fewer than two values{tail}"]
+
+
+def _segment_gaps(model: NaiveBayes, segments: str) -> exp.Select:
+    """Per segment ``(feature, i, j)`` of the CTE ``segments`` and gap between neighbouring
+    values in it (``below``, ``above``): ``n``, the rows of the segment; ``ne``,
+    N·E(T; S) of the cut there; ``margin``, N·Gain − log2(N − 1) − Δ (the MDL criterion
+    accepts the cut when it is > 0); ``rn`` 1 for the first minimum of ``ne``."""
     K = len(model.classes)
-    rows, inner = [], []
-    tail = "; fit again and generate the package again"
-    for f in feats:
-        for i, j, lo, hi, cuts in mdl_checks(f):
-            seg = f"[{_text(lo)}, {_text(hi)})"
-            head = f"column {f.name}: MDL now "
-            if not cuts:
-                texts = [f"{head}cuts the bin {seg} between the values below and above{tail}"] * 3
-            else:
-                which = f"its cut point{'s' * (len(cuts) > 1)} {', '.join(_text(e) for _, e in cuts)}"
-                texts = [f"{head}splits {seg} between the values below and above, not at {which}{tail}",
-                         f"{head}refuses every split of {seg}, which the package cuts at {which}{tail}",
-                         f"{head}finds fewer than two values in {seg}, which the package cuts at {which}{tail}"]
-            inner += [(exp.Literal.number(len(rows)), exp.Literal.number(k), sql.dbl(e)) for k, e in cuts]
-            rows.append((exp.Literal.number(len(rows)), exp.Literal.string(f.name), exp.Literal.number(i),
-                         exp.Literal.number(j), exp.Literal.number(int(i == 0 and j == len(f.edges or ()) + 1)),
-                         sql.dbl(lo), sql.dbl(hi), *[exp.Literal.string(t) for t in texts]))
-    segs = exp.values(rows, alias="g", columns=["seg", "feature", "i", "j", "root", "lo", "hi", "p_best",
-                                                "p_refused", "p_lost"])
-    per = [_as(exp.Sum(this=_case(_c("class").eq(sql.value(c, model.label_type)), _c("n"), sql.dbl(0.0))), f"k{k}")
-           for k, c in enumerate(model.classes)]
-    counted = (exp.select(_c("feature"), _c("value"), *per).from_(_ref(f"{name}_values"))
-               .where(exp.In(this=_c("feature"), expressions=[exp.Literal.string(f.name) for f in feats]))
-               .group_by(_c("feature"), _c("value")))
-    part = ["seg"]
-    inside = (exp.select(_c("seg", "g"), _c("value", "v"),
-                         *[_as(_window(exp.Sum(this=_c(f"k{k}", "v")), part, "value", True), f"l{k}") for k in range(K)],
-                         *[_as(_window(exp.Sum(this=_c(f"k{k}", "v")), part), f"t{k}") for k in range(K)],
-                         _as(_window(exp.Lead(this=_c("value", "v")), part, "value"), "above"))
-              .from_(segs.copy()).join(_from(counted, "v"), join_type="inner", on=exp.and_(
-                  _c("feature", "v").eq(_c("feature", "g")), exp.GTE(this=_c("value", "v"), expression=_c("lo", "g")),
-                  exp.LT(this=_c("value", "v"), expression=_c("hi", "g")))))
+    part = ["feature", "i", "j"]
+    by, at = [_c(p, "s") for p in part], _c("value", "v")
+    inside = (exp.select(*[c.copy() for c in by], at.copy(),
+                         *[_as(_window(exp.Sum(this=_c(f"k{k}", "v")), by, at, True), f"l{k}") for k in range(K)],
+                         *[_as(_window(exp.Sum(this=_c(f"k{k}", "v")), by), f"t{k}") for k in range(K)],
+                         _as(_window(exp.Lead(this=at.copy()), by, at), "above"))
+              .from_(_from(segments, "s"))
+              .join(_from("counted", "v"), join_type="inner", on=exp.and_(
+                  _c("feature", "v").eq(_c("feature", "s")), exp.GTE(this=_c("value", "v"), expression=_c("lo", "s")),
+                  exp.LT(this=_c("value", "v"), expression=_c("hi", "s")))))
     ls = [_c(f"l{k}") for k in range(K)]
     ts = [_c(f"t{k}") for k in range(K)]
     rs = [exp.Sub(this=_c(f"t{k}"), expression=_c(f"l{k}")) for k in range(K)]
@@ -208,7 +194,7 @@ def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
     def n_ent(total: exp.Expression, cs: list) -> exp.Expression:  # n·Ent in bits: n log2 n − Σ c log2 c
         return exp.Sub(this=_xlog2x(total), expression=sql.paren(sql.add([_xlog2x(c.copy()) for c in cs])))
 
-    gaps = (exp.select(_c("seg"), _as(_c("value"), "below"), _c("above"), _as(n, "n"), _as(nl, "nl"),
+    gaps = (exp.select(*[_c(p) for p in part], _as(_c("value"), "below"), _c("above"), _as(n, "n"), _as(nl, "nl"),
                        _as(n_ent(n.copy(), ts), "e"), _as(n_ent(nl.copy(), ls), "el"), _as(n_ent(nr, rs), "er"),
                        _as(_present(ts), "k"), _as(_present(ls), "k1"), _as(_present(rs), "k2"))
             .from_(_from(inside, "s")).where(exp.Not(this=exp.Is(this=_c("above"), expression=exp.Null()))))
@@ -222,63 +208,95 @@ def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
                      expression=exp.Div(this=exp.Mul(this=_c("k1"), expression=_c("el")), expression=_c("nl"))),
         expression=exp.Div(this=exp.Mul(this=_c("k2"), expression=_c("er")),
                            expression=sql.paren(exp.Sub(this=_c("n"), expression=_c("nl")))))))
-    # N·Gain − log2(N − 1) − Δ: the criterion accepts the cut when it is > 0
     margin = exp.Sub(this=exp.Sub(this=exp.Sub(this=_c("e"), expression=sql.paren(ne.copy())),
                                   expression=_log2(exp.Sub(this=_c("n"), expression=sql.dbl(1.0)))),
                      expression=sql.paren(delta))
-    scored = exp.select(_c("seg"), _c("below"), _c("above"), _c("n"), _as(ne, "ne"), _as(margin, "margin")).from_(
-        _from(gaps, "x"))
-    ranked = (exp.select(  # rn 1: the first minimum of N·E(T; S), as numpy's argmin
-        _c("seg"), _c("below"), _c("above"), _c("n"), _c("ne"), _c("margin"),
-        _as(_window(exp.RowNumber(), part, ["ne", "below"]), "rn")).from_(_from(scored, "y")))
-    best = exp.select(exp.Star()).from_(sql.table("ranked")).where(_c("rn").eq(exp.Literal.number(1)))
+    scored = exp.select(*[_c(p) for p in part], _c("below"), _c("above"), _c("n"), _as(ne, "ne"),
+                        _as(margin, "margin")).from_(_from(gaps, "x"))
+    return exp.select(*[_c(p) for p in part], _c("below"), _c("above"), _c("n"), _c("ne"), _c("margin"),
+                      _as(_window(exp.RowNumber(), part, ["ne", "below"]), "rn")).from_(_from(scored, "y"))
+
+
+def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
+    """The failing rows of the MDL columns (module docstring): MDL's recursion over the
+    stored cut points, a level of CTEs per depth (at most one per cut point), each over
+    the disjoint segments the level before split."""
+    edges, roots = [], []
+    for f in feats:
+        cuts = [-math.inf, *(f.edges or ()), math.inf]
+        edges += [(exp.Literal.string(f.name), exp.Literal.number(i), sql.dbl(e)) for i, e in enumerate(cuts)]
+        roots.append((exp.Literal.string(f.name), exp.Literal.number(len(cuts) - 1),
+                      *[exp.Literal.string(t) for t in _mdl_texts(f)]))
+    texts = ["p_split", "p_moved", "p_refused", "p_lost"]
+    per = [_as(exp.Sum(this=_case(_c("class").eq(sql.value(c, model.label_type)), _c("n"), sql.dbl(0.0))), f"k{k}")
+           for k, c in enumerate(model.classes)]
+    counted = (exp.select(_c("feature"), _c("value"), *per).from_(_ref(f"{name}_values"))
+               .where(exp.In(this=_c("feature"), expressions=[exp.Literal.string(f.name) for f in feats]))
+               .group_by(_c("feature"), _c("value")))
+    ctes = [("counted", counted),
+            ("edges", exp.select(exp.Star()).from_(exp.values(edges, alias="e", columns=["feature", "i", "e"]))),
+            ("roots", exp.select(exp.Star()).from_(exp.values(roots, alias="r", columns=["feature", "j", *texts])))]
+
+    def bounded(pairs: exp.Select) -> exp.Select:  # (feature, i, j) with lo = e_i, hi = e_j
+        return (exp.select(_c("feature", "p"), _c("i", "p"), _c("j", "p"), _as(_c("e", "a"), "lo"),
+                           _as(_c("e", "b"), "hi"))
+                .from_(_from(pairs, "p"))
+                .join(_from("edges", "a"), join_type="inner", on=exp.and_(
+                    _c("feature", "a").eq(_c("feature", "p")), _c("i", "a").eq(_c("i", "p"))))
+                .join(_from("edges", "b"), join_type="inner", on=exp.and_(
+                    _c("feature", "b").eq(_c("feature", "p")), _c("i", "b").eq(_c("j", "p")))))
+
+    key = ["feature", "i", "j"]
+
+    def same(a: str, b: str) -> exp.Expression:
+        return exp.and_(*[_c(x, a).eq(_c(x, b)) for x in key])
+
     tol = exp.Mul(this=sql.dbl(TOLERANCE), expression=_c("n", "b"))
-    # the stored cut that splits a segment: the lowest whose gap is within the tolerance
-    # of the least N·E(T; S) and which the criterion accepts (within the tolerance)
-    held = (exp.select(_c("seg", "c"), _as(exp.Min(this=_c("k", "c")), "k"))
-            .from_(exp.values(inner, alias="c", columns=["seg", "k", "cut"]) if inner else
-                   exp.select(*[_as(exp.Literal.number(0), c) for c in ("seg", "k", "cut")]).where(exp.false()).subquery("c"))
-            .join(_from("ranked", "r"), join_type="inner", on=exp.and_(
-                _c("seg", "r").eq(_c("seg", "c")), exp.LT(this=_c("below", "r"), expression=_c("cut", "c")),
-                exp.GTE(this=_c("above", "r"), expression=_c("cut", "c"))))
-            .join(_from("best", "b"), join_type="inner", on=_c("seg", "b").eq(_c("seg", "c")))
-            .where(exp.and_(exp.LTE(this=_c("ne", "r"), expression=exp.Add(this=_c("ne", "b"), expression=tol.copy())),
-                            exp.GTE(this=_c("margin", "r"), expression=exp.Neg(this=tol.copy()))))
-            .group_by(_c("seg", "c")))
-    choice = (exp.select(_c("seg", "g"), _c("feature", "g"), _c("i", "g"), _c("j", "g"), _c("k", "h"))
-              .from_(segs.copy()).join(_from(held, "h"), join_type="left", on=_c("seg", "h").eq(_c("seg", "g"))))
-    # MDL's recursion over the stored cut points, a level per CTE (at most one per cut point)
+    failing = []
     depth = max(len(f.edges or ()) for f in feats)
-    levels = [exp.select(_c("seg")).from_(segs.copy()).where(_c("root").eq(exp.Literal.number(1)))]
-    for t in range(depth):
-        sides = []
-        for lo, hi in (("i", "k"), ("k", "j")):
-            sides.append(exp.select(_c("seg", "d"))
-                         .from_(_from(f"level{t}", "l"))
-                         .join(_from("choice", "p"), join_type="inner", on=_c("seg", "p").eq(_c("seg", "l")))
-                         .join(_from("choice", "d"), join_type="inner", on=exp.and_(
-                             _c("feature", "d").eq(_c("feature", "p")), _c("i", "d").eq(_c(lo, "p")),
-                             _c("j", "d").eq(_c(hi, "p")))))
-        levels.append(sql.union_all(sides))
-    visited = sql.union_all([exp.select(_c("seg")).from_(sql.table(f"level{t}")) for t in range(len(levels))])
-    leaf = _c("j", "g").eq(exp.Add(this=_c("i", "g"), expression=exp.Literal.number(1)))
-    split = exp.and_(leaf.copy(), exp.GT(this=_c("margin", "b"), expression=tol.copy()))
-    unheld = exp.and_(exp.Not(this=leaf.copy()), exp.Is(this=_c("k", "c"), expression=exp.Null()))
-    lost = exp.Is(this=_c("seg", "b"), expression=exp.Null())
-    refused = exp.LT(this=_c("margin", "b"), expression=exp.Neg(this=tol.copy()))
-    problem = exp.Case(ifs=[exp.If(this=leaf.copy(), true=_c("p_best", "g")),
-                            exp.If(this=lost, true=_c("p_lost", "g")),
-                            exp.If(this=refused, true=_c("p_refused", "g"))], default=_c("p_best", "g"))
-    query = (exp.select(_as(problem, "problem"), _as(_c("below", "b"), "below"), _as(_c("above", "b"), "above"))
-             .from_(_from(visited, "v"))
-             .join(segs.copy(), join_type="inner", on=_c("seg", "g").eq(_c("seg", "v")))
-             .join(_from("choice", "c"), join_type="inner", on=_c("seg", "c").eq(_c("seg", "v")))
-             .join(_from("best", "b"), join_type="left", on=_c("seg", "b").eq(_c("seg", "v")))
-             .where(exp.or_(split, unheld))
-             .with_(sql.ident("ranked"), as_=ranked).with_(sql.ident("best"), as_=best)
-             .with_(sql.ident("choice"), as_=choice))
-    for t, level in enumerate(levels):
-        query = query.with_(sql.ident(f"level{t}"), as_=level)
+    level = exp.select(_c("feature"), _as(exp.Literal.number(0), "i"), _c("j")).from_(sql.table("roots"))
+    for t in range(depth + 1):
+        ctes.append((f"seg{t}", bounded(level)))
+        ctes.append((f"gap{t}", _segment_gaps(model, f"seg{t}")))
+        ctes.append((f"best{t}", exp.select(exp.Star()).from_(sql.table(f"gap{t}")).where(
+            _c("rn").eq(exp.Literal.number(1)))))
+        # the split: the lowest stored cut inside whose gap is within the tolerance of the
+        # least N·E(T; S) and which the criterion accepts (within the tolerance)
+        held = (exp.select(*[_c(x, "r") for x in key], _as(exp.Min(this=_c("i", "c")), "k"))
+                .from_(_from(f"gap{t}", "r"))
+                .join(_from(f"best{t}", "b"), join_type="inner", on=same("b", "r"))
+                .join(_from("edges", "c"), join_type="inner", on=exp.and_(
+                    _c("feature", "c").eq(_c("feature", "r")), exp.GT(this=_c("i", "c"), expression=_c("i", "r")),
+                    exp.LT(this=_c("i", "c"), expression=_c("j", "r")),
+                    exp.LT(this=_c("below", "r"), expression=_c("e", "c")),
+                    exp.GTE(this=_c("above", "r"), expression=_c("e", "c"))))
+                .where(exp.and_(exp.LTE(this=_c("ne", "r"), expression=exp.Add(this=_c("ne", "b"),
+                                                                                expression=tol.copy())),
+                                exp.GTE(this=_c("margin", "r"), expression=exp.Neg(this=tol.copy()))))
+                .group_by(*[_c(x, "r") for x in key]))
+        ctes.append((f"held{t}", held))
+        leaf = _c("j", "s").eq(exp.Add(this=_c("i", "s"), expression=exp.Literal.number(1)))
+        lost = exp.Is(this=_c("feature", "b"), expression=exp.Null())
+        refused = exp.LT(this=_c("margin", "b"), expression=exp.Neg(this=tol.copy()))
+        problem = exp.Case(ifs=[exp.If(this=leaf.copy(), true=_c("p_split", "r")),
+                                exp.If(this=lost.copy(), true=_c("p_lost", "r")),
+                                exp.If(this=refused, true=_c("p_refused", "r"))], default=_c("p_moved", "r"))
+        failing.append(
+            exp.select(_as(problem, "problem"), _c("lo", "s"), _c("hi", "s"), _as(_c("below", "b"), "below"),
+                       _as(_c("above", "b"), "above"))
+            .from_(_from(f"seg{t}", "s"))
+            .join(_from("roots", "r"), join_type="inner", on=_c("feature", "r").eq(_c("feature", "s")))
+            .join(_from(f"best{t}", "b"), join_type="left", on=same("b", "s"))
+            .join(_from(f"held{t}", "h"), join_type="left", on=same("h", "s"))
+            .where(exp.or_(exp.and_(leaf.copy(), exp.GT(this=_c("margin", "b"), expression=tol.copy())),
+                           exp.and_(exp.Not(this=leaf.copy()), exp.Is(this=_c("k", "h"), expression=exp.Null())))))
+        level = sql.union_all([exp.select(_c("feature"), _as(_c(lo), "i"), _as(_c(hi), "j")).from_(
+            sql.table(f"held{t}"))
+                               for lo, hi in (("i", "k"), ("k", "j"))])
+    query = sql.union_all([exp.select(exp.Star()).from_(_from(q, f"f{t}")) for t, q in enumerate(failing)])
+    query = exp.select(exp.Star()).from_(_from(query, "failing"))
+    for cte, body in ctes:  # materialized: each level reads the one before several times
+        query = query.with_(sql.ident(cte), as_=body, materialized=True)
     return query
 
 
@@ -302,24 +320,26 @@ def _quantile_sql(name: str, feats: list) -> exp.Select:
             f"package has the cut point {_text(e)}; fit again and generate the package again")) for e in edges]
     totals = exp.select(_c("feature"), _c("total")).from_(sql.table("cum")).group_by(_c("feature"), _c("total"))
     h = exp.Mul(this=sql.paren(exp.Sub(this=_c("total", "t"), expression=sql.dbl(1.0))), expression=_c("p", "p"))
-    pos = (exp.select(_c("feature", "p"), _c("problem", "p"), _as(h, "h"), _as(exp.Floor(this=h.copy()), "fl"),
+    pos = (exp.select(_c("feature", "p"), _c("p", "p"), _c("problem", "p"), _as(h, "h"), _as(exp.Floor(this=h.copy()), "fl"),
                       _as(exp.Ceil(this=h.copy()), "ce"))
            .from_(exp.values(probs, alias="p", columns=["feature", "p", "problem"]))
            .join(_from(totals, "t"), join_type="inner", on=_c("feature", "t").eq(_c("feature", "p"))))
 
-    def holds(alias: str, i: str) -> exp.Expression:  # the sorted rows' i-th (0-based) is this value
-        return exp.and_(_c("feature", alias).eq(_c("feature", "o")),
-                        exp.LTE(this=_c("before", alias), expression=_c(i, "o")),
-                        exp.LT(this=_c(i, "o"), expression=exp.Add(this=_c("before", alias), expression=_c("c", alias))))
+    def at(i: str) -> exp.Expression:  # the value of the sorted rows' i-th (0-based)
+        holds = exp.and_(exp.LTE(this=_c("before", "a"), expression=_c(i, "o")),
+                         exp.LT(this=_c(i, "o"), expression=exp.Add(this=_c("before", "a"), expression=_c("c", "a"))))
+        return exp.Min(this=_case(holds, _c("value", "a")))
 
-    edge = exp.Add(this=_c("value", "a"), expression=exp.Mul(
-        this=sql.paren(exp.Sub(this=_c("value", "b"), expression=_c("value", "a"))),
-        expression=sql.paren(exp.Sub(this=_c("h", "o"), expression=_c("fl", "o")))))
-    new = (exp.select(_c("feature", "o"), _as(exp.Literal.string("new"), "side"), _as(edge, "edge"),
-                      _c("problem", "o"))
-           .from_(_from("pos", "o"))
-           .join(_from("cum", "a"), join_type="inner", on=holds("a", "fl"))
-           .join(_from("cum", "b"), join_type="inner", on=holds("b", "ce")))
+    order = [_c(c, "o") for c in ("feature", "p", "h", "fl", "problem")]
+    stats = (exp.select(*order, _as(at("fl"), "lo"), _as(at("ce"), "hi"))
+             .from_(_from("pos", "o"))
+             .join(_from("cum", "a"), join_type="inner", on=_c("feature", "a").eq(_c("feature", "o")))
+             .group_by(*[c.copy() for c in order]))
+    edge = exp.Add(this=_c("lo"), expression=exp.Mul(
+        this=sql.paren(exp.Sub(this=_c("hi"), expression=_c("lo"))),
+        expression=sql.paren(exp.Sub(this=_c("h"), expression=_c("fl")))))
+    new = exp.select(_c("feature"), _as(exp.Literal.string("new"), "side"), _as(edge, "edge"), _c("problem")).from_(
+        _from(stats, "q"))
     old = exp.select(_c("feature"), _as(exp.Literal.string("stored"), "side"), _c("edge"), _c("problem")).from_(
         exp.values(stored, alias="s", columns=["feature", "edge", "problem"])) if stored else None
     edges = sql.union_all([new] + ([old] if old is not None else []))
@@ -335,16 +355,18 @@ def _quantile_sql(name: str, feats: list) -> exp.Select:
         _c("side").eq(exp.Literal.string("stored")), exp.GTE(this=_c("gap"), expression=sql.dbl(1.0))))
     other = exp.select(_c("feature"), _c("side"), _c("gap")).from_(sql.table("kept")).group_by(
         _c("feature"), _c("side"), _c("gap"))
-    return (exp.select(_as(_c("problem", "e"), "problem"), _as(_c("below", "e"), "below"),
-                       _as(_c("above", "e"), "above"))
+    none = exp.Cast(this=exp.Null(), to=_DOUBLE.copy())
+    return (exp.select(_as(_c("problem", "e"), "problem"), _as(none, "lo"), _as(none.copy(), "hi"),
+                       _as(_c("below", "e"), "below"), _as(_c("above", "e"), "above"))
             .from_(_from("kept", "e"))
             .join(_from(other, "o"), join_type="left", on=exp.and_(
                 _c("feature", "o").eq(_c("feature", "e")), _c("gap", "o").eq(_c("gap", "e")),
                 exp.NEQ(this=_c("side", "o"), expression=_c("side", "e"))))
             .where(exp.Is(this=_c("feature", "o"), expression=exp.Null()))
             .group_by(_c("problem", "e"), _c("below", "e"), _c("above", "e"))
-            .with_(sql.ident("cum"), as_=cum).with_(sql.ident("pos"), as_=pos)
-            .with_(sql.ident("gapped"), as_=gapped).with_(sql.ident("kept"), as_=kept))
+            .with_(sql.ident("cum"), as_=cum, materialized=True).with_(sql.ident("pos"), as_=pos, materialized=True)
+            .with_(sql.ident("gapped"), as_=gapped, materialized=True)
+            .with_(sql.ident("kept"), as_=kept, materialized=True))
 
 
 def cuts_test_sql(model: NaiveBayes, name: str, dialect: str) -> str | None:
