@@ -173,18 +173,31 @@ def _segment_gaps(model: NaiveBayes, segments: str) -> exp.Select:
     """Per segment ``(feature, i, j)`` of the CTE ``segments`` and gap between neighbouring
     values in it (``below``, ``above``): ``n``, the rows of the segment; ``ne``,
     N·E(T; S) of the cut there; ``margin``, N·Gain − log2(N − 1) − Δ (the MDL criterion
-    accepts the cut when it is > 0); ``rn`` 1 for the first minimum of ``ne``."""
+    accepts the cut when it is > 0). From the column's running counts (the CTE
+    ``running``) less those before the segment: joins and GROUP BYs, no sort per level."""
     K = len(model.classes)
-    part = ["feature", "i", "j"]
-    by, at = [_c(p, "s") for p in part], _c("value", "v")
-    inside = (exp.select(*[c.copy() for c in by], at.copy(),
-                         *[_as(_window(exp.Sum(this=_c(f"k{k}", "v")), by, at, True), f"l{k}") for k in range(K)],
-                         *[_as(_window(exp.Sum(this=_c(f"k{k}", "v")), by), f"t{k}") for k in range(K)],
-                         _as(_window(exp.Lead(this=at.copy()), by, at), "above"))
+    key = [_c(p, "s") for p in ("feature", "i", "j")]
+    inside = (exp.select(*[c.copy() for c in key], _c("value", "r"), _c("nxt", "r"), _c("hi", "s"),
+                         *[_c(f"k{k}", "r") for k in range(K)], *[_c(f"c{k}", "r") for k in range(K)])
               .from_(_from(segments, "s"))
-              .join(_from("counted", "v"), join_type="inner", on=exp.and_(
-                  _c("feature", "v").eq(_c("feature", "s")), exp.GTE(this=_c("value", "v"), expression=_c("lo", "s")),
-                  exp.LT(this=_c("value", "v"), expression=_c("hi", "s")))))
+              .join(_from("running", "r"), join_type="inner", on=exp.and_(
+                  _c("feature", "r").eq(_c("feature", "s")), exp.GTE(this=_c("value", "r"), expression=_c("lo", "s")),
+                  exp.LT(this=_c("value", "r"), expression=_c("hi", "s")))))
+    key = [_c(p) for p in ("feature", "i", "j")]
+    ends = (exp.select(*[c.copy() for c in key],
+                       *[_as(exp.Min(this=exp.Sub(this=_c(f"c{k}"), expression=_c(f"k{k}"))), f"b{k}") for k in range(K)],
+                       *[_as(exp.Max(this=_c(f"c{k}")), f"e{k}") for k in range(K)])
+            .from_(_from(inside, "w")).group_by(*[c.copy() for c in key]))
+    shifted = (exp.select(*[_c(p, "w") for p in ("feature", "i", "j", "value", "nxt")],
+                          *[_as(exp.Sub(this=_c(f"c{k}", "w"), expression=_c(f"b{k}", "d")), f"l{k}") for k in range(K)],
+                          *[_as(exp.Sub(this=_c(f"e{k}", "d"), expression=_c(f"b{k}", "d")), f"t{k}") for k in range(K)])
+               .from_(_from(inside.copy(), "w"))
+               .join(_from(ends, "d"), join_type="inner", on=exp.and_(*[_c(p, "d").eq(_c(p, "w"))
+                                                                         for p in ("feature", "i", "j")]))
+               .where(exp.LT(this=_c("nxt", "w"), expression=_c("hi", "w"))))
+    inside = exp.select(*[c.copy() for c in key], _c("value"), _as(_c("nxt"), "above"),
+                        *[_c(f"l{k}") for k in range(K)], *[_c(f"t{k}") for k in range(K)]).from_(_from(shifted, "z"))
+    part = ["feature", "i", "j"]
     ls = [_c(f"l{k}") for k in range(K)]
     ts = [_c(f"t{k}") for k in range(K)]
     rs = [exp.Sub(this=_c(f"t{k}"), expression=_c(f"l{k}")) for k in range(K)]
@@ -197,7 +210,7 @@ def _segment_gaps(model: NaiveBayes, segments: str) -> exp.Select:
     gaps = (exp.select(*[_c(p) for p in part], _as(_c("value"), "below"), _c("above"), _as(n, "n"), _as(nl, "nl"),
                        _as(n_ent(n.copy(), ts), "e"), _as(n_ent(nl.copy(), ls), "el"), _as(n_ent(nr, rs), "er"),
                        _as(_present(ts), "k"), _as(_present(ls), "k1"), _as(_present(rs), "k2"))
-            .from_(_from(inside, "s")).where(exp.Not(this=exp.Is(this=_c("above"), expression=exp.Null()))))
+            .from_(_from(inside, "s")))
     ne = exp.Add(this=_c("el"), expression=_c("er"))
     k = _c("k")
     log3k = exp.Add(this=exp.Mul(this=k.copy(), expression=_log2(sql.dbl(3.0))), expression=_log2(exp.Sub(
@@ -211,10 +224,8 @@ def _segment_gaps(model: NaiveBayes, segments: str) -> exp.Select:
     margin = exp.Sub(this=exp.Sub(this=exp.Sub(this=_c("e"), expression=sql.paren(ne.copy())),
                                   expression=_log2(exp.Sub(this=_c("n"), expression=sql.dbl(1.0)))),
                      expression=sql.paren(delta))
-    scored = exp.select(*[_c(p) for p in part], _c("below"), _c("above"), _c("n"), _as(ne, "ne"),
-                        _as(margin, "margin")).from_(_from(gaps, "x"))
-    return exp.select(*[_c(p) for p in part], _c("below"), _c("above"), _c("n"), _c("ne"), _c("margin"),
-                      _as(_window(exp.RowNumber(), part, ["ne", "below"]), "rn")).from_(_from(scored, "y"))
+    return exp.select(*[_c(p) for p in part], _c("below"), _c("above"), _c("n"), _as(ne, "ne"),
+                      _as(margin, "margin")).from_(_from(gaps, "x"))
 
 
 def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
@@ -233,7 +244,12 @@ def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
     counted = (exp.select(_c("feature"), _c("value"), *per).from_(_ref(f"{name}_values"))
                .where(exp.In(this=_c("feature"), expressions=[exp.Literal.string(f.name) for f in feats]))
                .group_by(_c("feature"), _c("value")))
-    ctes = [("counted", counted),
+    K = len(model.classes)
+    by, at = [_c("feature")], _c("value")
+    running = exp.select(_c("feature"), _c("value"), *[_c(f"k{k}") for k in range(K)],
+                         *[_as(_window(exp.Sum(this=_c(f"k{k}")), by, at, True), f"c{k}") for k in range(K)],
+                         _as(_window(exp.Lead(this=at.copy()), by, at), "nxt")).from_(sql.table("counted"))
+    ctes = [("counted", counted), ("running", running),
             ("edges", exp.select(exp.Star()).from_(exp.values(edges, alias="e", columns=["feature", "i", "e"]))),
             ("roots", exp.select(exp.Star()).from_(exp.values(roots, alias="r", columns=["feature", "j", *texts])))]
 
@@ -258,8 +274,15 @@ def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
     for t in range(depth + 1):
         ctes.append((f"seg{t}", bounded(level)))
         ctes.append((f"gap{t}", _segment_gaps(model, f"seg{t}")))
-        ctes.append((f"best{t}", exp.select(exp.Star()).from_(sql.table(f"gap{t}")).where(
-            _c("rn").eq(exp.Literal.number(1)))))
+        # the first minimum of N·E(T; S) (the lowest gap among equal ones), as numpy's argmin
+        least = (exp.select(*[_c(x) for x in key], _as(exp.Min(this=_c("ne")), "ne")).from_(sql.table(f"gap{t}"))
+                 .group_by(*[_c(x) for x in key]))
+        first = (exp.select(*[_c(x, "g") for x in key], _as(exp.Min(this=_c("below", "g")), "below"))
+                 .from_(_from(f"gap{t}", "g")).join(_from(least, "m"), join_type="inner", on=exp.and_(
+                     same("m", "g"), _c("ne", "m").eq(_c("ne", "g"))))
+                 .group_by(*[_c(x, "g") for x in key]))
+        ctes.append((f"best{t}", exp.select(exp.Column(this=exp.Star(), table=sql.ident("g"))).from_(_from(f"gap{t}", "g")).join(
+            _from(first, "f"), join_type="inner", on=exp.and_(same("f", "g"), _c("below", "f").eq(_c("below", "g"))))))
         # the split: the lowest stored cut inside whose gap is within the tolerance of the
         # least N·E(T; S) and which the criterion accepts (within the tolerance)
         held = (exp.select(*[_c(x, "r") for x in key], _as(exp.Min(this=_c("i", "c")), "k"))
