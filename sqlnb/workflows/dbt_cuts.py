@@ -19,19 +19,20 @@ the method computes now. A cut point is a midpoint between two neighbouring seen
 (MDL) or an interpolated quantile; a cut point that moves only because a new value fell
 between its two neighbours, leaving every seen value on the side it was, is the same cut.
 
-``mdl`` (:func:`mdl_checks`, :func:`_mdl_sql`)
+``mdl`` (:func:`_mdl_sql`)
     Fayyad & Irani's recursion (:func:`sqlnb.models.naive_bayes.binning.mdl_cuts`) run in
-    SQL over the stored cut points. For every segment ``[e_i, e_j)`` between two stored
-    cut points (±inf at the ends; (m + 1)(m + 2)/2 of them for m cut points), window sums
-    over the per-value counts give N·E(T; S) at every gap between neighbouring values, its
-    first minimum (lowest gap among equal ones) and the MDL criterion there. The segment's
-    split is the lowest stored cut point inside it whose gap is within ``1e-9·N`` bits of
-    the least N·E(T; S) and which the criterion accepts (within ``1e-9·N`` bits). From
-    the whole column down (a query per level, at most m levels), each segment reached is
-    split there; the test fails for a segment reached that no stored cut point splits,
-    and for a bin reached whose best cut the criterion accepts by more than ``1e-9·N``
-    bits. So, ties within the tolerance aside, it passes exactly when MDL on the stored
-    counts gives the stored cut points, in whatever order its recursion finds them.
+    SQL over the stored cut points, level by level from the whole column down (a level of
+    CTEs per stored cut point, at most; the segments of a level are disjoint, so a level
+    reads the column's values once). For each segment ``[e_i, e_j)`` reached (±inf at the
+    ends), the column's running counts less those before the segment give N·E(T; S) at
+    every gap between neighbouring values, its first minimum (the lowest gap among equal
+    ones) and the MDL criterion there. The segment is split at the lowest stored cut point
+    inside it whose gap is within ``1e-9·N`` bits of the least N·E(T; S) and which the
+    criterion accepts (within ``1e-9·N`` bits): the next level's two segments. The test
+    fails for a segment reached that no stored cut point splits, and for a bin reached
+    whose best cut the criterion accepts by more than ``1e-9·N`` bits. So, ties within
+    the tolerance aside, it passes exactly when MDL on the stored counts gives the stored
+    cut points, in whatever order its recursion finds them.
 ``quantile:K`` (:func:`quantile_checks`)
     Each edge ``quantile_cont(x, i/K)`` is computed again from the cumulative counts as
     DuckDB interpolates it (position ``h = (N − 1)·i/K``, ``x_⌊h⌋ + (h − ⌊h⌋)·(x_⌈h⌉ −
