@@ -126,6 +126,20 @@ def test_dbt_import_reads_the_value_counts_back_as_the_fit_keeps_them():
     con.close()
 
 
+def test_the_cuts_test_says_on_spark_that_it_is_not_run_there():
+    """On dbt-spark (which inlines every CTE) the test's body is a line in dbt's log and a
+    SELECT of no row; on DuckDB and PostgreSQL the recursion."""
+    con = duckdb.connect()
+    _load(con, "b1", _rows(np.random.default_rng(3), 300, 0.0))
+    model = sqlnb.fit("b1", "segment", con=con, **FIT)
+    spark = dbt_cuts.cuts_test_sql(model, "m", "spark")
+    assert spark.startswith("{{ log('sqlnb_m_cuts: not run on Spark") and spark.rstrip().endswith("FALSE")
+    for dialect in ("duckdb", "postgres"):
+        assert "gap0" in dbt_cuts.cuts_test_sql(model, "m", dialect)
+    assert "sqlnb_m_cuts" in dbt_train.tests_file(model, "m")
+    con.close()
+
+
 # -- dbt build on dbt-duckdb and dbt-postgres ---------------------------------------------------------
 
 #: Two models, each trained on a table of its own: MDL's column x, and quantile:4's y with
