@@ -39,8 +39,8 @@ unseen child), as :mod:`~sqlnb.models.naive_bayes.tan` and
 The test ``sqlnb_<name>_structure`` (:func:`structure_test_sql`) recomputes I(X_a; X_b |
 C) of every pair from ``<name>_pairs`` in SQL and fails, naming the feature, when a pair
 now carries more than the generated structure allows (:func:`structure_checks`). It does
-not test KDB's ranking by I(X; C), nor a binned column's cut points: the tables keep only
-per-bin counts, not the per-value counts MDL or quantiles are computed from.
+not test KDB's ranking by I(X; C); a binned column's cut points have a test of their own
+(:mod:`sqlnb.workflows.dbt_cuts`).
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ when the package is generated:
     per class and value of the categorical column ``j``: ``n``; of a binned column, per
     class and bin number ``0 … B−1`` (the cut points are the model's, fixed when the
     package is generated: only the counts are retrained).
+``<name>_values`` (binned columns)
+    per class, binned column and value: ``n``, what the test that the cut points still
+    hold reads (:mod:`sqlnb.workflows.dbt_cuts`).
 ``<name>_pairs``, ``<name>_triples`` (TAN, KDB, AODE; triples: KDB(2))
     per class and pair of tree features: the pair counts; per class and (child, parent,
     parent) triple of the generated structure: the joint counts
@@ -65,7 +68,7 @@ from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.sql.types import is_float
 from sqlnb.stats import Counts, Moments, Statistics, Sums, sorted_values
-from sqlnb.workflows import dbt_params, dbt_structures
+from sqlnb.workflows import dbt_cuts, dbt_params, dbt_structures
 from sqlnb.workflows.dbt import ADAPTERS, _jinja, _yaml
 
 #: The families whose statistics the training models count.
@@ -118,6 +121,8 @@ def _parts(model: NaiveBayes) -> dict[str, list]:
     for j, f in enumerate(model.features):
         if f.kind in COUNTED:
             out[f"counts_{j}"] = [f]
+    if dbt_cuts.binned(model):
+        out["values"] = dbt_cuts.binned(model)
     if dbt_structures.paired(model):
         out["pairs"] = dbt_structures.paired(model)
     if dbt_structures.triples(model):
@@ -144,6 +149,8 @@ def _zero(e: exp.Expression) -> exp.Expression:
 def _keys(part: str) -> list[str]:
     if part in ("pairs", "triples"):
         return list(dbt_structures.PAIR_KEYS if part == "pairs" else dbt_structures.TRIPLE_KEYS)
+    if part == "values":
+        return list(dbt_cuts.KEYS)
     return ["class"] if part == "classes" else ["class", "value"] if part.startswith("counts_") else ["class", "feature"]
 
 
@@ -179,6 +186,8 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None, 
         return dbt_structures.pairs_batch(model, features, head, mark, src, dialect)
     if part == "triples":
         return dbt_structures.triples_batch(model, head, mark, src)
+    if part == "values":
+        return dbt_cuts.values_batch(model, head, mark, src)
     if part.startswith("counts_"):
         x = counted_value(features[0])
         return (exp.select(*head, exp.alias_(x, "value", quoted=True),
@@ -372,12 +381,14 @@ def _values_test(model: NaiveBayes, dialect: str) -> str | None:
 
 def tests_file(model: NaiveBayes, name: str) -> str | None:
     """``macros/train_tests_<name>.sql``: the generic test ``sqlnb_<name>_values`` (no
-    NaN or infinity in a numeric column, no negative count) and, for a structure, the test
+    NaN or infinity in a numeric column, no negative count); for a structure, the test
     ``sqlnb_<name>_structure`` of ``<name>_pairs`` (the stored counts would choose the
-    generated structure: :func:`dbt_structures.structure_test_sql`); None without either."""
+    generated structure: :func:`dbt_structures.structure_test_sql`); for binned columns,
+    ``sqlnb_<name>_cuts`` of ``<name>_values`` (they would give the generated cut points:
+    :func:`dbt_cuts.cuts_test_sql`); None without any."""
     ns = f"sqlnb_{name}"
     tests = {"values": lambda d: _values_test(model, d), "structure": lambda d: dbt_structures.structure_test_sql(
-        model, name, d)}
+        model, name, d), "cuts": lambda d: dbt_cuts.cuts_test_sql(model, name, d)}
     tests = {k: body for k, body in tests.items() if body("duckdb") is not None}
     if not tests:
         return None
@@ -440,6 +451,8 @@ def schema_file(model: NaiveBayes, name: str, loaded_at: str | None) -> str:
         lines += [f"  - name: {name}_{part}", f"    description: {_yaml(what)}"]
         if part == "pairs" and dbt_structures.structure_checks(model):
             lines += ["    data_tests:", f"      - {ns}_structure"]
+        if part == "values":
+            lines += ["    data_tests:", f"      - {ns}_cuts"]
     return "\n".join(lines) + "\n"
 
 
@@ -525,8 +538,10 @@ def import_model(model: NaiveBayes, con: Any, name: str, schema: str | None = No
                 texts[f.name] = {t: v for v, t in engine.execute(query.from_(sql.table(f"{name}_counts_{j}", schema)))}
         pairs = dbt_structures.import_pairs(
             model, lambda part, columns: _read(engine, schema, f"{name}_{part}", columns), classes, texts)
+    cuts = (dbt_cuts.import_values(model, _read(engine, schema, f"{name}_values", list(dbt_cuts.KEYS) + ["n"]),
+                                   classes) if "values" in parts else {})
     stats = Statistics(classes, class_n, class_rows_, {f.name: feats[f.name] for f in model.features}, 0,
-                       pairs=pairs)
+                       pairs=pairs, cuts=cuts)
     report = {k: v for k, v in model.report.items() if k not in ("updates", "last_update", "batches", "novelty")}
     report.update(source=f"dbt tables {where}", rows=stats.n_rows, null_label_rows=0)
     return model.rebuilt(stats=stats, report=report)
