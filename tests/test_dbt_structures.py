@@ -195,6 +195,17 @@ def _moving(con) -> str:
             f"CASE WHEN region < 'm' THEN score + 1 ELSE score END AS score) FROM ({_batch(con, 600, 4, 2000, 3)})")
 
 
+def _structure_failed(failed, status: dict, models: dict) -> None:
+    """After a ``dbt build`` over a batch that moves the structure: the build failed, TAN's
+    and KDB(2)'s structure tests failed, and their conditional tables (region's, whose
+    parent moved) were left as they were. ``models``: name -> the generating model."""
+    assert failed.returncode != 0
+    for name in ("tree", "kdb2"):
+        assert status[f"sqlnb_{name}_structure_{name}_pairs_"] == "fail", failed.stdout[-3000:]
+        region = models[name].feature_names.index("region")
+        assert status[f"{name}_tree_{region}"] == "skipped"  # the conditional tables stay as they were
+
+
 @pytest.mark.parametrize("name", ["tree", "kdb1", "kdb2"])
 def test_the_structure_test_fails_naming_the_feature_when_the_counts_choose_another_structure(name):
     """The package's test ``sqlnb_NAME_structure`` (its SQL run in DuckDB over the stored
@@ -300,13 +311,8 @@ def test_dbt_trains_binned_columns_and_the_tree_incrementally_on_duckdb(project)
     con.close()
     failed = _run([dbt, "build", "--profiles-dir", ".", "--vars", VARS, "--store-failures"], out,
                   "dbt build over a batch that moves the structure", ok=False)
-    assert failed.returncode != 0
-    status = _results(out)
     con = duckdb.connect(str(wh), read_only=True)
-    for name in ("tree", "kdb2"):
-        assert status[f"sqlnb_{name}_structure_{name}_pairs_"] == "fail", failed.stdout[-3000:]
-        region = sqlnb.load(con, name).feature_names.index("region")
-        assert status[f"{name}_tree_{region}"] == "skipped"  # the conditional tables stay as they were
+    _structure_failed(failed, _results(out), {name: sqlnb.load(con, name) for name in ("tree", "kdb2")})
     stored = con.sql("SELECT problem FROM main_dbt_test__audit.sqlnb_tree_structure_tree_pairs_").fetchall()
     con.close()
     assert any(p.startswith("feature region: the pair (region, tier)") for (p,) in stored), stored
@@ -358,9 +364,4 @@ def test_dbt_trains_binned_columns_and_the_structures_incrementally_on_postgres(
             c.execute("INSERT INTO train SELECT * FROM moving")
         failed = _run([dbt, "build", "--profiles-dir", str(tmp_path / "profiles"), "--vars", VARS],
                       tmp_path / "pg_project", "dbt build (postgres) over a batch that moves the structure", ok=False)
-        assert failed.returncode != 0
-        status = _results(tmp_path / "pg_project")
-        for name in ("tree", "kdb2"):
-            assert status[f"sqlnb_{name}_structure_{name}_pairs_"] == "fail", failed.stdout[-3000:]
-            region = models[name].feature_names.index("region")
-            assert status[f"{name}_tree_{region}"] == "skipped"  # the conditional tables stay as they were
+        _structure_failed(failed, _results(tmp_path / "pg_project"), models)
