@@ -95,6 +95,56 @@ def test_cli_auto_prints_the_table_and_saves_the_winner(tmp_path):
         assert result.exit_code == 2 and message in result.stderr, (args, result.stderr)
 
 
+def _newcomer_csv(path, draw) -> None:
+    """60 rows: an id, age (some empty), plan (some empty), visits and a yes/no label that
+    mostly follows visits < 6; ``draw(lo, hi)`` an integer, ``flip()`` True at 15 %."""
+    lines = ["id,age,plan,visits,churn"]
+    for i in range(60):
+        age = "" if i % 11 == 0 else str(20 + draw(0, 40))
+        plan = "" if i % 7 == 0 else ["basic", "pro", "max"][draw(0, 2)]
+        visits = draw(0, 20)
+        lines.append(f"{i},{age},{plan},{visits},{'yes' if (visits < 6) != (draw(0, 99) < 15) else 'no'}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_cli_auto_on_a_hand_written_csv_with_an_excluded_id_and_empty_cells(tmp_path):
+    """A newcomer's CSV: an id column left out, a yes/no label, empty cells. The features
+    stage cross-validates the features TAN keeps without the excluded id (it passed both the
+    kept features and ``--exclude``, which cross-validation refuses); the winner is saved and
+    scores every row, in order."""
+    import random
+    _newcomer_csv(tmp_path / "c.csv", random.Random(2).randint)
+    store = f"{tmp_path / 'm.duckdb'}:a"
+    done = run_process("fit", str(tmp_path / "c.csv"), "--label", "churn", "--exclude", "id", "--auto",
+                       "--model", store)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("* ") for line in lines) == 1
+    assert any(line.rstrip(" .0123456789").endswith(("1 feature", "features")) for line in lines), done.stdout
+    scored = run_process("score", str(tmp_path / "c.csv"), "--model", store, "--keep", "id")
+    assert scored.returncode == 0, scored.stderr
+    assert [int(r.split(",")[0]) for r in scored.stdout.splitlines()[1:]] == list(range(60))
+
+
+def test_candidates_the_data_cannot_build_are_table_lines_not_the_search_s_error():
+    """One categorical column: no two discrete features to pair, so every structure is refused. The search says so per stage
+    (``refused``, a table line with the reason) and the winner is naive Bayes's."""
+    import duckdb
+    import random
+    rng = random.Random(0)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (plan VARCHAR, y VARCHAR)")
+    rows = [(p, "yes" if (p == "pro") != (rng.random() < 0.1) else "no")
+            for p in (rng.choice(["basic", "pro", "max"]) for _ in range(90))]
+    con.executemany("INSERT INTO t VALUES (?, ?)", rows)
+    found = auto_fit("t", "y", con=con)
+    assert set(found.refused) == {"one-dependence structures", "two-dependence structures", "features"}, found.refused
+    assert all("need at least two discrete features" in why for why in found.refused.values())
+    assert found.best["params"].get("structure", "naive") == "naive" and found.model.report["auto"]["refused"]
+    table = found.table()
+    assert "  one-dependence structures: not tried (structures built on pair counts" in table, table
+
+
 def test_the_features_stage_cross_validates_the_features_a_backward_selection_keeps(data, monkeypatch):
     """The features stage: TAN's backward selection over the same folds, then the leading
     candidate on the features it keeps; nothing when it keeps them all."""

@@ -68,6 +68,9 @@ class AutoResult:
         ``seconds`` (of its stage).
     skipped : list of str
         The stages the budget left out.
+    refused : dict
+        The stages the data cannot build, by name: why (e.g. structures on fewer than two
+        discrete features).
     best : dict
         The winning row of ``tried``.
     model : Model
@@ -78,6 +81,7 @@ class AutoResult:
 
     tried: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
+    refused: dict = field(default_factory=dict)
     best: dict | None = None
     model: Any = None
     seconds: float = 0.0
@@ -91,6 +95,7 @@ class AutoResult:
             lines.append(f"{mark} {describe(row):<{width}} {row['accuracy']:>9.4f} {row['log_loss']:>9.4f} "
                          f"{row['seconds']:>8.1f}")
         lines += [f"  {stage}: not tried (time budget)" for stage in self.skipped]
+        lines += [f"  {stage}: not tried ({why})" for stage, why in self.refused.items()]
         if self.best is not None and self.best["model"] == "weighted":  # its penalty, chosen by the refit's CV
             lines.append(f"  the chosen model's l2: {self.model.l2:g} (5-fold CV on every training row)")
         return "\n".join(lines)
@@ -138,7 +143,8 @@ def auto_fit(data: Any, label: str, *, con=None, budget: float = BUDGET, folds: 
     def run(stage: str, kind: str, grid: dict | None, begun: float, bins: str = "mdl",
             chosen: Sequence[str] | None = None, **fixed: Any) -> None:
         """One cross-validation; its rows join the table, its best may become the winner."""
-        options = {**common, "bins": bins, **({"features": list(chosen)} if chosen is not None else {})}
+        # the chosen features replace the caller's features or exclusions
+        options = {**common, "bins": bins, **({"features": list(chosen), "exclude": None} if chosen is not None else {})}
         cv = cross_validate(data, label, model=kind, grid=grid, **options, **fixed)
         seconds = time.perf_counter() - begun
         rows = [{"stage": stage, "model": kind, "params": {**fixed, **r["params"]}, "bins": bins,
@@ -151,6 +157,14 @@ def auto_fit(data: Any, label: str, *, con=None, budget: float = BUDGET, folds: 
                                                                            -result.best["log_loss"]):
             result.best, result.model = best, cv.best_model
 
+    def attempt(name: str, *args: Any, **fixed: Any) -> None:
+        """``run(*args, **fixed)``, or why the data cannot build its candidates: a structure
+        needs two discrete features to pair, which the bins or features tried may not leave."""
+        try:
+            run(*args, **fixed)
+        except SqlnbError as e:
+            result.refused[name] = str(e)
+
     stages = [*(s[0] for s in STAGES), *REFINEMENTS]
     for i, stage in enumerate(stages):
         if i > 0 and time.perf_counter() - start >= budget:
@@ -160,18 +174,26 @@ def auto_fit(data: Any, label: str, *, con=None, budget: float = BUDGET, folds: 
         if i < len(STAGES):
             _, kind, structures = STAGES[i]
             grid = {"structure": list(structures), "alpha": list(ALPHAS)} if structures is not None else None
-            run(stage, kind, grid, begun)
+            if i == 0 or structures is None:  # naive Bayes and the weights build on any data the fit takes
+                run(stage, kind, grid, begun)
+            else:
+                attempt(stage, stage, kind, grid, begun)
             continue
         lead = result.best  # the refinements vary the best candidate so far, its parameters fixed
         if stage == "bins":
             for bins in OTHER_BINS:
-                run(stage, lead["model"], None, begun, bins, lead["features"], **lead["params"])
+                attempt(f"{stage} {bins}", stage, lead["model"], None, begun, bins, lead["features"], **lead["params"])
         else:
-            kept = _selected_features(data, label, lead, common)
+            try:
+                kept = _selected_features(data, label, lead, common)
+            except SqlnbError as e:  # its TAN needs two discrete features to pair
+                result.refused[stage] = str(e)
+                continue
             if kept is not None:
-                run(stage, lead["model"], None, begun, lead["bins"], kept, **lead["params"])
+                attempt(stage, stage, lead["model"], None, begun, lead["bins"], kept, **lead["params"])
     result.model.report = {**result.model.report,
-                           "auto": {"tried": [dict(r) for r in result.tried], "skipped": result.skipped}}
+                           "auto": {"tried": [dict(r) for r in result.tried], "skipped": result.skipped,
+                                    "refused": dict(result.refused)}}
     result.seconds = time.perf_counter() - start
     return result
 
