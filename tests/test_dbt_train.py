@@ -15,7 +15,7 @@ test of the package, or compiles to an error naming the column, and leaves the s
 as they were.
 
 dbt costs seconds per start, so each engine's runs share one module-scoped project:
-DuckDB five ``dbt build`` runs, PostgreSQL three.
+DuckDB five ``dbt build`` runs, PostgreSQL four and a ``dbt run``.
 """
 
 from __future__ import annotations
@@ -188,6 +188,27 @@ def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_duckdb(duck):
 
 
 @pytest.mark.slow
+def _bad(con) -> str:
+    """A batch with a NULL label, a class the model lacks and a negative count."""
+    return (f"SELECT * REPLACE (CASE WHEN id = 9000 THEN NULL WHEN id = 9001 THEN 'platinum' ELSE segment END "
+            f"AS segment, CASE WHEN id = 9002 THEN -3 ELSE clicks END AS clicks) FROM ({_batch(con, 20, 4, 9000, 3)})")
+
+
+def _retyped(con) -> str:
+    """A batch whose ``income`` is text."""
+    return f"SELECT * REPLACE (CAST(income AS VARCHAR) AS income) FROM ({_batch(con, 20, 5, 9500, 4)})"
+
+
+def _assert_bad_batch_failed(status: dict, stdout: str) -> None:
+    """The source tests :func:`_bad`'s rows fail, and the training models they guard skipped."""
+    for name in FITS:
+        source = f"sqlnb_{name}_train_rows"
+        assert status[f"source_not_null_{source}_segment"] == "fail", stdout[-3000:]
+        assert status[f"source_accepted_values_{source}_segment__bronze__gold__silver"] == "fail"
+        assert status[f"source_sqlnb_{name}_values_{source}_"] == "fail"
+        assert status[f"{name}_classes"] == "skipped"
+
+
 def test_bad_batches_fail_the_packages_tests_and_leave_the_statistics(duck):
     """A NULL label, a class the model lacks and a negative count (or a NaN) fail source tests,
     so dbt skips the training models; a column of another type is a compile error naming
@@ -196,24 +217,17 @@ def test_bad_batches_fail_the_packages_tests_and_leave_the_statistics(duck):
     _build(dbt, out)  # whatever ran before: the statistics of the rows in the tables
     before = _statistics(wh)
     con = duckdb.connect(str(wh))
-    bad = (f"SELECT * REPLACE (CASE WHEN id = 9000 THEN NULL WHEN id = 9001 THEN 'platinum' ELSE segment END "
-           f"AS segment, CASE WHEN id = 9002 THEN -3 ELSE clicks END AS clicks) FROM ({_batch(con, 20, 4, 9000, 3)})")
+    bad = _bad(con)
     con.execute(f"INSERT INTO train {bad}")
     _table(con, "comp_batch", bad)
     con.close()
     failed = _build(dbt, out, ok=False)
     assert failed.returncode != 0
-    status = _results(out)
-    for name in FITS:
-        source = f"sqlnb_{name}_train_rows"
-        assert status[f"source_not_null_{source}_segment"] == "fail", failed.stdout[-3000:]
-        assert status[f"source_accepted_values_{source}_segment__bronze__gold__silver"] == "fail"
-        assert status[f"source_sqlnb_{name}_values_{source}_"] == "fail"
-        assert status[f"{name}_classes"] == "skipped"
+    _assert_bad_batch_failed(_results(out), failed.stdout)
     assert _statistics(wh) == before
 
     con = duckdb.connect(str(wh))
-    _table(con, "comp_batch", f"SELECT * REPLACE (CAST(income AS VARCHAR) AS income) FROM ({_batch(con, 20, 5, 9500, 4)})")
+    _table(con, "comp_batch", _retyped(con))
     con.close()
     failed = _run([dbt, "run", "--profiles-dir", ".", "--vars", VARS, "--select", "comp_classes"], out,
                   "dbt run over a changed type", ok=False)
@@ -247,12 +261,14 @@ def test_train_refuses_models_it_cannot_count_in_one_line(tmp_path):
 def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_postgres(duck):
     """The same project on dbt-postgres: the first batch, the second through the
     incremental models, a full refresh; the macro's scores and the model sqlnb dbt-import
-    reads from PostgreSQL equal sqlnb fit's."""
+    reads from PostgreSQL equal sqlnb fit's. Then the bad batches of the DuckDB test fail
+    the same tests there and leave the statistics."""
     from support.engines import postgres_engine
 
     dbt, tmp, wh, out = duck
     con = duckdb.connect(str(wh))
     tables = {t: con.sql(f"SELECT * FROM {t}").to_arrow_table() for t in ("b1", "b2", "customers")}
+    bad, retyped = con.sql(_bad(con)).to_arrow_table(), con.sql(_retyped(con)).to_arrow_table()
     models = {name: _fitted(con, name, ["b1"]) for name in FITS}
     con.close()
     with postgres_engine({**tables, "train": tables["b1"], "comp_batch": tables["b1"]}) as pg:
@@ -283,6 +299,38 @@ def test_dbt_trains_incrementally_and_from_scratch_as_sqlnb_fit_on_postgres(duck
             c.execute("INSERT INTO comp_batch SELECT * FROM b1")
         build("--full-refresh")
         check(["b1", "b2"], "full refresh")
+
+        # bad input, as on DuckDB: failed source tests skip the training models; a column
+        # of another type is a compile error naming it; the statistics stay as they were
+        before = _pg_statistics(pg.dsn)
+        pg.write_table("bad", bad)
+        pg.write_table("retyped", retyped)
+        with psycopg.connect(pg.dsn) as c:
+            c.execute("INSERT INTO train SELECT * FROM bad")
+            c.execute("DROP TABLE comp_batch")
+            c.execute("CREATE TABLE comp_batch AS SELECT * FROM bad")
+        failed = build(ok=False)
+        assert failed.returncode != 0
+        _assert_bad_batch_failed(_results(build.project), failed.stdout)
+        assert _pg_statistics(pg.dsn) == before
+        with psycopg.connect(pg.dsn) as c:
+            c.execute("DROP TABLE comp_batch")
+            c.execute("CREATE TABLE comp_batch AS SELECT * FROM retyped")
+        failed = build("--select", "comp_classes", ok=False, command="run")
+        assert failed.returncode != 0
+        assert "column income of" in failed.stdout and "cast it to DOUBLE" in failed.stdout, failed.stdout[-3000:]
+        assert _pg_statistics(pg.dsn) == before
+
+
+def _pg_statistics(dsn: str) -> dict:
+    """The statistics tables dbt-postgres built (``_statistics``'s, on the server of ``dsn``)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as c:
+        names = [t for (t,) in c.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name ~ "
+            "'^(mixed|comp)_(classes|moments|sums|counts_[0-9]+)$' ORDER BY 1").fetchall()]
+        return {t: sorted(c.execute(f'SELECT * FROM public."{t}"').fetchall(), key=repr) for t in names}
 
 
 # -- the package's SQL without dbt: every hyperparameter setting ----------------------------------------
