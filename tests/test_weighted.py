@@ -112,6 +112,23 @@ def test_probabilities_equal_an_independent_implementation(data, l2):
     np.testing.assert_allclose(got, oracle(train, test, l2), rtol=0, atol=1e-9)
 
 
+def test_a_column_null_in_every_training_row_adds_no_term(data):
+    """A categorical feature without one training value (kept, or listed) has no position
+    for any row, so it adds no term and no weight: the probabilities, with λ given and
+    chosen by cross-validation, are those of the model without it. Its positions were an
+    ENUM cast of no values, which DuckDB refuses to bind."""
+    con, train, test = data
+    for name, table in (("train", train), ("test", test)):
+        con.register(f"{name}_empty", table.append_column("empty", pa.nulls(table.num_rows, pa.string())))
+    for params in ({"l2": 1e-3}, {}):
+        with_empty = sqlnb.fit("train_empty", "y", con=con, model="weighted", features=[*FEATURES, "empty"],
+                               feature_kinds={**KINDS, "empty": "categorical"}, **params)
+        without = fit(con, **params)
+        assert with_empty.l2 == without.l2
+        np.testing.assert_allclose(class_scores(with_empty, "test_empty", con, "proba"),
+                                   class_scores(without, "test", con, "proba"), rtol=0, atol=1e-12)
+
+
 def test_the_weights_move_the_probabilities_and_a_huge_penalty_gives_naive_bayes(data):
     con, _, _ = data
     nb = class_scores(sqlnb.fit("train", "y", con=con, features=FEATURES, feature_kinds=KINDS), "test", con, "proba")

@@ -218,8 +218,12 @@ class Categorical(Family):
         Up to :data:`INLINE_MAX` values, ``enum_code`` of a cast to an ENUM of their text;
         past it, a correlated subquery over the values packed in one literal (as in
         :meth:`packed_join`), which DuckDB plans as a hash join: it keeps no row order, so
-        it serves aggregates (the unseen-value check), while scoring joins.
+        it serves aggregates (the unseen-value check), while scoring joins. Without training
+        values (a column NULL in every training row) no value has a position: NULL (an ENUM
+        of no values is no type).
         """
+        if not values:
+            return exp.Cast(this=exp.Null(), to=exp.DataType.build("INTEGER"))
         key, texts = self._text_key(feature, input_type), value_texts(tuple(values), feature.sql_type)
         if len(values) > INLINE_MAX:
             alias = f"positions {feature.name}"
