@@ -129,6 +129,38 @@ def test_a_column_null_in_every_training_row_adds_no_term(data):
                                    class_scores(without, "test", con, "proba"), rtol=0, atol=1e-12)
 
 
+def test_a_class_of_one_row_is_cross_validated(data):
+    """A class of one training row: the fit takes the strongest λ (a note); a
+    cross-validation fold whose training rows lack the class fits the weights of the
+    classes present, the absent class's left at 1 under its −inf log-prior (probability 0,
+    as naive Bayes's fold model). Its weights equal those of a fit on the rows of the
+    classes present; ``sqlnb cv`` ran into 'every cross-validation fold leaves a class
+    without training weight' before."""
+    from sqlnb.engines import as_engine
+    from sqlnb.models.naive_bayes import weighted
+    from sqlnb.source import Table, resolve
+    con, train, _ = data
+    rare = train.slice(0, 1).set_column(train.schema.get_field_index("y"), "y", pa.array(["k9"]))
+    con.register("with_rare", pa.concat_tables([train, rare]))
+    result = sqlnb.cross_validate("with_rare", "y", con=con, model="weighted", features=FEATURES,
+                                  feature_kinds=KINDS)
+    (point,) = result.results
+    assert result.folds == 5 and len(point["accuracy"]) == 5 and np.all(np.isfinite(point["accuracy"]))
+    # the fit over the classes present, against the public fit on those rows alone
+    model = sqlnb.fit("with_rare", "y", con=con, model="weighted", features=FEATURES, feature_kinds=KINDS, l2=0.1)
+    assert model.classes == [*CLASSES, "k9"]
+    nb = model.naive_bayes()
+    patterns = weighted.read_patterns(as_engine(con), resolve(Table("train"), con), "y", None, nb.features, nb.stats)
+    beta = weighted.fit_weights(weighted.naive_bayes_on(nb, patterns), patterns, 0.1)
+    alone = fit(con, l2=0.1)
+    K, present = 4, np.array([True, True, True, False])
+    of_class = np.concatenate([np.arange(K)] + [np.repeat(np.arange(K), len(nb.stats.features[f].values))
+                                                for f in FEATURES])
+    np.testing.assert_array_equal(beta[~present[of_class]], 1.0)
+    np.testing.assert_allclose(beta[present[of_class]], np.concatenate(
+        [alone.prior_weights] + [alone.weights[f].ravel() for f in FEATURES]), rtol=0, atol=1e-9)
+
+
 def test_the_weights_move_the_probabilities_and_a_huge_penalty_gives_naive_bayes(data):
     con, _, _ = data
     nb = class_scores(sqlnb.fit("train", "y", con=con, features=FEATURES, feature_kinds=KINDS), "test", con, "proba")

@@ -322,10 +322,12 @@ def naive_bayes_on(nb: NaiveBayes, patterns: Patterns) -> NaiveBayes:
     return NaiveBayes(nb.label, nb.label_type, nb.features, stats, nb.hyper, nb.report, nb.weight)
 
 
-def _tables(nb: NaiveBayes) -> tuple[np.ndarray, list[np.ndarray]]:
+def _tables(nb: NaiveBayes, absent_ok: bool = False) -> tuple[np.ndarray, list[np.ndarray]]:
+    """ln π and each feature's ln θ of ``nb``; a −inf log-prior (a class without rows) is
+    refused unless ``absent_ok``."""
     params = nb.log_parameters()
     prior = np.asarray(params["prior"], dtype=float)
-    if not np.all(np.isfinite(prior)):
+    if not absent_ok and not np.all(np.isfinite(prior)):
         k = int(np.argmin(np.isfinite(prior)))
         raise SqlnbError(f"model 'weighted': class {nb.classes[k]!r} has no training rows (or a zero prior), so its "
                          "log-prior is −inf and no weight can be learnt for it; give it rows or leave it out")
@@ -363,9 +365,31 @@ def _solve(obj: Objective, start: np.ndarray | None = None, tol: float | None = 
 def fit_weights(nb: NaiveBayes, patterns: Patterns, l2: float, start: np.ndarray | None = None,
                 tol: float | None = None) -> np.ndarray:
     """The weights minimising :class:`Objective` for ``nb``'s log-probabilities on ``patterns``
-    (from ``start``, default all 1; ``tol``: :func:`~sqlnb.models.newton.newton`'s)."""
-    prior, tables = _tables(nb)
-    return _solve(Objective(prior, tables, patterns, l2), start, tol)
+    (from ``start``, default all 1; ``tol``: :func:`~sqlnb.models.newton.newton`'s).
+
+    A class without a training row (a cross-validation fold's model, whose training folds
+    lack the one row of a rare class) has ln π = −inf under a fitted prior: its score is
+    −inf whatever its weights, so they are left at 1 (probability 0, as naive Bayes's fold
+    model gives it) and the others are fitted over the classes present (no training row
+    is of the absent class, so the objective is the same sum)."""
+    prior, tables = _tables(nb, absent_ok=True)
+    present = np.isfinite(prior)
+    if present.all():
+        return _solve(Objective(prior, tables, patterns, l2), start, tol)
+    if not (np.isneginf(prior) | present).all() or present.sum() < 2:
+        _tables(nb)  # NaN, or fewer than two classes to tell apart: its error
+    K = len(prior)
+    index = np.cumsum(present) - 1  # a present class's place among the present ones
+    if np.any(~present[patterns.y]):  # no row of an absent class is among its training rows
+        raise SqlnbError("model 'weighted': training rows of a class with a zero prior; give the class a prior")
+    inner = Patterns(index[patterns.y], patterns.codes, patterns.n, patterns.fold, patterns.rows)
+    shapes = [t.shape[1] for t in tables]
+    of_class = np.concatenate([np.arange(K)] + [np.repeat(np.arange(K), V) for V in shapes])
+    mask = present[of_class]
+    beta = np.ones(len(of_class))
+    beta[mask] = _solve(Objective(prior[present], [t[present] for t in tables], inner, l2),
+                        None if start is None else start[mask], tol)
+    return beta
 
 
 def choose_l2(nb: NaiveBayes, patterns: Patterns, grid: Sequence[float] = L2_GRID) -> list[dict]:
