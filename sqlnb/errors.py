@@ -9,6 +9,7 @@ and exits non-zero; nothing is written when one is raised.
 from __future__ import annotations
 
 import difflib
+import shlex
 from typing import Iterable
 
 
@@ -49,6 +50,21 @@ class UpdateWarning(ScreeningWarning):
     rule made for fewer classes, a calibrator or novelty threshold fitted on the old
     parameters); the message says what changed and how to set it again. A subclass of
     :class:`ScreeningWarning`, so the CLI prints it on stderr the same way."""
+
+
+def cli_name(name: str) -> str:
+    """A column name as the command line's column lists take it (in double quotes when it
+    holds a comma or spaces at either end)."""
+    if "," in name or name != name.strip() or name.startswith('"'):
+        return '"' + name.replace('"', '""') + '"'
+    return name
+
+
+def shell_word(name: str, suffix: str = "") -> str:
+    """A column name (and ``suffix``, e.g. ``=categorical``) as one word of a command a
+    hint shows: :func:`cli_name`, quoted for the shell when it needs it, so that
+    ``--exclude 'x y'`` pastes as one argument."""
+    return shlex.quote(cli_name(name) + suffix)
 
 
 def suggest(name: str, choices: Iterable[str]) -> str:

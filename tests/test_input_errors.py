@@ -104,3 +104,31 @@ def test_a_word_among_numbers_that_is_a_value_gets_no_note(tmp_path):
     assert r.exit_code == 0
     assert r.stderr.startswith("note: column 'age' is read as text because of the value 'N/A' in 1 row (of 8); if "
                                "it marks missing values, pass --null-string N/A ")
+
+
+def test_the_fix_a_hint_shows_pastes_into_a_shell_as_it_reads(tmp_path):
+    """A hint names the options that fix the input; a column name with a space, a comma or
+    a quote is written as one shell word (``--exclude 'x y'``), so the command the hint
+    completes runs when pasted into a shell. It read ``--exclude x y`` (two arguments)."""
+    import re
+    import shlex
+    import subprocess
+
+    from support.cli import SCRIPT
+    rows = ["y,x y,\"p,q\",amount"] + [f"{'ab'[i % 2]},{'uvw'[i % 3]},{'st'[i % 2]},{i * 1.5}" for i in range(12)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    base = f"{shlex.quote(str(SCRIPT))} fit t.csv --label y --kind lda --model m.duckdb:m --replace"
+
+    def shell(command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    first = shell(base)
+    assert first.returncode == 2, first.stderr
+    hint = re.search(r"--exclude (\S+|'[^']*')\)", first.stderr).group(1)
+    assert hint == "'x y'", first.stderr
+    second = shell(f"{base} --exclude {hint}")
+    assert second.returncode == 2 and "'p,q'" in second.stderr, second.stderr
+    hint2 = re.search(r"--exclude ('[^']*')\)", second.stderr).group(1)
+    assert hint2 == "'\"p,q\"'", second.stderr  # the column list's quotes, inside the shell's
+    done = shell(f"{base} --exclude {hint},{hint2}")
+    assert done.returncode == 0, done.stderr

@@ -46,7 +46,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import DuckDBEngine, as_engine
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, shell_word
 from sqlnb.sql.build import ADD_RUN
 from sqlnb.sql.types import is_float, is_numeric
 from sqlnb.models.base import Model
@@ -94,7 +94,7 @@ def plan_features(
         if not (is_numeric(t) or t.upper() == "BOOLEAN"):
             raise SqlnbError(
                 f"column {name!r} in {source.description} has type {t}, but {what} needs numeric "
-                f"features; leave it out (exclude=[{name!r}], --exclude {name}) or encode it as numbers "
+                f"features; leave it out (exclude=[{name!r}], --exclude {shell_word(name)}) or encode it as numbers "
                 "in a source query"
             )
         out[name] = t

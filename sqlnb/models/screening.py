@@ -67,7 +67,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines.base import first_rows
-from sqlnb.errors import ScreeningWarning, SqlnbError
+from sqlnb.errors import ScreeningWarning, SqlnbError, cli_name, shell_word
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.fit import planned_kinds
 from sqlnb.source import Source
@@ -110,20 +110,12 @@ class Screened:
     reason: str
 
     def line(self) -> str:
-        name = cli_name(self.column)
+        name = shell_word(self.column)
         return (f"note: left out column {self.column!r}: {self.reason} (keep it with --keep-columns {name}, "
                 f"keep_columns=[{self.column!r}] in Python, or list the features)")
 
     def to_dict(self) -> dict:
         return {"column": self.column, "reason": self.reason}
-
-
-def cli_name(name: str) -> str:
-    """A column name as the command line takes it (in double quotes when it holds a
-    comma or spaces at either end, as in the column lists)."""
-    if "," in name or name != name.strip() or name.startswith('"'):
-        return '"' + name.replace('"', '""') + '"'
-    return name
 
 
 def candidates(source: Source, label: str, weight: str | None, exclude: Sequence[str] | None,
@@ -214,8 +206,8 @@ def _refuse_nothing_left(source: Source, label: str, weight: str | None, exclude
     if left or not text:
         return
     named = "; ".join(f"{s.column!r}: {s.reason}" for s in text)
-    first = cli_name(text[0].column)
-    bag = ",".join(f"{cli_name(s.column)}=multinomial" for s in text)
+    first = shell_word(text[0].column)
+    bag = shlex.quote(",".join(f"{cli_name(s.column)}=multinomial" for s in text))
     raise SqlnbError(
         f"{source.description} has no feature column besides the label once screening left out its text "
         f"column{'s' if len(text) > 1 else ''} ({named}); fit free text as a bag of words with --feature-kind {bag} "

@@ -50,7 +50,7 @@ from sqlnb.api import MODELS, fit
 from sqlnb.engines import Engine, as_engine
 from sqlnb.workflows.cv import evaluate_fold, is_integer_type, portable_hash
 from sqlnb.models.discriminant import LDA, QDA, collect_moments
-from sqlnb.errors import SqlnbError, suggest
+from sqlnb.errors import SqlnbError, shell_word, suggest
 from sqlnb.sql.types import is_numeric
 from sqlnb.models.naive_bayes.fit import plan_features
 from sqlnb.source import Source, read_with
@@ -239,7 +239,7 @@ def encode(con: "duckdb.DuckDBPyConnection | Engine", train: Any, test: Any, lab
         t = train_src.columns[n]
         if t.endswith("]") or t.upper().startswith(("MAP", "STRUCT", "UNION")):
             raise SqlnbError(f"column {n!r} in {train_src.description} has type {t}; learning curves take numeric, "
-                             f"boolean and categorical columns: leave it out (--exclude {n})")
+                             f"boolean and categorical columns: leave it out (--exclude {shell_word(n)})")
     numeric = [n for n in names if n not in categorical]
     nb: dict[str, Any] = {"features": names}
     binary = [n for n in numeric if train_src.columns[n].upper() != "BOOLEAN"]  # booleans already are

@@ -63,7 +63,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import as_engine
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, shell_word
 from sqlnb.models.naive_bayes.families import REGISTRY
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.sql.types import is_float
@@ -362,7 +362,7 @@ def _value_checks(model: NaiveBayes) -> list[tuple[exp.Expression, str]]:
         if f.kind in ("multinomial", "complement"):
             out.append((exp.LT(this=x.copy(), expression=sql.dbl(0.0)),
                         f"column {f.name} has a negative count; kind {f.kind} needs counts >= 0: fix the rows, or "
-                        f"fit the model with --feature-kind {f.name}=gaussian"))
+                        f"fit the model with --feature-kind {shell_word(f.name, '=gaussian')}"))
     return out
 
 

@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
-from sqlnb.errors import SqlnbError, suggest
+from sqlnb.errors import SqlnbError, shell_word, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_numeric
 from sqlnb.models.naive_bayes.binning import (mdl_edges, quantile_edges, quantile_edges_from_counts,
                                                quantile_query, split_bins, value_counts, value_counts_table)
@@ -105,7 +105,7 @@ def plan_features(
         if k is None:
             raise SqlnbError(
                 f"column {name!r} has type {sql_type}, which has no default kind; give it one "
-                f"(--feature-kind {name}=categorical) or leave it out (--exclude {name})"
+                f"(--feature-kind {shell_word(name, '=categorical')}) or leave it out (--exclude {shell_word(name)})"
             )
         thr = binarize.get(name, 0.0) if isinstance(binarize, Mapping) else float(binarize)
         if k in BAG_KINDS and bag_layout(sql_type) is not None:
@@ -160,7 +160,7 @@ def _check_thresholds(binarize: Mapping[str, float], features: Sequence[Feature]
                              f"{suggest(name, bernoulli or kinds)}")
         if kinds[name] != "bernoulli":
             raise SqlnbError(f"binarize (--binarize) gives {name!r} a threshold, but it is a {kinds[name]} feature; "
-                             f"thresholds apply to bernoulli features (--feature-kind {name}=bernoulli)")
+                             f"thresholds apply to bernoulli features (--feature-kind {shell_word(name, '=bernoulli')})")
 
 
 def _aggregates(f: Feature, w: exp.Expression | None, histogram: bool,

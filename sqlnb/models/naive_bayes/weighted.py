@@ -66,7 +66,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines.duckdb import DuckDBEngine
-from sqlnb.errors import ScreeningWarning, SqlnbError, UpdateWarning
+from sqlnb.errors import ScreeningWarning, SqlnbError, UpdateWarning, shell_word
 from sqlnb.models.newton import newton
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -98,7 +98,7 @@ def check_features(features: Sequence[Feature], structure: str) -> None:
         if f.kind not in DISCRETE or f.bag is not None:
             raise SqlnbError(f"model 'weighted' needs discrete features, and column {f.name!r} is modelled as "
                              f"{f.kind}: bin numeric columns (bins='mdl', --bins mdl, the default for this model) or "
-                             f"leave the column out (exclude=[{f.name!r}], --exclude {f.name})")
+                             f"leave the column out (exclude=[{f.name!r}], --exclude {shell_word(f.name)})")
 
 
 def boolean_categories(columns: Mapping[str, str], label: str, weight: str | None, features: Sequence[str] | None,

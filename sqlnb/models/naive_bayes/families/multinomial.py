@@ -18,7 +18,7 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError
+from sqlnb.errors import SqlnbError, shell_word
 from sqlnb.stats import Sums
 from sqlnb.models.naive_bayes.families.base import (Family, log_ratio, stacked, times, wcount, wcount_present,
                                                     wsum)
@@ -51,7 +51,7 @@ class Multinomial(Family):
                 raise SqlnbError(
                     f"column {feature.name!r} in {where} has {int(r[2]):,} negative count"
                     f"{'s' if int(r[2]) > 1 else ''} (class {c!r}) but kind {self.name!r} needs counts >= 0; "
-                    f"use --feature-kind {feature.name}=gaussian"
+                    f"use --feature-kind {shell_word(feature.name, '=gaussian')}"
                 )
         return Sums(np.array([float(r[0] or 0) for r in rows]), np.array([float(r[1] or 0) for r in rows]))
 
