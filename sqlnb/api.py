@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from typing import Any, Mapping, Sequence
 
 import duckdb
@@ -21,7 +20,7 @@ from sqlnb.models.discriminant import LDA, QDA, collect_moments
 from sqlnb.engines import as_engine
 from sqlnb.engines.duckdb import new_connection
 from sqlnb.engines.waiting import retry_locked
-from sqlnb.errors import SqlnbError, VarianceFloorWarning, shell_word, suggest
+from sqlnb.errors import SqlnbError, VarianceFloorWarning, shell_word, suggest, warn
 from sqlnb.models import screening
 from sqlnb.source import read_with
 from sqlnb.models.naive_bayes import information, kdb, mixture, skdb, tan
@@ -216,10 +215,10 @@ def _note_variance_floor(feats, stats, var_smoothing: float, listed: bool) -> No
     shown = ", ".join(f"{name!r} {v:.3g}" for name, v in below[:3]) + (", ..." if len(below) > 3 else "")
     fix = ("drop it from --features (features= in Python)" if listed else
            f"leave it out with --exclude {shell_word(top)} (exclude=[{top!r}] in Python) or list the features")
-    warnings.warn(f"note: column {top!r} (variance {var:.3g}) sets the Gaussian variance floor, var_smoothing × its "
+    warn(f"note: column {top!r} (variance {var:.3g}) sets the Gaussian variance floor, var_smoothing × its "
                   f"variance = {eps:.3g}, above the variance of {len(below)} other column{'s' * (len(below) > 1)} "
                   f"({shown}), whose class densities it flattens; {fix}",
-                  VarianceFloorWarning, stacklevel=4)
+                  VarianceFloorWarning)
 
 
 def _dense_start(data, label, con, features, exclude, keep_columns, screen, what):

@@ -9,7 +9,10 @@ and exits non-zero; nothing is written when one is raised.
 from __future__ import annotations
 
 import difflib
+import os
 import shlex
+import sys
+import warnings
 from typing import Iterable
 
 
@@ -50,6 +53,21 @@ class UpdateWarning(ScreeningWarning):
     rule made for fewer classes, a calibrator or novelty threshold fitted on the old
     parameters); the message says what changed and how to set it again. A subclass of
     :class:`ScreeningWarning`, so the CLI prints it on stderr the same way."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """Issue a warning attributed to the first caller outside sqlnb: the user's line that
+    called ``sqlnb.fit`` (or ``update``, ``score``, an estimator's ``fit``), whatever the
+    calls inside the package in between (a fixed ``stacklevel`` pointed at sqlnb's own
+    wrappers, e.g. ``sqlnb/sql/build.py``). The command line prints these as ``note:``
+    lines either way."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def cli_name(name: str) -> str:

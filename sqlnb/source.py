@@ -12,7 +12,6 @@ import dataclasses
 import glob as _glob
 import os
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -22,7 +21,7 @@ import sqlglot
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import HeaderWarning, SqlnbError, SqlnbNotFound, suggest
+from sqlnb.errors import HeaderWarning, SqlnbError, SqlnbNotFound, suggest, warn
 from sqlnb.sql.types import is_integer, is_numeric, is_text_type
 
 _FORMATS = {
@@ -379,10 +378,10 @@ def resolve(data: Any, con: duckdb.DuckDBPyConnection) -> Source:
         elif "header" not in data.options:
             reason = header_looks_like_data(data, columns, con)
             if reason is not None:
-                warnings.warn(f"warning: the first line of {data.path!r} was read as the header, but {reason}, so it "
+                warn(f"warning: the first line of {data.path!r} was read as the header, but {reason}, so it "
                               "may be a row of data, which is then left out; if the file has no header, give "
                               "--names COL,... (or --no-header) to read that line as a row; give --header to say "
-                              "it is one", HeaderWarning, stacklevel=2)
+                              "it is one", HeaderWarning)
             hint = header_hint(columns, reason)
     return Source(expr=node, columns=columns, description=desc, engine="duckdb", hint=hint, guessed=guessed)
 

@@ -51,3 +51,22 @@ def test_rows_with_a_null_label_are_counted_on_stderr_at_fit(tmp_path):
     path.write_text("x,y\n" + "".join(f"{i % 7},{'ab'[i % 2]}\n" for i in range(100)))
     r = invoke("fit", path, "--label", "y", "--model", f"{tmp_path}/m.duckdb:m", "--replace")
     assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_a_note_in_python_points_at_the_callers_line(tmp_path):
+    """In Python a note is a warning attributed to the line that called sqlnb (this file),
+    not to the package's own wrappers (``sqlnb/sql/build.py``, ``sqlnb/workflows/auto.py``),
+    from a plain fit, ``fit(auto=True)`` and an update."""
+    import warnings
+
+    path = tmp_path / "small.csv"
+    path.write_text("age,empty,color,y\n" + ROWS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = sqlnb.fit(str(path), "y")
+        sqlnb.fit(str(path), "y", auto=True, budget=1)
+        sqlnb.update(sqlnb.fit(str(path), "y", model="weighted"), str(path))
+    kinds = {type(w.message).__name__ for w in caught}
+    assert {"ScreeningWarning", "UpdateKeepsWeights"} <= kinds, kinds
+    assert model.report["screened"] and caught
+    assert {w.filename for w in caught} == {__file__}, {(w.filename, str(w.message)[:60]) for w in caught}

@@ -5,7 +5,6 @@ and save it as MODEL, in DuckDB or on the ``--engine`` warehouse.
 from __future__ import annotations
 
 import time
-import warnings
 
 import click
 
@@ -14,7 +13,7 @@ from sqlnb.cli.app import Settings
 from sqlnb.cli.io import check_new_model, model_str, save
 from sqlnb.cli.options import (FitOptions, data_spec, fit_options, label_option, model_location, model_option,
                                replace_option, source_options)
-from sqlnb.errors import ScreeningWarning, SqlnbError
+from sqlnb.errors import ScreeningWarning, SqlnbError, warn
 from sqlnb.io.locations import data_source
 
 
@@ -80,7 +79,7 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
     save(settings, m, target, replace)
     skipped = m.report.get("null_label_rows") or 0
     if skipped:  # counted by the training scan itself; printed with the other notes (sqlnb.cli.app)
-        warnings.warn(f"note: {skipped:,} row{'s' * (skipped > 1)} with a NULL label ({label!r}) "
+        warn(f"note: {skipped:,} row{'s' * (skipped > 1)} with a NULL label ({label!r}) "
                       f"{'were' if skipped > 1 else 'was'} left out of the fit", ScreeningWarning)
     settings.summary(f"fitted {model_str(target)}: {m.report.get('rows', 0):,} rows"
                      + (f" ({skipped:,} with a NULL label skipped)" if skipped else "")

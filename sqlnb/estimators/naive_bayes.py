@@ -25,7 +25,6 @@ Where sqlnb and scikit-learn differ:
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,7 @@ from sklearn.utils.metaestimators import available_if
 from sqlnb import api
 from sqlnb.estimators import counts, data, moments
 from sqlnb.estimators.base import SqlnbClassifier
-from sqlnb.errors import VarianceFloorWarning
+from sqlnb.errors import VarianceFloorWarning, warn
 from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.models.naive_bayes.families.gaussian import floor_lifter
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -91,7 +90,7 @@ class _NaiveBayes(SqlnbClassifier):
         around each fit of a search (``sklearn.utils.parallel._FuncWrapper``), so its
         own warnings (a ConvergenceWarning) come again from every fold. The texts already
         warned are kept in :data:`_FLOOR_NOTES`; the warning itself goes through
-        :func:`warnings.warn`, so filters and ``pytest.warns`` see it."""
+        :func:`sqlnb.errors.warn` (:func:`warnings.warn`), so filters and ``pytest.warns`` see it."""
         m = self.model_
         found = floor_lifter(m.features, m.stats.features, m.hyper.var_smoothing)
         if found is None:
@@ -109,7 +108,7 @@ class _NaiveBayes(SqlnbClassifier):
                 f"this), rescale it, or give a smaller var_smoothing (now {m.hyper.var_smoothing:g})")
         if text not in _FLOOR_NOTES:
             _FLOOR_NOTES.add(text)
-            warnings.warn(text, VarianceFloorWarning, stacklevel=4)
+            warn(text, VarianceFloorWarning)
 
     def _merge(self, con, name, label, features, weight):
         return update(self.model_, name, con=con)

@@ -55,7 +55,6 @@ from __future__ import annotations
 import copy
 import math
 import uuid
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -64,7 +63,7 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError, UpdateWarning, suggest
+from sqlnb.errors import SqlnbError, UpdateWarning, suggest, warn
 from sqlnb.models.finish import class_columns
 from sqlnb.models.venn_abers import PART as VENN_ABERS_PART, VennAbers, fit as fit_venn_abers, scores as ovr_scores
 from sqlnb.source import read_with, resolve
@@ -265,8 +264,8 @@ def with_calibration(model, calibration: Calibration | None):
     out = copy.copy(model)
     out.calibration = calibration
     if getattr(out, "conformal", None) is not None:  # sets of the old probabilities (sqlnb.models.conformal)
-        warnings.warn("the model's conformal sets were fitted on its old probabilities and are dropped (its "
-                      "calibrator changed); fit them again with sqlnb conformal", UpdateWarning, stacklevel=2)
+        warn("the model's conformal sets were fitted on its old probabilities and are dropped (its "
+                      "calibrator changed); fit them again with sqlnb conformal", UpdateWarning)
         out.conformal = None
     return out
 

@@ -69,14 +69,13 @@ without sets; the same sets as flags 1.05-1.15×: benchmarks/README.md).
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.errors import SqlnbError, UpdateWarning, suggest
+from sqlnb.errors import SqlnbError, UpdateWarning, suggest, warn
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.sql.build import ADD_RUN
 from sqlnb.store.catalog import PROVENANCE_COLUMN
@@ -527,8 +526,8 @@ def with_set_format(model, set_format: str | None):
 def dropped_warning(model, why: str) -> None:
     """Say (an UpdateWarning, printed on stderr) that ``model``'s sets are dropped."""
     if getattr(model, "conformal", None) is not None:
-        warnings.warn(f"the model's conformal sets were fitted on its old probabilities and are dropped ({why}); "
-                      "fit them again with sqlnb conformal", UpdateWarning, stacklevel=3)
+        warn(f"the model's conformal sets were fitted on its old probabilities and are dropped ({why}); "
+                      "fit them again with sqlnb conformal", UpdateWarning)
 
 
 def check_method(method: str, alpha: float, randomized: bool, missing_class: str | None = None,

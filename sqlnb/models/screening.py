@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -67,7 +66,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines.base import first_rows
-from sqlnb.errors import ScreeningWarning, SqlnbError, cli_name, shell_word
+from sqlnb.errors import ScreeningWarning, SqlnbError, cli_name, shell_word, warn
 from sqlnb.models.naive_bayes import tan
 from sqlnb.models.naive_bayes.fit import planned_kinds
 from sqlnb.source import Source
@@ -188,7 +187,7 @@ def screen_plan(engine: Any, source: Source, label: str, weight: str | None, fea
     found = screen(engine, source, columns, constant_free=free, counts=counts)
     _refuse_nothing_left(source, label, weight, exclude, found)
     for s in found:
-        warnings.warn(s.line(), ScreeningWarning, stacklevel=4)
+        warn(s.line(), ScreeningWarning)
     return found
 
 
@@ -423,10 +422,10 @@ def _note_markers(engine: Any, source: Source, present: Mapping[str, int], lo_hi
         if not rows or not numbers or rows + numbers != present[c]:
             continue  # other words too: categories
         of = f"{n:,}" if n < sample_rows else f"the first {n:,}"
-        warnings.warn(f"note: column {c!r} is read as text because of the value {mark!r} in {rows:,} "
+        warn(f"note: column {c!r} is read as text because of the value {mark!r} in {rows:,} "
                       f"row{'s' * (rows > 1)} (of {of}); if it marks missing values, pass --null-string "
                       f"{shlex.quote(mark)} (Files(path, options={{'nullstr': ['', {mark!r}]}}) in Python)",
-                      ScreeningWarning, stacklevel=5)
+                      ScreeningWarning)
 
 
 def _number(text: str) -> bool:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 import uuid
-import warnings
 from typing import Any
 
 import duckdb
@@ -44,7 +43,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines import as_engine
-from sqlnb.errors import ScreeningWarning, SqlnbError
+from sqlnb.errors import ScreeningWarning, SqlnbError, warn
 from sqlnb.models import conformal as cp
 from sqlnb.models.finish import class_columns, label_text
 from sqlnb.source import read_with, resolve
@@ -267,9 +266,9 @@ def fit_scored(con, scored: exp.Subquery, classes, label_type, label: str, alpha
     need = math.ceil(1 / alpha) - 1
     if method != "mondrian":
         if thresholds[0] == math.inf:
-            warnings.warn(f"there are {groups[0][0]:,} held-out rows, fewer than the {need:,} that alpha = {alpha:g} "
+            warn(f"there are {groups[0][0]:,} held-out rows, fewer than the {need:,} that alpha = {alpha:g} "
                           "needs (rank ceil((n + 1)(1 - alpha)) > n): its threshold is infinite and every set holds "
-                          "every class", ScreeningWarning, stacklevel=4)
+                          "every class", ScreeningWarning)
     else:
         thresholds = _few_rows(thresholds, groups, classes, missing, alpha, need, where,
                                lambda: con.execute(sql.render(cp.threshold_query(scores, alpha, []))).fetchall())
@@ -278,9 +277,9 @@ def fit_scored(con, scored: exp.Subquery, classes, label_type, label: str, alpha
                   f"k_reg = {k_reg} is" if chose[1] else f"lambda = {lam:g} is")
         given = "" if chose == (True, True) else f" ({'lambda' if chose[1] else 'k_reg'} = " \
             f"{f'{lam:g}' if chose[1] else k_reg} given)"
-        warnings.warn(f"RAPS's {chosen} chosen on {tuned:,} tuning rows (a fifth of each class's held-out rows, seed "
+        warn(f"RAPS's {chosen} chosen on {tuned:,} tuning rows (a fifth of each class's held-out rows, seed "
                       f"{seed}){given}, the threshold on the other {groups[0][0]:,}; give --lambda and --k-reg to fit "
-                      "it on all of them", ScreeningWarning, stacklevel=4)
+                      "it on all of them", ScreeningWarning)
     raps = method == "raps"
     return cp.ConformalSets(method, float(alpha), thresholds, tuple(n for n, _ in groups), bool(randomized),
                             int(seed), where, missing, float(lam) if raps else None, int(k_reg) if raps else None)
@@ -299,8 +298,8 @@ def _group_sets(con, scored: exp.Subquery, classes, label_type, label: str, alph
     need = math.ceil(1 / alpha) - 1
     rank = f"that alpha = {alpha:g} needs (rank ceil((n + 1)(1 - alpha)) > n)"
     if q_all is None:
-        warnings.warn(f"there are {n_all:,} held-out rows, fewer than the {need:,} {rank}: the threshold of all of them "
-                      "is infinite and every set holds every class", ScreeningWarning, stacklevel=5)
+        warn(f"there are {n_all:,} held-out rows, fewer than the {need:,} {rank}: the threshold of all of them "
+                      "is infinite and every set holds every class", ScreeningWarning)
     kind = cp.group_kind(by_type)
     got = sorted(((int(v) if kind == "integer" else v, int(n), q) for v, n, q in
                   con.execute(sql.render(cp.threshold_query(scores, alpha, [by]))).fetchall() if v is not None),
@@ -309,11 +308,11 @@ def _group_sets(con, scored: exp.Subquery, classes, label_type, label: str, alph
     if small:
         named = ", ".join(f"{cp.group_text(v)!r} ({n:,})" for v, n in small[:10])
         more = f" and {len(small) - 10:,} more" if len(small) > 10 else ""
-        warnings.warn(f"{len(small):,} {'values' if len(small) > 1 else 'value'} of column {by!r} "
+        warn(f"{len(small):,} {'values' if len(small) > 1 else 'value'} of column {by!r} "
                       f"({named}{more}) {'have' if len(small) > 1 else 'has'} fewer held-out rows than the {need:,} {rank}: "
                       f"{'they take' if len(small) > 1 else 'it takes'} the threshold of all held-out rows "
                       f"({'inf' if q_all is None else f'{pooled:.6g}'}), as do NULL and any value not among them",
-                      ScreeningWarning, stacklevel=5)
+                      ScreeningWarning)
     return cp.ConformalSets("mondrian", float(alpha), tuple(pooled if q is None else float(q) for _, _, q in got) +
                             (pooled,), tuple(n for _, n, _ in got) + (int(n_all),), source=where,
                             by=by, by_type=by_type, groups=tuple(v for v, _, _ in got))
@@ -347,9 +346,9 @@ def _few_rows(thresholds: tuple, groups: list, classes, missing: str, alpha: flo
         value, what = -math.inf, "it has no threshold and no set holds that class"
     others = ", ".join(c for c in cp.MISSING_CLASS if c != missing)
     for k in short:
-        warnings.warn(f"class {label_text(classes[k])!r} has {groups[k][0]:,} held-out rows, fewer than the {need:,} "
+        warn(f"class {label_text(classes[k])!r} has {groups[k][0]:,} held-out rows, fewer than the {need:,} "
                       f"{rank}: {'it takes ' if missing == 'pooled' else ''}{what} (--missing-class {missing}; or "
-                      f"{others})", ScreeningWarning, stacklevel=5)
+                      f"{others})", ScreeningWarning)
     return tuple(value if k in short else t for k, t in enumerate(thresholds))
 
 

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -66,7 +65,7 @@ from sqlglot import exp
 
 from sqlnb import sql
 from sqlnb.engines.duckdb import DuckDBEngine
-from sqlnb.errors import ScreeningWarning, SqlnbError, UpdateWarning, shell_word
+from sqlnb.errors import ScreeningWarning, SqlnbError, UpdateWarning, shell_word, warn
 from sqlnb.models.newton import newton
 from sqlnb.models.naive_bayes.families import REGISTRY, Feature
 from sqlnb.models.naive_bayes.model import NaiveBayes
@@ -529,9 +528,9 @@ class WeightedNaiveBayes(NaiveBayes):
         """The counts merged exactly (:meth:`NaiveBayes.merge`); the weights kept
         (:meth:`rebuilt`), with a note: they were learnt on the rows of the fit."""
         merged = NaiveBayes.merge(self, other, decay)
-        warnings.warn("note: the update merged the counts exactly; the weights of model 'weighted' were learnt on the "
+        warn("note: the update merged the counts exactly; the weights of model 'weighted' were learnt on the "
                       "rows of its fit and are kept (values new to the model weigh 1): refit to learn them on all rows",
-                      UpdateKeepsWeights, stacklevel=2)
+                      UpdateKeepsWeights)
         return self.rebuilt(stats=merged.stats, report=merged.report)
 
     # -- storage ----------------------------------------------------------------------------
@@ -589,10 +588,9 @@ def fit(nb: NaiveBayes, engine, source, l2: float | None = None, folds: int = CV
     smallest = int(np.min(nb.stats.class_rows))
     if l2 is None and smallest < 2:
         l2 = L2_GRID[0]
-        warnings.warn(f"note: class {nb.classes[int(np.argmin(nb.stats.class_rows))]!r} has {smallest} training "
+        warn(f"note: class {nb.classes[int(np.argmin(nb.stats.class_rows))]!r} has {smallest} training "
                       f"row, too few to choose l2 by cross-validation; l2 = {l2:g}, the strongest penalty of the "
-                      "grid (the closest to naive Bayes); give l2= (--l2) to choose another", ScreeningWarning,
-                      stacklevel=3)
+                      "grid (the closest to naive Bayes); give l2= (--l2) to choose another", ScreeningWarning)
     patterns = read_patterns(engine, source, nb.label, nb.weight, nb.features, nb.stats, distinct=l2 is None)
     if l2 is None:
         # stratified folds: a class needs a row in every fold, or a fold model has no prior for it

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import time
-import warnings
 from datetime import datetime, timezone
 from dataclasses import replace
 from typing import Any
 
 import duckdb
 
-from sqlnb.errors import SqlnbError, UpdateWarning
+from sqlnb.errors import SqlnbError, UpdateWarning, warn
 from sqlnb.models.naive_bayes import kdb, skdb, weighted
 from sqlnb.models.naive_bayes.families import Feature, is_numeric
 from sqlnb.models.naive_bayes.families.categorical import unheld
@@ -231,13 +230,13 @@ def _carry_over(model: NaiveBayes, out: NaiveBayes) -> None:
     if rule is not None:
         out.decision, note = rule.for_classes(out.classes)
         if note is not None:
-            warnings.warn(note, UpdateWarning, stacklevel=3)
+            warn(note, UpdateWarning)
     if getattr(model, "calibration", None) is not None:
-        warnings.warn(f"the model's {model.calibration.method} calibrator was fitted on its old scores and is dropped; "
-                      "fit it again with sqlnb calibrate", UpdateWarning, stacklevel=3)
+        warn(f"the model's {model.calibration.method} calibrator was fitted on its old scores and is dropped; "
+                      "fit it again with sqlnb calibrate", UpdateWarning)
     if getattr(model, "conformal", None) is not None:
-        warnings.warn("the model's conformal sets were fitted on its old probabilities and are dropped; fit them "
-                      "again with sqlnb conformal", UpdateWarning, stacklevel=3)
+        warn("the model's conformal sets were fitted on its old probabilities and are dropped; fit them "
+                      "again with sqlnb conformal", UpdateWarning)
     if model.report.get(NOVELTY) is not None:
-        warnings.warn("the model's novelty threshold was computed from its old parameters and is dropped; "
-                      "compute it again with sqlnb novelty", UpdateWarning, stacklevel=3)
+        warn("the model's novelty threshold was computed from its old parameters and is dropped; "
+                      "compute it again with sqlnb novelty", UpdateWarning)
