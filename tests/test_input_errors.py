@@ -132,3 +132,18 @@ def test_the_fix_a_hint_shows_pastes_into_a_shell_as_it_reads(tmp_path):
     assert hint2 == "'\"p,q\"'", second.stderr  # the column list's quotes, inside the shell's
     done = shell(f"{base} --exclude {hint},{hint2}")
     assert done.returncode == 0, done.stderr
+
+
+def test_a_column_without_a_default_kind_gets_both_fixes(tmp_path):
+    """A date column has no default kind: one line naming it, with the option and the
+    Python argument that give it a kind or leave it out; each fix, taken, fits."""
+    import sqlnb
+    (tmp_path / "d.csv").write_text("y,when,x\n" + "".join(
+        f"{'ab'[i % 2]},2024-01-{1 + i:02d},{i % 3}\n" for i in range(12)))
+    done = invoke("fit", tmp_path / "d.csv", "--label", "y", "--model", f"{tmp_path}/m.duckdb:m")
+    assert_error(done, "Error: column 'when' has type DATE, which has no default kind; give it one (--feature-kind "
+                       "when=categorical, feature_kinds={'when': 'categorical'} in Python) or leave it out (--exclude "
+                       "when, exclude=['when'])")
+    assert invoke("fit", tmp_path / "d.csv", "--label", "y", "--model", f"{tmp_path}/m.duckdb:m",
+                  "--feature-kind", "when=categorical").exit_code == 0
+    assert sqlnb.fit(str(tmp_path / "d.csv"), "y", exclude=["when"]).feature_names == ["x"]

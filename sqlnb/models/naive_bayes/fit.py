@@ -105,7 +105,8 @@ def plan_features(
         if k is None:
             raise SqlnbError(
                 f"column {name!r} has type {sql_type}, which has no default kind; give it one "
-                f"(--feature-kind {shell_word(name, '=categorical')}) or leave it out (--exclude {shell_word(name)})"
+                f"(--feature-kind {shell_word(name, '=categorical')}, feature_kinds={{{name!r}: 'categorical'}} in "
+                f"Python) or leave it out (--exclude {shell_word(name)}, exclude=[{name!r}])"
             )
         thr = binarize.get(name, 0.0) if isinstance(binarize, Mapping) else float(binarize)
         if k in BAG_KINDS and bag_layout(sql_type) is not None:
