@@ -467,6 +467,7 @@ def training_files(model: NaiveBayes, name: str, loaded_at: str | None = None) -
     for part in _parts(model):
         files[f"models/train/{name}_{part}.sql"] = _model_file(model, name, part)
     files.update(dbt_params.files(model, name))
+    files.update(dbt_cuts.model_files(model, name))
     return files
 
 
