@@ -137,14 +137,15 @@ def test_dbt_import_reads_the_value_counts_back_as_the_fit_keeps_them():
     con.close()
 
 
-def test_on_spark_the_cuts_test_reads_the_mdl_levels_from_tables_dbt_builds_there():
+def test_on_spark_the_cuts_test_reads_the_mdl_levels_from_tables_built_there():
     """On dbt-spark (which inlines every CTE) the test reads MDL's running counts and each
     level of its recursion from tables the package builds there only (a model each, after
     ``NAME_values``, tagged ``sqlnb_cuts``): a level per cut point of the column that has
     most, and one more; on DuckDB and PostgreSQL they are materialized CTEs of the test."""
     con = duckdb.connect()
     _load(con, "b1", _rows(np.random.default_rng(3), 300, 0.0))
-    model = sqlnb.fit("b1", "segment", con=con, **FIT)
+    sqlnb.fit("b1", "segment", con=con, **FIT).save(con, "m")
+    model = sqlnb.load(con, "m")
     depth = max(len(f.edges) for f in dbt_cuts.binned(model) if f.bins == "mdl")
     names = ["m_cuts_running", *(f"m_cuts_mdl_{t}" for t in range(depth + 1))]
     assert [t for t, _ in dbt_cuts.tables(model, "m")] == names
