@@ -137,6 +137,29 @@ def test_dbt_import_reads_the_value_counts_back_as_the_fit_keeps_them():
     con.close()
 
 
+def test_the_value_counts_read_the_batch_once_for_every_binned_column():
+    """``NAME_values`` counts every binned column in one read of the rows (the fit's
+    GROUPING SETS scan: on Spark one scan, expanded a row per set), not a GROUP BY per
+    column over the batch (four reads here, each a scan on Spark, which inlines the CTE);
+    its rows are those of the fit."""
+    import sqlglot
+
+    con = duckdb.connect()
+    _load(con, "b1", _rows(np.random.default_rng(3), 300, 0.0))
+    model = sqlnb.fit("b1", "segment", con=con, **FIT)
+    con.execute("CREATE TABLE rows AS SELECT * FROM b1")
+    for dialect in ("duckdb", "postgres", "spark"):
+        query = sqlglot.parse_one(_rendered(dbt_train.statistics_sql(model, "m", "values", dialect, None, False)),
+                                  dialect)
+        assert [t.name for t in query.find_all(sqlglot.exp.Table)].count("new") == 1, dialect
+    query = _rendered(dbt_train.statistics_sql(model, "m", "values", "duckdb", None, False))
+    got = dbt_cuts.import_values(model, con.sql(query).fetchall(), model.classes)
+    for f in dbt_cuts.binned(model):
+        np.testing.assert_array_equal(got[f.name].values, model.stats.cuts[f.name].values)
+        np.testing.assert_array_equal(got[f.name].n, model.stats.cuts[f.name].n)
+    con.close()
+
+
 def test_on_spark_the_cuts_test_reads_the_mdl_levels_from_tables_built_there():
     """On dbt-spark (which inlines every CTE) the test reads MDL's running counts and each
     level of its recursion from tables the package builds there only (a model each, after

@@ -52,8 +52,9 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.models.naive_bayes.families import REGISTRY
+from sqlnb.models.naive_bayes.binning import value_counts_query
 from sqlnb.models.naive_bayes.model import NaiveBayes
+from sqlnb.source import Source
 from sqlnb.stats import ValueCounts, sorted_values
 from sqlnb.workflows.dbt import _ref
 
@@ -87,19 +88,20 @@ def _from(query: exp.Expression | str, alias: str) -> exp.Expression:
     return exp.Subquery(this=query, alias=exp.TableAlias(this=sql.ident(alias)))
 
 
-def values_batch(model: NaiveBayes, head: list, mark: list, src: exp.Table) -> exp.Select:
+def values_batch(model: NaiveBayes, mark: list, src: exp.Table) -> exp.Select:
     """The value counts of the rows in ``new`` (aliased ``src``): per class, binned column
-    and value (the DOUBLE the bins compare), the rows; one GROUP BY per column."""
-    label = sql.col(model.label, "src")
-    out = []
-    for f in binned(model):
-        x = REGISTRY["binned"].value(f)
-        out.append(exp.select(*[c.copy() for c in head], _as(exp.Literal.string(f.name), "feature"), _as(x, "value"),
-                              _as(exp.Cast(this=exp.Count(this=exp.Star()), to=_DOUBLE.copy()), "n"),
-                              *[m.copy() for m in mark])
-                   .from_(src.copy()).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())))
-                   .group_by(label.copy(), x.copy()))
-    return sql.union_all(out)
+    and value (the DOUBLE the bins compare), the rows; in one read of the rows, the fit's
+    ``GROUP BY GROUPING SETS`` of every column (:func:`~sqlnb.models.naive_bayes.binning.value_counts_query`),
+    a row per set written as ``(feature, value)`` by the column it groups."""
+    feats = binned(model)
+    rows = Source(exp.Table(this=src.this.copy()), {}, "the rows to count")
+    grouped = [_c(f"g{j}").eq(exp.Literal.number(0)) for j in range(len(feats))]
+    feature = exp.Case(ifs=[exp.If(this=g.copy(), true=exp.Literal.string(f.name)) for g, f in zip(grouped, feats)])
+    value = exp.Case(ifs=[exp.If(this=g.copy(), true=_c(f"v{j}")) for j, g in enumerate(grouped)])
+    return (exp.select(_as(_c("k"), "class"), _as(feature, "feature"), _as(value, "value"),
+                       _as(exp.Cast(this=_c("n"), to=_DOUBLE.copy()), "n"), *[m.copy() for m in mark])
+            .from_(_from(value_counts_query(rows, model.label, None, feats), "c"))
+            .where(exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))))
 
 
 def import_values(model: NaiveBayes, rows: list[tuple], classes: list) -> dict[str, ValueCounts]:

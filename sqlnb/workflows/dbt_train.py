@@ -187,7 +187,7 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None, 
     if part == "triples":
         return dbt_structures.triples_batch(model, head, mark, src)
     if part == "values":
-        return dbt_cuts.values_batch(model, head, mark, src)
+        return dbt_cuts.values_batch(model, mark, src)
     if part.startswith("counts_"):
         x = counted_value(features[0])
         return (exp.select(*head, exp.alias_(x, "value", quoted=True),
