@@ -18,7 +18,9 @@ when the package is generated:
     package is generated: only the counts are retrained).
 ``<name>_values`` (binned columns)
     per class, binned column and value: ``n``, what the test that the cut points still
-    hold reads (:mod:`sqlnb.workflows.dbt_cuts`).
+    hold reads (:mod:`sqlnb.workflows.dbt_cuts`; on Spark through the tables
+    ``<name>_cuts_running`` and ``<name>_cuts_mdl_<t>`` of its MDL columns,
+    :func:`sqlnb.workflows.dbt_cuts.tables`).
 ``<name>_pairs``, ``<name>_triples`` (TAN, KDB, AODE; triples: KDB(2))
     per class and pair of tree features: the pair counts; per class and (child, parent,
     parent) triple of the generated structure: the joint counts
