@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import sqlnb
+from sqlnb import sql
 from sqlnb.workflows import dbt_cuts, dbt_train
 from support.dbt import dbt_executable as _dbt, postgres_profiles, results as _results, run as _run
 from test_dbt_train import _rendered, _train_in_duckdb
@@ -51,15 +52,24 @@ def _load(con, name: str, rows: dict) -> None:
     con.unregister("arrow_rows")
 
 
-def _failing(con, model) -> dict[str, list]:
-    """The cut-point test's rows by the column they name."""
+def _column(problem: str) -> str:
+    """The column a failing row of the cut-point test names."""
+    assert problem.startswith("column ") and problem.endswith("fit again and generate the package again"), problem
+    return problem.split(":")[0].removeprefix("column ")
+
+
+def _failing(con, model, tables: bool = False) -> dict[str, list]:
+    """The cut-point test's rows by the column they name; ``tables``: its Spark form, which
+    reads MDL's levels from the tables dbt builds there (built here first, in DuckDB)."""
+    if tables:
+        for table, body in dbt_cuts.tables(model, "m"):
+            con.execute(f'CREATE OR REPLACE TABLE "{table}" AS {_rendered(sql.render(body, "duckdb"))}')
     out: dict[str, list] = {}
-    for problem, lo, hi, below, above in con.sql(_rendered(dbt_cuts.cuts_test_sql(model, "m", "duckdb"))).fetchall():
-        column = problem.split(":")[0].removeprefix("column ")
-        assert problem.endswith("fit again and generate the package again"), problem
+    test = _rendered(dbt_cuts.cuts_test_sql(model, "m", "duckdb", tables=tables))
+    for problem, lo, hi, below, above in con.sql(test).fetchall():
         assert (lo is None) == (hi is None) == ("[lo, hi)" not in problem), (problem, lo, hi)
-        out.setdefault(column, []).append((problem, lo, hi, below, above))
-    return out
+        out.setdefault(_column(problem), []).append((problem, lo, hi, below, above))
+    return {column: sorted(rows, key=repr) for column, rows in out.items()}
 
 
 def _partition(values: np.ndarray, edges) -> list[int]:
@@ -67,10 +77,10 @@ def _partition(values: np.ndarray, edges) -> list[int]:
     return sorted({int(np.searchsorted(values, e, side="left")) for e in edges})
 
 
-def _moved(con, model, query: str) -> set[str]:
-    """The binned columns whose cut points sqlnb's own fit on ``query``'s rows puts
-    elsewhere, as partitions of the seen values."""
-    refit = sqlnb.fit(query, "segment", con=con, **FIT)
+def _moved(con, model, query: str, fits: dict = FIT) -> set[str]:
+    """The binned columns whose cut points sqlnb's own fit on ``query``'s rows (with
+    ``fits``) puts elsewhere, as partitions of the seen values."""
+    refit = sqlnb.fit(query, "segment", con=con, **fits)
     out = set()
     for f, g in zip(dbt_cuts.binned(model), dbt_cuts.binned(refit)):
         values = refit.stats.cuts[f.name].values
@@ -84,7 +94,7 @@ def test_the_cuts_test_fails_for_the_columns_whose_cut_points_a_fit_on_all_rows_
     """A first batch, a second (drawn with a shift of 0 to 0.6, so some columns move and
     some do not) merged as an incremental run: the columns the test names are those
     whose cut points sqlnb's fit on both batches puts elsewhere; after the first batch
-    alone, none."""
+    alone, none. The Spark form (MDL's levels from tables) gives the same rows."""
     rng = np.random.default_rng(seed)
     con = duckdb.connect()
     grid = [0.0, 0.5, 0.25][seed % 3]
@@ -94,13 +104,14 @@ def test_the_cuts_test_fails_for_the_columns_whose_cut_points_a_fit_on_all_rows_
     model = sqlnb.fit("b1", "segment", con=con, **FIT)
     assert {f.name for f in dbt_cuts.binned(model) if f.edges} >= {"x", "y", "w"}, model.features
     _train_in_duckdb(con, model, ["b1"])
-    assert _failing(con, model) == {}
+    assert _failing(con, model) == {} == _failing(con, model, tables=True)
     for (t,) in con.sql("SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'm_%'").fetchall():
         con.execute(f'DROP TABLE "{t}"')
     _train_in_duckdb(con, model, ["b1", "b2"])
     both = "SELECT * FROM b1 UNION ALL SELECT * FROM b2"
     named, moved = set(_failing(con, model)), _moved(con, model, both)
     assert named == moved, (seed, named, moved)
+    assert _failing(con, model, tables=True) == _failing(con, model), seed
     print(seed, named, moved)
     con.close()
 
@@ -126,16 +137,53 @@ def test_dbt_import_reads_the_value_counts_back_as_the_fit_keeps_them():
     con.close()
 
 
-def test_the_cuts_test_says_on_spark_that_it_is_not_run_there():
-    """On dbt-spark (which inlines every CTE) the test's body is a line in dbt's log and a
-    SELECT of no row; on DuckDB and PostgreSQL the recursion."""
+def test_the_value_counts_read_the_batch_once_for_every_binned_column():
+    """``NAME_values`` counts every binned column in one read of the rows (the fit's
+    GROUPING SETS scan: on Spark one scan, expanded a row per set), not a GROUP BY per
+    column over the batch (four reads here, each a scan on Spark, which inlines the CTE);
+    its rows are those of the fit."""
+    import sqlglot
+
     con = duckdb.connect()
     _load(con, "b1", _rows(np.random.default_rng(3), 300, 0.0))
     model = sqlnb.fit("b1", "segment", con=con, **FIT)
+    con.execute("CREATE TABLE rows AS SELECT * FROM b1")
+    for dialect in ("duckdb", "postgres", "spark"):
+        query = sqlglot.parse_one(_rendered(dbt_train.statistics_sql(model, "m", "values", dialect, None, False)),
+                                  dialect)
+        assert [t.name for t in query.find_all(sqlglot.exp.Table)].count("new") == 1, dialect
+    query = _rendered(dbt_train.statistics_sql(model, "m", "values", "duckdb", None, False))
+    got = dbt_cuts.import_values(model, con.sql(query).fetchall(), model.classes)
+    for f in dbt_cuts.binned(model):
+        np.testing.assert_array_equal(got[f.name].values, model.stats.cuts[f.name].values)
+        np.testing.assert_array_equal(got[f.name].n, model.stats.cuts[f.name].n)
+    con.close()
+
+
+def test_on_spark_the_cuts_test_reads_the_mdl_levels_from_tables_built_there():
+    """On dbt-spark (which inlines every CTE) the test reads MDL's running counts and each
+    level of its recursion from tables the package builds there only (a model each, after
+    ``NAME_values``, tagged ``sqlnb_cuts``): a level per cut point of the column that has
+    most, and one more; on DuckDB and PostgreSQL they are materialized CTEs of the test."""
+    con = duckdb.connect()
+    _load(con, "b1", _rows(np.random.default_rng(3), 300, 0.0))
+    sqlnb.fit("b1", "segment", con=con, **FIT).save(con, "m")
+    model = sqlnb.load(con, "m")
+    depth = max(len(f.edges) for f in dbt_cuts.binned(model) if f.bins == "mdl")
+    names = ["m_cuts_running", *(f"m_cuts_mdl_{t}" for t in range(depth + 1))]
+    assert [t for t, _ in dbt_cuts.tables(model, "m")] == names
     spark = dbt_cuts.cuts_test_sql(model, "m", "spark")
-    assert spark.startswith("{{ log('sqlnb_m_cuts: not run on Spark") and spark.rstrip().endswith("FALSE")
+    assert "MATERIALIZED" not in spark and "not run" not in spark
+    assert all(f"{{{{ ref('{t}') }}}}" in spark for t in names[1:]) and "ref('m_values')" in spark
+    files = dbt_train.training_files(model, "m")
+    for t in names:
+        head = files[f"models/train/{t}.sql"].splitlines()[0]
+        assert "materialized='table'" in head and "target.type == 'spark'" in head and "sqlnb_cuts" in head, head
+    assert "ref('m_cuts_running')" in files["models/train/m_cuts_mdl_0.sql"]
+    assert "ref('m_cuts_mdl_0')" in files["models/train/m_cuts_mdl_1.sql"]
     for dialect in ("duckdb", "postgres"):
-        assert "gap0" in dbt_cuts.cuts_test_sql(model, "m", dialect)
+        text = dbt_cuts.cuts_test_sql(model, "m", dialect)
+        assert "mdl_0" in text and "MATERIALIZED" in text and "m_cuts_" not in text
     assert [f.name for f in dbt_train._parts(model)["values"]] == ["x", "y", "z", "w"]
     con.close()
 
@@ -229,7 +277,7 @@ def _walk(dbt, project, profiles, steps, insert, failures) -> None:
         assert status == {f"sqlnb_{n}_cuts_{n}_values_": "fail" if mine[n] else "pass" for n in MODELS}, status
         for n in MODELS:
             if mine[n]:
-                named = {p.split(":")[0].removeprefix("column ") for p in failures(f"sqlnb_{n}_cuts_{n}_values_")}
+                named = {_column(p) for p in failures(f"sqlnb_{n}_cuts_{n}_values_")}
                 assert named == mine[n], (n, named)
 
 

@@ -9,9 +9,11 @@ its whole table with the batch's statistics merged into a copy of the stored one
 batch, the second through the incremental models, ``--full-refresh``) the trained macro's
 probabilities and those of the model ``dbt-import`` reads from Spark equal sqlnb's fit
 on the same rows (in DuckDB; the structures with the generated cut points, parents and tree)
-within 1e-9. (d) A fourth batch, after which the counts choose another tree and other
-parents, fails TAN's and KDB(2)'s structure tests and leaves their conditional tables as
-they were.
+within 1e-9. The cut-point tests (their MDL levels in tables dbt builds on Spark) pass after
+the first batch; the second moves age's quantile edges and income's MDL cut points, and
+they fail, their rows naming both columns (as sqlnb's fit on both batches moves them). (d) A
+fourth batch, after which the counts choose another tree and other parents, fails TAN's and
+KDB(2)'s structure tests and leaves their conditional tables as they were.
 
 Every Spark step is a process of its own (dbt, and a Python that opens the warehouse to
 load or read it), as a user runs them: one JVM at a time holds the Derby catalog.
@@ -29,8 +31,10 @@ import pytest
 
 import sqlnb
 from sqlnb.engines.spark import _catalog_settings
+from sqlnb.workflows import dbt_cuts
 from support.dbt import dbt_executable, results as _results, run as _run, train_project
 from support.engines import SPARK_ENV, require_pyspark, unavailable
+from test_dbt_cuts import _column, _moved
 from test_dbt_structures import FITS as STRUCTURE_FITS, _batches, _moving, _refit, _structure_failed
 from test_dbt_train import CLASSES, FITS as NAIVE_FITS, _close, _probabilities
 
@@ -45,7 +49,8 @@ UNION = "SELECT * FROM b1 UNION ALL SELECT * FROM b2"
 
 #: Runs in a process of its own against the warehouse (argv: warehouse, master, job JSON):
 #: ``load`` writes parquet files as tables (and saves models); ``read`` returns each
-#: trained table's rows and the scores of the model dbt-import reads.
+#: trained table's rows and the scores of the model dbt-import reads; ``query``, the rows
+#: of each SELECT (a test's, as dbt compiled it).
 SCRIPT = r'''
 import json, sys
 import duckdb, sqlnb
@@ -72,6 +77,7 @@ for name, path in job.get("read", {}).items():
     imported = dbt_train.import_model(model, engine, name, "default")
     scored = [list(r) for r in imported.score("customers", engine, keep=["id"]).collect()]
     out[name] = {"trained": trained, "imported": scored}
+out["query"] = {name: [list(r) for r in s.sql(text).collect()] for name, text in job.get("query", {}).items()}
 engine.close()
 print("RESULT " + json.dumps(out, default=str))
 '''
@@ -142,17 +148,32 @@ def _train_three_times(project, master: str) -> None:
                                    "save": {name: str(wh) for name in FITS}}, tmp)
     read = {"read": {name: str(wh) for name in FITS}, "classes": CLASSES}
 
-    def build(*extra, cut_tests: bool = True):
+    cuts = {name: f"sqlnb_{name}_cuts_{name}_values_" for name in FIXED}
+    con = duckdb.connect(str(wh), read_only=True)  # the tables the cut-point tests read: MDL's levels
+    levels = {table for name in FIXED for table, _ in dbt_cuts.tables(sqlnb.load(con, name), name)}
+    con.close()
+    assert len(levels) == 3 * 5  # the running counts, and a level per income's 3 cut points and one more
+
+    def build(*extra, cut_tests: str = "pass"):
         # (not the example model tree_scored: its fingerprint test reads the table
         # sqlnb.models, which sqlnb keeps as files in a Spark warehouse, sqlnb.store.spark;
-        # after the second batch, which moves the cut points, nor the cut-point tests)
-        uncut = [] if cut_tests else [f"test_name:sqlnb_{name}_cuts" for name in FIXED]
-        _run([dbt, "build", "--profiles-dir", ".", "--vars", VARS, "--exclude", "tree_scored", *uncut, *extra], out,
-             f"dbt build on Spark {extra}")
-        assert set(_results(out).values()) == {"success", "pass"}
+        # cut_tests "fail": the cut-point tests fail, every other node passes; "skip":
+        # neither they nor the tables they read are built)
+        uncut = ["tag:sqlnb_cuts", *(f"test_name:sqlnb_{name}_cuts" for name in FIXED)] if cut_tests == "skip" else []
+        # (a build took 348 s to 1,029 s at load 6-13: a longer guard than dbt's other tests)
+        done = _run([dbt, "build", "--profiles-dir", ".", "--vars", VARS, "--exclude", "tree_scored", *uncut, *extra],
+                    out, f"dbt build on Spark {extra}", ok=cut_tests != "fail", timeout=1800)
+        status = _results(out)
+        assert {s for n, s in status.items() if n not in cuts.values()} == {"success", "pass"}, done.stdout[-3000:]
+        if cut_tests != "skip":
+            assert {status[test] for test in cuts.values()} == {cut_tests}, done.stdout[-3000:]
+            assert (done.returncode != 0) == (cut_tests == "fail")
+            assert {status[table] for table in levels} == {"success"}
+        else:
+            assert not levels & set(status)
 
     build()
-    assert {f"sqlnb_{name}_cuts_{name}_values_" for name in FIXED} <= set(_results(out))
+    assert set(cuts.values()) <= set(_results(out))
     _check(_spark(warehouse, "local[1]", read, tmp), wh, "SELECT * FROM b1", "first batch")
     con = duckdb.connect(str(wh), read_only=True)
     both = con.sql(UNION).to_arrow_table()
@@ -160,9 +181,17 @@ def _train_three_times(project, master: str) -> None:
     import pyarrow.parquet as pq
     pq.write_table(both, tmp / "both.parquet")
     _spark(warehouse, "local[1]", {"load": {"train": str(tmp / "both.parquet")}}, tmp)
-    build(cut_tests=False)
-    _check(_spark(warehouse, "local[1]", read, tmp), wh, UNION, "incremental")
-    build("--full-refresh", cut_tests=False)
+    build(cut_tests="fail")  # the second batch moves the cut points
+    compiled = {name: next(out.glob(f"target/compiled/**/{test}.sql")).read_text() for name, test in cuts.items()}
+    got = _spark(warehouse, "local[1]", {**read, "query": compiled}, tmp)
+    _check(got, wh, UNION, "incremental")
+    con = duckdb.connect(str(wh), read_only=True)
+    for name in FIXED:
+        moved = _moved(con, sqlnb.load(con, name), UNION, FITS[name])
+        assert moved == {"age", "income"}  # quantile:4 and MDL
+        assert {_column(row[0]) for row in got["query"][name]} == moved, (name, got["query"][name])
+    con.close()
+    build("--full-refresh", cut_tests="skip")
     _check(_spark(warehouse, "local[1]", read, tmp), wh, UNION, "full refresh")
 
     con = duckdb.connect(str(wh))  # (d) a batch that moves the structure
@@ -183,5 +212,7 @@ def test_dbt_spark_trains_with_executors_in_other_processes(project):
     ``local-cluster[2,1,1024]``: a master and two executors, each a JVM of its own (Spark's
     test cluster, started by the session from pyspark's scripts), so every statement's tasks
     run outside the dbt process. (One run of the builds is what the suite can afford: 1,519 s
-    at load 6-9, with every family and the build that moves the structure.)"""
+    at load 6-9, with every family and the build that moves the structure; 2,882 s at load
+    10-13 with the cut-point tests, whose 15 tables and 3 tests took 58 s of the first build
+    and 35 s of the second.)"""
     _train_three_times(project, "local-cluster[2,1,1024]")

@@ -21,12 +21,15 @@ between its two neighbours, leaving every seen value on the side it was, is the 
 
 ``mdl`` (:func:`_mdl_sql`)
     Fayyad & Irani's recursion (:func:`sqlnb.models.naive_bayes.binning.mdl_cuts`) run in
-    SQL over the stored cut points, level by level from the whole column down (a level of
-    CTEs per stored cut point, at most; the segments of a level are disjoint, so a level
-    reads the column's values once). For each segment ``[e_i, e_j)`` reached (±inf at the
-    ends), the column's running counts less those before the segment give N·E(T; S) at
-    every gap between neighbouring values, its first minimum (the lowest gap among equal
-    ones) and the MDL criterion there. The segment is split at the lowest stored cut point
+    SQL over the stored cut points, level by level from the whole column down
+    (:func:`_level`: a relation per level, one per stored cut point at most and one more;
+    the segments of a level are disjoint, so a level reads the column's values once). On
+    DuckDB and PostgreSQL the levels are materialized CTEs of the test's statement; on
+    Spark, which has none, tables dbt builds before the test (:func:`tables`:
+    ``<name>_cuts_running``, ``<name>_cuts_mdl_<t>``). For each segment ``[e_i, e_j)``
+    reached (±inf at the ends), the column's running counts less those before the segment
+    give N·E(T; S) at every gap between neighbouring values, its first minimum (the
+    lowest gap among equal ones) and the MDL criterion there. The segment is split at the lowest stored cut point
     inside it whose gap is within ``1e-9·N`` bits of the least N·E(T; S) and which the
     criterion accepts (within ``1e-9·N`` bits): the next level's two segments. The test
     fails for a segment reached that no stored cut point splits, and for a bin reached
@@ -49,8 +52,9 @@ import numpy as np
 from sqlglot import exp
 
 from sqlnb import sql
-from sqlnb.models.naive_bayes.families import REGISTRY
+from sqlnb.models.naive_bayes.binning import value_counts_query
 from sqlnb.models.naive_bayes.model import NaiveBayes
+from sqlnb.source import Source
 from sqlnb.stats import ValueCounts, sorted_values
 from sqlnb.workflows.dbt import _ref
 
@@ -74,24 +78,30 @@ def _as(e: exp.Expression, name: str) -> exp.Expression:
 
 
 def _from(query: exp.Expression | str, alias: str) -> exp.Expression:
+    """``query`` (a SELECT, a table, or a table's name) in a FROM clause as ``alias``."""
     if isinstance(query, str):
         return exp.Table(this=sql.ident(query), alias=exp.TableAlias(this=sql.ident(alias)))
+    if isinstance(query, exp.Table):
+        table = query.copy()
+        table.set("alias", exp.TableAlias(this=sql.ident(alias)))
+        return table
     return exp.Subquery(this=query, alias=exp.TableAlias(this=sql.ident(alias)))
 
 
-def values_batch(model: NaiveBayes, head: list, mark: list, src: exp.Table) -> exp.Select:
+def values_batch(model: NaiveBayes, mark: list, src: exp.Table) -> exp.Select:
     """The value counts of the rows in ``new`` (aliased ``src``): per class, binned column
-    and value (the DOUBLE the bins compare), the rows; one GROUP BY per column."""
-    label = sql.col(model.label, "src")
-    out = []
-    for f in binned(model):
-        x = REGISTRY["binned"].value(f)
-        out.append(exp.select(*[c.copy() for c in head], _as(exp.Literal.string(f.name), "feature"), _as(x, "value"),
-                              _as(exp.Cast(this=exp.Count(this=exp.Star()), to=_DOUBLE.copy()), "n"),
-                              *[m.copy() for m in mark])
-                   .from_(src.copy()).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())))
-                   .group_by(label.copy(), x.copy()))
-    return sql.union_all(out)
+    and value (the DOUBLE the bins compare), the rows; in one read of the rows, the fit's
+    ``GROUP BY GROUPING SETS`` of every column (:func:`~sqlnb.models.naive_bayes.binning.value_counts_query`),
+    a row per set written as ``(feature, value)`` by the column it groups."""
+    feats = binned(model)
+    rows = Source(exp.Table(this=src.this.copy()), {}, "the rows to count")
+    grouped = [_c(f"g{j}").eq(exp.Literal.number(0)) for j in range(len(feats))]
+    feature = exp.Case(ifs=[exp.If(this=g.copy(), true=exp.Literal.string(f.name)) for g, f in zip(grouped, feats)])
+    value = exp.Case(ifs=[exp.If(this=g.copy(), true=_c(f"v{j}")) for j, g in enumerate(grouped)])
+    return (exp.select(_as(_c("k"), "class"), _as(feature, "feature"), _as(value, "value"),
+                       _as(exp.Cast(this=_c("n"), to=_DOUBLE.copy()), "n"), *[m.copy() for m in mark])
+            .from_(_from(value_counts_query(rows, model.label, None, feats), "c"))
+            .where(exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))))
 
 
 def import_values(model: NaiveBayes, rows: list[tuple], classes: list) -> dict[str, ValueCounts]:
@@ -170,35 +180,30 @@ def _mdl_texts(f) -> list[str]:
             f"{head}[lo, hi), which the package cuts, now holds fewer than two values{tail}"]
 
 
-def _segment_gaps(model: NaiveBayes, segments: str) -> exp.Select:
-    """Per segment ``(feature, i, j)`` of the CTE ``segments`` and gap between neighbouring
-    values in it (``below``, ``above``): ``n``, the rows of the segment; ``ne``,
-    N·E(T; S) of the cut there; ``margin``, N·Gain − log2(N − 1) − Δ (the MDL criterion
-    accepts the cut when it is > 0). From the column's running counts (the CTE
-    ``running``) less those before the segment: joins and GROUP BYs, no sort per level."""
+def _segment_gaps(model: NaiveBayes, segments: exp.Expression, running: exp.Table) -> exp.Select:
+    """Per segment ``(feature, i, j)`` of ``segments`` and gap between neighbouring values
+    in it (``below``, ``above``): ``n``, the rows of the segment; ``ne``, N·E(T; S) of the
+    cut there; ``margin``, N·Gain − log2(N − 1) − Δ (the MDL criterion accepts the cut
+    when it is > 0). From the column's running counts (``running``) less those before the
+    segment (windows over the segment's values, which it reads once): no sort per level."""
     K = len(model.classes)
-    key = [_c(p, "s") for p in ("feature", "i", "j")]
-    inside = (exp.select(*[c.copy() for c in key], _c("value", "r"), _c("nxt", "r"), _c("hi", "s"),
+    part = ["feature", "i", "j"]
+    inside = (exp.select(*[_c(p, "s") for p in part], _c("value", "r"), _c("nxt", "r"), _c("hi", "s"),
                          *[_c(f"k{k}", "r") for k in range(K)], *[_c(f"c{k}", "r") for k in range(K)])
               .from_(_from(segments, "s"))
-              .join(_from("running", "r"), join_type="inner", on=exp.and_(
+              .join(_from(running, "r"), join_type="inner", on=exp.and_(
                   _c("feature", "r").eq(_c("feature", "s")), exp.GTE(this=_c("value", "r"), expression=_c("lo", "s")),
                   exp.LT(this=_c("value", "r"), expression=_c("hi", "s")))))
-    key = [_c(p) for p in ("feature", "i", "j")]
-    ends = (exp.select(*[c.copy() for c in key],
-                       *[_as(exp.Min(this=exp.Sub(this=_c(f"c{k}"), expression=_c(f"k{k}"))), f"b{k}") for k in range(K)],
-                       *[_as(exp.Max(this=_c(f"c{k}")), f"e{k}") for k in range(K)])
-            .from_(_from(inside, "w")).group_by(*[c.copy() for c in key]))
-    shifted = (exp.select(*[_c(p, "w") for p in ("feature", "i", "j", "value", "nxt")],
-                          *[_as(exp.Sub(this=_c(f"c{k}", "w"), expression=_c(f"b{k}", "d")), f"l{k}") for k in range(K)],
-                          *[_as(exp.Sub(this=_c(f"e{k}", "d"), expression=_c(f"b{k}", "d")), f"t{k}") for k in range(K)])
-               .from_(_from(inside.copy(), "w"))
-               .join(_from(ends, "d"), join_type="inner", on=exp.and_(*[_c(p, "d").eq(_c(p, "w"))
-                                                                         for p in ("feature", "i", "j")]))
-               .where(exp.LT(this=_c("nxt", "w"), expression=_c("hi", "w"))))
-    inside = exp.select(*[c.copy() for c in key], _c("value"), _as(_c("nxt"), "above"),
-                        *[_c(f"l{k}") for k in range(K)], *[_c(f"t{k}") for k in range(K)]).from_(_from(shifted, "z"))
-    part = ["feature", "i", "j"]
+    # the segment's counts before it (b) and up to its end (e), on each of its values' rows
+    ends = exp.select(*[_c(p) for p in (*part, "value", "nxt", "hi")],
+                      *[_as(exp.Sub(this=_c(f"c{k}"), expression=_window(exp.Min(this=exp.Sub(
+                          this=_c(f"c{k}"), expression=_c(f"k{k}"))), part)), f"l{k}") for k in range(K)],
+                      *[_as(exp.Sub(this=_window(exp.Max(this=_c(f"c{k}")), part), expression=_window(exp.Min(
+                          this=exp.Sub(this=_c(f"c{k}"), expression=_c(f"k{k}"))), part)), f"t{k}")
+                        for k in range(K)]).from_(_from(inside, "w"))
+    inside = (exp.select(*[_c(p) for p in part], _c("value"), _as(_c("nxt"), "above"),
+                         *[_c(f"l{k}") for k in range(K)], *[_c(f"t{k}") for k in range(K)])
+              .from_(_from(ends, "z")).where(exp.LT(this=_c("nxt"), expression=_c("hi"))))
     ls = [_c(f"l{k}") for k in range(K)]
     ts = [_c(f"t{k}") for k in range(K)]
     rs = [exp.Sub(this=_c(f"t{k}"), expression=_c(f"l{k}")) for k in range(K)]
@@ -229,98 +234,132 @@ def _segment_gaps(model: NaiveBayes, segments: str) -> exp.Select:
                       _as(margin, "margin")).from_(_from(gaps, "x"))
 
 
-def _mdl_sql(model: NaiveBayes, name: str, feats: list) -> exp.Select:
-    """The failing rows of the MDL columns (module docstring): MDL's recursion over the
-    stored cut points, a level of CTEs per depth (at most one per cut point), each over
-    the disjoint segments the level before split."""
-    edges, roots = [], []
-    for f in feats:
-        cuts = [-math.inf, *(f.edges or ()), math.inf]
-        edges += [(exp.Literal.string(f.name), exp.Literal.number(i), sql.dbl(e)) for i, e in enumerate(cuts)]
-        roots.append((exp.Literal.string(f.name), exp.Literal.number(len(cuts) - 1),
-                      *[exp.Literal.string(t) for t in _mdl_texts(f)]))
-    texts = ["p_split", "p_moved", "p_refused", "p_lost"]
+def _edges(feats: list) -> exp.Select:
+    """Per MDL column ``feature``: its stored cut points ``e`` numbered ``i`` from 1 (±inf
+    at 0 and at the end)."""
+    rows = [(exp.Literal.string(f.name), exp.Literal.number(i), sql.dbl(e))
+            for f in feats for i, e in enumerate([-math.inf, *(f.edges or ()), math.inf])]
+    return exp.select(exp.Star()).from_(exp.values(rows, alias="e", columns=["feature", "i", "e"]))
+
+
+def _roots(feats: list) -> exp.Select:
+    """Per MDL column ``feature``: ``j``, the number of its last edge (the whole column is
+    the segment ``[e_0, e_j)``), and the texts of its failing rows (:func:`_mdl_texts`)."""
+    rows = [(exp.Literal.string(f.name), exp.Literal.number(len(f.edges or ()) + 1),
+             *[exp.Literal.string(t) for t in _mdl_texts(f)]) for f in feats]
+    return exp.select(exp.Star()).from_(exp.values(rows, alias="r", columns=["feature", "j", *_TEXTS]))
+
+
+#: The columns of :func:`_roots` holding what a failing row says.
+_TEXTS = ("p_split", "p_moved", "p_refused", "p_lost")
+_KEY = ("feature", "i", "j")
+
+
+def _same(a: str, b: str) -> exp.Expression:
+    return exp.and_(*[_c(x, a).eq(_c(x, b)) for x in _KEY])
+
+
+def _running(model: NaiveBayes, name: str, feats: list) -> exp.Select:
+    """Per MDL column ``feature`` and seen ``value``: ``k<c>``, the rows of class ``c``
+    there; ``c<c>``, those up to it; ``nxt``, the next value (NULL at the largest)."""
     per = [_as(exp.Sum(this=_case(_c("class").eq(sql.value(c, model.label_type)), _c("n"), sql.dbl(0.0))), f"k{k}")
            for k, c in enumerate(model.classes)]
     counted = (exp.select(_c("feature"), _c("value"), *per).from_(_ref(f"{name}_values"))
                .where(exp.In(this=_c("feature"), expressions=[exp.Literal.string(f.name) for f in feats]))
                .group_by(_c("feature"), _c("value")))
-    K = len(model.classes)
-    by, at = [_c("feature")], _c("value")
-    running = exp.select(_c("feature"), _c("value"), *[_c(f"k{k}") for k in range(K)],
-                         *[_as(_window(exp.Sum(this=_c(f"k{k}")), by, at, True), f"c{k}") for k in range(K)],
-                         _as(_window(exp.Lead(this=at.copy()), by, at), "nxt")).from_(sql.table("counted"))
-    ctes = [("counted", counted), ("running", running),
-            ("edges", exp.select(exp.Star()).from_(exp.values(edges, alias="e", columns=["feature", "i", "e"]))),
-            ("roots", exp.select(exp.Star()).from_(exp.values(roots, alias="r", columns=["feature", "j", *texts])))]
+    K, by, at = len(model.classes), ["feature"], _c("value")
+    return exp.select(_c("feature"), _c("value"), *[_c(f"k{k}") for k in range(K)],
+                      *[_as(_window(exp.Sum(this=_c(f"k{k}")), by, at, True), f"c{k}") for k in range(K)],
+                      _as(_window(exp.Lead(this=at.copy()), by, at), "nxt")).from_(_from(counted, "q"))
 
-    def bounded(pairs: exp.Select) -> exp.Select:  # (feature, i, j) with lo = e_i, hi = e_j
-        return (exp.select(_c("feature", "p"), _c("i", "p"), _c("j", "p"), _as(_c("e", "a"), "lo"),
-                           _as(_c("e", "b"), "hi"))
-                .from_(_from(pairs, "p"))
-                .join(_from("edges", "a"), join_type="inner", on=exp.and_(
-                    _c("feature", "a").eq(_c("feature", "p")), _c("i", "a").eq(_c("i", "p"))))
-                .join(_from("edges", "b"), join_type="inner", on=exp.and_(
-                    _c("feature", "b").eq(_c("feature", "p")), _c("i", "b").eq(_c("j", "p")))))
 
-    key = ["feature", "i", "j"]
-
-    def same(a: str, b: str) -> exp.Expression:
-        return exp.and_(*[_c(x, a).eq(_c(x, b)) for x in key])
-
-    tol = exp.Mul(this=sql.dbl(TOLERANCE), expression=_c("n", "b"))
-    failing = []
-    depth = max(len(f.edges or ()) for f in feats)
-    level = exp.select(_c("feature"), _as(exp.Literal.number(0), "i"), _c("j")).from_(sql.table("roots"))
-    for t in range(depth + 1):
-        ctes.append((f"seg{t}", bounded(level)))
-        ctes.append((f"gap{t}", _segment_gaps(model, f"seg{t}")))
-        # the first minimum of N·E(T; S) (the lowest gap among equal ones), as numpy's argmin
-        least = (exp.select(*[_c(x) for x in key], _as(exp.Min(this=_c("ne")), "ne")).from_(sql.table(f"gap{t}"))
-                 .group_by(*[_c(x) for x in key]))
-        first = (exp.select(*[_c(x, "g") for x in key], _as(exp.Min(this=_c("below", "g")), "below"))
-                 .from_(_from(f"gap{t}", "g")).join(_from(least, "m"), join_type="inner", on=exp.and_(
-                     same("m", "g"), _c("ne", "m").eq(_c("ne", "g"))))
-                 .group_by(*[_c(x, "g") for x in key]))
-        ctes.append((f"best{t}", exp.select(exp.Column(this=exp.Star(), table=sql.ident("g"))).from_(_from(f"gap{t}", "g")).join(
-            _from(first, "f"), join_type="inner", on=exp.and_(same("f", "g"), _c("below", "f").eq(_c("below", "g"))))))
-        # the split: the lowest stored cut inside whose gap is within the tolerance of the
-        # least N·E(T; S) and which the criterion accepts (within the tolerance)
-        held = (exp.select(*[_c(x, "r") for x in key], _as(exp.Min(this=_c("i", "c")), "k"))
-                .from_(_from(f"gap{t}", "r"))
-                .join(_from(f"best{t}", "b"), join_type="inner", on=same("b", "r"))
-                .join(_from("edges", "c"), join_type="inner", on=exp.and_(
-                    _c("feature", "c").eq(_c("feature", "r")), exp.GT(this=_c("i", "c"), expression=_c("i", "r")),
-                    exp.LT(this=_c("i", "c"), expression=_c("j", "r")),
-                    exp.LT(this=_c("below", "r"), expression=_c("e", "c")),
-                    exp.GTE(this=_c("above", "r"), expression=_c("e", "c"))))
-                .where(exp.and_(exp.LTE(this=_c("ne", "r"), expression=exp.Add(this=_c("ne", "b"),
-                                                                                expression=tol.copy())),
-                                exp.GTE(this=_c("margin", "r"), expression=exp.Neg(this=tol.copy()))))
-                .group_by(*[_c(x, "r") for x in key]))
-        ctes.append((f"held{t}", held))
-        leaf = _c("j", "s").eq(exp.Add(this=_c("i", "s"), expression=exp.Literal.number(1)))
-        lost = exp.Is(this=_c("feature", "b"), expression=exp.Null())
-        refused = exp.LT(this=_c("margin", "b"), expression=exp.Neg(this=tol.copy()))
-        problem = exp.Case(ifs=[exp.If(this=leaf.copy(), true=_c("p_split", "r")),
-                                exp.If(this=lost.copy(), true=_c("p_lost", "r")),
-                                exp.If(this=refused, true=_c("p_refused", "r"))], default=_c("p_moved", "r"))
-        failing.append(
-            exp.select(_as(problem, "problem"), _c("lo", "s"), _c("hi", "s"), _as(_c("below", "b"), "below"),
-                       _as(_c("above", "b"), "above"))
-            .from_(_from(f"seg{t}", "s"))
-            .join(_from("roots", "r"), join_type="inner", on=_c("feature", "r").eq(_c("feature", "s")))
-            .join(_from(f"best{t}", "b"), join_type="left", on=same("b", "s"))
-            .join(_from(f"held{t}", "h"), join_type="left", on=same("h", "s"))
-            .where(exp.or_(exp.and_(leaf.copy(), exp.GT(this=_c("margin", "b"), expression=tol.copy())),
-                           exp.and_(exp.Not(this=leaf.copy()), exp.Is(this=_c("k", "h"), expression=exp.Null())))))
-        level = sql.union_all([exp.select(_c("feature"), _as(_c(lo), "i"), _as(_c(hi), "j")).from_(
-            sql.table(f"held{t}"))
+def _level(model: NaiveBayes, feats: list, before: exp.Table | None, running: exp.Table) -> exp.Select:
+    """MDL's segments at one depth of its recursion: the whole columns (``before`` None),
+    or the two parts of each segment of the level ``before`` that a stored cut point
+    splits. Per segment ``(feature, i, j)``, ``[lo, hi)`` = ``[e_i, e_j)``: of its first
+    gap of least N·E(T; S) (the lowest among equal ones, as numpy's argmin), ``n``,
+    ``below``, ``above`` and ``margin`` (NULL: the segment has no gap); and ``k``, the
+    number of the lowest stored cut point inside whose gap is within the tolerance of that
+    least N·E(T; S) and which the criterion accepts (within the tolerance): the split
+    (NULL: none)."""
+    if before is None:
+        pairs = exp.select(_c("feature"), _as(exp.Literal.number(0), "i"), _c("j")).from_(_from(_roots(feats), "r"))
+    else:
+        pairs = sql.union_all([exp.select(_c("feature"), _as(_c(lo), "i"), _as(_c(hi), "j")).from_(_from(before, "p"))
+                               .where(exp.Not(this=exp.Is(this=_c("k"), expression=exp.Null())))
                                for lo, hi in (("i", "k"), ("k", "j"))])
+    seg = (exp.select(_c("feature", "p"), _c("i", "p"), _c("j", "p"), _as(_c("e", "a"), "lo"), _as(_c("e", "b"), "hi"))
+           .from_(_from(pairs, "p"))
+           .join(_from(_edges(feats), "a"), join_type="inner", on=exp.and_(
+               _c("feature", "a").eq(_c("feature", "p")), _c("i", "a").eq(_c("i", "p"))))
+           .join(_from(_edges(feats), "b"), join_type="inner", on=exp.and_(
+               _c("feature", "b").eq(_c("feature", "p")), _c("i", "b").eq(_c("j", "p")))))
+    part = list(_KEY)
+    ranked = exp.select(exp.Star(), _as(_window(exp.Min(this=_c("ne")), part), "least"),
+                        _as(_window(exp.RowNumber(), part, [_c("ne"), _c("below")]), "rn")).from_(
+        _from(_segment_gaps(model, seg.copy(), running), "g"))
+    tol = exp.Mul(this=sql.dbl(TOLERANCE), expression=_c("n", "g"))
+    first = _c("rn", "g").eq(exp.Literal.number(1))
+    held = exp.and_(exp.LTE(this=_c("ne", "g"), expression=exp.Add(this=_c("least", "g"), expression=tol.copy())),
+                    exp.GTE(this=_c("margin", "g"), expression=exp.Neg(this=tol.copy())))
+    best = (exp.select(*[_c(x, "g") for x in _KEY],
+                       *[_as(exp.Max(this=_case(first.copy(), _c(x, "g"))), x)
+                         for x in ("n", "below", "above", "margin")],
+                       _as(exp.Min(this=_case(held, _c("i", "c"))), "k"))
+            .from_(_from(ranked, "g"))
+            .join(_from(_edges(feats), "c"), join_type="left", on=exp.and_(
+                _c("feature", "c").eq(_c("feature", "g")), exp.GT(this=_c("i", "c"), expression=_c("i", "g")),
+                exp.LT(this=_c("i", "c"), expression=_c("j", "g")),
+                exp.LT(this=_c("below", "g"), expression=_c("e", "c")),
+                exp.GTE(this=_c("above", "g"), expression=_c("e", "c"))))
+            .group_by(*[_c(x, "g") for x in _KEY]))
+    return (exp.select(*[_c(x, "s") for x in (*_KEY, "lo", "hi")],
+                       *[_c(x, "b") for x in ("n", "below", "above", "margin", "k")])
+            .from_(_from(seg, "s")).join(_from(best, "b"), join_type="left", on=_same("b", "s")))
+
+
+def _failing_level(feats: list, level: exp.Table) -> exp.Select:
+    """The failing rows of one level of MDL's recursion (:func:`_level`): a segment with
+    no split (MDL now splits it elsewhere, refuses every split, or finds no gap), a bin
+    whose best cut the criterion now accepts by more than the tolerance."""
+    leaf = _c("j", "s").eq(exp.Add(this=_c("i", "s"), expression=exp.Literal.number(1)))
+    tol = exp.Mul(this=sql.dbl(TOLERANCE), expression=_c("n", "s"))
+    problem = exp.Case(ifs=[exp.If(this=leaf.copy(), true=_c("p_split", "r")),
+                            exp.If(this=exp.Is(this=_c("n", "s"), expression=exp.Null()), true=_c("p_lost", "r")),
+                            exp.If(this=exp.LT(this=_c("margin", "s"), expression=exp.Neg(this=tol.copy())),
+                                   true=_c("p_refused", "r"))], default=_c("p_moved", "r"))
+    return (exp.select(_as(problem, "problem"), *[_c(x, "s") for x in ("lo", "hi", "below", "above")])
+            .from_(_from(level, "s"))
+            .join(_from(_roots(feats), "r"), join_type="inner", on=_c("feature", "r").eq(_c("feature", "s")))
+            .where(exp.or_(exp.and_(leaf.copy(), exp.GT(this=_c("margin", "s"), expression=tol.copy())),
+                           exp.and_(exp.Not(this=leaf.copy()), exp.Is(this=_c("k", "s"), expression=exp.Null())))))
+
+
+def _mdl_relations(model: NaiveBayes, name: str, feats: list, rel) -> list[tuple[str, exp.Select]]:
+    """(suffix, SELECT) of the relations the MDL test reads, each after those it reads
+    (``rel(suffix)``: the relation): ``running`` (:func:`_running`), then ``mdl_<t>``, the
+    level ``t`` of the recursion (:func:`_level`), a level per stored cut point of the
+    column that has most, and one more (its bins)."""
+    out = [("running", _running(model, name, feats))]
+    for t in range(max(len(f.edges or ()) for f in feats) + 1):
+        out.append((f"mdl_{t}", _level(model, feats, rel(f"mdl_{t - 1}") if t else None, rel("running"))))
+    return out
+
+
+def _mdl_sql(model: NaiveBayes, name: str, feats: list, tables: bool) -> exp.Select:
+    """The failing rows of the MDL columns (module docstring), level by level of MDL's
+    recursion: from the tables ``<name>_cuts_<suffix>`` of :func:`tables` (``tables``), or
+    from the same relations as materialized CTEs."""
+    def rel(suffix: str) -> exp.Table:
+        return _ref(f"{name}_cuts_{suffix}") if tables else sql.table(suffix)
+
+    steps = _mdl_relations(model, name, feats, rel)
+    failing = [_failing_level(feats, rel(suffix)) for suffix, _ in steps[1:]]
     query = sql.union_all([exp.select(exp.Star()).from_(_from(q, f"f{t}")) for t, q in enumerate(failing)])
     query = exp.select(exp.Star()).from_(_from(query, "failing"))
-    for cte, body in ctes:  # materialized: each level reads the one before several times
-        query = query.with_(sql.ident(cte), as_=body, materialized=True)
+    if not tables:
+        for suffix, body in steps:  # materialized: each level reads the running counts and the level before
+            query = query.with_(sql.ident(suffix), as_=body, materialized=True)
     return query
 
 
@@ -393,25 +432,47 @@ def _quantile_sql(name: str, feats: list) -> exp.Select:
             .with_(sql.ident("kept"), as_=kept, materialized=True))
 
 
-def cuts_test_sql(model: NaiveBayes, name: str, dialect: str) -> str | None:
+#: The dialects whose cut-point test reads the MDL levels from tables dbt builds
+#: (:func:`tables`): Spark inlines every CTE (it has no ``MATERIALIZED``), so each level of
+#: the recursion would compute the levels before it again at each reference (a first
+#: ``dbt build`` of tests/test_dbt_spark_train.py's package with them as CTEs did not end
+#: in 600 s). Elsewhere they are materialized CTEs of the test's one statement.
+TABLES = ("spark",)
+
+
+def tables(model: NaiveBayes, name: str) -> list[tuple[str, exp.Select]]:
+    """(table, SELECT) of the dbt models the cut-point test reads on the dialects of
+    :data:`TABLES`, in the order they are built: ``<name>_cuts_running`` and
+    ``<name>_cuts_mdl_<t>`` (:func:`_mdl_relations`); none without an MDL column."""
+    mdl = [f for f in binned(model) if f.bins == "mdl"]
+    if not mdl:
+        return []
+    steps = _mdl_relations(model, name, mdl, lambda suffix: _ref(f"{name}_cuts_{suffix}"))
+    return [(f"{name}_cuts_{suffix}", body) for suffix, body in steps]
+
+
+def model_files(model: NaiveBayes, name: str) -> dict[str, str]:
+    """``models/train/<table>.sql`` of each of :func:`tables`: a table, built on Spark only
+    (tagged ``sqlnb_cuts``, so ``--exclude tag:sqlnb_cuts`` leaves them out with the test)."""
+    ns = f"sqlnb_{name}"
+    on = " or ".join(f"target.type == '{d}'" for d in TABLES)
+    return {f"models/train/{table}.sql": (
+        f"{{{{ config(materialized='table', enabled=(({on}) and var('{ns}_train', true)), tags=['sqlnb_cuts']) }}}}\n"
+        f"{{# read by the test {ns}_cuts on {', '.join(TABLES)}: MDL's recursion level by level #}}\n"
+        f"{sql.render(body, 'spark', pretty=True)}\n") for table, body in tables(model, name)}
+
+
+def cuts_test_sql(model: NaiveBayes, name: str, dialect: str, tables: bool | None = None) -> str | None:
     """The rows of a failing cut-point test (``problem``, naming the column; ``lo``,
     ``hi``, the MDL segment; the seen values ``below`` and ``above`` the gap concerned),
-    or None without a binned column.
-
-    On Spark no row, and a line in dbt's log that says the test is not run there: Spark
-    inlines every CTE (it has no ``MATERIALIZED``), so each level of MDL's recursion would
-    compute the levels before it again (a first ``dbt build`` of tests/test_dbt_spark_train.py's
-    package did not end in 600 s)."""
+    or None without a binned column. ``tables``: whether it reads MDL's levels from the
+    tables of :func:`tables` (default: on the dialects of :data:`TABLES`)."""
     mdl = [f for f in binned(model) if f.bins == "mdl"]
     quant = [f for f in binned(model) if f.bins.startswith("quantile:")]
-    parts = ([_mdl_sql(model, name, mdl)] if mdl else []) + ([_quantile_sql(name, quant)] if quant else [])
+    tables = dialect in TABLES if tables is None else tables
+    parts = ([_mdl_sql(model, name, mdl, tables)] if mdl else []) + ([_quantile_sql(name, quant)] if quant else [])
     if not parts:
         return None
-    if dialect == "spark":
-        none = exp.select(*[_as(exp.Cast(this=exp.Null(), to=exp.DataType.build(t)), c) for c, t in (
-            ("problem", "varchar"), ("lo", "double"), ("hi", "double"), ("below", "double"), ("above", "double"))])
-        return (f"{{{{ log('sqlnb_{name}_cuts: not run on Spark (the cut points are tested on DuckDB and "
-                f"PostgreSQL)', info=True) }}}}\n" + sql.render(none.where(exp.false()), dialect, pretty=True))
     if len(parts) == 1:
         return sql.render(parts[0], dialect, pretty=True)
     wrapped = [exp.select(exp.Star()).from_(_from(p, f"t{i}")) for i, p in enumerate(parts)]

@@ -18,7 +18,9 @@ when the package is generated:
     package is generated: only the counts are retrained).
 ``<name>_values`` (binned columns)
     per class, binned column and value: ``n``, what the test that the cut points still
-    hold reads (:mod:`sqlnb.workflows.dbt_cuts`).
+    hold reads (:mod:`sqlnb.workflows.dbt_cuts`; on Spark through the tables
+    ``<name>_cuts_running`` and ``<name>_cuts_mdl_<t>`` of its MDL columns,
+    :func:`sqlnb.workflows.dbt_cuts.tables`).
 ``<name>_pairs``, ``<name>_triples`` (TAN, KDB, AODE; triples: KDB(2))
     per class and pair of tree features: the pair counts; per class and (child, parent,
     parent) triple of the generated structure: the joint counts
@@ -187,7 +189,7 @@ def _batch(model: NaiveBayes, part: str, features: list, loaded_at: str | None, 
     if part == "triples":
         return dbt_structures.triples_batch(model, head, mark, src)
     if part == "values":
-        return dbt_cuts.values_batch(model, head, mark, src)
+        return dbt_cuts.values_batch(model, mark, src)
     if part.startswith("counts_"):
         x = counted_value(features[0])
         return (exp.select(*head, exp.alias_(x, "value", quoted=True),
@@ -467,6 +469,7 @@ def training_files(model: NaiveBayes, name: str, loaded_at: str | None = None) -
     for part in _parts(model):
         files[f"models/train/{name}_{part}.sql"] = _model_file(model, name, part)
     files.update(dbt_params.files(model, name))
+    files.update(dbt_cuts.model_files(model, name))
     return files
 
 

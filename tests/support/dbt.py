@@ -27,11 +27,12 @@ def dbt_executable() -> str:
     return str(exe)
 
 
-def run(args, cwd, what: str, ok: bool = True) -> subprocess.CompletedProcess:
-    """Run dbt ``args`` in ``cwd``; fail the test with dbt's output when it fails and ``ok``."""
+def run(args, cwd, what: str, ok: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run dbt ``args`` in ``cwd``; fail the test with dbt's output when it fails and ``ok``;
+    killed after ``timeout`` seconds."""
     env = dict(os.environ, DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1", DBT_USE_COLORS="false",
                DBT_PARTIAL_PARSE="true")
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout)
     if ok and proc.returncode != 0:
         pytest.fail(f"{what} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
     return proc
