@@ -453,6 +453,38 @@ def test_cli_fit_show_params_score_sql_update(tmp_path, monkeypatch):
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "chooses its features itself" in r.stderr
 
 
+def test_cli_backoff_by_leave_one_out_is_shown_and_refused_without_patterns(tmp_path):
+    """``--backoff loo``: ``show`` names the m's the kept features use, ``show --params``
+    tables every feature's m per depth (JSON too); under ``kdb:K`` one error line naming
+    the fix."""
+    train = kdb_table(600, 5)  # rows on which skdb:3 keeps a parent
+    db, args = cli_files(tmp_path, train, DISCRETE, split=450)
+    r = invoke("fit", str(tmp_path / "all.parquet"), *args, "--structure", "skdb:3", "--backoff", "loo",
+               "--model", f"{db}:loo")
+    assert r.exit_code == 0, r.stderr
+    model = sqlnb.load(db, "loo")
+    assert model.hyper.backoff == "loo"
+    chosen, c = model.skdb_summary()["backoff"], model.skdb_summary()
+    r = invoke("show", "--model", f"{db}:loo")
+    assert r.exit_code == 0, r.stderr
+    used = "; ".join(f"{f} {', '.join(f'{m:g}' for m in chosen[f][:c['k']])}" for f in c["order"][:c["s"]]
+                     if chosen[f])
+    assert c["k"] > 0 and f"back-off m by leave-one-out (depth 1, 2, …): {used}" in r.stdout
+    r = invoke("show", "--params", "--model", f"{db}:loo")
+    assert r.exit_code == 0 and "skdb: back-off pseudo-count m chosen by leave-one-out" in r.stdout, r.stdout
+    for f, ms in chosen.items():
+        assert any(line.split() == [f, *(f"{m:g}" for m in ms)] for line in r.stdout.splitlines()), f
+    r = invoke("show", "--params", "--format", "json", "--model", f"{db}:loo")
+    assert r.exit_code == 0 and json.loads(r.stdout)["skdb"]["backoff"] == chosen
+    for structure, value, said in (("kdb:3", "loo", "use structure 'skdb:3' (--structure skdb:3) or give m as a "
+                                                     "number (--backoff 1)"),
+                                   ("skdb", "lo", "must be a finite number >= 0 or 'loo'")):
+        r = invoke("fit", str(tmp_path / "all.parquet"), *args, "--structure", structure, "--backoff", value,
+                   "--model", f"{db}:bad")
+        assert r.exit_code == 2 and r.stderr.startswith("Error: ") and said in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
 # -- other engines -------------------------------------------------------------------------
 def _engine_check(engine, con):
     """kdb:4 and skdb fitted by the engine itself (its joint-count scan, its patterns scan)
