@@ -28,6 +28,10 @@ pseudo-count (``backoff``, default 1)::
 with n_j(c, pa_1..j) = Σ_x n_j(c, pa_1..j, x); where n_j(c, pa_1..j) = 0 (a
 configuration never seen with class c) p_j is p_{j−1} exactly, so a deep, rare
 configuration leans on the shorter prefix and an unseen one is the shorter prefix.
+Under ``skdb`` with ``backoff="loo"`` m is one per feature and depth j ≥ 1: of
+:data:`BACKOFF_GRID`, the one of highest leave-one-out log-likelihood of the training
+rows' own values and classes at that depth (:func:`choose_backoff`, within
+:func:`leave_one_out`, depth after depth; ``choice["backoff"]``), derived like k and s.
 
 Scoring, one term per kept feature and class::
 
