@@ -130,8 +130,8 @@ def sqlnb_candidates() -> list[tuple[str, dict]]:
 ONLY = {"TAN+KDB(2)+AODE on TAN-selected features": ("adult-complete", "adult-all"),
         "AODE": ("adult-complete", "adult-all", "votes"),
         "TAN+KDB(2)+AODE": ("adult-complete", "adult-all", "votes"),
-        "SKDB (k, features by leave-one-out)": ("adult-complete", "votes", "spambase"),
-        "SKDB, back-off by leave-one-out": ("adult-complete", "votes", "spambase")}
+        "SKDB (k, features by leave-one-out)": ("adult-complete", "votes"),
+        "SKDB, back-off by leave-one-out": ("adult-complete", "votes")}
 
 
 @dataclass
