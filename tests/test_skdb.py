@@ -238,7 +238,7 @@ def test_leave_one_out_equals_refitting_without_each_row():
     """On a small table every (k, s)'s RMSE equals the numpy model of the counts without
     each row in turn (the structure from all rows), and the choice is the smallest."""
     con, train, test = registered(kdb_table(90, 7), kdb_table(40, 8, unseen=True))
-    model = fit(con, structure="skdb:3")
+    model = fit(con, structure="skdb:3", backoff=1.0)
     choice = model._tree.choice
     oracle = Oracle(train, 3)
     want = oracle.leave_one_out(3)
@@ -257,7 +257,7 @@ def test_weighted_rows_leave_out_their_own_weight():
     w = np.random.default_rng(3).choice([0.5, 1.0, 2.0], train.num_rows)
     train = train.append_column("w", pa.array(w))
     con, _, _ = registered(train, kdb_table(40, 8))
-    model = fit(con, structure="skdb:2", weight="w")
+    model = fit(con, structure="skdb:2", weight="w", backoff=1.0)
     oracle = Oracle(train, 2)  # its rows: those with a label
     keep = np.array([v for v, y in zip(w, train["y"].to_pylist()) if y is not None])
     np.testing.assert_allclose(model._tree.choice["rmse"], oracle.leave_one_out(2, keep), rtol=0, atol=1e-9)
@@ -285,6 +285,29 @@ def test_backoff_by_leave_one_out_equals_numpy_with_nulls_and_unseen_values(data
                                rtol=0, atol=1e-12)
 
 
+def test_skdb_backs_off_by_leave_one_out_unless_told(data, tmp_path):
+    """``skdb``'s default back-off is ``"loo"``, ``kdb:K``'s 1; a model stored with m = 1
+    (as every skdb model was before, whose metadata holds no ``backoff``) loads with m = 1;
+    another structure through ``with_params`` takes that structure's default."""
+    con, _, _ = data
+    model = fit(con, structure="skdb")
+    assert model.hyper.backoff == "loo" and fit(con, structure="kdb:4").hyper.backoff == 1.0
+    np.testing.assert_allclose(class_scores(model, "test", con, "proba"),
+                               class_scores(fit(con, structure="skdb", backoff="loo"), "test", con, "proba"),
+                               rtol=0, atol=0)
+    one = fit(con, structure="skdb", backoff=1.0)
+    assert "backoff" not in one.metadata()["hyperparameters"]
+    one.save(str(tmp_path / "m.duckdb"), "one")
+    loaded = sqlnb.load(str(tmp_path / "m.duckdb"), "one")
+    assert loaded.hyper.backoff == 1.0 and "backoff" not in loaded.skdb_summary()
+    np.testing.assert_allclose(class_scores(loaded, "test", con, "proba"), class_scores(one, "test", con, "proba"),
+                               rtol=0, atol=1e-12)
+    assert model.with_params(structure="kdb:4").hyper.backoff == 1.0
+    assert fit(con, structure="kdb:5").with_params(structure="kdb:3").hyper.backoff == 1.0
+    assert model.with_params(structure="kdb:4", backoff=2.0).hyper.backoff == 2.0
+    assert one.with_params(structure="skdb:3").hyper.backoff == 1.0  # a given m stays
+
+
 def test_leave_one_out_of_k_and_s_uses_the_chosen_backoff():
     """The (k, s) leave-one-out with ``backoff="loo"`` scores each row under the m's chosen
     from all rows, the counts without the row, as the numpy model does; with weights
@@ -306,7 +329,7 @@ def test_leave_one_out_of_k_and_s_uses_the_chosen_backoff():
 
 def test_skdb_keeps_the_chosen_features(data):
     con, train, test = data
-    model = fit(con, structure="skdb")
+    model = fit(con, structure="skdb", backoff=1.0)
     net = model._tree
     assert net.choice["rmse"].shape == (6, len(DISCRETE))
     proba, jll = Oracle(train, 5).scores(test, net.k, net.s)
@@ -314,7 +337,7 @@ def test_skdb_keeps_the_chosen_features(data):
 
 
 # -- update, storage, order, export ------------------------------------------------------
-@pytest.mark.parametrize("structure,params", [("kdb:4", {}), ("skdb", {}), ("skdb", {"backoff": "loo"})])
+@pytest.mark.parametrize("structure,params", [("kdb:4", {}), ("skdb", {}), ("skdb", {"backoff": 1.0})])
 def test_update_equals_refit_and_round_trips(data, tmp_path, structure, params):
     con, train, test = data
     con.register("first", train.slice(0, 500))
@@ -378,7 +401,7 @@ def test_rows_keep_count_and_order(data):
 def test_export_runs_in_sqlite(data):
     con, _, test = data
     lite = sqlite_input(test)
-    for structure, params in (("kdb:3", {}), ("kdb:5", {}), ("skdb", {}), ("skdb", {"backoff": "loo"})):
+    for structure, params in (("kdb:3", {}), ("kdb:5", {}), ("skdb", {}), ("skdb", {"backoff": 1.0})):
         model = fit(con, structure=structure, **params)
         query = model.to_sql("sqlite", source="input", outputs=("proba",), key="rid")
         got = np.array([r[-3:] for r in lite.execute(query).fetchall()], dtype=float)

@@ -563,8 +563,8 @@ _fit_flags = _options(
                  help="AODE: a value is a super-parent only if seen in at least M training rows (default 1)."),
     click.option("--backoff", metavar="M|loo",
                  help="kdb:3 to kdb:5 and skdb: pseudo-count M of the back-off of a table conditioned on j parents "
-                      "towards the one on j - 1 (default 1); loo (skdb): M per feature and depth chosen by "
-                      "leave-one-out, e.g. --backoff loo."),
+                      "towards the one on j - 1 (kdb:K's default 1); loo (skdb, its default): M per feature and "
+                      "depth chosen by leave-one-out, e.g. --backoff 1."),
     click.option("--tied-variance", is_flag=True, default=None,
                  help="Gaussian features share one variance per feature across classes (the pooled within-class "
                       "variance): log-odds linear in x, e.g. --tied-variance."),

@@ -130,14 +130,14 @@ class SelectiveKDependenceNB(KDependenceNB):
     k_max : {1, 2, 3, 4, 5}
         The most parents per feature tried.
     backoff : float or "loo"
-        The back-off pseudo-count m, or ``"loo"``: m per feature and depth chosen by
-        leave-one-out (``choice_["backoff"]``).
+        The back-off pseudo-count m, or ``"loo"`` (the default): m per feature and depth
+        chosen by leave-one-out (``choice_["backoff"]``).
     kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator,
     binarize, var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
         As for :class:`KDependenceNB`.
     """
 
-    def __init__(self, *, k_max=kdb.MAX_K, backoff=1.0, kind="auto", feature_kinds=None, bins="mdl", select_k=None,
+    def __init__(self, *, k_max=kdb.MAX_K, backoff="loo", kind="auto", feature_kinds=None, bins="mdl", select_k=None,
                  alpha=1.0, feature_alpha=None, beta=None, estimator="posterior-mean", binarize=0.0,
                  var_smoothing=1e-9, tied_variance=False, norm=False, unseen="missing", class_prior="fitted",
                  prior_alpha=1.0):

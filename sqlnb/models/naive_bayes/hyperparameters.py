@@ -12,7 +12,7 @@ merging new rows needs no data. Checked and copied here, when constructed.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -78,7 +78,8 @@ class Hyperparameters:
         conditioned on j parents is smoothed towards the one on j − 1 with weight m
         (:mod:`sqlnb.models.naive_bayes.skdb`). ``"loo"`` (``skdb`` only, whose training
         rows are kept) chooses m per feature and depth by leave-one-out. None (the
-        default) is :func:`default_backoff` of the structure.
+        default) is :func:`default_backoff` of the structure: ``"loo"`` under ``skdb``,
+        1 otherwise.
     """
 
     alpha: float = 1.0
@@ -149,6 +150,13 @@ class Hyperparameters:
             raise SqlnbError(
                 f"unknown class prior {self.class_prior!r}; use fitted, uniform, dirichlet or LABEL=P,...")
 
+    def changed(self, **changes) -> "Hyperparameters":
+        """These hyperparameters with ``changes``; another structure with the back-off left
+        at its structure's default takes the new structure's default."""
+        if "structure" in changes and "backoff" not in changes and self.backoff == default_backoff(self.structure):
+            changes["backoff"] = None
+        return replace(self, **changes)
+
     def alpha_for(self, name: str) -> float:
         return float(self.feature_alpha.get(name, self.alpha))
 
@@ -196,8 +204,10 @@ class Hyperparameters:
 
 
 def default_backoff(structure: Any) -> float | str:
-    """The back-off pseudo-count of ``structure`` when none is given: 1."""
-    return 1.0
+    """The back-off pseudo-count of ``structure`` when none is given: ``"loo"`` under
+    ``skdb`` (m per feature and depth by leave-one-out: lower error than m = 1 on adult
+    and spambase, docs/skdb.md), 1 under ``kdb:K``."""
+    return "loo" if skdb.selective(structure) else 1.0
 
 
 def _backoff(b: Any, structure: Any) -> float | str:

@@ -21,14 +21,14 @@ parents, or ``skdb`` another (k, s), is refused, naming the feature or the choic
 
 Parameters: hierarchical back-off. With p_0(x | c) the feature's naive Bayes
 probability (smoothed with the family's α, or Bernoulli β₁, β₀) and m the back-off
-pseudo-count (``backoff``, default 1)::
+pseudo-count (``backoff``; 1 by default under ``kdb:K``)::
 
     p_j(x | c, pa_1..j) = (n_j(c, pa_1..j, x) + m · p_{j−1}(x | c, pa_1..j−1)) / (n_j(c, pa_1..j) + m)
 
 with n_j(c, pa_1..j) = Σ_x n_j(c, pa_1..j, x); where n_j(c, pa_1..j) = 0 (a
 configuration never seen with class c) p_j is p_{j−1} exactly, so a deep, rare
 configuration leans on the shorter prefix and an unseen one is the shorter prefix.
-Under ``skdb`` with ``backoff="loo"`` m is one per feature and depth j ≥ 1: of
+Under ``skdb`` with ``backoff="loo"`` (its default) m is one per feature and depth j ≥ 1: of
 :data:`BACKOFF_GRID`, the one of highest leave-one-out log-likelihood of the training
 rows' own values and classes at that depth (:func:`choose_backoff`, within
 :func:`leave_one_out`, depth after depth; ``choice["backoff"]``), derived like k and s.
