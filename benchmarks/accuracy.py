@@ -105,8 +105,10 @@ def sqlnb_candidates() -> list[tuple[str, dict]]:
         ("KDB(2)", {**mdl, "structure": "kdb:2"}),
         ("TAN+KDB(2)+AODE", {**mdl, "structure": "tan+kdb:2+aode"}),
         # SKDB (sqlnb.models.naive_bayes.skdb): k <= 5 and the features by leave-one-out
-        # inside each fit, alpha by the inner CV
-        ("SKDB (k, features by leave-one-out)", {**mdl, "structure": "skdb"}),
+        # inside each fit, alpha by the inner CV; one back-off pseudo-count m = 1, or (the
+        # default) m per feature and depth by leave-one-out too
+        ("SKDB (k, features by leave-one-out), back-off m = 1", {**mdl, "structure": "skdb", "backoff": 1.0}),
+        ("SKDB, back-off by leave-one-out", {**mdl, "structure": "skdb"}),
         ("structure chosen by CV", {**mdl, "structure": {"among": ["naive Bayes", "TAN", "AODE", "KDB(2)",
                                                                     "TAN+KDB(2)+AODE"]}}),
         # WANBIA-C (sqlnb.models.naive_bayes.weighted): alpha 1, the weights' penalty chosen
@@ -128,7 +130,8 @@ def sqlnb_candidates() -> list[tuple[str, dict]]:
 ONLY = {"TAN+KDB(2)+AODE on TAN-selected features": ("adult-complete", "adult-all"),
         "AODE": ("adult-complete", "adult-all", "votes"),
         "TAN+KDB(2)+AODE": ("adult-complete", "adult-all", "votes"),
-        "SKDB (k, features by leave-one-out)": ("adult-complete", "votes")}
+        "SKDB (k, features by leave-one-out), back-off m = 1": ("adult-complete", "votes"),
+        "SKDB, back-off by leave-one-out": ("votes",)}
 
 
 @dataclass

@@ -44,7 +44,8 @@ CASES = [(est.AveragedOneDependenceNB, {}, "aode", {}),
          (est.KDependenceNB, {"k": 2}, "kdb:2", {}),
          (est.KDependenceNB, {"k": 4, "backoff": 0.5}, "kdb:4", {"backoff": 0.5}),
          (est.SelectiveKDependenceNB, {}, "skdb:5", {}),
-         (est.SelectiveKDependenceNB, {"k_max": 3, "backoff": 2.0}, "skdb:3", {"backoff": 2.0})]
+         (est.SelectiveKDependenceNB, {"k_max": 3, "backoff": 2.0}, "skdb:3", {"backoff": 2.0}),
+         (est.SelectiveKDependenceNB, {"k_max": 3, "backoff": "loo"}, "skdb:3", {"backoff": "loo"})]
 
 
 @pytest.mark.parametrize("cls, params, structure, hyper", CASES, ids=[c[2] + str(c[1] or "") for c in CASES])
@@ -65,6 +66,7 @@ def test_saved_models_come_back_as_their_own_estimator(tmp_path):
     min_count read from the model, so that clone + fit refits the same structure."""
     X, y = _data()
     for clf in (est.KDependenceNB(k=2), est.KDependenceNB(k=5, backoff=3.0), est.SelectiveKDependenceNB(k_max=3),
+                est.SelectiveKDependenceNB(backoff="loo"),
                 est.AveragedOneDependenceNB(min_count=3), est.TreeAugmentedNB(),
                 est.AveragedStructuresNB(structures="tan+aode", min_count=2)):
         clf.fit(X, y)
@@ -103,12 +105,19 @@ def test_kdb_k_out_of_range_is_one_clear_error(k):
 
 
 def test_selective_kdb_choice():
-    """choice_ is the model's leave-one-out choice; the features past s carry no term."""
+    """choice_ is the model's leave-one-out choice; the features past s carry no term;
+    with backoff="loo" it holds each feature's m per depth. KDependenceNB keeps no rows to
+    choose m from: one clear error naming the fix."""
     X, y = _data()
     clf = est.SelectiveKDependenceNB(k_max=3).fit(X, y)
     choice = clf.choice_
     assert choice["rmse"].shape == (4, X.shape[1]) and 1 <= choice["s"] <= X.shape[1]
     assert set(clf.parents_) <= set(choice["order"][:choice["s"]])
+    chosen = est.SelectiveKDependenceNB(k_max=3, backoff="loo").fit(X, y).choice_["backoff"]
+    assert set(chosen) == set(choice["order"]) and all(len(ms) <= 3 for ms in chosen.values())
+    with pytest.raises(sqlnb.SqlnbError, match=r"structure 'kdb:3' does not keep; use structure 'skdb:3'") as e:
+        est.KDependenceNB(k=3, backoff="loo").fit(X, y)
+    assert len(str(e.value).splitlines()) == 1
 
 
 @pytest.mark.parametrize("cls, params", [(est.AveragedOneDependenceNB, {}), (est.KDependenceNB, {"k": 1}),

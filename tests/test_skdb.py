@@ -23,9 +23,14 @@ from support.structured import (CLASSES, DISCRETE, assert_cv_accuracy_is_fold_fi
 
 
 # -- the oracle --------------------------------------------------------------------------
+#: The back-off pseudo-counts ``backoff="loo"`` chooses among (docs/skdb.md).
+GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+
+
 class Oracle:
     """KDB(K) with back-off m over ``DISCRETE`` from the training rows of weight ``keep``
-    (1 each by default; 0 leaves a row out), its structure from every row."""
+    (1 each by default; 0 leaves a row out), its structure from every row; ``m`` one
+    number, or per feature the m of each depth j = 1, 2, … (``backoff_choice``)."""
 
     def __init__(self, train: pa.Table, K: int, m=1.0, alpha=1.0, beta=None, estimator="posterior-mean"):
         self.a, self.b1, self.b0 = pseudo_counts(alpha, beta, estimator)
@@ -73,8 +78,9 @@ class Oracle:
                         break  # the longest prefix of present parents
                     n = deep[j - 1][(slice(None), *at)]
                     tot = n.sum(-1)
+                    m = self.m[f][j - 1] if isinstance(self.m, dict) else self.m
                     with np.errstate(divide="ignore", invalid="ignore"):
-                        p = np.where(tot == 0, p, (n[:, u] + self.m * p) / (tot + self.m))
+                        p = np.where(tot == 0, p, (n[:, u] + m * p) / (tot + m))
                 with np.errstate(divide="ignore"):
                     out[r] += np.log(p)
             tables[f] = deep
@@ -102,6 +108,50 @@ class Oracle:
                     err[k, s - 1] += base[i] * (1 - p) ** 2
         self.keep = base.copy()
         return np.sqrt(err / base.sum())
+
+
+    def backoff_choice(self, weights: np.ndarray | None = None) -> dict:
+        """Per feature, the m of each depth j of its parent list that ``backoff="loo"``
+        chooses: the one of ``GRID`` whose sum over the training rows with the feature and
+        its first j parents present of w · ln p_j(own value | own class, own parents), every
+        count less the row's own weight and p_{j−1} the row's own such probability under
+        the m's chosen for the depths before, is largest. A row whose class holds its
+        configuration in no other row adds ln p_{j−1} for every m, so is left out; equal
+        sums go to the m nearest 1 (by ratio), then the smaller."""
+        c = self.coded
+        base = np.ones(len(c.lab)) if weights is None else np.asarray(weights, dtype=float)
+        self.keep = base.copy()
+        prefer = sorted(GRID, key=lambda m: (abs(np.log(m)), m))
+        chosen = {}
+        for f in self.ranking:
+            rows = [r for r in range(len(c.lab)) if c.X[f][r] >= 0]
+            n0 = self.counts([f])
+            p = {}
+            for r in rows:
+                n = n0[c.lab[r]].copy()
+                n[c.X[f][r]] -= base[r]
+                if DISCRETE[f] == "bernoulli":
+                    p[r] = (n[c.X[f][r]] + (self.b1 if c.X[f][r] == 1 else self.b0)) / (n.sum() + self.b1 + self.b0)
+                else:
+                    p[r] = (n[c.X[f][r]] + self.a) / (n.sum() + self.a * len(c.values[f]))
+            ms = []
+            for j, q in enumerate(self.parents[f], start=1):
+                deep = self.counts([*self.parents[f][:j], f])
+                rows = [r for r in rows if c.X[q][r] >= 0]
+                cells = {}
+                for r in rows:
+                    n = deep[(c.lab[r], *(c.X[g][r] for g in self.parents[f][:j]))].copy()
+                    n[c.X[f][r]] -= base[r]
+                    if n.sum() > 0:
+                        cells[r] = (n[c.X[f][r]], n.sum())
+                total = {m: sum(base[r] * np.log((nu + m * p[r]) / (tot + m)) for r, (nu, tot) in cells.items())
+                         for m in GRID}
+                best = max(prefer, key=total.get)  # the first of the largest
+                ms.append(best)
+                for r, (nu, tot) in cells.items():
+                    p[r] = (nu + best * p[r]) / (tot + best)
+            chosen[f] = ms
+        return chosen
 
 
 def fit(con, data="train", structure="kdb:3", **params):
@@ -167,6 +217,9 @@ def test_refusals(data):
         fit(con, structure="skdb:6")
     with pytest.raises(SqlnbError, match="backoff"):
         fit(con, backoff=-1.0)
+    with pytest.raises(SqlnbError, match=r"backoff 'loo' chooses m by leave-one-out.*'kdb:4' does not keep; use "
+                                         r"structure 'skdb:4' \(--structure skdb:4\) or give m as a number"):
+        fit(con, structure="kdb:4", backoff="loo")
     with pytest.raises(SqlnbError, match="'g' is none"):
         sqlnb.fit("train", label="y", con=con, features=[*DISCRETE, "g"], feature_kinds=DISCRETE, structure="skdb")
     two = fit(con, structure="kdb:2")
@@ -185,7 +238,7 @@ def test_leave_one_out_equals_refitting_without_each_row():
     """On a small table every (k, s)'s RMSE equals the numpy model of the counts without
     each row in turn (the structure from all rows), and the choice is the smallest."""
     con, train, test = registered(kdb_table(90, 7), kdb_table(40, 8, unseen=True))
-    model = fit(con, structure="skdb:3")
+    model = fit(con, structure="skdb:3", backoff=1.0)
     choice = model._tree.choice
     oracle = Oracle(train, 3)
     want = oracle.leave_one_out(3)
@@ -204,15 +257,79 @@ def test_weighted_rows_leave_out_their_own_weight():
     w = np.random.default_rng(3).choice([0.5, 1.0, 2.0], train.num_rows)
     train = train.append_column("w", pa.array(w))
     con, _, _ = registered(train, kdb_table(40, 8))
-    model = fit(con, structure="skdb:2", weight="w")
+    model = fit(con, structure="skdb:2", weight="w", backoff=1.0)
     oracle = Oracle(train, 2)  # its rows: those with a label
     keep = np.array([v for v, y in zip(w, train["y"].to_pylist()) if y is not None])
     np.testing.assert_allclose(model._tree.choice["rmse"], oracle.leave_one_out(2, keep), rtol=0, atol=1e-9)
 
 
+def test_backoff_by_leave_one_out_equals_numpy_with_nulls_and_unseen_values(data):
+    """``backoff="loo"``: each feature's m per depth is the test's own leave-one-out choice,
+    the probabilities (NULL and unseen values among the test rows) are the numpy model's
+    under those m's within 1e-9, and m differs across features and depths here."""
+    con, train, test = data
+    model = fit(con, structure="skdb", backoff="loo")
+    oracle = Oracle(train, 5)
+    oracle.m = oracle.backoff_choice()
+    chosen = model.skdb_summary()["backoff"]
+    assert chosen == oracle.m
+    assert len({m for ms in chosen.values() for m in ms}) >= 2
+    net = model._tree
+    proba, jll = oracle.scores(test, net.k, net.s)
+    np.testing.assert_allclose(class_scores(model, "test", con, "jll"), jll, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(class_scores(model, "test", con, "proba"), proba, rtol=0, atol=1e-9)
+    # the same statistics under a fixed m, and back: no data is read
+    fixed = model.with_params(backoff=1.0)
+    assert "backoff" not in fixed.skdb_summary()
+    np.testing.assert_allclose(class_scores(fixed.with_params(backoff="loo"), "test", con, "proba"), proba,
+                               rtol=0, atol=1e-12)
+
+
+def test_skdb_backs_off_by_leave_one_out_unless_told(data, tmp_path):
+    """``skdb``'s default back-off is ``"loo"``, ``kdb:K``'s 1; a model stored with m = 1
+    (as every skdb model was before, whose metadata holds no ``backoff``) loads with m = 1;
+    another structure through ``with_params`` takes that structure's default."""
+    con, _, _ = data
+    model = fit(con, structure="skdb")
+    assert model.hyper.backoff == "loo" and fit(con, structure="kdb:4").hyper.backoff == 1.0
+    np.testing.assert_allclose(class_scores(model, "test", con, "proba"),
+                               class_scores(fit(con, structure="skdb", backoff="loo"), "test", con, "proba"),
+                               rtol=0, atol=0)
+    one = fit(con, structure="skdb", backoff=1.0)
+    assert "backoff" not in one.metadata()["hyperparameters"]
+    one.save(str(tmp_path / "m.duckdb"), "one")
+    loaded = sqlnb.load(str(tmp_path / "m.duckdb"), "one")
+    assert loaded.hyper.backoff == 1.0 and "backoff" not in loaded.skdb_summary()
+    np.testing.assert_allclose(class_scores(loaded, "test", con, "proba"), class_scores(one, "test", con, "proba"),
+                               rtol=0, atol=1e-12)
+    assert model.with_params(structure="kdb:4").hyper.backoff == 1.0
+    assert fit(con, structure="kdb:5").with_params(structure="kdb:3").hyper.backoff == 1.0
+    assert model.with_params(structure="kdb:4", backoff=2.0).hyper.backoff == 2.0
+    assert one.with_params(structure="skdb:3").hyper.backoff == 1.0  # a given m stays
+
+
+def test_leave_one_out_of_k_and_s_uses_the_chosen_backoff():
+    """The (k, s) leave-one-out with ``backoff="loo"`` scores each row under the m's chosen
+    from all rows, the counts without the row, as the numpy model does; with weights
+    the choice weighs each row and leaves its own weight out."""
+    con, train, test = registered(kdb_table(90, 7), kdb_table(40, 8, unseen=True))
+    model = fit(con, structure="skdb:3", backoff="loo")
+    oracle = Oracle(train, 3)
+    oracle.m = oracle.backoff_choice()
+    assert model.skdb_summary()["backoff"] == oracle.m
+    np.testing.assert_allclose(model._tree.choice["rmse"], oracle.leave_one_out(3), rtol=0, atol=1e-9)
+    w = np.random.default_rng(3).choice([0.5, 1.0, 2.0], train.num_rows)
+    con, _, _ = registered(train.append_column("w", pa.array(w)), kdb_table(40, 8))
+    model = fit(con, structure="skdb:3", backoff="loo", weight="w")
+    keep = np.array([v for v, y in zip(w, train["y"].to_pylist()) if y is not None])
+    oracle.m = oracle.backoff_choice(keep)
+    assert model.skdb_summary()["backoff"] == oracle.m
+    np.testing.assert_allclose(model._tree.choice["rmse"], oracle.leave_one_out(3, keep), rtol=0, atol=1e-9)
+
+
 def test_skdb_keeps_the_chosen_features(data):
     con, train, test = data
-    model = fit(con, structure="skdb")
+    model = fit(con, structure="skdb", backoff=1.0)
     net = model._tree
     assert net.choice["rmse"].shape == (6, len(DISCRETE))
     proba, jll = Oracle(train, 5).scores(test, net.k, net.s)
@@ -220,13 +337,14 @@ def test_skdb_keeps_the_chosen_features(data):
 
 
 # -- update, storage, order, export ------------------------------------------------------
-@pytest.mark.parametrize("structure", ["kdb:4", "skdb"])
-def test_update_equals_refit_and_round_trips(data, tmp_path, structure):
+@pytest.mark.parametrize("structure,params", [("kdb:4", {}), ("skdb", {}), ("skdb", {"backoff": 1.0})])
+def test_update_equals_refit_and_round_trips(data, tmp_path, structure, params):
     con, train, test = data
     con.register("first", train.slice(0, 500))
     con.register("rest", train.slice(500))
-    updated = sqlnb.update(fit(con, "first", structure), "rest", con=con)
-    refit = fit(con, structure=structure)
+    updated = sqlnb.update(fit(con, "first", structure, **params), "rest", con=con)
+    refit = fit(con, structure=structure, **params)
+    assert updated.skdb_summary().get("backoff") == refit.skdb_summary().get("backoff")
     assert updated.tree() == refit.tree() and (updated._tree.k, updated._tree.s) == (refit._tree.k, refit._tree.s)
     np.testing.assert_allclose(class_scores(updated, "test", con, "proba"), class_scores(refit, "test", con, "proba"),
                                rtol=0, atol=1e-9)
@@ -238,6 +356,8 @@ def test_update_equals_refit_and_round_trips(data, tmp_path, structure):
                                rtol=0, atol=1e-9)
     if structure == "skdb":
         np.testing.assert_allclose(loaded._tree.choice["rmse"], refit._tree.choice["rmse"], rtol=0, atol=1e-12)
+        assert loaded.hyper.backoff == refit.hyper.backoff
+        assert loaded.skdb_summary().get("backoff") == refit.skdb_summary().get("backoff")
 
 
 def test_update_that_moves_the_parents_is_refused():
@@ -281,8 +401,8 @@ def test_rows_keep_count_and_order(data):
 def test_export_runs_in_sqlite(data):
     con, _, test = data
     lite = sqlite_input(test)
-    for structure in ("kdb:3", "kdb:5", "skdb"):
-        model = fit(con, structure=structure)
+    for structure, params in (("kdb:3", {}), ("kdb:5", {}), ("skdb", {}), ("skdb", {"backoff": 1.0})):
+        model = fit(con, structure=structure, **params)
         query = model.to_sql("sqlite", source="input", outputs=("proba",), key="rid")
         got = np.array([r[-3:] for r in lite.execute(query).fetchall()], dtype=float)
         np.testing.assert_allclose(got, class_scores(model, "test", con, "proba"), rtol=0, atol=1e-12)
@@ -354,6 +474,38 @@ def test_cli_fit_show_params_score_sql_update(tmp_path, monkeypatch):
     r = invoke("select", str(tmp_path / "all.parquet"), *args, "--structure", "skdb", "--folds", "3",
                "--model", f"{db}:sel")
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "chooses its features itself" in r.stderr
+
+
+def test_cli_backoff_by_leave_one_out_is_shown_and_refused_without_patterns(tmp_path):
+    """``--backoff loo``: ``show`` names the m's the kept features use, ``show --params``
+    tables every feature's m per depth (JSON too); under ``kdb:K`` one error line naming
+    the fix."""
+    train = kdb_table(600, 5)  # rows on which skdb:3 keeps a parent
+    db, args = cli_files(tmp_path, train, DISCRETE, split=450)
+    r = invoke("fit", str(tmp_path / "all.parquet"), *args, "--structure", "skdb:3", "--backoff", "loo",
+               "--model", f"{db}:loo")
+    assert r.exit_code == 0, r.stderr
+    model = sqlnb.load(db, "loo")
+    assert model.hyper.backoff == "loo"
+    chosen, c = model.skdb_summary()["backoff"], model.skdb_summary()
+    r = invoke("show", "--model", f"{db}:loo")
+    assert r.exit_code == 0, r.stderr
+    used = "; ".join(f"{f} {', '.join(f'{m:g}' for m in chosen[f][:c['k']])}" for f in c["order"][:c["s"]]
+                     if chosen[f])
+    assert c["k"] > 0 and f"back-off m by leave-one-out (depth 1, 2, …): {used}" in r.stdout
+    r = invoke("show", "--params", "--model", f"{db}:loo")
+    assert r.exit_code == 0 and "skdb: back-off pseudo-count m chosen by leave-one-out" in r.stdout, r.stdout
+    for f, ms in chosen.items():
+        assert any(line.split() == [f, *(f"{m:g}" for m in ms)] for line in r.stdout.splitlines()), f
+    r = invoke("show", "--params", "--format", "json", "--model", f"{db}:loo")
+    assert r.exit_code == 0 and json.loads(r.stdout)["skdb"]["backoff"] == chosen
+    for structure, value, said in (("kdb:3", "loo", "use structure 'skdb:3' (--structure skdb:3) or give m as a "
+                                                     "number (--backoff 1)"),
+                                   ("skdb", "lo", "must be a finite number >= 0 or 'loo'")):
+        r = invoke("fit", str(tmp_path / "all.parquet"), *args, "--structure", structure, "--backoff", value,
+                   "--model", f"{db}:bad")
+        assert r.exit_code == 2 and r.stderr.startswith("Error: ") and said in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
 
 
 # -- other engines -------------------------------------------------------------------------

@@ -115,6 +115,14 @@ def score_outputs(no_proba: bool, outputs: tuple[str, ...] = ()) -> tuple[str, .
     return tuple(dict.fromkeys(names))
 
 
+def parse_backoff(text: str | None) -> float | str | None:
+    """``--backoff``: a number, or ``loo`` (checked with the other hyperparameters)."""
+    try:
+        return None if text is None else float(text)
+    except ValueError:
+        return text
+
+
 def assignments(values: tuple[str, ...] | list[str], option: str, convert: Callable[[str], Any] = str) -> dict:
     """``NAME=VALUE`` items, repeated and/or comma-separated: ``a=x,b=y`` is ``a=x`` and ``b=y``.
 
@@ -553,9 +561,10 @@ _fit_flags = _options(
                       "tan+kdb:2+aode): the average of those structures' joint probabilities."),
     click.option("--aode-min-count", type=float, metavar="M",
                  help="AODE: a value is a super-parent only if seen in at least M training rows (default 1)."),
-    click.option("--backoff", type=float, metavar="M",
+    click.option("--backoff", metavar="M|loo",
                  help="kdb:3 to kdb:5 and skdb: pseudo-count M of the back-off of a table conditioned on j parents "
-                      "towards the one on j - 1 (default 1)."),
+                      "towards the one on j - 1 (kdb:K's default 1); loo (skdb, its default): M per feature and "
+                      "depth chosen by leave-one-out, e.g. --backoff 1."),
     click.option("--tied-variance", is_flag=True, default=None,
                  help="Gaussian features share one variance per feature across classes (the pooled within-class "
                       "variance): log-odds linear in x, e.g. --tied-variance."),
@@ -597,7 +606,7 @@ def fit_options(command: Callable) -> Callable:
                 "alpha": alpha, "beta": parse_beta(beta), "estimator": estimator, "var_smoothing": var_smoothing,
                 "class_prior": parse_class_prior(class_prior), "prior_alpha": parse_prior_alpha(prior_alpha),
                 "norm": norm, "unseen": unseen, "structure": structure, "tied_variance": tied_variance,
-                "aode_min_count": aode_min_count, "backoff": backoff, "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
+                "aode_min_count": aode_min_count, "backoff": parse_backoff(backoff), "feature_alpha": assignments(feature_alpha, "--feature-alpha", float) or None,
             }.items() if v is not None}}
             family = "auto" if kind == WEIGHTED else kind
             params |= feature_plan_args(family, feature_kind, features, exclude, weight, binarize) | {"text": text}

@@ -72,7 +72,8 @@ class KDependenceNB(TreeAugmentedNB):
         Parents per feature (``structure="kdb:K"``).
     backoff : float
         k ≥ 3: the pseudo-count m of the back-off of a table on j parents towards the one
-        on j − 1 (``--backoff``, :mod:`sqlnb.models.naive_bayes.skdb`).
+        on j − 1 (``--backoff``, :mod:`sqlnb.models.naive_bayes.skdb`); ``"loo"`` is
+        :class:`SelectiveKDependenceNB`'s only (refused at fit: these rows are not kept).
     kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator, binarize,
     var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
         As for :class:`TreeAugmentedNB`.
@@ -128,12 +129,15 @@ class SelectiveKDependenceNB(KDependenceNB):
     ----------
     k_max : {1, 2, 3, 4, 5}
         The most parents per feature tried.
-    backoff, kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator,
+    backoff : float or "loo"
+        The back-off pseudo-count m, or ``"loo"`` (the default): m per feature and depth
+        chosen by leave-one-out (``choice_["backoff"]``).
+    kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator,
     binarize, var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
         As for :class:`KDependenceNB`.
     """
 
-    def __init__(self, *, k_max=kdb.MAX_K, backoff=1.0, kind="auto", feature_kinds=None, bins="mdl", select_k=None,
+    def __init__(self, *, k_max=kdb.MAX_K, backoff="loo", kind="auto", feature_kinds=None, bins="mdl", select_k=None,
                  alpha=1.0, feature_alpha=None, beta=None, estimator="posterior-mean", binarize=0.0,
                  var_smoothing=1e-9, tied_variance=False, norm=False, unseen="missing", class_prior="fitted",
                  prior_alpha=1.0):
@@ -164,7 +168,8 @@ class SelectiveKDependenceNB(KDependenceNB):
     @property
     def choice_(self) -> dict:
         """The chosen ``k`` and ``s`` and the leave-one-out ``rmse`` and ``zero_one``
-        tables (k = 0 … k_max down, s = 1 … F across) over the features in ``order``."""
+        tables (k = 0 … k_max down, s = 1 … F across) over the features in ``order``;
+        with ``backoff="loo"`` ``backoff``: each feature's m per depth 1, 2, …."""
         return self.model_.skdb_summary()
 
 

@@ -138,6 +138,8 @@ def _naive_bayes(model) -> dict:
     if choice:  # skdb: its leave-one-out table (sqlnb.models.naive_bayes.skdb)
         out["skdb"] = {"k": choice["k"], "s": choice["s"], "order": choice["order"],
                        "rmse": [_nums(row) for row in choice["rmse"]]}
+        if "backoff" in choice:  # backoff="loo": each feature's m per depth j = 1, 2, …
+            out["skdb"]["backoff"] = dict(choice["backoff"])
     average = model.average_summary() if hasattr(model, "average_summary") else {}
     if average:  # an average of structures (sqlnb.models.naive_bayes.mixture): its members' parents
         out["average"] = average
@@ -254,6 +256,12 @@ def parameter_tables(d: dict) -> list[Table]:
         table(f"skdb: leave-one-out RMSE of p(true class), k parents (rows) by the first s features by I(X; C) "
               f"(columns: {', '.join(sel['order'])}); chosen k = {sel['k']}, s = {sel['s']}", ["k"],
               [[str(k), *row] for k, row in enumerate(sel["rmse"])], [str(j + 1) for j in range(len(sel["order"]))])
+        if sel.get("backoff"):
+            depth = max(map(len, sel["backoff"].values()), default=0)
+            table("skdb: back-off pseudo-count m chosen by leave-one-out, per feature and depth j (its first j "
+                  "parents; a feature past s or a depth past k is not used)", ["feature"],
+                  [[name, *(f"{m:g}" for m in ms), *[""] * (depth - len(ms))] for name, ms in sel["backoff"].items()],
+                  [str(j) for j in range(1, depth + 1)])
     if "aode" in d:
         a = d["aode"]
         table(f"aode: super-parents (values seen at least m = {a['min_count']:g} times); every score averages "

@@ -110,7 +110,8 @@ def _selection(model) -> dict | None:
         return None
     return {"k": choice["k"], "s": choice["s"], "order": choice["order"],
             "rmse": [[float(v) if np.isfinite(v) else None for v in row] for row in choice["rmse"]],
-            "zero_one": [[float(v) if np.isfinite(v) else None for v in row] for row in choice["zero_one"]]}
+            "zero_one": [[float(v) if np.isfinite(v) else None for v in row] for row in choice["zero_one"]],
+            **({"backoff": dict(choice["backoff"])} if "backoff" in choice else {})}
 
 
 def selection_text(sel: dict, indent: str = "             ") -> list[str]:
@@ -121,7 +122,12 @@ def selection_text(sel: dict, indent: str = "             ") -> list[str]:
              f"(leave-one-out RMSE {sel['rmse'][k][s - 1]:.4f}, 0-1 loss {sel['zero_one'][k][s - 1]:.4f}):"]
     header = ["k \\ s", *(str(j + 1) for j in range(len(sel["order"])))]
     rows = [[str(i), *("n/a" if v is None else f"{v:.4f}" for v in row)] for i, row in enumerate(sel["rmse"])]
-    return lines + format_table(header, rows, indent=indent, align="l" + "r" * len(sel["order"])).splitlines()
+    lines += format_table(header, rows, indent=indent, align="l" + "r" * len(sel["order"])).splitlines()
+    if sel.get("backoff") and k:  # backoff="loo": the m's the kept features use, depth 1 … k
+        used = [f"{c} {', '.join(f'{m:g}' for m in sel['backoff'][c][:k])}" for c in sel["order"][:s]
+                if sel["backoff"][c]]
+        lines.append(f"{indent}back-off m by leave-one-out (depth 1, 2, …): {'; '.join(used)}")
+    return lines
 
 
 def describe(model, top: int = 5) -> dict:

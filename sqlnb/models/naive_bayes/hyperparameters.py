@@ -12,13 +12,13 @@ merging new rows needs no data. Checked and copied here, when constructed.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
 import numpy as np
 
 from sqlnb.errors import SqlnbError
-from sqlnb.models.naive_bayes import aode, kdb, mixture, tan
+from sqlnb.models.naive_bayes import aode, kdb, mixture, skdb, tan
 from sqlnb.models.priors import class_alphas, given_prior
 
 ESTIMATORS = ("posterior-mean", "map", "mle")
@@ -73,10 +73,13 @@ class Hyperparameters:
     aode_min_count : float
         AODE's frequency limit m: a value is a super-parent only if at least m training
         rows (weighted) hold it (default :data:`sqlnb.models.naive_bayes.aode.MIN_COUNT`).
-    backoff : float
+    backoff : float or "loo", optional
         The back-off pseudo-count m of ``kdb:3`` … ``kdb:5`` and ``skdb``: a table
         conditioned on j parents is smoothed towards the one on j − 1 with weight m
-        (default 1, :mod:`sqlnb.models.naive_bayes.skdb`).
+        (:mod:`sqlnb.models.naive_bayes.skdb`). ``"loo"`` (``skdb`` only, whose training
+        rows are kept) chooses m per feature and depth by leave-one-out. None (the
+        default) is :func:`default_backoff` of the structure: ``"loo"`` under ``skdb``,
+        1 otherwise.
     """
 
     alpha: float = 1.0
@@ -91,7 +94,7 @@ class Hyperparameters:
     structure: str = "naive"
     tied_variance: bool = False
     aode_min_count: float = aode.MIN_COUNT
-    backoff: float = 1.0
+    backoff: float | str | None = None
 
     def __post_init__(self):
         if not isinstance(self.feature_alpha, Mapping):  # e.g. cv --grid feature_alpha=1
@@ -139,17 +142,20 @@ class Hyperparameters:
         if not (isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) and m >= 0):
             raise SqlnbError(f"aode_min_count (--aode-min-count) must be a finite number >= 0, not {m!r}")
         object.__setattr__(self, "aode_min_count", float(m))
-        b = self.backoff
-        if not (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b) and b >= 0):
-            raise SqlnbError(f"backoff (--backoff), the pseudo-count m of the back-off to fewer parents, must be a "
-                             f"finite number >= 0, not {b!r}")
-        object.__setattr__(self, "backoff", float(b))
+        object.__setattr__(self, "backoff", _backoff(self.backoff, self.structure))
         if not (isinstance(self.var_smoothing, (int, float)) and not isinstance(self.var_smoothing, bool)
                 and math.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
             raise SqlnbError(f"var_smoothing must be >= 0, not {self.var_smoothing!r}")
         if isinstance(self.class_prior, str) and self.class_prior not in ("fitted", "uniform", "dirichlet"):
             raise SqlnbError(
                 f"unknown class prior {self.class_prior!r}; use fitted, uniform, dirichlet or LABEL=P,...")
+
+    def changed(self, **changes) -> "Hyperparameters":
+        """These hyperparameters with ``changes``; another structure with the back-off left
+        at its structure's default takes the new structure's default."""
+        if "structure" in changes and "backoff" not in changes and self.backoff == default_backoff(self.structure):
+            changes["backoff"] = None
+        return replace(self, **changes)
 
     def alpha_for(self, name: str) -> float:
         return float(self.feature_alpha.get(name, self.alpha))
@@ -191,6 +197,32 @@ class Hyperparameters:
             d["class_prior"] = dict(zip(classes, d["class_prior"]["given"]))
         if d.get("beta") is not None:
             d["beta"] = tuple(d["beta"])
+        d.setdefault("backoff", 1.0)  # stored when not 1, and 1 before it could be chosen
         if isinstance(d.get("prior_alpha"), dict):
             d["prior_alpha"] = dict(zip(classes, d["prior_alpha"]["per_class"]))
         return cls(**d)
+
+
+def default_backoff(structure: Any) -> float | str:
+    """The back-off pseudo-count of ``structure`` when none is given: ``"loo"`` under
+    ``skdb`` (m per feature and depth by leave-one-out: lower error than m = 1 on adult
+    and spambase, docs/skdb.md), 1 under ``kdb:K``."""
+    return "loo" if skdb.selective(structure) else 1.0
+
+
+def _backoff(b: Any, structure: Any) -> float | str:
+    """``backoff`` checked: a finite number >= 0, or ``"loo"`` under ``skdb`` (whose kept
+    training rows the choice reads); None is :func:`default_backoff`."""
+    if b is None:
+        return default_backoff(structure)
+    if isinstance(b, str) and b.strip().lower() == "loo":
+        K = kdb.order_of(structure)
+        if K is not None and not skdb.selective(structure):
+            raise SqlnbError(f"backoff 'loo' chooses m by leave-one-out over the training rows, which structure "
+                             f"{structure!r} does not keep; use structure 'skdb:{K}' (--structure skdb:{K}) or give "
+                             "m as a number (--backoff 1)")
+        return "loo"
+    if not (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b) and b >= 0):
+        raise SqlnbError(f"backoff (--backoff), the pseudo-count m of the back-off to fewer parents, must be a "
+                         f"finite number >= 0 or 'loo' (chosen by leave-one-out, skdb), not {b!r}")
+    return float(b)

@@ -151,7 +151,7 @@ class NaiveBayes(Model):
         ``class_prior``, ``var_smoothing``, ...).
         """
         return NaiveBayes(self.label, self.label_type, self.features, self.stats,
-                          replace(self.hyper, **changes), self.report, self.weight)
+                          self.hyper.changed(**changes), self.report, self.weight)
 
     def select(self, names: Sequence[str]) -> "NaiveBayes":
         """The model a fit on the features ``names`` alone would give, from these statistics

@@ -21,13 +21,17 @@ parents, or ``skdb`` another (k, s), is refused, naming the feature or the choic
 
 Parameters: hierarchical back-off. With p_0(x | c) the feature's naive Bayes
 probability (smoothed with the family's α, or Bernoulli β₁, β₀) and m the back-off
-pseudo-count (``backoff``, default 1)::
+pseudo-count (``backoff``; 1 by default under ``kdb:K``)::
 
     p_j(x | c, pa_1..j) = (n_j(c, pa_1..j, x) + m · p_{j−1}(x | c, pa_1..j−1)) / (n_j(c, pa_1..j) + m)
 
 with n_j(c, pa_1..j) = Σ_x n_j(c, pa_1..j, x); where n_j(c, pa_1..j) = 0 (a
 configuration never seen with class c) p_j is p_{j−1} exactly, so a deep, rare
 configuration leans on the shorter prefix and an unseen one is the shorter prefix.
+Under ``skdb`` with ``backoff="loo"`` (its default) m is one per feature and depth j ≥ 1: of
+:data:`BACKOFF_GRID`, the one of highest leave-one-out log-likelihood of the training
+rows' own values and classes at that depth (:func:`choose_backoff`, within
+:func:`leave_one_out`, depth after depth; ``choice["backoff"]``), derived like k and s.
 
 Scoring, one term per kept feature and class::
 
@@ -253,7 +257,8 @@ def derive(features: Sequence[Feature], stats, hp, params: Mapping[str, Any], K:
         for j in range(1, len(ps) + 1):
             n = prefix_counts(child, ps, j, stats, values, rank, structure)
             total = n.sum(axis=-1, keepdims=True)
-            tables.append(backoff(n, total, np.expand_dims(tables[-1], -2), hp.backoff))
+            m = choice["backoff"][child][j - 1] if hp.backoff == "loo" else hp.backoff
+            tables.append(backoff(n, total, np.expand_dims(tables[-1], -2), m))
             marks.append(n.sum(axis=(0, -1)) > 0)
         logp[child], seen[child], cpt[child] = tables, marks, tables[-1]
         if ps:
@@ -292,11 +297,12 @@ def leave_one_out(features: Sequence[Feature], tree_feats: list, order: list, pa
     scores = np.zeros((K + 1, F + 1, len(y), C))
     scores[:, 0] = prior
     by_name = {f.name: f for f in tree_feats}
+    chosen = {}
     for r, child in enumerate(order):
         f = by_name[child]
         x = codes[:, at[child]]
-        terms = _loo_terms(f, len(tan.feature_values(f, stats.features)), x,
-                           [codes[:, at[p]] for p in parents[child]], y, w, delta, C, hp)
+        terms, chosen[child] = _loo_terms(f, len(tan.feature_values(f, stats.features)), x,
+                                          [codes[:, at[p]] for p in parents[child]], y, w, delta, C, hp)
         for k in range(K + 1):
             scores[k, r + 1] = scores[k, r] + terms[min(k, len(terms) - 1)]
     with np.errstate(invalid="ignore"):
@@ -309,7 +315,10 @@ def leave_one_out(features: Sequence[Feature], tree_feats: list, order: list, pa
     best = np.nanmin(rmse)
     ties = np.argwhere(rmse <= best + 1e-12)
     k, s = (int(ties[0][0]), int(ties[0][1]) + 1) if len(ties) else (0, F)
-    return {"k": k, "s": s, "rmse": rmse, "zero_one": zero_one, "order": list(order)}
+    out = {"k": k, "s": s, "rmse": rmse, "zero_one": zero_one, "order": list(order)}
+    if hp.backoff == "loo":
+        out["backoff"] = chosen
+    return out
 
 
 def loo_prior(class_n: np.ndarray, delta: np.ndarray, hp, classes: list) -> np.ndarray:
@@ -328,11 +337,14 @@ def loo_prior(class_n: np.ndarray, delta: np.ndarray, hp, classes: list) -> np.n
 
 
 def _loo_terms(f: Feature, size: int, x: np.ndarray, pcodes: list, y: np.ndarray, w: np.ndarray, delta: np.ndarray,
-               C: int, hp) -> list[np.ndarray]:
+               C: int, hp) -> tuple[list[np.ndarray], list[float]]:
     """Per depth j = 0 … len(pcodes), the (P, C) leave-one-out ln p_j of each pattern's
-    value (0 where the child is missing; the longest present prefix's below j)."""
+    value (0 where the child is missing; the longest present prefix's below j), and the
+    back-off m of each depth j ≥ 1 (``hp.backoff``, or under ``"loo"`` :func:`choose_backoff`
+    of the own class's leave-one-out counts, before that depth's table is built)."""
     present = x >= 0
-    out = []
+    own = np.arange(len(y)), y
+    out, ms = [], []
     keys = np.zeros(len(x), dtype=np.int64)  # the prefix configuration, as one integer
     mask = present.copy()
     for j in range(len(pcodes) + 1):
@@ -347,9 +359,32 @@ def _loo_terms(f: Feature, size: int, x: np.ndarray, pcodes: list, y: np.ndarray
         if j == 0:
             lp = naive_probability(f, n_x - rm, n_pa - rm, x[:, None], hp, size)
         else:
-            lp = np.where(mask[:, None], backoff(n_x - rm, n_pa - rm, out[-1], hp.backoff), out[-1])
+            m = hp.backoff
+            if m == "loo":
+                m = choose_backoff((n_x - rm)[own][mask], (n_pa - rm)[own][mask], out[-1][own][mask], w[mask])
+            ms.append(m)
+            lp = np.where(mask[:, None], backoff(n_x - rm, n_pa - rm, out[-1], m), out[-1])
         out.append(np.where(present[:, None], lp, 0.0) if j == 0 else lp)
-    return out
+    return out, ms
+
+
+#: The back-off pseudo-counts ``backoff="loo"`` chooses among, in the order equal
+#: leave-one-out likelihoods prefer them: nearest the fixed default 1 first, by ratio.
+BACKOFF_GRID = (1.0, 0.3, 3.0, 0.1, 10.0, 30.0, 100.0)
+
+
+def choose_backoff(n: np.ndarray, total: np.ndarray, shorter: np.ndarray, w: np.ndarray) -> float:
+    """The m of :data:`BACKOFF_GRID` of the largest leave-one-out log-likelihood
+    Σ w · ln((n + m·p_{j−1}) / (total + m)) of the rows' own values and classes, from each
+    row's own-class counts without it, ``n`` of its value and ``total``, and its
+    leave-one-out ``shorter`` = ln p_{j−1} (its weight ``w`` counts its rows). A row
+    whose configuration is left unseen with its class adds ln p_{j−1} whatever m, so it is
+    left out; equal sums (no row left) go to the first in the grid's order, m = 1."""
+    keep = (total > 0) & (w > 0)
+    grid = np.array(BACKOFF_GRID)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ll = np.log((n[keep] + grid * np.exp(shorter[keep])) / (total[keep] + grid))
+    return float(BACKOFF_GRID[int(np.argmax((ll * w[keep]).sum(axis=1)))])
 
 
 def _counts(key: np.ndarray, mask: np.ndarray, y: np.ndarray, w: np.ndarray, C: int) -> np.ndarray:
