@@ -415,6 +415,12 @@ def test_cross_validation_equals_fold_by_fold_fits(data):
     con, _, _ = data
     assert_cv_accuracy_is_fold_fits(con, ["kdb:4", "skdb", "skdb:2"], DISCRETE,
                                     lambda source, structure: fit(con, source, structure))
+    # scored fold by fold (skdb.deep: pooled, their tries took the memory); kdb:2 pooled
+    grid = {"structure": ["kdb:4", "skdb"], "alpha": [0.5, 1.0]}
+    assert sqlnb.cross_validate("train", "y", con=con, folds=3, grid=grid, features=list(DISCRETE),
+                                feature_kinds=DISCRETE).scans["scoring"] == 3 * 4
+    assert sqlnb.cross_validate("train", "y", con=con, folds=3, structure="kdb:2", features=list(DISCRETE),
+                                feature_kinds=DISCRETE).scans["scoring"] == 1
 
 
 # -- command line ------------------------------------------------------------------------

@@ -640,8 +640,7 @@ def cross_validate(
                                features, exclude, options, start, source_reads=2)
     table, copy, fold = materialize(con, source, label, fold, features, exclude)
     try:
-        # The copy holds the label, the features (excluded columns were not copied) and
-        # the fold column, which is not a feature. Screening reads the copy, not the source.
+        # The copy: the label, the features (not excluded ones) and the fold column; screened.
         return _cross_validate(con, copy, label, fold, model, folds, seed, points, scoring, refit,
                                features, None if features is not None else [fold.name, *screened(copy, [fold.name])],
                                options, start, source_reads=1)
@@ -668,15 +667,16 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
 
     models = [plan.fold_model(i, params) for params in points for i in range(folds)]
     key = _unused_name(source.columns, "cv_model")
-    # AODE (alone or averaged) fold by fold: see mixture.has_member for why and the figures
-    aode = any(mixture.has_member(getattr(getattr(m, "hyper", None), "structure", None), "aode") for m in models)
-    pooled = None if aode else pooled_summary_query(models, source, label, fold, folds, key, con.dialect)
+    # AODE (alone or averaged), deep KDB fold by fold: why, mixture.has_member and skdb.deep
+    by_fold = any(mixture.has_member(s, "aode") or skdb.deep(s) for s in (m.hyper.structure for m in models
+                                                                           if hasattr(m, "hyper")))
+    pooled = None if by_fold else pooled_summary_query(models, source, label, fold, folds, key, con.dialect)
     if pooled is not None:  # every (grid point, fold) from one scoring scan
         found = {r[key]: r for r in _rows(con, pooled)}
         figures = [_figures(found.get(m, {"labelled": 0}), f"fold {m % folds} of {source.description}")
                    for m in range(len(models))]
         scoring_scans = 1
-    else:  # token bags, AODE: fold by fold
+    else:  # token bags, AODE, deep KDB: fold by fold
         held = [fold_source(source, fold, i) for i in range(folds)]
         figures = [evaluate_fold(con, model, held[m % folds], label) for m, model in enumerate(models)]
         scoring_scans = len(models)
