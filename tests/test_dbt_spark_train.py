@@ -91,12 +91,12 @@ def _spark(warehouse, master: str, job: dict, cwd) -> dict:
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def _profiles(directory, warehouse, master: str) -> None:
+def _profiles(directory, warehouse, master: str, profile: str = "sqlnb_tree_example") -> None:
     """``profiles.yml``: dbt-spark's session on the warehouse's catalog (the settings
-    sqlnb's Spark engine uses), one thread."""
+    sqlnb's Spark engine uses), one thread, as the profile ``profile``."""
     settings = {**_catalog_settings(str(warehouse)), "spark.master": master, "spark.ui.enabled": "false",
                 "spark.sql.shuffle.partitions": "2", "spark.executor.memory": "512m"}
-    (directory / "profiles.yml").write_text(json.dumps({"sqlnb_tree_example": {"target": "spark", "outputs": {
+    (directory / "profiles.yml").write_text(json.dumps({profile: {"target": "spark", "outputs": {
         "spark": {"type": "spark", "method": "session", "host": "NA", "schema": "default", "threads": 1,
                   "server_side_parameters": settings}}}}))
 
