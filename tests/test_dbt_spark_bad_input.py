@@ -17,9 +17,8 @@ import pytest
 
 import sqlnb
 from sqlnb.workflows import dbt_train
-from support.dbt import dbt_executable, results as _results, run as _run, train_project
-from support.engines import require_pyspark, unavailable
-from test_dbt_spark_train import _profiles, _spark
+from support.dbt import results as _results, run as _run, train_project
+from test_dbt_spark_train import _profiles, _spark, dbt_spark
 from test_dbt_train import FITS, _assert_bad_batch_failed, _bad, _batch, _retyped, _table
 
 VARS = json.dumps({"sqlnb_mixed_train_table": "train"})
@@ -30,12 +29,7 @@ EXAMPLE = ["--exclude", "mixed_scored"]
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    require_pyspark()
-    exe = dbt_executable()
-    try:
-        import dbt.adapters.spark  # noqa: F401
-    except ImportError as e:
-        unavailable("dbt-spark (pip install 'dbt-spark[session]')", e)
+    exe = dbt_spark()
     tmp = tmp_path_factory.mktemp("dbt_spark_bad")
     wh = tmp / "wh.duckdb"
     con = duckdb.connect(str(wh))

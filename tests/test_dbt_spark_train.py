@@ -101,17 +101,24 @@ def _profiles(directory, warehouse, master: str, profile: str = "sqlnb_tree_exam
                   "server_side_parameters": settings}}}}))
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    """The batches in DuckDB (and as parquet), both models fitted on the first and stored
-    there; the project ``--project --train --loaded-at`` of ``tree`` with ``mixed``'s
-    package; the warehouse's tables ``train`` (the first batch) and ``customers``."""
+def dbt_spark() -> str:
+    """The dbt executable, with pyspark and dbt-spark importable (skipped, or failed in CI,
+    without them)."""
     require_pyspark()
     exe = dbt_executable()
     try:
         import dbt.adapters.spark  # noqa: F401
     except ImportError as e:
         unavailable("dbt-spark (pip install 'dbt-spark[session]')", e)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """The batches in DuckDB (and as parquet), both models fitted on the first and stored
+    there; the project ``--project --train --loaded-at`` of ``tree`` with ``mixed``'s
+    package; the warehouse's tables ``train`` (the first batch) and ``customers``."""
+    exe = dbt_spark()
     tmp = tmp_path_factory.mktemp("dbt_spark_train")
     wh = tmp / "wh.duckdb"
     con = duckdb.connect(str(wh))
