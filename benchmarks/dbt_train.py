@@ -6,9 +6,13 @@ each a process as a user runs it.
 Data: ``generate.py``'s ``mixed`` shape (4 Gaussian + 4 categorical columns, 3 classes).
 Models: naive Bayes, TAN and AODE with MDL bins (their pair counts; TAN's conditional
 tables, AODE's ratio tables). DuckDB always; PostgreSQL with ``--dsn`` (the table is copied
-there first, not timed). The load average (1 minute) is taken before each fit and each run.
+there first, not timed); Spark with ``--engines spark`` (the table written into a local
+warehouse's catalog first, not timed; ``sqlnb --engine spark`` and dbt-spark's session, both
+on ``--master``, default ``local[2]``). The load average (1 minute) is taken before each fit
+and each run.
 
     python benchmarks/dbt_train.py --rows 1000000 [--dsn "host=... port=... user=... dbname=..."] [--models tan aode]
+    python benchmarks/dbt_train.py --rows 1000000 --engines spark
 """
 
 from __future__ import annotations
@@ -42,8 +46,18 @@ def _timed(args, cwd=None, env=None) -> float:
     return time.perf_counter() - t
 
 
-def _profiles(project: Path, profile: str, dsn: str | None, wh: Path) -> None:
-    if dsn is None:
+#: Spark in one process (the driver runs the tasks), the same for sqlnb and dbt-spark.
+SPARK_MASTER = "local[2]"
+
+
+def _profiles(project: Path, profile: str, dsn: str | None, wh: Path, warehouse: Path | None = None) -> None:
+    if warehouse is not None:
+        sys.path.insert(0, str(HERE.parent))
+        from sqlnb.engines.spark import _catalog_settings
+        out = {"type": "spark", "method": "session", "host": "NA", "schema": "default", "threads": 1,
+               "server_side_parameters": {**_catalog_settings(str(warehouse)), "spark.master": SPARK_MASTER,
+                                          "spark.ui.enabled": "false"}}
+    elif dsn is None:
         out = {"type": "duckdb", "path": str(wh), "threads": 1}
     else:
         parts = dict(p.split("=", 1) for p in dsn.split())
@@ -52,10 +66,13 @@ def _profiles(project: Path, profile: str, dsn: str | None, wh: Path) -> None:
     (project / "profiles.yml").write_text(json.dumps({profile: {"target": "t", "outputs": {"t": out}}}))
 
 
-def run_engine(engine: str, wh: Path, dsn: str | None, tmp: Path, repeat: int, models: list) -> list[tuple]:
+def run_engine(engine: str, wh: Path, dsn: str | None, tmp: Path, repeat: int, models: list,
+               warehouse: Path | None = None) -> list[tuple]:
     """Per model: (engine, model, median fit s, median dbt s, load before the fits, load before the runs)."""
     sqlnb = [str(BIN / "sqlnb")] + (["--engine", "postgres", "--dsn", dsn] if dsn else [])
-    where = (lambda t: t) if dsn else (lambda t: f"{wh}:{t}")
+    if warehouse is not None:
+        sqlnb = [str(BIN / "sqlnb"), "--engine", "spark", "--master", SPARK_MASTER, "--warehouse", str(warehouse)]
+    where = (lambda t: t) if dsn or warehouse is not None else (lambda t: f"{wh}:{t}")
     env = dict(os.environ, DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1")
     rows = []
     for name in models:
@@ -65,12 +82,12 @@ def run_engine(engine: str, wh: Path, dsn: str | None, tmp: Path, repeat: int, m
                 for _ in range(repeat)]
         project = tmp / f"{engine}_{name}"
         # the package is generated from the model as DuckDB stores it (the same model; fitted there, untimed)
-        if dsn:
+        if dsn or warehouse is not None:
             _timed([str(BIN / "sqlnb"), "fit", f"{wh}:train", "--label", "label", "--model", f"{wh}:{name}",
                     "--replace", *extra])
         _timed([str(BIN / "sqlnb"), "dbt", "--model", f"{wh}:{name}", "--out", project, "--project", "--table",
                 "train", "--train"])
-        _profiles(project, f"sqlnb_{name}_example", dsn, wh)
+        _profiles(project, f"sqlnb_{name}_example", dsn, wh, warehouse)
         vars_ = json.dumps({f"sqlnb_{name}_train_table": "train"})
         run_load = os.getloadavg()[0]
         runs = [_timed([str(BIN / "dbt"), "run", "--profiles-dir", ".", "--vars", vars_, "--full-refresh",
@@ -86,7 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--dsn", help="a PostgreSQL server to run on as well")
-    ap.add_argument("--engines", nargs="+", choices=["duckdb", "postgres"], default=["duckdb", "postgres"],
+    ap.add_argument("--engines", nargs="+", choices=["duckdb", "postgres", "spark"], default=["duckdb", "postgres"],
                     help="the engines to run on (postgres needs --dsn)")
     ap.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     ap.add_argument("--data", help="directory for the generated data (kept between runs)")
@@ -110,12 +127,16 @@ def main(argv=None) -> int:
             c.execute("DROP TABLE IF EXISTS train")
         _copy_to_postgres(args.dsn, table)
         rows += run_engine("postgres", wh, args.dsn, tmp, args.repeat, args.models)
+    if "spark" in args.engines:
+        warehouse = tmp / "warehouse"
+        _load_into_spark(glob, warehouse)
+        rows += run_engine("spark", wh, None, tmp, args.repeat, args.models, warehouse)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
     lines = [f"Training on {args.rows:,} rows (mixed: 4 Gaussian + 4 categorical columns, 3 classes), whole processes, "
              f"median of {args.repeat}, commit {commit}, load {load0:.1f}-{os.getloadavg()[0]:.1f} "
              f"(`python benchmarks/dbt_train.py --rows {args.rows} --repeat {args.repeat}"
-             f"{' --dsn ...' if args.dsn else ''}`):", "",
+             f"{' --dsn ...' if args.dsn else ''}{' --engines ' + ' '.join(args.engines) if 'spark' in args.engines else ''}`):", "",
              "| engine | model | `sqlnb fit` s (load) | `dbt run --full-refresh` s (load) | ÷ fit |",
              "|---|---|---|---|---|"]
     lines += [f"| {e} | {m} | {f:.1f} ({fl:.1f}) | {d:.1f} ({dl:.1f}) | {d / f:.1f}× |" for e, m, f, d, fl, dl in rows]
@@ -124,6 +145,16 @@ def main(argv=None) -> int:
     if args.write_readme:
         write_readme(text, "dbt-train")
     return 0
+
+
+def _load_into_spark(glob: str, warehouse: Path) -> None:
+    """The parquet files as the table ``train`` of the warehouse's catalog (a process of its
+    own: one JVM at a time holds the Derby catalog)."""
+    code = ("import sys; from sqlnb.engines import SparkEngine; "
+            "e = SparkEngine.start(master=sys.argv[3], warehouse=sys.argv[2], quiet=True); e.open_catalog(); "
+            "e.spark.read.parquet(sys.argv[1]).write.format('parquet').saveAsTable('train'); e.close()")
+    _timed([sys.executable, "-c", code, glob, str(warehouse), SPARK_MASTER],
+           env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
 
 
 def _copy_to_postgres(dsn: str, table) -> None:
