@@ -23,7 +23,7 @@ from sqlnb.engines.waiting import retry_locked
 from sqlnb.errors import SqlnbError, VarianceFloorWarning, shell_word, suggest, warn
 from sqlnb.models import screening
 from sqlnb.source import read_with
-from sqlnb.models.naive_bayes import information, kdb, mixture, skdb, tan
+from sqlnb.models.naive_bayes import eskdb, information, kdb, mixture, skdb, tan
 from sqlnb.models.naive_bayes.families.gaussian import floor_lifter
 from sqlnb.models.naive_bayes.fit import collect_statistics, cut_counts, plan_features, resolve_edges
 from sqlnb.models.logistic import Logistic
@@ -181,7 +181,7 @@ def fit(
         feats, stats, report["select_k"] = information.select_k(feats, stats, select_k)
     if mixture.joint_order(hyper.structure):  # kdb:2 (alone or averaged): its joint counts (one more scan)
         stats = kdb.with_joints(engine, source, label, weight, feats, stats, mixture.joint_order(hyper.structure))
-    if skdb.selective(hyper.structure):  # its leave-one-out choice reads the rows as patterns (one more scan)
+    if skdb.selective(hyper.structure) or eskdb.ensemble(hyper.structure):  # the rows as patterns (one more scan)
         stats = skdb.with_patterns(stats, feats, lambda tree, shim: weighted.read_patterns(
             engine, source, label, weight, tree, shim))
     nb = NaiveBayes(label, source.columns[label], feats, stats, hyper, report, weight)

@@ -140,6 +140,12 @@ class Model:
         :meth:`class_terms` called with the same arguments."""
         return []
 
+    def combiner(self) -> Any:
+        """The stages from member scores to class scores of an ensemble
+        (:class:`~sqlnb.models.naive_bayes.eskdb.Combiner`), whose :meth:`class_terms` are
+        then its members' raw scores; None (the class terms are the class scores)."""
+        return None
+
     def score_joins(self, dialect: str | None = None,
                     input_types: Mapping[str, str] | None = None) -> list[exp.Join]:
         """Lookups the class scores read from (LEFT JOINs to the source); none by default.
@@ -257,6 +263,7 @@ class Model:
             extension=extension,
             calibration=self.calibration if calibrated else None,
             conformal=sets,
+            combiner=self.combiner(),
         )
 
     @sql.trees_collected_by_refcount

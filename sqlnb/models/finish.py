@@ -258,6 +258,7 @@ def scoring_select(
     extension: Extension | None = None,
     calibration: Any = None,
     conformal: Any = None,
+    combiner: Any = None,
 ) -> exp.Select:
     """Build the scoring SELECT.
 
@@ -316,12 +317,16 @@ def scoring_select(
         Conformal prediction sets (:mod:`sqlnb.models.conformal`), with ``prediction``:
         their stages go after the probabilities, before a decision rule's, and the set
         columns follow the prediction's.
+    combiner : eskdb.Combiner, optional
+        An ensemble's stages (:class:`sqlnb.models.naive_bayes.eskdb.Combiner`): ``scores``
+        are then its members' raw scores (its ``raw_columns``), and its stages turn them into
+        the class scores (``jll_<class>``, or a calibrator's raw columns), in every dialect.
     """
     unknown = [o for o in outputs if o not in OUTPUTS]
     if unknown:
         raise ValueError(f"unknown scoring outputs {unknown}; choose from {OUTPUTS}")
     jll = class_columns("jll_", classes)
-    shared = shares_subexpressions(dialect) and calibration is None
+    shared = shares_subexpressions(dialect) and calibration is None and combiner is None
     if shared:
         parts = [s.parts() if isinstance(s, ClassScore) and f is None else [_gate(s, f)]
                  for s, f in zip(scores, fallback or [None] * len(scores))]
@@ -335,6 +340,7 @@ def scoring_select(
         if extension is not None:
             generated += [*extension.outputs, *extension.helpers, *(name for name, _ in extension.inputs)]
         generated += calibration.helper_columns(classes) if calibration is not None else []
+        generated += combiner.helper_columns(classes) if combiner is not None else []
         if conformal is not None and "prediction" in outputs:
             generated += conformal.output_columns(classes, dialect) + conformal.helper_columns(classes, dialect)
         clash = sorted({c.lower() for c in passthrough} & {c.lower() for c in generated})
@@ -404,13 +410,16 @@ def scoring_select(
         stage3 = stage(cols2, stage1, "s2")
     else:
         named = jll if calibration is None else calibration.raw_columns(classes)
+        combined = combiner.stages(classes, named) if combiner is not None else []
+        named = combiner.raw_columns(classes) if combiner is not None else named
         stage1 = exp.select(*src_cols, *[_as(ps[0], n) for ps, n in zip(parts, named)], *carried
                             ).from_(source_from, copy=False)
         for j in joins:
             stage1.append("joins", j.copy())
         if dialect in FENCES_CLASS_SCORES:
             stage1 = stage1.offset(0, copy=False)
-        for i, cols in enumerate(calibration.stages(classes, dialect) if calibration is not None else []):
+        calibrated = calibration.stages(classes, dialect) if calibration is not None else []
+        for i, cols in enumerate([*combined, *calibrated]):
             stage1 = stage([_as(e, n) for n, e in cols if e is not None], stage1, f"c{i}",
                            [n for n, e in cols if e is None])
             if dialect in FLATTENS_SUBQUERIES:

@@ -71,7 +71,7 @@ from sqlnb.models.logistic import Logistic
 from sqlnb.models.base import Model
 from sqlnb.models.screening import screen_plan
 from sqlnb.engines import Engine, as_engine
-from sqlnb.models.naive_bayes import kdb, mixture, skdb, tan, weighted
+from sqlnb.models.naive_bayes import eskdb, kdb, mixture, skdb, tan, weighted
 from sqlnb.models.naive_bayes.fit import collect_statistics_by, plan_features
 from sqlnb.models.naive_bayes.model import Hyperparameters, NaiveBayes
 from sqlnb.models.finish import scoring_select
@@ -656,7 +656,7 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
         structures = {p.get("structure", options.get("structure", "naive")) for p in points}
         plan = _naive_bayes_plan(*args, pairs=any(tan.needs_pairs(s) for s in structures),
                                  orders=sorted({k for k in map(mixture.joint_order, structures) if k}),
-                                 patterns=any(map(skdb.selective, structures)))
+                                 patterns=any(skdb.selective(s) or eskdb.ensemble(s) for s in structures))
     elif model == "weighted":  # naive Bayes's fold models, then their weights (sqlnb.workflows.fold_weights)
         plan = _Plan(*fold_weights.plan(con, source, label, fold, features, exclude, dict(options), lambda opts:
                                         _naive_bayes_plan(con, source, label, fold, folds, features, exclude, opts)))
@@ -668,7 +668,7 @@ def _cross_validate(con, source, label, fold, model, folds, seed, points, scorin
     models = [plan.fold_model(i, params) for params in points for i in range(folds)]
     key = _unused_name(source.columns, "cv_model")
     # AODE (alone or averaged), deep KDB fold by fold: why, mixture.has_member and skdb.deep
-    by_fold = any(mixture.has_member(s, "aode") or skdb.deep(s) for s in (m.hyper.structure for m in models
+    by_fold = any(mixture.has_member(s, "aode") or skdb.deep(s) or eskdb.ensemble(s) for s in (m.hyper.structure for m in models
                                                                            if hasattr(m, "hyper")))
     pooled = None if by_fold else pooled_summary_query(models, source, label, fold, folds, key, con.dialect)
     if pooled is not None:  # every (grid point, fold) from one scoring scan

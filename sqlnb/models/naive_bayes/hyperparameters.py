@@ -18,7 +18,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from sqlnb.errors import SqlnbError
-from sqlnb.models.naive_bayes import aode, kdb, mixture, skdb, tan
+from sqlnb.models.naive_bayes import aode, eskdb, kdb, mixture, skdb, tan
+from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.priors import class_alphas, given_prior
 
 ESTIMATORS = ("posterior-mean", "map", "mle")
@@ -119,9 +120,9 @@ class Hyperparameters:
         if self.estimator not in ESTIMATORS:
             raise SqlnbError(f"unknown estimator {self.estimator!r}; choose one of: {', '.join(ESTIMATORS)}")
         if (self.structure not in tan.STRUCTURES and kdb.order_of(self.structure) is None
-                and not mixture.members(self.structure)):
+                and not eskdb.ensemble(self.structure) and not mixture.members(self.structure)):
             raise SqlnbError(f"unknown structure {self.structure!r}; choose one of: {', '.join(tan.STRUCTURES)}, "
-                             f"kdb:K (K = 1 to {kdb.MAX_K}), skdb or skdb:K (K = 1 to {kdb.MAX_K}), "
+                             f"kdb:K (K = 1 to {kdb.MAX_K}), skdb or skdb:K, eskdb or eskdb:K (K = 1 to {kdb.MAX_K}), "
                              "or an average of them joined by '+' "
                              "(e.g. tan+kdb:2+aode)")
         if self.unseen not in UNSEEN:
@@ -173,6 +174,22 @@ class Hyperparameters:
         :meth:`pseudo` of each α_c (``prior_alpha``, one number or per class)."""
         return np.array([self.pseudo(a) for a in class_alphas(self.prior_alpha, classes)])
 
+    def class_log_prior(self, n: np.ndarray, classes: list) -> np.ndarray:
+        """ln π_c of classes of weights ``n`` under ``class_prior`` (the model's docstring)."""
+        prior = self.class_prior
+        with np.errstate(divide="ignore"):
+            if isinstance(prior, str):
+                if prior == "uniform":
+                    return np.full(len(n), -math.log(len(n)))
+                if prior == "dirichlet":
+                    # (N_c + a_c) / (N + Σ a_c); MAP: a_c = α_c − 1, so the total is N + Σα − K
+                    num = n + self.class_pseudo(classes)
+                    return log_ratio(num, np.full(len(n), num.sum()), "the class prior")
+                if n.sum() <= 0:
+                    raise SqlnbError("the fitted class prior needs rows with positive weight")
+                return np.log(n) - math.log(n.sum())
+            return np.log(given_prior(prior, classes))
+
     def to_dict(self, classes: list) -> dict:
         d = asdict(self)
         d["feature_alpha"] = dict(self.feature_alpha)
@@ -207,7 +224,7 @@ def default_backoff(structure: Any) -> float | str:
     """The back-off pseudo-count of ``structure`` when none is given: ``"loo"`` under
     ``skdb`` (m per feature and depth by leave-one-out: lower error than m = 1 on adult
     and spambase, docs/skdb.md), 1 under ``kdb:K``."""
-    return "loo" if skdb.selective(structure) else 1.0
+    return "loo" if skdb.selective(structure) or eskdb.ensemble(structure) else 1.0
 
 
 def _backoff(b: Any, structure: Any) -> float | str:

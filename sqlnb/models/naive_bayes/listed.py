@@ -125,8 +125,9 @@ class Plan:
         row base_j of depth j's nodes; then n_child + 1, the child's place among the
         positions and its table's start + 1."""
         children = list(self.deep.values())
-        depth = max(len(steps) for _, _, steps in children)
+        depth = max((len(steps) for _, _, steps in children), default=0)
         names = {name: a + 1 for a, name in enumerate(self.names)}
+        names |= {key: names[key[1]] for key in self.deep if isinstance(key, tuple)}  # (member, child): eskdb
 
         def add(values) -> int:
             self.steps += [int(v) for v in values]
@@ -188,7 +189,8 @@ class Plan:
             rows.insert(0, exp.Add(this=at(base), expression=_extract(sql.col(f"{NODES_PREFIX}{j}"),
                                                                     exp.Column(this=i.copy()))))
         width, child, start = self.deep_at[-1]
-        row = exp.Coalesce(this=rows[0], expressions=[*rows[1:], exp.Literal.number(0)])
+        row = exp.Coalesce(this=rows[0], expressions=[*rows[1:], exp.Literal.number(0)]) if rows else \
+            exp.Literal.number(0)  # no child has a parent: every place is its root row
         place = exp.Add(this=exp.Add(this=at(start), expression=position(child)),
                         expression=exp.Mul(this=at(width), expression=row))
         return out + [(PLACES, each(place))]

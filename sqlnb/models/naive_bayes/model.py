@@ -21,7 +21,6 @@ whose score has no prior term (as in scikit-learn's ComplementNB).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
@@ -31,13 +30,12 @@ from sqlglot import exp
 from sqlnb import sql
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.naive_bayes.families import KINDS, REGISTRY, Feature, is_float, is_numeric
-from sqlnb.models.naive_bayes.families.base import log_ratio
 from sqlnb.models.naive_bayes.families.categorical import EXPORT_MAX, INLINE_MAX
 from sqlnb.models.base import Model
 from sqlnb.models.explain import FeatureTerms
 from sqlnb.models.finish import COUNTS_COLUMN, ClassScore, shares_subexpressions
-from sqlnb.models.priors import class_alphas, given_prior, own_prior
-from sqlnb.models.naive_bayes import aode, kdb, listed, mixture, skdb, tan, text, wide
+from sqlnb.models.priors import class_alphas, own_prior
+from sqlnb.models.naive_bayes import aode, eskdb, kdb, listed, mixture, skdb, tan, text, wide
 from sqlnb.models.naive_bayes.binning import cut_counts_from_table, cut_counts_table
 from sqlnb.models.naive_bayes.hyperparameters import Hyperparameters
 from sqlnb.source import EngineTypes
@@ -91,6 +89,7 @@ class NaiveBayes(Model):
         self._tree: tan.Tree | kdb.Network | skdb.Deep | None = None
         self._aode: aode.Aode | None = None
         self._mix: mixture.Mixture | None = None  # an average of structures
+        self._ens: eskdb.Ensemble | None = None  # an ensemble of skdb members
         self._plan: listed.Plan | None = None  # DuckDB's tables of the tree structures
         # Derive the log-parameters now: a setting these statistics cannot take (a zero variance with
         # var_smoothing 0, MAP with alpha < 1 on a zero count) fails at fit, not at first use.
@@ -175,21 +174,8 @@ class NaiveBayes(Model):
         return NaiveBayes(self.label, self.label_type, features, stats, hyper, self.report, self.weight)
 
     def class_log_prior(self) -> np.ndarray:
-        """ln π_c under ``hyper.class_prior`` (see the module docstring)."""
-        n = self.stats.class_n
-        prior = self.hyper.class_prior
-        with np.errstate(divide="ignore"):
-            if isinstance(prior, str):
-                if prior == "uniform":
-                    return np.full(len(n), -math.log(len(n)))
-                if prior == "dirichlet":
-                    # (N_c + a_c) / (N + Σ a_c); MAP: a_c = α_c − 1, so the total is N + Σα − K
-                    num = n + self.hyper.class_pseudo(self.classes)
-                    return log_ratio(num, np.full(len(n), num.sum()), "the class prior")
-                if n.sum() <= 0:
-                    raise SqlnbError("the fitted class prior needs rows with positive weight")
-                return np.log(n) - math.log(n.sum())
-            return np.log(given_prior(prior, self.classes))
+        """ln π_c under ``hyper.class_prior`` (:meth:`Hyperparameters.class_log_prior`)."""
+        return self.hyper.class_log_prior(self.stats.class_n, self.classes)
 
     def log_parameters(self) -> dict:
         """Per-family derived parameters: ``{"prior": ..., "<feature>": ...}``."""
@@ -202,7 +188,10 @@ class NaiveBayes(Model):
                     for f in group:  # token bags: per-term weight rows (sqlnb.models.naive_bayes.text)
                         if f.bag is not None:
                             params[f.name] = text.prepare(f, params[f.name], self.stats.features[f.name])
-            if mixture.members(self.hyper.structure):  # tan+kdb:2+aode (sqlnb.models.naive_bayes.mixture)
+            if eskdb.ensemble(self.hyper.structure):  # skdb members' mean posterior (naive_bayes.eskdb)
+                self._ens = eskdb.derive(self.features, self.stats, self.hyper, params,
+                                         eskdb.order_of(self.hyper.structure))
+            elif mixture.members(self.hyper.structure):  # tan+kdb:2+aode (sqlnb.models.naive_bayes.mixture)
                 self._mix = mixture.derive(self.features, self.stats, self.hyper, params)
             elif self.hyper.structure == "tan":
                 self._tree = tan.derive(self.features, self.stats, self.hyper, params)
@@ -370,7 +359,9 @@ class NaiveBayes(Model):
         features = self._scoring_features(input_types)
         out = wide.prelude(*self._wide(features, dialect, dot), self.log_parameters())
         dotted = self._dotted(features, dialect, dot)
-        if dialect == "duckdb":  # structures: each position once per row, per class the tables once
+        if dialect == "duckdb" and self._ens is not None:  # an ensemble's members, each one sum per class
+            out += eskdb.prelude(self._ens, features, self.stats, input_types)
+        elif dialect == "duckdb":  # structures: each position once per row, per class the tables once
             plan = self._listed()
             out += listed.prelude(plan, self._mix, features, self.stats, input_types) if plan else []
             net = self._aode or (dict(self._mix.nets).get("aode") if self._mix is not None else None)
@@ -398,6 +389,9 @@ class NaiveBayes(Model):
         join alike in the pooled cross-validation query. ``dot`` False: one term per feature."""
         params = self.log_parameters()
         features = self._scoring_features(input_types)
+        if self._ens is not None:  # the members' raw scores, which combiner()'s stages average
+            return eskdb.member_scores(self._ens, features, self.stats, params, dialect, input_types,
+                                       self.uses_prior())
         dotted = self._dotted(features, dialect, dot)
         prelude = tree_positions is None and dialect == "duckdb"  # read from score_prelude's columns
         tree = {} if self._tree is None or (prelude and self._listed()) else self._terms_module().child_terms(
@@ -435,17 +429,19 @@ class NaiveBayes(Model):
             scores.append(ClassScore(tuple(terms)))
         return scores
 
+    def combiner(self) -> eskdb.Combiner | None:
+        self.log_parameters()
+        return eskdb.Combiner(len(self._ens.nets)) if self._ens is not None else None
+
     def feature_terms(self, input_types=None, dialect=None):
         """:meth:`class_terms` with one term per feature (no dot product over the count
         columns); the base is the class log-prior (0 when the score has none)."""
-        if mixture.members(self.hyper.structure):
-            raise SqlnbError(f"explain: structure {self.hyper.structure!r} averages the joint probabilities of its "
-                             "structures (a log-sum-exp), not a sum of per-feature terms, so it has no per-feature "
-                             "breakdown; explain one of them: with_params(structure='tan')")
-        if self.hyper.structure == "aode":
-            raise SqlnbError("explain: an AODE class score averages products over super-parents (a log-sum-exp), "
-                             "not a sum of per-feature terms, so it has no per-feature breakdown; explain the "
-                             "naive Bayes model of the same counts: with_params(structure='naive')")
+        s = self.hyper.structure
+        if s == "aode" or mixture.members(s) or eskdb.ensemble(s):
+            raise SqlnbError(f"explain: structure {s!r} averages probabilities over super-parents, structures or "
+                             "members (a log-sum-exp), not a sum of per-feature terms, so it has no per-feature "
+                             "breakdown; explain a model of one structure of the same counts: "
+                             f"with_params(structure={'naive' if s == 'aode' else 'tan'!r})")
         out = []
         for score in self.class_terms(input_types, dialect, dot=False):
             terms = list(score.terms)

@@ -111,7 +111,7 @@ def needs_pairs(structure: str | None) -> bool:
     (KDB's ``kdb:K`` too: its parents are chosen from them)."""
     if isinstance(structure, str) and "+" in structure:  # an average of structures (mixture)
         return any(needs_pairs(s.strip()) for s in structure.split("+"))
-    return structure in PAIRED or (isinstance(structure, str) and structure.startswith(("kdb:", "skdb")))
+    return structure in PAIRED or (isinstance(structure, str) and structure.startswith(("kdb:", "skdb", "eskdb")))
 
 #: Most tree features: F(F−1)/2 pairs (100 features: 4,950), see "Cost and limit" in the
 #: module docstring.
