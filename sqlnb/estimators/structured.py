@@ -162,7 +162,7 @@ class SelectiveKDependenceNB(KDependenceNB):
     @classmethod
     def from_model(cls, model):
         estimator = TreeAugmentedNB.from_model.__func__(cls, model)
-        estimator.k_max = kdb.order_of(model.hyper.structure)
+        estimator.k_max = kdb.order_of(model.hyper.structure) or eskdb.order_of(model.hyper.structure)  # skdb, eskdb
         estimator.backoff = model.hyper.backoff
         return estimator
 
@@ -197,13 +197,6 @@ class EnsembleSelectiveKDependenceNB(SelectiveKDependenceNB):
     @property
     def _structure(self) -> str:
         return f"eskdb:{self.k_max}"
-
-    @classmethod
-    def from_model(cls, model):
-        estimator = TreeAugmentedNB.from_model.__func__(cls, model)
-        estimator.k_max = eskdb.order_of(model.hyper.structure)
-        estimator.backoff = model.hyper.backoff
-        return estimator
 
     @property
     def parents_(self) -> dict:
