@@ -558,11 +558,10 @@ _fit_flags = _options(
                       "k-dependence classifier; K >= 2 one more scan; K >= 3 backs off to fewer parents, "
                       "--backoff); skdb or skdb:K: kdb with k <= K (default 5) and the number of features chosen "
                       "by leave-one-out from the counts (one more scan); eskdb or eskdb:K: the mean posterior of "
-                      f"{eskdb.MEMBERS} "
-                      "skdb:K over randomly perturbed rankings and parents, each choosing its own k and features "
-                      "(the same scans); aode: averaged one-dependence estimators "
-                      "(every discrete feature in turn the parent of all others; the same counts); A+B+… (e.g. "
-                      "tan+kdb:2+aode): the average of those structures' joint probabilities."),
+                      f"{eskdb.MEMBERS} skdb:K over randomly perturbed rankings and parents, each choosing its own k "
+                      "and features (the same scans); aode: averaged one-dependence estimators (every discrete "
+                      "feature in turn the parent of all others; the same counts); A+B+… (e.g. tan+kdb:2+aode): "
+                      "the average of those structures' joint probabilities."),
     click.option("--aode-min-count", type=float, metavar="M",
                  help="AODE: a value is a super-parent only if seen in at least M training rows (default 1)."),
     click.option("--backoff", metavar="M|loo",

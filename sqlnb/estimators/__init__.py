@@ -9,8 +9,8 @@ searches, pickling, with the computation in an in-process DuckDB.
 Naive Bayes: :class:`GaussianNB`, :class:`MultinomialNB`, :class:`ComplementNB`,
 :class:`BernoulliNB`, :class:`CategoricalNB`, :class:`MixedNB` (a family per column),
 :class:`WeightedNB` (learnt weights), :class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`,
-:class:`SelectiveKDependenceNB`, :class:`EnsembleSelectiveKDependenceNB`, :class:`AveragedStructuresNB`; :class:`AutoNB` (the best of them,
-chosen by cross-validation: :func:`sqlnb.auto_fit`); dense:
+:class:`SelectiveKDependenceNB`, :class:`EnsembleSelectiveKDependenceNB`, :class:`AveragedStructuresNB`;
+:class:`AutoNB` (the best of them, chosen by cross-validation: :func:`sqlnb.auto_fit`); dense:
 :class:`LinearDiscriminantAnalysis`, :class:`QuadraticDiscriminantAnalysis`, :class:`LogisticRegression`.
 """
 

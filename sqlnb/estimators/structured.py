@@ -10,7 +10,8 @@ of a row when it was seen at least that many times in training) and KDB's ``k`` 
 per feature, 1 to 5; from 3 on backed off to fewer parents with pseudo-count ``backoff``,
 :mod:`sqlnb.models.naive_bayes.skdb`); :class:`SelectiveKDependenceNB` is ``structure="skdb:K"``,
 k ≤ ``k_max`` and the features chosen by leave-one-out; :class:`EnsembleSelectiveKDependenceNB`
-is ``structure="eskdb:K"``, the mean posterior of several of them over perturbed structures; :class:`AveragedStructuresNB` averages the joints of several
+is ``structure="eskdb:K"``, the mean posterior of several of them over perturbed structures;
+:class:`AveragedStructuresNB` averages the joints of several
 (``structures="tan+kdb:2+aode"``, :mod:`sqlnb.models.naive_bayes.mixture`). ``partial_fit`` is the exact update, with TAN's limits (new rows
 that move cut points are refused) and KDB's (new rows that change a feature's parents are
 refused with the feature named).

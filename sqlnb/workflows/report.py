@@ -132,8 +132,9 @@ def selection_text(sel: dict, indent: str = "             ") -> list[str]:
 
 def ensemble_text(ens: dict, indent: str = "             ", shown: int = 6) -> list[str]:
     """What ``sqlnb show`` says of an ``eskdb`` ensemble: how many members and how they
-    differ, then per member its k, s, leave-one-out RMSE and 0-1 loss, and its kept features, first
-    ranked first (the first ``shown`` of them; ``show --params`` has every parent and m)."""
+    differ, then per member its k, s, leave-one-out RMSE and 0-1 loss, and its kept
+    features, first ranked first (the first ``shown`` of them; ``show --params`` has every
+    parent and m)."""
     members = ens["members"]
     lines = [f"eskdb        {len(members)} members, each a selective KDB (k <= {ens['k_max']}) over its own "
              f"Gumbel-perturbed ranking and parents (tau {ens['temperature']:g}); the score is the log of their mean "
