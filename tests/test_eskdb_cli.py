@@ -22,6 +22,7 @@ import pytest
 import sqlnb
 from sqlnb.cli import train
 from sqlnb.models.naive_bayes import eskdb
+from sqlnb.workflows.report import ensemble_text
 from support.cli import assert_error, csv_rows, invoke, run_process
 from support.structured import DISCRETE, class_scores, kdb_table, registered, sqlite_input
 
@@ -161,3 +162,11 @@ def test_fit_summary_and_help_name_the_ensemble(fitted):
     text = " ".join(r.stdout.split())
     assert "skdb[:K]|eskdb[:K]|" in text and f"eskdb or eskdb:K: the mean posterior of {eskdb.MEMBERS} skdb:K" in text
     assert "loo (skdb and eskdb, their default)" in text
+
+
+def test_show_names_how_many_kept_features_it_leaves_unnamed():
+    """Past six kept features a member's row names the first six and counts the rest."""
+    member = {"k": 1, "s": 8, "order": [f"f{i}" for i in range(9)], "rmse": 0.25, "zero_one": 0.125}
+    lines = ensemble_text({"k_max": 2, "temperature": 2.0, "members": [member]})
+    assert lines[0].startswith("eskdb        1 member, each a selective KDB (k <= 2)")
+    assert lines[2].split(None, 5) == ["0", "1", "8", "0.2500", "0.1250", "f0, f1, f2, f3, f4, f5, … (2 more)"]

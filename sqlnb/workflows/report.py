@@ -136,7 +136,7 @@ def ensemble_text(ens: dict, indent: str = "             ", shown: int = 6) -> l
     features, first ranked first (the first ``shown`` of them; ``show --params`` has every
     parent and m)."""
     members = ens["members"]
-    lines = [f"eskdb        {len(members)} members, each a selective KDB (k <= {ens['k_max']}) over its own "
+    lines = [f"eskdb        {len(members)} member{'s' * (len(members) != 1)}, each a selective KDB (k <= {ens['k_max']}) over its own "
              f"Gumbel-perturbed ranking and parents (tau {ens['temperature']:g}); the score is the log of their mean "
              "posterior:"]
     rows = [[str(t), str(m["k"]), str(m["s"]), f"{m['rmse']:.4f}", f"{m['zero_one']:.4f}",
