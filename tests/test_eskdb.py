@@ -12,6 +12,7 @@ import math
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import sqlnb
@@ -30,12 +31,16 @@ SEED, TAU = 0, 2.0
 class EnsembleOracle:
     """The members of ``eskdb:K`` over ``DISCRETE`` from ``train`` (module docstring of
     :mod:`sqlnb.models.naive_bayes.eskdb`), each an :class:`Oracle` of its own ranking,
-    parent lists, back-off m's and (k, s)."""
+    parent lists, back-off m's and (k, s); ``weights`` those of the labelled rows (1 each
+    by default), in every count and in the leave-one-out."""
 
-    def __init__(self, train, K: int, members: int, backoff="loo", **smoothing):
+    def __init__(self, train, K: int, members: int, backoff="loo", weights=None, **smoothing):
         names = list(DISCRETE)
         F = len(names)
-        counts = Oracle(train, K, **smoothing).counts
+        whole = Oracle(train, K, **smoothing)
+        if weights is not None:
+            whole.keep = np.asarray(weights, dtype=float)
+        counts = whole.counts
         mi = np.array([class_information(counts([f])) for f in names])
         cmi = np.zeros((F, F))
         for i in range(F):
@@ -53,9 +58,9 @@ class EnsembleOracle:
                 parents[names[i]] = [names[ranking[j]] for j in sorted(range(r), key=lambda j: (-noisy[j], j))[:K]]
             member = Oracle(train, K, **smoothing)
             member.ranking, member.parents = [names[i] for i in ranking], parents
-            member.m = member.backoff_choice() if backoff == "loo" else backoff
-            member.rmse = member.leave_one_out(K)
-            ties = np.argwhere(member.rmse <= member.rmse.min() + 1e-9)  # row-major: smaller k, then smaller s
+            member.m = member.backoff_choice(weights) if backoff == "loo" else backoff
+            member.rmse = member.leave_one_out(K, weights)  # and the member's counts weigh the rows after it
+            ties = np.argwhere(member.rmse <= np.nanmin(member.rmse) + 1e-9)  # row-major: smaller k, then smaller s
             member.k, member.s = int(ties[0][0]), int(ties[0][1]) + 1
             self.members.append(member)
 
@@ -121,6 +126,24 @@ def test_ensemble_equals_numpy_with_nulls_rare_and_unseen_values(data, monkeypat
     np.testing.assert_allclose(class_scores(model, "test", con, "jll"), want_scores, rtol=0, atol=1e-9)
     single = [m.scores(test, m.k, m.s)[0] for m in oracle.members]
     assert all(np.abs(p - want_proba).max() > 1e-3 for p in single)  # an average, not one member
+
+
+def test_weighted_rows_equal_numpy(data, members):
+    """With a weight column every count, information and leave-one-out weighs the rows
+    (each leaving its own weight out): the members and probabilities are the oracle's."""
+    con, train, test = data
+    w = np.random.default_rng(3).choice([0.5, 1.0, 2.0], train.num_rows)
+    con.register("weighted", train.append_column("w", pa.array(w)))
+    model = fit(con, "weighted", "eskdb:3", weight="w")
+    keep = np.array([v for v, y in zip(w, train["y"].to_pylist()) if y is not None])
+    oracle = EnsembleOracle(train, 3, 3, weights=keep)
+    model.log_parameters()
+    for net, want in zip(model._ens.nets, oracle.members):
+        assert (net.order, net.k, net.s, net.choice["backoff"]) == (want.ranking, want.k, want.s, want.m)
+        np.testing.assert_allclose(net.choice["rmse"], want.rmse, rtol=0, atol=1e-9)
+    want_proba, want_scores = oracle.scores(test)
+    np.testing.assert_allclose(proba(model, con), want_proba, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(class_scores(model, "test", con, "jll"), want_scores, rtol=0, atol=1e-9)
 
 
 def test_test_rows_hold_nulls_rare_and_unseen_values(data):
@@ -259,17 +282,22 @@ def test_refusals(data, members):
     with pytest.raises(SqlnbError, match=r"structure 'eskdb' chooses among discrete features, and 'g' is none") as e:
         sqlnb.fit("train", label="y", con=con, features=[*DISCRETE, "g"], feature_kinds=DISCRETE, structure="eskdb")
     assert "\n" not in str(e.value) and "--bins mdl" in str(e.value)
-    for unseen in ("bucket",):
-        with pytest.raises(SqlnbError, match=r"structure 'eskdb:2' scores unseen categories as missing; leave unseen "
-                                             r"at 'missing'") as e:
-            fit(con, structure="eskdb:2", unseen=unseen).log_parameters()
-        assert "\n" not in str(e.value)
+    with pytest.raises(SqlnbError, match=r"structure 'eskdb:2' scores unseen categories as missing; leave unseen "
+                                         r"at 'missing'") as e:
+        fit(con, structure="eskdb:2", unseen="bucket").log_parameters()
+    assert "\n" not in str(e.value)
     with pytest.raises(SqlnbError, match=r"structure 'eskdb' counts every member's parents from the training rows "
                                          r"kept as patterns.*refit with structure='eskdb'"):
         fit(con, structure="kdb:5").with_params(structure="eskdb").log_parameters()
+    with pytest.raises(SqlnbError, match=r"feature selection around 'eskdb:2': each member of the ensemble chooses "
+                                         r"its features itself.*select around kdb:K") as e:
+        sqlnb.select_features("train", "y", con=con, folds=3, features=list(DISCRETE), feature_kinds=DISCRETE,
+                              structure="eskdb:2")
+    assert "\n" not in str(e.value)
     with pytest.raises(SqlnbError, match="explain: structure 'eskdb'"):
         fit(con).score("test", con=con, explain=2)
-    assert math.isfinite(proba(fit(con, structure="eskdb:1"), con).sum())
+    for structure in ("eskdb:1", "eskdb:5"):  # the bounds of K are structures
+        assert math.isfinite(proba(fit(con, structure=structure), con).sum())
 
 
 # -- other engines ---------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ from sqlnb import sql
 from sqlnb.engines import Engine, as_engine
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.models.finish import scoring_select
-from sqlnb.models.naive_bayes import kdb, mixture, skdb, tan
+from sqlnb.models.naive_bayes import eskdb, kdb, mixture, skdb, tan
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.models.screening import screen_plan
 from sqlnb.source import Source, read_with
@@ -419,6 +419,10 @@ def select_features(
     if skdb.selective(options.get("structure")):
         raise SqlnbError("feature selection around skdb: skdb chooses its features itself (by leave-one-out over "
                          "the features ranked by I(X; C)); fit it directly, or select around kdb:K")
+    if eskdb.ensemble(options.get("structure")):
+        raise SqlnbError(f"feature selection around {options['structure']!r}: each member of the ensemble chooses "
+                         "its features itself (an skdb by leave-one-out over its own ranking); fit it directly, or "
+                         "select around kdb:K")
     K = kdb.order_of(options.get("structure", "naive")) or 0
     engine = as_engine(con)
     if engine.dialect != "duckdb":
