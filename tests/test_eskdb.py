@@ -233,18 +233,9 @@ def test_default_twenty_members_score_and_export(data):
 
 def test_dbt_macro_scores_as_sqlnb_score(data, members, tmp_path):
     """The dbt package's DuckDB macro of a saved eskdb model gives sqlnb score's rows."""
-    from sqlnb.workflows import dbt
-    from support.dbt_macro import macro_sql
+    from support.dbt_macro import assert_macro_scores_as_score
     con, _, test = data
-    path = str(tmp_path / "m.duckdb")
-    fit(con).save(path, "e")
-    store = duckdb.connect(path)
-    store.register("fixture_input", test)
-    model = sqlnb.load(store, "e")
-    select = macro_sql(dbt.package_files(model, "e"), "e", '"fixture_input"', ["rid"])
-    got = store.sql(f'SELECT * FROM ({select}) ORDER BY "rid"').fetchall()
-    want = sorted(model.score("fixture_input", store, outputs=("proba", "prediction"), keep=["rid"]).fetchall())
-    assert len(got) == test.num_rows and got == want
+    assert_macro_scores_as_score(fit(con), test, tmp_path, "e")
 
 
 # -- hostile input and refusals --------------------------------------------------------------------

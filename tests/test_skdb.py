@@ -424,18 +424,9 @@ def test_fit_and_score_in_spark(data, tmp_path):
 
 def test_dbt_macro_scores_as_sqlnb_score(data, tmp_path):
     """The dbt package's DuckDB macro of a saved skdb model gives sqlnb score's rows."""
-    from sqlnb.workflows import dbt
-    from support.dbt_macro import macro_sql
+    from support.dbt_macro import assert_macro_scores_as_score
     con, _, test = data
-    path = str(tmp_path / "m.duckdb")
-    fit(con, structure="skdb").save(path, "s")
-    store = duckdb.connect(path)
-    store.register("fixture_input", test)
-    model = sqlnb.load(store, "s")
-    select = macro_sql(dbt.package_files(model, "s"), "s", '"fixture_input"', ["rid"])
-    got = store.sql(f'SELECT * FROM ({select}) ORDER BY "rid"').fetchall()
-    want = sorted(model.score("fixture_input", store, outputs=("proba", "prediction"), keep=["rid"]).fetchall())
-    assert len(got) == test.num_rows and got == want
+    assert_macro_scores_as_score(fit(con, structure="skdb"), test, tmp_path, "s")
 
 
 def test_cross_validation_with_binned_columns_equals_fold_by_fold_fits(data):

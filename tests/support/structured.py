@@ -91,7 +91,8 @@ def fold_views(con, source: str = "train", folds: int = 3) -> list[tuple[str, st
     return views
 
 
-def assert_cv_accuracy_is_fold_fits(con, structures: list[str], discrete: dict, fit, alphas: list | None = None) -> None:
+def assert_cv_accuracy_is_fold_fits(con, structures: list[str], discrete: dict, fit,
+                                    alphas: list | None = None) -> None:
     """:func:`sqlnb.cross_validate` of ``train`` over ``structures`` (and with ``alphas``
     each of them too; 3 folds, key ``rid``, the features ``discrete``): each grid point's
     accuracy on fold i is, within 1e-12, that of ``fit(fit_i, structure)`` (with
