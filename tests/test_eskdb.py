@@ -294,6 +294,23 @@ def test_refusals(data, members):
         assert math.isfinite(proba(fit(con, structure=structure), con).sum())
 
 
+def test_novelty_is_refused(data, members):
+    """The class scores are ln of the members' mean posterior, so log_evidence is 0 on
+    every row (within rounding): a novelty threshold on it would flag rows by rounding,
+    and both novelty calls refuse in one line naming the way out."""
+    con, _, _ = data
+    model = fit(con)
+    ev = np.array(model.score("test", con=con, outputs=("log_evidence",), keep=[]).fetchall(), dtype=float)
+    assert np.abs(ev).max() < 1e-12
+    for call in (lambda: sqlnb.novelty_threshold(model, "train", con=con),
+                 lambda: sqlnb.flag_novel(model, "test", threshold=-1.0, con=con)):
+        with pytest.raises(SqlnbError, match=r"needs ln p\(x\), the model's evidence; structure 'eskdb' averages its "
+                                             r"members' posteriors.*with_params\(structure='skdb'\)") as e:
+            call()
+        assert "\n" not in str(e.value)
+    assert sqlnb.novelty_threshold(model.with_params(structure="skdb"), "train", con=con).report["novelty"]["rows"]
+
+
 # -- other engines ---------------------------------------------------------------------------------
 def _engine_check(engine, con):
     """eskdb fitted by the engine itself (its pair scan, its patterns scan) draws the
