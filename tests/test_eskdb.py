@@ -288,8 +288,11 @@ def test_refusals(data, members):
         sqlnb.select_features("train", "y", con=con, folds=3, features=list(DISCRETE), feature_kinds=DISCRETE,
                               structure="eskdb:2")
     assert "\n" not in str(e.value)
-    with pytest.raises(SqlnbError, match="explain: structure 'eskdb'"):
-        fit(con).score("test", con=con, explain=2)
+    model = fit(con)
+    with pytest.raises(SqlnbError, match=r"explain: structure 'eskdb' averages .*members.*one structure of the same "
+                                         r"counts: with_params\(structure='skdb'\)"):
+        model.score("test", con=con, explain=2)
+    assert model.with_params(structure="skdb").score("test", con=con, explain=2).fetchall()  # the way out explains
     for structure in ("eskdb:1", "eskdb:5"):  # the bounds of K are structures
         assert math.isfinite(proba(fit(con, structure=structure), con).sum())
 
