@@ -109,6 +109,9 @@ def sqlnb_candidates() -> list[tuple[str, dict]]:
         # default) m per feature and depth by leave-one-out too
         ("SKDB (k, features by leave-one-out), back-off m = 1", {**mdl, "structure": "skdb", "backoff": 1.0}),
         ("SKDB, back-off by leave-one-out", {**mdl, "structure": "skdb"}),
+        # ESKDB (sqlnb.models.naive_bayes.eskdb): 20 skdb members over perturbed structures,
+        # at alpha 1 as fit --auto tries it (the members' back-off does the deep smoothing)
+        ("ESKDB, 20 members", {**mdl, "structure": "eskdb", "alpha": [1.0]}),
         ("structure chosen by CV", {**mdl, "structure": {"among": ["naive Bayes", "TAN", "AODE", "KDB(2)",
                                                                     "TAN+KDB(2)+AODE"]}}),
         # WANBIA-C (sqlnb.models.naive_bayes.weighted): alpha 1, the weights' penalty chosen

@@ -2,8 +2,8 @@
 
 Each kind (naive Bayes, TAN, KDB(1), KDB(2), AODE and averages of structures) is derived
 from one fit of the 30 numeric columns with MDL bins (``bins="mdl"``, every column a
-discrete feature of the structures); KDB(4) and ``skdb`` (whose deep tables only a fit of
-their own structure gathers) and weighted naive Bayes (``model="weighted"``, its penalty
+discrete feature of the structures); KDB(4), ``skdb`` and ``eskdb`` (whose deep tables or
+patterns only a fit of their own structure gathers) and weighted naive Bayes (``model="weighted"``, its penalty
 given) are fitted on their own. Then, in this process:
 
 * ``score``: ``model.score(one_row).to_arrow_table()`` on a one-row Arrow table, each call
@@ -31,7 +31,7 @@ import statistics
 import time
 
 WEIGHTED_L2 = 0.01  # the weights' penalty, given: choosing it by CV is the fit's cost, not scoring's
-KINDS = ["naive", "weighted", "tan", "kdb:1", "kdb:2", "kdb:4", "skdb", "aode", "tan+kdb:2", "tan+kdb:2+aode"]
+KINDS = ["naive", "weighted", "tan", "kdb:1", "kdb:2", "kdb:4", "skdb", "eskdb", "aode", "tan+kdb:2", "tan+kdb:2+aode"]
 
 
 def breast_cancer():
@@ -88,7 +88,7 @@ def main(argv=None) -> None:
     import sqlnb
     from sqlnb import sql
     from sqlnb.engines.duckdb import DuckDBEngine
-    from sqlnb.models.naive_bayes import skdb
+    from sqlnb.models.naive_bayes import eskdb, skdb
     from sqlnb.source import read_with
 
     train, X, y = breast_cancer()
@@ -102,7 +102,7 @@ def main(argv=None) -> None:
     for kind in args.kinds:
         if kind == "weighted":
             model = sqlnb.fit(train, label="y", model="weighted", l2=WEIGHTED_L2)
-        elif skdb.deep(kind):  # deep tables are gathered by a fit of their own structure
+        elif skdb.deep(kind) or eskdb.ensemble(kind):  # deep tables, patterns: a fit of their own structure
             model = sqlnb.fit(train, label="y", bins="mdl", structure=kind)
         else:
             model = base.with_params(structure=kind)

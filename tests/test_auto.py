@@ -53,8 +53,11 @@ def test_every_stage_within_the_default_budget(data):
     assert {r["stage"] for r in result.tried} == {s[0] for s in STAGES} | {"bins"} | (
         {"features"} if any(r["features"] for r in result.tried) else set())
     kinds = {(r["model"], r["params"].get("structure", "naive")) for r in result.tried}
-    assert kinds == {("naive_bayes", s) for s in ("naive", "tan", "kdb:1", "aode", "kdb:2", "tan+kdb:2+aode")} \
-        | {("weighted", "naive")}
+    assert kinds == {("naive_bayes", s) for s in ("naive", "eskdb", "tan", "kdb:1", "aode", "kdb:2",
+                                                  "tan+kdb:2+aode")} | {("weighted", "naive")}
+    # the ensemble at alpha 1 only (auto.STAGE_ALPHAS), every other count-based structure at each alpha
+    alphas = {s[0]: sorted(r["params"]["alpha"] for r in result.tried if r["stage"] == s[0]) for s in STAGES[2:4]}
+    assert alphas == {"ensemble of selective KDBs": [1.0], "one-dependence structures": [0.5] * 3 + [1.0] * 3 + [2.0] * 3}
     best = max(result.tried, key=lambda r: (r["accuracy"], -r["log_loss"]))
     assert result.best is best
     # the bins stage: the best candidate of the structure stages, with each other discretisation
@@ -141,7 +144,8 @@ def test_candidates_the_data_cannot_build_are_table_lines_not_the_search_s_error
             for p in (rng.choice(["basic", "pro", "max"]) for _ in range(90))]
     con.executemany("INSERT INTO t VALUES (?, ?)", rows)
     found = auto_fit("t", "y", con=con)
-    assert set(found.refused) == {"one-dependence structures", "two-dependence structures", "features"}, found.refused
+    assert set(found.refused) == {"ensemble of selective KDBs", "one-dependence structures", "two-dependence structures",
+                                  "features"}, found.refused
     assert all("need at least two discrete features" in why for why in found.refused.values())
     assert found.best["params"].get("structure", "naive") == "naive" and found.model.report["auto"]["refused"]
     table = found.table()

@@ -283,8 +283,8 @@ def test_refusals(data, members):
     with pytest.raises(SqlnbError, match=r"structure 'eskdb' counts every member's parents from the training rows "
                                          r"kept as patterns.*refit with structure='eskdb'"):
         fit(con, structure="kdb:5").with_params(structure="eskdb").log_parameters()
-    with pytest.raises(SqlnbError, match=r"feature selection around 'eskdb:2': each member of the ensemble chooses "
-                                         r"its features itself.*select around kdb:K") as e:
+    with pytest.raises(SqlnbError, match=r"feature selection around eskdb: eskdb chooses its features itself.*in "
+                                         r"each member.*select around kdb:K") as e:
         sqlnb.select_features("train", "y", con=con, folds=3, features=list(DISCRETE), feature_kinds=DISCRETE,
                               structure="eskdb:2")
     assert "\n" not in str(e.value)

@@ -1,7 +1,8 @@
 """AODE and KDB as scikit-learn estimators (the structures built on pair counts).
 
-``AveragedOneDependenceNB``, ``KDependenceNB`` and ``SelectiveKDependenceNB`` are ``sqlnb.fit`` with
-``structure="aode"`` / ``"kdb:K"`` / ``"skdb:K"``: the same probabilities as the library's model on the
+``AveragedOneDependenceNB``, ``KDependenceNB``, ``SelectiveKDependenceNB`` and
+``EnsembleSelectiveKDependenceNB`` are ``sqlnb.fit`` with ``structure="aode"`` / ``"kdb:K"`` /
+``"skdb:K"`` / ``"eskdb:K"``: the same probabilities as the library's model on the
 same rows; a saved AODE or KDB model comes back as its own estimator class with the
 structure's parameter (a MixedNB before, whose clone refitted naive Bayes); partial_fit
 is the exact update. scikit-learn's own checks run on both in test_estimators_checks.py.
@@ -19,6 +20,7 @@ from sklearn.base import clone
 
 import sqlnb
 from sqlnb import estimators as est
+from sqlnb.models.naive_bayes import eskdb
 
 TOL = 1e-12
 
@@ -45,7 +47,9 @@ CASES = [(est.AveragedOneDependenceNB, {}, "aode", {}),
          (est.KDependenceNB, {"k": 4, "backoff": 0.5}, "kdb:4", {"backoff": 0.5}),
          (est.SelectiveKDependenceNB, {}, "skdb:5", {}),
          (est.SelectiveKDependenceNB, {"k_max": 3, "backoff": 2.0}, "skdb:3", {"backoff": 2.0}),
-         (est.SelectiveKDependenceNB, {"k_max": 3, "backoff": "loo"}, "skdb:3", {"backoff": "loo"})]
+         (est.SelectiveKDependenceNB, {"k_max": 3, "backoff": "loo"}, "skdb:3", {"backoff": "loo"}),
+         (est.EnsembleSelectiveKDependenceNB, {}, "eskdb:5", {}),
+         (est.EnsembleSelectiveKDependenceNB, {"k_max": 2, "backoff": 1.0}, "eskdb:2", {"backoff": 1.0})]
 
 
 @pytest.mark.parametrize("cls, params, structure, hyper", CASES, ids=[c[2] + str(c[1] or "") for c in CASES])
@@ -66,7 +70,7 @@ def test_saved_models_come_back_as_their_own_estimator(tmp_path):
     min_count read from the model, so that clone + fit refits the same structure."""
     X, y = _data()
     for clf in (est.KDependenceNB(k=2), est.KDependenceNB(k=5, backoff=3.0), est.SelectiveKDependenceNB(k_max=3),
-                est.SelectiveKDependenceNB(backoff="loo"),
+                est.SelectiveKDependenceNB(backoff="loo"), est.EnsembleSelectiveKDependenceNB(k_max=2),
                 est.AveragedOneDependenceNB(min_count=3), est.TreeAugmentedNB(),
                 est.AveragedStructuresNB(structures="tan+aode", min_count=2)):
         clf.fit(X, y)
@@ -102,6 +106,8 @@ def test_kdb_k_out_of_range_is_one_clear_error(k):
         est.KDependenceNB(k=k).fit(X, y)
     with pytest.raises(est.EstimatorInputError, match="k_max is the most parents per feature tried, 1 to 5"):
         est.SelectiveKDependenceNB(k_max=k).fit(X, y)
+    with pytest.raises(est.EstimatorInputError, match="EnsembleSelectiveKDependenceNB's k_max is the most parents"):
+        est.EnsembleSelectiveKDependenceNB(k_max=k).fit(X, y)
 
 
 def test_selective_kdb_choice():
@@ -120,8 +126,30 @@ def test_selective_kdb_choice():
     assert len(str(e.value).splitlines()) == 1
 
 
+def test_ensemble_members():
+    """members_ is the model's members, each its own skdb: its ranking, every feature's
+    ranked parents (the parents each kept feature uses are their first k), its (k, s) and
+    m's; the ensemble has no one parent set or choice, and says where they are."""
+    X, y = _data()
+    clf = est.EnsembleSelectiveKDependenceNB(k_max=3).fit(X, y)
+    members = clf.members_
+    assert len(members) == len(clf.model_._ens.nets) == eskdb.MEMBERS
+    for m, net in zip(members, clf.model_._ens.nets):
+        assert m["order"] == net.order and (m["k"], m["s"]) == (net.k, net.s)
+        assert all(len(ps) <= 3 and set(ps) <= set(m["order"][:r]) for r, ps in
+                   ((m["order"].index(n), ps) for n, ps in m["parents"].items()))
+        used = {c: list(p) if isinstance(p, tuple) else [p] for c, p in net.parent.items()}
+        assert used == {c: m["parents"][c][:m["k"]] for c in m["order"][:m["s"]] if m["k"] and m["parents"][c]}
+        assert set(m["backoff"]) == set(m["order"]) and m["backoff"] == net.choice["backoff"]
+    assert len({tuple(m["order"]) for m in members}) > 1  # the draws differ
+    for attribute in ("parents_", "choice_"):
+        with pytest.raises(AttributeError, match="see members_"):
+            getattr(clf, attribute)
+
+
 @pytest.mark.parametrize("cls, params", [(est.AveragedOneDependenceNB, {}), (est.KDependenceNB, {"k": 1}),
-                                         (est.SelectiveKDependenceNB, {"k_max": 1})])
+                                         (est.SelectiveKDependenceNB, {"k_max": 1}),
+                                         (est.EnsembleSelectiveKDependenceNB, {"k_max": 2})])
 def test_partial_fit_in_batches_equals_fit(cls, params):
     """Categorical columns (no cut points to move; KDB(1)'s parents stay those of the whole
     data on these rows), class 2 first seen in batch 3."""

@@ -19,6 +19,7 @@ from sqlnb.cli.app import Settings
 from sqlnb.errors import SqlnbError, suggest
 from sqlnb.io.locations import DbObject, Reading, parse_data, parse_model, split_db
 from sqlnb.models.finish import DEFAULT_OUTPUTS, OUTPUTS
+from sqlnb.models.naive_bayes import eskdb
 from sqlnb.models.naive_bayes.families import KINDS
 from sqlnb.models.naive_bayes.hyperparameters import ESTIMATORS, UNSEEN
 from sqlnb.models.naive_bayes.tan import STRUCTURES
@@ -550,21 +551,23 @@ _fit_flags = _options(
     click.option("--norm", is_flag=True, default=None, help="Complement naive Bayes weight normalisation."),
     click.option("--unseen", type=click.Choice(UNSEEN),
                  help="Unseen categories: missing (no evidence, default) or bucket."),
-    click.option("--structure", metavar="|".join(STRUCTURES) + "|kdb:K|skdb[:K]|A+B+…",
+    click.option("--structure", metavar="|".join(STRUCTURES) + "|kdb:K|skdb[:K]|eskdb[:K]|A+B+…",
                  help="naive (default) or tan: tree-augmented naive Bayes (each discrete feature also conditioned "
                       "on one other, a Chow-Liu tree; one more scan); kdb:K (K = 1 to 5): each discrete feature "
                       "conditioned on up to K features of higher mutual information with the class (Sahami's "
                       "k-dependence classifier; K >= 2 one more scan; K >= 3 backs off to fewer parents, "
                       "--backoff); skdb or skdb:K: kdb with k <= K (default 5) and the number of features chosen "
-                      "by leave-one-out from the counts (one more scan); aode: averaged one-dependence estimators "
-                      "(every discrete feature in turn the parent of all others; the same counts); A+B+… (e.g. "
-                      "tan+kdb:2+aode): the average of those structures' joint probabilities."),
+                      "by leave-one-out from the counts (one more scan); eskdb or eskdb:K: the mean posterior of "
+                      f"{eskdb.MEMBERS} skdb:K over randomly perturbed rankings and parents, each choosing its own k "
+                      "and features (the same scans); aode: averaged one-dependence estimators (every discrete "
+                      "feature in turn the parent of all others; the same counts); A+B+… (e.g. tan+kdb:2+aode): "
+                      "the average of those structures' joint probabilities."),
     click.option("--aode-min-count", type=float, metavar="M",
                  help="AODE: a value is a super-parent only if seen in at least M training rows (default 1)."),
     click.option("--backoff", metavar="M|loo",
-                 help="kdb:3 to kdb:5 and skdb: pseudo-count M of the back-off of a table conditioned on j parents "
-                      "towards the one on j - 1 (kdb:K's default 1); loo (skdb, its default): M per feature and "
-                      "depth chosen by leave-one-out, e.g. --backoff 1."),
+                 help="kdb:3 to kdb:5, skdb and eskdb: pseudo-count M of the back-off of a table conditioned on j "
+                      "parents towards the one on j - 1 (kdb:K's default 1); loo (skdb and eskdb, their default): M "
+                      "per feature and depth chosen by leave-one-out (in eskdb per member), e.g. --backoff 1."),
     click.option("--tied-variance", is_flag=True, default=None,
                  help="Gaussian features share one variance per feature across classes (the pooled within-class "
                       "variance): log-odds linear in x, e.g. --tied-variance."),

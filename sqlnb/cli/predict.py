@@ -26,7 +26,7 @@ from sqlnb.io import engine_output
 from sqlnb.io.locations import DbObject, DbQuery, FileOut, data_source, parse_data, parse_out
 from sqlnb.models.base import DEFAULT_SOURCE
 from sqlnb.models.conformal import with_set_format
-from sqlnb.models.naive_bayes import skdb
+from sqlnb.models.naive_bayes import eskdb, skdb
 from sqlnb.models.explain import check_explain, reason_columns
 from sqlnb.models.finish import generated_columns
 from sqlnb.models.naive_bayes.fit import plan_features
@@ -499,4 +499,7 @@ def _training_sql(m, source: Source | None, node, label, dialect, pretty, plan: 
                    "one more scan over the feature sets the pair counts' structure chooses"
                    + (", and its training rows as patterns from another" if skdb.selective(structure) else "")
                    + ", which this SQL leaves out (sqlnb fit runs them)", err=True)
+    elif structure and eskdb.ensemble(structure):  # sqlnb.models.naive_bayes.eskdb
+        click.echo(f"note: the {structure} model's members count their parents from its training rows as patterns, "
+                   "which come from one more scan that this SQL leaves out (sqlnb fit runs it)", err=True)
     return text

@@ -88,10 +88,22 @@ def fit(settings: Settings, data, label, model, fitting: FitOptions, reading, re
 
 
 def _choice(m) -> str:
-    """skdb's leave-one-out choice for the fit summary (the table: sqlnb show)."""
+    """skdb's leave-one-out choice, or the range of an eskdb's members' choices, for the fit
+    summary (the table, and each member: sqlnb show)."""
     c = m.skdb_summary() if hasattr(m, "skdb_summary") else {}
-    return (f"; skdb chose k = {c['k']} and the first {c['s']} of {len(c['order'])} features by leave-one-out "
-            f"(RMSE {c['rmse'][c['k']][c['s'] - 1]:.4f}; sqlnb show has the table)") if c else ""
+    if c:
+        return (f"; skdb chose k = {c['k']} and the first {c['s']} of {len(c['order'])} features by leave-one-out "
+                f"(RMSE {c['rmse'][c['k']][c['s'] - 1]:.4f}; sqlnb show has the table)")
+    members = (m.eskdb_summary() if hasattr(m, "eskdb_summary") else {}).get("members")
+    if not members:
+        return ""
+    ks, ss = sorted({e["k"] for e in members}), sorted({e["s"] for e in members})
+    return (f"; eskdb's {len(members)} members chose k = {_span(ks)} and s = {_span(ss)} of "
+            f"{len(members[0]['order'])} features by leave-one-out (sqlnb show has each member)")
+
+
+def _span(values: list) -> str:
+    return str(values[0]) if len(values) == 1 else f"{values[0]} to {values[-1]}"
 
 
 def _auto(settings: Settings, spec, label: str, fitting: FitOptions, budget: float | None):

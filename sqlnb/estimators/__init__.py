@@ -9,8 +9,8 @@ searches, pickling, with the computation in an in-process DuckDB.
 Naive Bayes: :class:`GaussianNB`, :class:`MultinomialNB`, :class:`ComplementNB`,
 :class:`BernoulliNB`, :class:`CategoricalNB`, :class:`MixedNB` (a family per column),
 :class:`WeightedNB` (learnt weights), :class:`TreeAugmentedNB`, :class:`AveragedOneDependenceNB`, :class:`KDependenceNB`,
-:class:`SelectiveKDependenceNB`, :class:`AveragedStructuresNB`; :class:`AutoNB` (the best of them,
-chosen by cross-validation: :func:`sqlnb.auto_fit`); dense:
+:class:`SelectiveKDependenceNB`, :class:`EnsembleSelectiveKDependenceNB`, :class:`AveragedStructuresNB`;
+:class:`AutoNB` (the best of them, chosen by cross-validation: :func:`sqlnb.auto_fit`); dense:
 :class:`LinearDiscriminantAnalysis`, :class:`QuadraticDiscriminantAnalysis`, :class:`LogisticRegression`.
 """
 
@@ -24,12 +24,13 @@ from sqlnb.estimators.data import EstimatorArgumentError, EstimatorInputError
 from sqlnb.estimators.dense import LinearDiscriminantAnalysis, LogisticRegression, QuadraticDiscriminantAnalysis
 from sqlnb.estimators.naive_bayes import (BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB,
                                           MultinomialNB, TreeAugmentedNB, WeightedNB)
-from sqlnb.estimators.structured import (AveragedOneDependenceNB, AveragedStructuresNB, KDependenceNB,
-                                        SelectiveKDependenceNB)
-from sqlnb.models.naive_bayes import kdb, skdb
+from sqlnb.estimators.structured import (AveragedOneDependenceNB, AveragedStructuresNB,
+                                        EnsembleSelectiveKDependenceNB, KDependenceNB, SelectiveKDependenceNB)
+from sqlnb.models.naive_bayes import eskdb, kdb, skdb
 
 ESTIMATORS = (GaussianNB, MultinomialNB, ComplementNB, BernoulliNB, CategoricalNB, MixedNB, WeightedNB,
-              TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, SelectiveKDependenceNB, AveragedStructuresNB,
+              TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, SelectiveKDependenceNB,
+              EnsembleSelectiveKDependenceNB, AveragedStructuresNB,
               LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis, LogisticRegression)
 
 __all__ = ["SqlnbClassifier", "AutoNB", "EstimatorInputError", "EstimatorArgumentError", "ESTIMATORS", "from_model", "load",
@@ -42,8 +43,8 @@ _NB_KINDS = {"gaussian": GaussianNB, "multinomial": MultinomialNB, "complement":
 def from_model(model: Any) -> SqlnbClassifier:
     """The estimator for a library model (:func:`sqlnb.fit`, :func:`sqlnb.load`): the
     single-family class when every feature is of one family, else MixedNB
-    (TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, AveragedStructuresNB for
-    those structures); LDA,
+    (TreeAugmentedNB, AveragedOneDependenceNB, KDependenceNB, SelectiveKDependenceNB,
+    EnsembleSelectiveKDependenceNB, AveragedStructuresNB for those structures); LDA,
     QDA, logistic regression.
     Its parameters are the estimator's defaults: ``model_`` holds the fitted ones."""
     kind = getattr(model, "kind", "")
@@ -53,7 +54,8 @@ def from_model(model: Any) -> SqlnbClassifier:
         if structure != "naive":
             cls = ({"tan": TreeAugmentedNB, "aode": AveragedOneDependenceNB}.get(structure)
                    or (SelectiveKDependenceNB if skdb.selective(structure) else KDependenceNB
-                       if kdb.order_of(structure) else AveragedStructuresNB))
+                       if kdb.order_of(structure) else EnsembleSelectiveKDependenceNB
+                       if eskdb.ensemble(structure) else AveragedStructuresNB))
         else:
             cls = _NB_KINDS.get(next(iter(kinds)), MixedNB) if len(kinds) == 1 else MixedNB
     elif kind == "weighted_naive_bayes":

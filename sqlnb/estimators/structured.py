@@ -9,7 +9,9 @@ the structure), plus the structure's own: AODE's ``min_count`` (a value is a sup
 of a row when it was seen at least that many times in training) and KDB's ``k`` (parents
 per feature, 1 to 5; from 3 on backed off to fewer parents with pseudo-count ``backoff``,
 :mod:`sqlnb.models.naive_bayes.skdb`); :class:`SelectiveKDependenceNB` is ``structure="skdb:K"``,
-k ≤ ``k_max`` and the features chosen by leave-one-out; :class:`AveragedStructuresNB` averages the joints of several
+k ≤ ``k_max`` and the features chosen by leave-one-out; :class:`EnsembleSelectiveKDependenceNB`
+is ``structure="eskdb:K"``, the mean posterior of several of them over perturbed structures;
+:class:`AveragedStructuresNB` averages the joints of several
 (``structures="tan+kdb:2+aode"``, :mod:`sqlnb.models.naive_bayes.mixture`). ``partial_fit`` is the exact update, with TAN's limits (new rows
 that move cut points are refused) and KDB's (new rows that change a feature's parents are
 refused with the feature named).
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from sqlnb.estimators.data import EstimatorInputError
 from sqlnb.estimators.naive_bayes import TreeAugmentedNB
-from sqlnb.models.naive_bayes import aode, kdb, mixture
+from sqlnb.models.naive_bayes import aode, eskdb, kdb, mixture
 
 
 class AveragedOneDependenceNB(TreeAugmentedNB):
@@ -154,14 +156,14 @@ class SelectiveKDependenceNB(KDependenceNB):
 
     def _fit_model(self, con, name, label, features, weight):
         if isinstance(self.k_max, bool) or self.k_max not in range(1, kdb.MAX_K + 1):
-            raise EstimatorInputError(f"SelectiveKDependenceNB's k_max is the most parents per feature tried, 1 to "
+            raise EstimatorInputError(f"{type(self).__name__}'s k_max is the most parents per feature tried, 1 to "
                                       f"{kdb.MAX_K}, not {self.k_max!r}")
         return TreeAugmentedNB._fit_model(self, con, name, label, features, weight)
 
     @classmethod
     def from_model(cls, model):
         estimator = TreeAugmentedNB.from_model.__func__(cls, model)
-        estimator.k_max = kdb.order_of(model.hyper.structure)
+        estimator.k_max = kdb.order_of(model.hyper.structure) or eskdb.order_of(model.hyper.structure)  # skdb, eskdb
         estimator.backoff = model.hyper.backoff
         return estimator
 
@@ -171,6 +173,47 @@ class SelectiveKDependenceNB(KDependenceNB):
         tables (k = 0 … k_max down, s = 1 … F across) over the features in ``order``;
         with ``backoff="loo"`` ``backoff``: each feature's m per depth 1, 2, …."""
         return self.model_.skdb_summary()
+
+
+class EnsembleSelectiveKDependenceNB(SelectiveKDependenceNB):
+    """An ensemble of selective KDBs (ESKDB, Zhang, Petitjean, Buntine et al. 2020):
+    :data:`~sqlnb.models.naive_bayes.eskdb.MEMBERS` SKDBs over Gumbel-perturbed rankings
+    and parent lists, each choosing its own k ≤ ``k_max``, s and m's by leave-one-out,
+    their posteriors averaged (``structure="eskdb:K"``,
+    :mod:`sqlnb.models.naive_bayes.eskdb`). ``members_`` holds each member's ranking,
+    parents and choice.
+
+    Parameters
+    ----------
+    k_max : {1, 2, 3, 4, 5}
+        The most parents per feature a member tries.
+    backoff : float or "loo"
+        The back-off pseudo-count m, or ``"loo"`` (the default): m per member, feature
+        and depth chosen by leave-one-out.
+    kind, feature_kinds, bins, select_k, alpha, feature_alpha, beta, estimator,
+    binarize, var_smoothing, tied_variance, norm, unseen, class_prior, prior_alpha
+        As for :class:`SelectiveKDependenceNB`.
+    """
+
+    @property
+    def _structure(self) -> str:
+        return f"eskdb:{self.k_max}"
+
+    @property
+    def parents_(self) -> dict:
+        raise AttributeError("an ensemble's members each have their own parents: see members_")
+
+    @property
+    def choice_(self) -> dict:
+        raise AttributeError("an ensemble's members each make their own choice: see members_")
+
+    @property
+    def members_(self) -> list:
+        """Per member (:meth:`sqlnb.models.naive_bayes.model.NaiveBayes.eskdb_summary`):
+        its ranking ``order``, every feature's ranked ``parents``, the chosen ``k`` and ``s``,
+        their leave-one-out ``rmse`` and ``zero_one`` loss, and with ``backoff="loo"`` each
+        feature's m per depth (``backoff``)."""
+        return self.model_.eskdb_summary()["members"]
 
 
 class AveragedStructuresNB(TreeAugmentedNB):

@@ -43,13 +43,9 @@ def plan(con, source: Source, label: str, fold: exp.Expression, features: Sequen
             rows = source if i is None else fold_source(source, fold, i, held_out=False, keep_fold=True)
             patterns[i] = weighted.read_patterns(engine, rows, label, None, nb.features, nb.stats, fold)
         report = dict(nb.report or {})
-        # a class of fewer than two training rows: the strongest λ, as weighted.fit takes it (its
-        # note is the full model's); the inner folds could not all hold the class
-        if l2 is None and min(nb.stats.class_rows) < 2:
-            l2 = weighted.L2_GRID[0]
-        if l2 is None:
-            report["l2_cv"] = weighted.choose_l2(nb, patterns[i])
-            l2 = min(report["l2_cv"], key=lambda t: (round(t["cv_log_loss"], 12), -t["l2"]))["l2"]
+        if l2 is None:  # the full fit's rule (its note on a class of one row is the full model's)
+            l2, tried = weighted.chosen_l2(nb, lambda: patterns[i])
+            report.update({"l2_cv": tried} if tried is not None else {})
         beta = weighted.fit_weights(nb, patterns[i], l2)
         return weighted.WeightedNaiveBayes.from_naive_bayes(nb, l2, beta, report)
 

@@ -140,6 +140,9 @@ def _naive_bayes(model) -> dict:
                        "rmse": [_nums(row) for row in choice["rmse"]]}
         if "backoff" in choice:  # backoff="loo": each feature's m per depth j = 1, 2, …
             out["skdb"]["backoff"] = dict(choice["backoff"])
+    ensemble = model.eskdb_summary() if hasattr(model, "eskdb_summary") else {}
+    if ensemble:  # eskdb: every member's ranking, parents, choice and m's (sqlnb.models.naive_bayes.eskdb)
+        out["eskdb"] = ensemble
     average = model.average_summary() if hasattr(model, "average_summary") else {}
     if average:  # an average of structures (sqlnb.models.naive_bayes.mixture): its members' parents
         out["average"] = average
@@ -262,6 +265,15 @@ def parameter_tables(d: dict) -> list[Table]:
                   "parents; a feature past s or a depth past k is not used)", ["feature"],
                   [[name, *(f"{m:g}" for m in ms), *[""] * (depth - len(ms))] for name, ms in sel["backoff"].items()],
                   [str(j) for j in range(1, depth + 1)])
+    if d.get("eskdb"):  # an ensemble of selective KDBs: one row per member and feature, in its ranking
+        e = d["eskdb"]
+        table(f"eskdb: {len(e['members'])} members (tau {e['temperature']:g}, seeds [{e['seed']}, member]); each "
+              "member's features in its ranking, each with its ranked parent list and its back-off m per depth; a "
+              "member keeps its first s features, each on the first k of its parents", ["member", "k", "s", "rank",
+              "feature", "parents (ranked)", "m (depth 1, 2, …)"],
+              [[str(t), str(m["k"]), str(m["s"]), str(r + 1), name + ("" if r < m["s"] else " (past s)"),
+                ", ".join(m["parents"][name]), ", ".join(f"{v:g}" for v in m.get("backoff", {}).get(name, []))]
+               for t, m in enumerate(e["members"]) for r, name in enumerate(m["order"])], [])
     if "aode" in d:
         a = d["aode"]
         table(f"aode: super-parents (values seen at least m = {a['min_count']:g} times); every score averages "

@@ -130,6 +130,22 @@ def selection_text(sel: dict, indent: str = "             ") -> list[str]:
     return lines
 
 
+def ensemble_text(ens: dict, indent: str = "             ", shown: int = 6) -> list[str]:
+    """What ``sqlnb show`` says of an ``eskdb`` ensemble: how many members and how they
+    differ, then per member its k, s, leave-one-out RMSE and 0-1 loss, and its kept
+    features, first ranked first (the first ``shown`` of them; ``show --params`` has every
+    parent and m)."""
+    members = ens["members"]
+    lines = [f"eskdb        {len(members)} member{'s' * (len(members) != 1)}, each a selective KDB (k <= {ens['k_max']}) over its own "
+             f"Gumbel-perturbed ranking and parents (tau {ens['temperature']:g}); the score is the log of their mean "
+             "posterior:"]
+    rows = [[str(t), str(m["k"]), str(m["s"]), f"{m['rmse']:.4f}", f"{m['zero_one']:.4f}",
+             ", ".join(m["order"][:min(m["s"], shown)]) + (f", … ({m['s'] - shown} more)" if m["s"] > shown else "")]
+            for t, m in enumerate(members)]
+    return lines + format_table(["member", "k", "s", "RMSE", "0-1 loss", "kept features, first ranked first"], rows,
+                                indent=indent, align="lrrrrl").splitlines()
+
+
 def describe(model, top: int = 5) -> dict:
     """A JSON-ready description: spec, classes, features, hyperparameters, sizes, top
     features and provenance."""
@@ -149,6 +165,7 @@ def describe(model, top: int = 5) -> dict:
         "top_features": top_features(model, top),
         "likelihood": _likelihood(model),
         "skdb": _selection(model),
+        "eskdb": (model.eskdb_summary() if hasattr(model, "eskdb_summary") else {}) or None,
         "trained": dict(model.report),
         "calibration": model.calibration.describe() if getattr(model, "calibration", None) else None,
         "conformal": model.conformal.describe(model.classes) if getattr(model, "conformal", None) else None,
@@ -226,6 +243,8 @@ def show_text(d: dict, provenance: bool = True) -> str:
                         else ", given"))
     if d.get("skdb"):  # the selective KDB's leave-one-out choice (sqlnb.models.naive_bayes.skdb)
         lines += selection_text(d["skdb"])
+    if d.get("eskdb"):  # the ensemble's members (sqlnb.models.naive_bayes.eskdb)
+        lines += ensemble_text(d["eskdb"])
     if d.get("likelihood"):
         from sqlnb.models.naive_bayes.likelihood import summary_text
         lines.append(f"likelihood   {summary_text(d['likelihood'])}")

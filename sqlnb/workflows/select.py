@@ -416,13 +416,11 @@ def select_features(
     if mixture.members(options.get("structure")):
         raise SqlnbError(f"feature selection takes one structure, not the average {options['structure']!r}; select "
                          "with one of them, then fit the average on the features it keeps (--features)")
-    if skdb.selective(options.get("structure")):
-        raise SqlnbError("feature selection around skdb: skdb chooses its features itself (by leave-one-out over "
-                         "the features ranked by I(X; C)); fit it directly, or select around kdb:K")
-    if eskdb.ensemble(options.get("structure")):
-        raise SqlnbError(f"feature selection around {options['structure']!r}: each member of the ensemble chooses "
-                         "its features itself (an skdb by leave-one-out over its own ranking); fit it directly, or "
-                         "select around kdb:K")
+    if skdb.selective(options.get("structure")) or eskdb.ensemble(options.get("structure")):
+        what = options["structure"].split(":")[0]
+        raise SqlnbError(f"feature selection around {what}: {what} chooses its features itself (by leave-one-out over "
+                         "the features ranked by I(X; C)" + (", in each member" if what == "eskdb" else "")
+                         + "); fit it directly, or select around kdb:K")
     K = kdb.order_of(options.get("structure", "naive")) or 0
     engine = as_engine(con)
     if engine.dialect != "duckdb":

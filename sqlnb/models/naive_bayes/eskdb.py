@@ -155,6 +155,27 @@ def derive(features: Sequence[Feature], stats, hp, params: Mapping[str, Any], K:
     return Ensemble(nets, tree_feats)
 
 
+def describe(ens: Ensemble, K: int) -> dict:
+    """What ``sqlnb show`` says of an ensemble, JSON-ready: K, τ, the seed, and per member
+    (``members``, in member order) its ranking (``order``), every feature's ranked parent
+    list (``parents``: the draw's, up to K, redrawn by :func:`perturbed` from the member's
+    I(X; C) and I(X_i; X_j | C)), the chosen ``k`` and ``s`` (the first s of ``order`` kept,
+    each on the first k of its list), that choice's leave-one-out ``rmse`` and ``zero_one``
+    loss, and under ``backoff="loo"`` each feature's m per depth (``backoff``)."""
+    names = [f.name for f in ens.features]
+    members = []
+    for t, net in enumerate(ens.nets):
+        c = net.choice
+        _, parents = perturbed(net.mi, net.cmi, K, np.random.default_rng([SEED, t]), TEMPERATURE)
+        k, s = int(c["k"]), int(c["s"])
+        members.append({"k": k, "s": s, "order": list(net.order),
+                        "parents": {n: [names[j] for j in parents[names.index(n)]] for n in net.order},
+                        "rmse": float(c["rmse"][k][s - 1]), "zero_one": float(c["zero_one"][k][s - 1]),
+                        **({"backoff": {n: [float(m) for m in ms] for n, ms in c["backoff"].items()}}
+                           if "backoff" in c else {})})
+    return {"k_max": K, "temperature": TEMPERATURE, "seed": SEED, "members": members}
+
+
 def listed_plan(ens: Ensemble, stats) -> tuple[listed.Plan, list[tuple[int, int]]]:
     """DuckDB's form (:mod:`~sqlnb.models.naive_bayes.listed`): every member's kept
     children as the children of one deep plan, keyed ``(t, child)``, each a trie of its

@@ -126,10 +126,8 @@ class NaiveBayes(Model):
         return [f.name for f in self.features if f.kind != "categorical" and f.bag is None]
 
     def __repr__(self) -> str:
-        kinds: dict[str, int] = {}
-        for f in self.features:
-            kinds[f.kind] = kinds.get(f.kind, 0) + 1
-        fams = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        kinds = [f.kind for f in self.features]
+        fams = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))  # in order of first use
         return (f"NaiveBayes(label={self.label!r}, classes={self.classes!r}, features=[{fams}], "
                 f"rows={self.stats.n_rows}, estimator={self.hyper.estimator!r}, alpha={self.hyper.alpha!r})")
 
@@ -218,6 +216,11 @@ class NaiveBayes(Model):
         """``skdb``'s leave-one-out table and choice (:func:`skdb.leave_one_out`); ``{}`` otherwise."""
         self.log_parameters()
         return dict(getattr(self._tree, "choice", None) or {})
+
+    def eskdb_summary(self) -> dict:
+        """``eskdb``'s members: rankings, parents, k, s, m's (:func:`eskdb.describe`); ``{}`` otherwise."""
+        self.log_parameters()
+        return {} if self._ens is None else eskdb.describe(self._ens, eskdb.order_of(self.hyper.structure))
 
     def average_summary(self) -> dict:
         """An average of structures: its members and each tree member's parents

@@ -391,6 +391,18 @@ def fit_weights(nb: NaiveBayes, patterns: Patterns, l2: float, start: np.ndarray
     return beta
 
 
+def chosen_l2(nb: NaiveBayes, dealt) -> tuple[float, list | None]:
+    """λ by the weights' rule, for the full model and every fold model alike: with a class
+    of fewer than two training rows (which no cross-validation holds in every fold) the
+    strongest of :data:`L2_GRID`, the closest to naive Bayes; else the λ of the lowest
+    cross-validated log loss (:func:`choose_l2` over the patterns ``dealt()`` returns, equal
+    to 12 digits: the larger λ). Returns λ and the CV's table (None without one)."""
+    if min(nb.stats.class_rows) < 2:
+        return L2_GRID[0], None
+    tried = choose_l2(nb, dealt())
+    return min(tried, key=lambda t: (round(t["cv_log_loss"], 12), -t["l2"]))["l2"], tried
+
+
 def choose_l2(nb: NaiveBayes, patterns: Patterns, grid: Sequence[float] = L2_GRID) -> list[dict]:
     """Cross-validated mean held-out log loss and error rate of each λ of ``grid`` (the
     patterns carry their fold; module docstring). One dict per λ, in grid order."""
@@ -587,16 +599,15 @@ def fit(nb: NaiveBayes, engine, source, l2: float | None = None, folds: int = CV
     report = dict(nb.report)
     smallest = int(np.min(nb.stats.class_rows))
     if l2 is None and smallest < 2:
-        l2 = L2_GRID[0]
         warn(f"note: class {nb.classes[int(np.argmin(nb.stats.class_rows))]!r} has {smallest} training "
-                      f"row, too few to choose l2 by cross-validation; l2 = {l2:g}, the strongest penalty of the "
-                      "grid (the closest to naive Bayes); give l2= (--l2) to choose another", ScreeningWarning)
-    patterns = read_patterns(engine, source, nb.label, nb.weight, nb.features, nb.stats, distinct=l2 is None)
+                      f"row, too few to choose l2 by cross-validation; l2 = {L2_GRID[0]:g}, the strongest penalty "
+                      "of the grid (the closest to naive Bayes); give l2= (--l2) to choose another", ScreeningWarning)
+    patterns = read_patterns(engine, source, nb.label, nb.weight, nb.features, nb.stats,
+                             distinct=l2 is None and smallest >= 2)
     if l2 is None:
         # stratified folds: a class needs a row in every fold, or a fold model has no prior for it
-        tried = choose_l2(nb, patterns.dealt(min(folds, smallest), seed))
-        l2 = min(tried, key=lambda t: (round(t["cv_log_loss"], 12), -t["l2"]))["l2"]
-        report["l2_cv"] = tried
+        l2, tried = chosen_l2(nb, lambda: patterns.dealt(min(folds, smallest), seed))
+        report.update({"l2_cv": tried} if tried is not None else {})
     class_n, counts = fold_counts(patterns, nb.features, nb.stats)
     for f in nb.features:  # the scan saw the rows the counts came from
         if not np.allclose(counts[f.name], nb.stats.features[f.name].counts, rtol=1e-9, atol=1e-9):
