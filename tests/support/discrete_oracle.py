@@ -6,6 +6,8 @@ goes on from here in plain numpy, independent of the library."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 
@@ -72,29 +74,32 @@ class Coded:
         return jll
 
 
+def class_information(n: np.ndarray) -> float:
+    """The plug-in I(X; C) in nats from the (class, value) counts ``n`` of the rows where X
+    is present."""
+    N = n.sum()
+    return sum(n[c, u] / N * math.log(n[c, u] * N / (n[c].sum() * n[:, u].sum()))
+               for c in range(n.shape[0]) for u in range(n.shape[1]) if n[c, u] > 0)
+
+
+def conditional_information(n: np.ndarray) -> float:
+    """The plug-in I(X_f; X_g | C) in nats from the (class, f value, g value) counts ``n``
+    of the rows where both are present."""
+    N = n.sum()
+    return sum(n[c, u, v] / N * math.log(n[c, u, v] * n[c].sum() / (n[c, u].sum() * n[c, :, v].sum()))
+               for c in range(n.shape[0]) for u in range(n.shape[1]) for v in range(n.shape[2]) if n[c, u, v] > 0)
+
+
 def kdb_structure(names: list, counts, K: int) -> tuple[list, dict]:
     """``(ranking, parents)`` of KDB(K) over the features ``names``: ranked by I(X; C),
     each taking up to K of the features ranked before it of highest I(X_i; X_j | C)
     (ties to the model's order, then to the earlier ranked), plug-in estimates from
     ``counts(features)``, the (class, values…) counts over the rows where all are present."""
-    import math
-
-    def mi(f):  # I(X; C) over the rows where X is present
-        n = counts([f])
-        N = n.sum()
-        return sum(n[c, u] / N * math.log(n[c, u] * N / (n[c].sum() * n[:, u].sum()))
-                   for c in range(n.shape[0]) for u in range(n.shape[1]) if n[c, u] > 0)
-
-    def cmi(f, g):  # I(X_f; X_g | C) over the rows where both are present
-        n = counts([f, g])
-        N = n.sum()
-        return sum(n[c, u, v] / N * math.log(n[c, u, v] * n[c].sum() / (n[c, u].sum() * n[c, :, v].sum()))
-                   for c in range(n.shape[0]) for u in range(n.shape[1]) for v in range(n.shape[2]) if n[c, u, v] > 0)
-
-    ranking = sorted(names, key=lambda f: (-mi(f), names.index(f)))
+    ranking = sorted(names, key=lambda f: (-class_information(counts([f])), names.index(f)))
     parents = {}
     for r, f in enumerate(ranking):
-        parents[f] = sorted(ranking[:r], key=lambda g: (-cmi(f, g), ranking.index(g)))[:K]
+        parents[f] = sorted(ranking[:r], key=lambda g: (-conditional_information(counts([f, g])),
+                                                        ranking.index(g)))[:K]
     return ranking, parents
 
 

@@ -91,19 +91,28 @@ def fold_views(con, source: str = "train", folds: int = 3) -> list[tuple[str, st
     return views
 
 
-def assert_cv_accuracy_is_fold_fits(con, structures: list[str], discrete: dict, fit) -> None:
-    """:func:`sqlnb.cross_validate` of ``train`` over ``structures`` (3 folds, key ``rid``,
-    the features ``discrete``): each structure's accuracy on fold i is, within 1e-12, that
-    of ``fit(fit_i, structure)`` predicting ``held_i`` (:func:`fold_views`)."""
+def assert_cv_accuracy_is_fold_fits(con, structures: list[str], discrete: dict, fit,
+                                    alphas: list | None = None) -> None:
+    """:func:`sqlnb.cross_validate` of ``train`` over ``structures`` (and with ``alphas``
+    each of them too; 3 folds, key ``rid``, the features ``discrete``): each grid point's
+    accuracy on fold i is, within 1e-12, that of ``fit(fit_i, structure)`` (with
+    ``alphas``, ``fit(fit_i, structure, alpha=a)``) predicting ``held_i`` (:func:`fold_views`)."""
     import sqlnb
-    r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid={"structure": structures},
+    grid = {"structure": structures} if alphas is None else {"structure": structures, "alpha": alphas}
+    r = sqlnb.cross_validate("train", "y", con=con, folds=3, key=["rid"], grid=grid,
                              features=list(discrete), feature_kinds=discrete)
+    points = ([{"structure": s} for s in structures] if alphas is None
+              else [{"structure": s, "alpha": a} for s in structures for a in alphas])
+    assert sorted(map(repr, (res["params"] for res in r.results))) == sorted(map(repr, points))
+    if alphas is None:
+        assert [res["params"] for res in r.results] == points
     for i, (fit_i, held_i) in enumerate(fold_views(con)):
-        for g, structure in enumerate(structures):
-            rows = fit(fit_i, structure).score(held_i, con=con, outputs=("prediction",), keep=["y"]).fetchall()
+        for res in r.results:
+            params = dict(res["params"])
+            rows = fit(fit_i, params.pop("structure"), **params).score(held_i, con=con, outputs=("prediction",),
+                                                                        keep=["y"]).fetchall()
             accuracy = sum(a == b for a, b in rows) / len(rows)
-            assert r.results[g]["params"] == {"structure": structure}
-            assert abs(r.results[g]["accuracy"][i] - accuracy) < 1e-12
+            assert abs(res["accuracy"][i] - accuracy) < 1e-12
 
 
 # -- the rows of the TAN, KDB and averaged-structure tests -----------------------------------

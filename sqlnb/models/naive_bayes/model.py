@@ -441,10 +441,11 @@ class NaiveBayes(Model):
         columns); the base is the class log-prior (0 when the score has none)."""
         s = self.hyper.structure
         if s == "aode" or mixture.members(s) or eskdb.ensemble(s):
+            one = "naive" if s == "aode" else "skdb" if eskdb.ensemble(s) else "tan"  # of the same counts
             raise SqlnbError(f"explain: structure {s!r} averages probabilities over super-parents, structures or "
                              "members (a log-sum-exp), not a sum of per-feature terms, so it has no per-feature "
-                             "breakdown; explain a model of one structure of the same counts: "
-                             f"with_params(structure={'naive' if s == 'aode' else 'tan'!r})")
+                             f"breakdown; explain a model of one structure of the same counts: "
+                             f"with_params(structure={one!r})")
         out = []
         for score in self.class_terms(input_types, dialect, dot=False):
             terms = list(score.terms)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from sqlnb.errors import SqlnbError
+from sqlnb.models.naive_bayes import eskdb
 from sqlnb.models.naive_bayes.families import Feature
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.stats import Statistics
@@ -26,6 +27,18 @@ def _require_joint(model: NaiveBayes, what: str) -> None:
         raise SqlnbError(f"{what} needs the joint probability p(x, class) of a generative model; the learnt weights of "
                          f"model {model.kind!r} make its scores class scores, not a likelihood: use the naive Bayes "
                          "model of the same data (fit without --kind weighted)")
+
+
+def _require_evidence(model: NaiveBayes, what: str) -> None:
+    """``log_evidence`` is ln p(x) under every structure but an ensemble of selective KDBs
+    (:mod:`~sqlnb.models.naive_bayes.eskdb`), whose class scores are the log of its
+    members' mean posterior p(class | x): their log-sum-exp is 0 on every row, and a
+    threshold on it would flag rows by rounding."""
+    structure = model.hyper.structure
+    if eskdb.ensemble(structure):
+        raise SqlnbError(f"{what} needs ln p(x), the model's evidence; structure {structure!r} averages its members' "
+                         "posteriors p(class | x), so its log_evidence is 0 on every row: use one structure of the "
+                         "same counts, model.with_params(structure='skdb') (or fit --structure skdb)")
 
 
 def _require_likelihood(features: Sequence[Feature], what: str) -> None:

@@ -13,8 +13,8 @@ from sqlnb import sql
 from sqlnb.errors import SqlnbError
 from sqlnb.models.naive_bayes.model import NaiveBayes
 from sqlnb.source import Source, read_with, resolve
-from sqlnb.workflows.generative.common import (_require_joint, _require_likelihood, _require_naive_bayes,
-                                             _with_report)
+from sqlnb.workflows.generative.common import (_require_evidence, _require_joint, _require_likelihood,
+                                               _require_naive_bayes, _with_report)
 from sqlnb.engines.duckdb import new_connection
 
 #: Key of the novelty threshold in ``model.report`` (saved with the model).
@@ -62,6 +62,7 @@ def novelty_threshold(
     """
     model = _require_naive_bayes(model, "a novelty threshold")
     _require_joint(model, "a novelty threshold")
+    _require_evidence(model, "a novelty threshold")
     _require_likelihood(model.features, "a novelty threshold")
     if not (isinstance(quantile, (int, float)) and 0 < quantile < 1):
         raise SqlnbError(f"the novelty quantile must be between 0 and 1 (exclusive), not {quantile!r}")
@@ -92,6 +93,7 @@ def novelty_query(
     column: ``log_evidence < threshold`` (default: the model's calibrated threshold)."""
     model = _require_naive_bayes(model, "novelty")
     _require_joint(model, "novelty")
+    _require_evidence(model, "novelty")
     _require_likelihood(model.features, "novelty")
     if threshold is None:
         stored = model.report.get(NOVELTY)
