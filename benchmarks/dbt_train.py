@@ -30,9 +30,10 @@ from pathlib import Path
 import duckdb
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # the benchmarks' helpers, and this checkout's sqlnb
 import generate  # noqa: E402
 from run import write_readme  # noqa: E402
+from sqlnb.engines.spark import catalog_settings  # noqa: E402
 
 BIN = Path(sys.executable).parent
 MODELS = {"naive": [], "tan": ["--structure", "tan", "--bins", "mdl"], "aode": ["--structure", "aode", "--bins", "mdl"]}
@@ -52,10 +53,8 @@ SPARK_MASTER = "local[2]"
 
 def _profiles(project: Path, profile: str, dsn: str | None, wh: Path, warehouse: Path | None = None) -> None:
     if warehouse is not None:
-        sys.path.insert(0, str(HERE.parent))
-        from sqlnb.engines.spark import _catalog_settings
         out = {"type": "spark", "method": "session", "host": "NA", "schema": "default", "threads": 1,
-               "server_side_parameters": {**_catalog_settings(str(warehouse)), "spark.master": SPARK_MASTER,
+               "server_side_parameters": {**catalog_settings(str(warehouse)), "spark.master": SPARK_MASTER,
                                           "spark.ui.enabled": "false"}}
     elif dsn is None:
         out = {"type": "duckdb", "path": str(wh), "threads": 1}

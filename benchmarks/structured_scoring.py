@@ -59,14 +59,16 @@ def timed(fn, repeat: int) -> tuple[float, float]:
 
 def estimator(kind: str):
     """The scikit-learn estimator of ``kind`` (MDL bins, its default)."""
-    from sqlnb.estimators import (AveragedOneDependenceNB, AveragedStructuresNB, KDependenceNB, MixedNB,
-                                  SelectiveKDependenceNB, TreeAugmentedNB, WeightedNB)
+    from sqlnb.estimators import (AveragedOneDependenceNB, AveragedStructuresNB, EnsembleSelectiveKDependenceNB,
+                                  KDependenceNB, MixedNB, SelectiveKDependenceNB, TreeAugmentedNB, WeightedNB)
     if kind == "naive":
         return MixedNB(bins="mdl")
     if kind == "weighted":
         return WeightedNB(l2=WEIGHTED_L2)
     if kind == "skdb":
         return SelectiveKDependenceNB()
+    if kind == "eskdb":
+        return EnsembleSelectiveKDependenceNB()
     if kind == "tan":
         return TreeAugmentedNB()
     if kind.startswith("kdb:") and "+" not in kind:

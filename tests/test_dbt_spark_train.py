@@ -30,7 +30,7 @@ import duckdb
 import pytest
 
 import sqlnb
-from sqlnb.engines.spark import _catalog_settings
+from sqlnb.engines.spark import catalog_settings
 from sqlnb.workflows import dbt_cuts
 from support.dbt import dbt_executable, results as _results, run as _run, train_project
 from support.engines import SPARK_ENV, require_pyspark, unavailable
@@ -94,7 +94,7 @@ def _spark(warehouse, master: str, job: dict, cwd) -> dict:
 def _profiles(directory, warehouse, master: str, profile: str = "sqlnb_tree_example") -> None:
     """``profiles.yml``: dbt-spark's session on the warehouse's catalog (the settings
     sqlnb's Spark engine uses), one thread, as the profile ``profile``."""
-    settings = {**_catalog_settings(str(warehouse)), "spark.master": master, "spark.ui.enabled": "false",
+    settings = {**catalog_settings(str(warehouse)), "spark.master": master, "spark.ui.enabled": "false",
                 "spark.sql.shuffle.partitions": "2", "spark.executor.memory": "512m"}
     (directory / "profiles.yml").write_text(json.dumps({profile: {"target": "spark", "outputs": {
         "spark": {"type": "spark", "method": "session", "host": "NA", "schema": "default", "threads": 1,

@@ -137,7 +137,7 @@ class SparkEngine(ColumnsFromResolve):
             builder = builder.config("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT))
         lock = path = None
         if warehouse is not None:
-            settings = _catalog_settings(warehouse)
+            settings = catalog_settings(warehouse)
             path = settings["spark.sql.warehouse.dir"]
             # The metastore's settings now, so that the catalog can open later on this
             # session's context (open_catalog); Hive itself is not enabled here.
@@ -373,7 +373,7 @@ def _wait_until_reachable(builder, shown: str) -> None:
                          "and that the server is running")
 
 
-def _catalog_settings(warehouse: str) -> dict:
+def catalog_settings(warehouse: str) -> dict:
     """Spark settings for a persistent catalog in directory ``warehouse``."""
     path = os.path.abspath(warehouse)
     if ";" in path or '"' in path:
