@@ -131,30 +131,19 @@ def derive(features: Sequence[Feature], stats, hp, params: Mapping[str, Any], K:
     sizes = [len(v) for v in values]
     codes = pats.over(values)
     C = len(stats.classes)
+
+    def counts(child: str, ps: tuple, j: int) -> np.ndarray:  # n_j(c, pa_1..j, x), summed over the patterns
+        cols = [names.index(p) for p in ps[:j]] + [names.index(child)]
+        return pattern_counts(codes, pats.y, pats.w, cols, [sizes[c] for c in cols], C)
+
     nets = []
     for t in range(MEMBERS):
         order_i, parents_i = perturbed(mi, cmi, K, np.random.default_rng([SEED, t]), TEMPERATURE)
         order = [names[i] for i in order_i]
         parents = {names[i]: tuple(names[j] for j in ps) for i, ps in parents_i.items()}
         choice = skdb.leave_one_out(features, tree_feats, order, parents, stats, hp, K)
-        k, s = choice["k"], choice["s"]
-        logp, seen, parent, cpt = {}, {}, {}, {}
-        for child in order[:s]:
-            ps = parents[child][:k]
-            a = names.index(child)
-            tables = [tan.naive_row(tree_feats[a], params[child])]
-            marks = []
-            for j in range(1, len(ps) + 1):
-                cols = [names.index(p) for p in ps[:j]] + [a]
-                n = pattern_counts(codes, pats.y, pats.w, cols, [sizes[c] for c in cols], C)
-                total = n.sum(axis=-1, keepdims=True)
-                m = choice["backoff"][child][j - 1] if hp.backoff == "loo" else hp.backoff
-                tables.append(skdb.backoff(n, total, np.expand_dims(tables[-1], -2), m))
-                marks.append(n.sum(axis=(0, -1)) > 0)
-            logp[child], seen[child], cpt[child] = tables, marks, tables[-1]
-            if ps:
-                parent[child] = ps[0] if len(ps) == 1 else tuple(ps)
-        nets.append(skdb.Deep(tree_feats, order, parent, mi, cmi, logp, seen, cpt, list(order[s:]), k, s, choice))
+        nets.append(skdb.network(tree_feats, order, parents, mi, cmi, choice["k"], choice["s"], choice, hp, params,
+                                 counts))
     return Ensemble(nets, tree_feats)
 
 

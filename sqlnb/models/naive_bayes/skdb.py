@@ -249,20 +249,29 @@ def derive(features: Sequence[Feature], stats, hp, params: Mapping[str, Any], K:
         raise SqlnbError(f"structure {structure!r} scores unseen categories as missing; leave unseen at 'missing'")
     tree_feats, order, parents, mi, cmi = kdb.structure(features, stats, K)
     values = {f.name: tan.feature_values(f, stats.features) for f in tree_feats}
-    by_name = {f.name: f for f in tree_feats}
     rank = {f.name: i for i, f in enumerate(tree_feats)}
     choice = None
     k, s = K, len(order)
     if selective(structure):
         choice = leave_one_out(features, tree_feats, order, parents, stats, hp, K)
         k, s = choice["k"], choice["s"]
+    return network(tree_feats, order, parents, mi, cmi, k, s, choice, hp, params,
+                   lambda child, ps, j: prefix_counts(child, ps, j, stats, values, rank, structure))
+
+
+def network(tree_feats: list, order: list, parents: Mapping[str, tuple], mi, cmi, k: int, s: int, choice,
+            hp, params: Mapping[str, Any], counts) -> Deep:
+    """The :class:`Deep` of a ranking, parent lists and choice (k, s): each kept child's
+    back-off tables over the first k of its parents, ``counts(child, ps, j)`` giving
+    n_j(c, pa_1..j, x) (the joint counts under skdb, the patterns' sums under eskdb)."""
+    by_name = {f.name: f for f in tree_feats}
     logp, seen, parent, cpt = {}, {}, {}, {}
     for child in order[:s]:
         ps = parents[child][:k]
         tables = [tan.naive_row(by_name[child], params[child])]
         marks = []
         for j in range(1, len(ps) + 1):
-            n = prefix_counts(child, ps, j, stats, values, rank, structure)
+            n = counts(child, ps, j)
             total = n.sum(axis=-1, keepdims=True)
             m = choice["backoff"][child][j - 1] if hp.backoff == "loo" else hp.backoff
             tables.append(backoff(n, total, np.expand_dims(tables[-1], -2), m))
